@@ -1,0 +1,103 @@
+//! Command line and environment: every setting is a flag with an environment variable
+//! of the same meaning (ARCHITECTURE §11), so scripts and containers configure alike.
+
+use clap::{Args, Parser, Subcommand};
+use std::net::SocketAddr;
+
+/// Hop's origin: the control plane of the shortener, and a complete shortener on its own.
+#[derive(Debug, Parser)]
+#[command(name = "hop-origin", version, about)]
+pub struct Cli {
+    #[command(flatten)]
+    pub settings: Settings,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Apply migrations, then serve the API and redirects (the default).
+    Serve,
+    /// Apply pending migrations and exit.
+    Migrate,
+}
+
+/// Settings shared by every subcommand.
+#[derive(Debug, Clone, Args)]
+pub struct Settings {
+    /// Address to listen on.
+    #[arg(
+        long,
+        env = "HOP_LISTEN",
+        default_value = "127.0.0.1:3000",
+        global = true
+    )]
+    pub listen: SocketAddr,
+
+    /// `sqlite://PATH` (created if missing) or `postgres://…`.
+    #[arg(
+        long,
+        env = "HOP_DATABASE_URL",
+        default_value = "sqlite://hop.db",
+        global = true
+    )]
+    pub database_url: String,
+
+    /// The short domain of links created without one.
+    #[arg(long, env = "HOP_DEFAULT_DOMAIN", default_value = "localhost", value_parser = parse_domain, global = true)]
+    pub default_domain: String,
+
+    /// Where the edge worker accepts pushed changes; unset, nothing is published (the
+    /// outbox still fills, and drains once this is set).
+    #[arg(long, env = "HOP_EDGE_SYNC_URL", value_parser = parse_http_url, global = true)]
+    pub edge_sync_url: Option<url::Url>,
+}
+
+fn parse_domain(s: &str) -> Result<String, String> {
+    shared::normalize_domain(s).map_err(|e| e.to_string())
+}
+
+fn parse_http_url(s: &str) -> Result<url::Url, String> {
+    let url = url::Url::parse(s).map_err(|e| format!("{s:?} is not a URL: {e}"))?;
+    match url.scheme() {
+        "http" | "https" => Ok(url),
+        other => Err(format!("{s:?} must be http or https, not {other}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("hop-origin").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn defaults_match_the_documented_ones() {
+        // Other tests in this process never set HOP_* variables.
+        let cli = parse(&[]).unwrap();
+        assert_eq!(cli.settings.listen.to_string(), "127.0.0.1:3000");
+        assert_eq!(cli.settings.database_url, "sqlite://hop.db");
+        assert_eq!(cli.settings.default_domain, "localhost");
+        assert!(cli.settings.edge_sync_url.is_none());
+        assert!(cli.command.is_none());
+    }
+
+    #[test]
+    fn flags_are_validated_and_normalized() {
+        let cli = parse(&[
+            "migrate",
+            "--default-domain",
+            "S.Example.",
+            "--edge-sync-url",
+            "http://127.0.0.1:8787",
+        ])
+        .unwrap();
+        assert!(matches!(cli.command, Some(Command::Migrate)));
+        assert_eq!(cli.settings.default_domain, "s.example");
+        assert!(parse(&["--listen", "localhost"]).is_err());
+        assert!(parse(&["--edge-sync-url", "ftp://x"]).is_err());
+        assert!(parse(&["--default-domain", "a/b"]).is_err());
+    }
+}

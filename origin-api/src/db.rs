@@ -1,0 +1,90 @@
+//! The database connection: SQLite for one machine, PostgreSQL for production. Each has
+//! its own migrations under `migrations/`, applied at start.
+
+use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use std::str::FromStr;
+use std::time::Duration;
+
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
+
+/// Why the database could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error("unsupported database URL {0:?}: expected sqlite://PATH or postgres://…")]
+    UnsupportedUrl(String),
+    #[error("cannot connect to the database: {0}")]
+    Connect(#[source] sqlx::Error),
+    #[error("cannot apply migrations: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error(transparent)]
+    Query(#[from] sqlx::Error),
+}
+
+/// A pool for one of the two supported databases.
+#[derive(Debug, Clone)]
+pub enum Db {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+impl Db {
+    /// Connects; a SQLite file that does not exist yet is created.
+    pub async fn connect(url: &str) -> Result<Db, DbError> {
+        if url.starts_with("sqlite:") {
+            let options = SqliteConnectOptions::from_str(url)
+                .map_err(DbError::Connect)?
+                .create_if_missing(true)
+                // WAL lets readers (redirects) proceed while one writer commits.
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal)
+                .foreign_keys(true)
+                .busy_timeout(Duration::from_secs(5));
+            let pool = SqlitePoolOptions::new()
+                .max_connections(8)
+                .connect_with(options)
+                .await
+                .map_err(DbError::Connect)?;
+            Ok(Db::Sqlite(pool))
+        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            let pool = PgPoolOptions::new()
+                .max_connections(16)
+                .acquire_timeout(Duration::from_secs(5))
+                .connect(url)
+                .await
+                .map_err(DbError::Connect)?;
+            Ok(Db::Postgres(pool))
+        } else {
+            Err(DbError::UnsupportedUrl(url.to_owned()))
+        }
+    }
+
+    /// Applies the migrations this binary carries that the database lacks.
+    pub async fn migrate(&self) -> Result<(), DbError> {
+        match self {
+            Db::Sqlite(pool) => SQLITE_MIGRATIONS.run(pool).await?,
+            Db::Postgres(pool) => POSTGRES_MIGRATIONS.run(pool).await?,
+        }
+        Ok(())
+    }
+
+    /// A round trip to the database, for readiness.
+    pub async fn ping(&self) -> Result<(), DbError> {
+        match self {
+            Db::Sqlite(pool) => sqlx::query("SELECT 1").execute(pool).await.map(drop)?,
+            Db::Postgres(pool) => sqlx::query("SELECT 1").execute(pool).await.map(drop)?,
+        }
+        Ok(())
+    }
+
+    /// The name of the backend, for logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Db::Sqlite(_) => "sqlite",
+            Db::Postgres(_) => "postgres",
+        }
+    }
+}

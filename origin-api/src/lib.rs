@@ -1,0 +1,36 @@
+//! Hop's origin: the control plane (links, bans, publishing to the edge) and a complete
+//! shortener on its own, on SQLite or PostgreSQL.
+
+pub mod config;
+pub mod db;
+pub mod error;
+pub mod routes;
+
+use config::Settings;
+use db::Db;
+use tokio::net::TcpListener;
+
+/// What every handler can reach.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    pub db: Db,
+    pub settings: Settings,
+}
+
+/// Connects to the database and applies migrations.
+pub async fn prepare(settings: &Settings) -> Result<Db, db::DbError> {
+    let db = Db::connect(&settings.database_url).await?;
+    db.migrate().await?;
+    Ok(db)
+}
+
+/// Serves on `listener` until `shutdown` completes, then drains open requests.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, routes::router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+}

@@ -1,0 +1,31 @@
+//! HTTP routes. Handlers are thin: they parse, call a service, and shape the answer.
+
+mod health;
+
+use crate::AppState;
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::Router;
+use std::time::Duration;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+
+/// Request bodies above this are refused with 413 (a bulk import of 10,000 links fits).
+pub const BODY_LIMIT_BYTES: usize = 32 * 1024 * 1024;
+/// A request that takes longer than this is answered 408 and its work dropped.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The whole HTTP surface of the origin.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .layer(TraceLayer::new_for_http())
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            REQUEST_TIMEOUT,
+        ))
+        .layer(RequestBodyLimitLayer::new(BODY_LIMIT_BYTES))
+        .with_state(state)
+}

@@ -1,0 +1,249 @@
+//! The origin skeleton: configuration, database creation and migration, liveness and
+//! readiness, on SQLite always and on PostgreSQL when one is reachable.
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use clap::Parser;
+use http_body_util::BodyExt;
+use origin_api::config::{Cli, Settings};
+use origin_api::db::Db;
+use origin_api::{prepare, routes, AppState};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tower::ServiceExt;
+
+fn settings(database_url: &str) -> Settings {
+    Cli::try_parse_from(["hop-origin", "--database-url", database_url])
+        .expect("valid flags")
+        .settings
+}
+
+fn sqlite_in(dir: &tempfile::TempDir, name: &str) -> Settings {
+    settings(&format!("sqlite://{}", dir.path().join(name).display()))
+}
+
+async fn get(state: AppState, path: &str) -> (StatusCode, Option<String>, String) {
+    let res = routes::router(state)
+        .oneshot(Request::get(path).body(Body::empty()).expect("request"))
+        .await
+        .expect("infallible");
+    let status = res.status();
+    let content_type = res
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let body = res.into_body().collect().await.expect("body").to_bytes();
+    (
+        status,
+        content_type,
+        String::from_utf8_lossy(&body).into_owned(),
+    )
+}
+
+async fn tables(db: &Db) -> Vec<String> {
+    let mut names: Vec<String> = match db {
+        Db::Sqlite(pool) => sqlx::query_scalar(
+            "SELECT name FROM sqlite_master WHERE type = 'table' \
+             AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_sqlx%'",
+        )
+        .fetch_all(pool)
+        .await
+        .expect("list tables"),
+        Db::Postgres(pool) => sqlx::query_scalar(
+            "SELECT tablename::text FROM pg_tables \
+             WHERE schemaname = current_schema() AND tablename NOT LIKE '_sqlx%'",
+        )
+        .fetch_all(pool)
+        .await
+        .expect("list tables"),
+    };
+    names.sort();
+    names
+}
+
+const TABLES: [&str; 7] = [
+    "api_keys",
+    "bans",
+    "domains",
+    "id_segments",
+    "idempotency",
+    "links",
+    "outbox",
+];
+
+#[tokio::test]
+async fn a_missing_sqlite_database_is_created_and_migrated_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let settings = sqlite_in(&dir, "fresh.db");
+    let db = prepare(&settings).await.expect("create and migrate");
+    assert!(dir.path().join("fresh.db").exists());
+    assert_eq!(tables(&db).await, TABLES);
+    // A second start finds everything applied and changes nothing.
+    let again = prepare(&settings).await.expect("re-migrate");
+    assert_eq!(tables(&again).await, TABLES);
+}
+
+#[tokio::test]
+async fn the_route_key_is_unique_per_domain_in_the_database() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = prepare(&sqlite_in(&dir, "u.db")).await.expect("migrate");
+    let Db::Sqlite(pool) = &db else {
+        unreachable!("sqlite URL")
+    };
+    let insert = |id: i64, domain: &'static str| {
+        sqlx::query(
+            "INSERT INTO links (link_id, domain, code, target_url, owner_id, status, code_kind, \
+             created_at, updated_at) VALUES (?, ?, 'abc', 'https://e.example/', 'o', 'active', \
+             'custom', 0, 0)",
+        )
+        .bind(id)
+        .bind(domain)
+        .execute(pool)
+    };
+    insert(1, "s.example").await.expect("first");
+    insert(2, "t.example")
+        .await
+        .expect("same code, other domain");
+    let dup = insert(3, "s.example").await.expect_err("same route key");
+    assert!(dup.to_string().contains("UNIQUE"), "{dup}");
+}
+
+#[tokio::test]
+async fn health_and_readiness() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let settings = sqlite_in(&dir, "h.db");
+    let db = prepare(&settings).await.expect("migrate");
+    let state = AppState {
+        db: db.clone(),
+        settings,
+    };
+
+    assert_eq!(get(state.clone(), "/healthz").await.0, StatusCode::OK);
+    assert_eq!(get(state.clone(), "/readyz").await.0, StatusCode::OK);
+
+    // With the database gone, the process is alive but not ready, and says why.
+    let Db::Sqlite(pool) = &db else {
+        unreachable!("sqlite URL")
+    };
+    pool.close().await;
+    assert_eq!(get(state.clone(), "/healthz").await.0, StatusCode::OK);
+    let (status, content_type, body) = get(state, "/readyz").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(content_type.as_deref(), Some("application/problem+json"));
+    let problem: serde_json::Value = serde_json::from_str(&body).expect("problem JSON");
+    assert_eq!(problem["status"], 503);
+    assert_eq!(problem["detail"], "the database is not reachable");
+}
+
+#[tokio::test]
+async fn unsupported_database_urls_are_refused_with_a_reason() {
+    let err = prepare(&settings("mysql://127.0.0.1/hop"))
+        .await
+        .expect_err("refused");
+    assert!(
+        err.to_string()
+            .contains("expected sqlite://PATH or postgres://"),
+        "{err}"
+    );
+}
+
+/// The PostgreSQL server the tests use; overridable for machines that have one elsewhere.
+fn postgres_url() -> String {
+    std::env::var("HOP_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+}
+
+#[tokio::test]
+async fn postgres_migrations_apply_to_a_fresh_database() {
+    let admin_url = postgres_url();
+    let probe = sqlx::postgres::PgPoolOptions::new().acquire_timeout(Duration::from_secs(3));
+    let admin = match probe.connect(&admin_url).await {
+        Ok(pool) => pool,
+        Err(e) => {
+            eprintln!(
+                "NOTICE: skipping the PostgreSQL migration test: no server at {admin_url} ({e})"
+            );
+            return;
+        }
+    };
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    let name = format!("hop_test_{}_{nanos}", std::process::id());
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&admin)
+        .await
+        .expect("create database");
+    let mut url = url::Url::parse(&admin_url).expect("URL");
+    url.set_path(&name);
+    let (names, again) = {
+        let db = prepare(&settings(url.as_str())).await.expect("migrate");
+        let names = tables(&db).await;
+        let again = prepare(&settings(url.as_str())).await;
+        for db in [Some(db), again.as_ref().ok().cloned()]
+            .into_iter()
+            .flatten()
+        {
+            if let Db::Postgres(pool) = db {
+                pool.close().await;
+            }
+        }
+        (names, again.map(drop))
+    };
+    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        .execute(&admin)
+        .await
+        .expect("drop database");
+    assert_eq!(names, TABLES);
+    again.expect("re-migrate");
+}
+
+#[tokio::test]
+async fn the_binary_serves_healthz_on_the_configured_address_and_database() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db_path = dir.path().join("bin.db");
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hop-origin"))
+        .arg("serve")
+        // Flags and environment both configure it.
+        .args(["--listen", &addr.to_string()])
+        .env(
+            "HOP_DATABASE_URL",
+            format!("sqlite://{}", db_path.display()),
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start hop-origin");
+    let client = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let answer = loop {
+        if let Ok(res) = client.get(format!("http://{addr}/healthz")).send().await {
+            break Some(res);
+        }
+        if Instant::now() > deadline || child.try_wait().ok().flatten().is_some() {
+            break None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    let res = answer.expect("hop-origin answered /healthz");
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.text().await.expect("body"), "ok\n");
+    assert!(db_path.exists(), "the SQLite file was created");
+}
+
+#[test]
+fn a_bad_flag_stops_the_binary_with_a_message() {
+    let out = Command::new(env!("CARGO_BIN_EXE_hop-origin"))
+        .args(["--listen", "not-an-address", "migrate"])
+        .output()
+        .expect("run hop-origin");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--listen"));
+}

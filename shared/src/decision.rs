@@ -1,0 +1,467 @@
+//! The redirect decision: one pure function from what is known about a visit to the
+//! response, used by the edge worker and by the origin's own redirect path alike.
+
+use crate::codes::is_plausible_code;
+use crate::denylist::Denylist;
+use crate::domain::{DomainSettings, RouteKey};
+use crate::record::{EdgeRecord, LinkStatus};
+use crate::target::merge_query;
+
+/// The request methods the redirect path tells apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Head,
+    Other,
+}
+
+impl Method {
+    pub fn parse(method: &str) -> Method {
+        match method {
+            "GET" => Method::Get,
+            "HEAD" => Method::Head,
+            _ => Method::Other,
+        }
+    }
+}
+
+/// What happened, for logs, metrics and click reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Redirect,
+    /// Unknown code, or a path that cannot be a code.
+    NotFound,
+    Disabled,
+    Expired,
+    Deleted,
+    /// Banned code, banned target host, or a record marked banned.
+    Banned,
+    /// The answer depends on something that cannot be reached now.
+    Unavailable,
+    MethodNotAllowed,
+}
+
+/// The body of a response, before the method is applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Body {
+    Empty,
+    Text(&'static str),
+    Html(&'static str),
+}
+
+/// A response, ready for an adapter to write out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub outcome: Outcome,
+    pub status: u16,
+    pub headers: Vec<(&'static str, String)>,
+    /// Already empty for `HEAD`; the `Content-Type` header still says what a `GET`
+    /// would carry.
+    pub body: Body,
+}
+
+/// What is known about one visit, besides the record.
+#[derive(Debug, Clone, Copy)]
+pub struct Visit<'a> {
+    pub method: Method,
+    pub route: &'a RouteKey,
+    /// The raw query of the visited URL, without `?`.
+    pub query: Option<&'a str>,
+    /// Unix seconds.
+    pub now: i64,
+}
+
+const NOT_FOUND: &str = "Not found.\n";
+const DISABLED: &str = "This link is not available.\n";
+const EXPIRED: &str = "This link has expired.\n";
+const DELETED: &str = "This link was deleted.\n";
+const UNAVAILABLE: &str = "This link cannot be resolved right now. Please try again shortly.\n";
+const METHOD_NOT_ALLOWED: &str = "Only GET and HEAD are supported.\n";
+const BANNED: &str = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta name=\"robots\" content=\"noindex\"><title>Link blocked</title></head>\
+<body><h1>Link blocked</h1><p>This short link was blocked because it was reported \
+as harmful. You have not been redirected.</p></body></html>\n";
+
+const NO_STORE: &str = "no-store";
+
+impl Decision {
+    fn new(method: Method, outcome: Outcome, status: u16, body: Body) -> Self {
+        let mut headers = vec![("cache-control", NO_STORE.to_owned())];
+        match body {
+            Body::Empty => {}
+            Body::Text(_) => headers.push(("content-type", "text/plain; charset=utf-8".into())),
+            Body::Html(_) => headers.push(("content-type", "text/html; charset=utf-8".into())),
+        }
+        Decision {
+            outcome,
+            status,
+            headers,
+            body: if method == Method::Head {
+                Body::Empty
+            } else {
+                body
+            },
+        }
+    }
+
+    pub fn not_found(method: Method) -> Self {
+        Decision::new(method, Outcome::NotFound, 404, Body::Text(NOT_FOUND))
+    }
+
+    /// The answer when the record or the origin cannot be read: never a 404 for a link
+    /// that may exist.
+    pub fn unavailable(method: Method, retry_after_s: u32) -> Self {
+        let mut d = Decision::new(method, Outcome::Unavailable, 503, Body::Text(UNAVAILABLE));
+        d.headers.push(("retry-after", retry_after_s.to_string()));
+        d
+    }
+
+    fn method_not_allowed() -> Self {
+        let mut d = Decision::new(
+            Method::Other,
+            Outcome::MethodNotAllowed,
+            405,
+            Body::Text(METHOD_NOT_ALLOWED),
+        );
+        d.headers.push(("allow", "GET, HEAD".into()));
+        d
+    }
+
+    fn banned(method: Method) -> Self {
+        Decision::new(method, Outcome::Banned, 403, Body::Html(BANNED))
+    }
+
+    /// The value of a header, by lowercase name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The checks that need nothing but the request line: a method other than GET or HEAD
+/// gets 405, a path segment that cannot be a code gets 404. `None`: go on and look up.
+pub fn reject_early(method: Method, code: &str) -> Option<Decision> {
+    if method == Method::Other {
+        Some(Decision::method_not_allowed())
+    } else if !is_plausible_code(code) {
+        Some(Decision::not_found(method))
+    } else {
+        None
+    }
+}
+
+/// Decides the response to a visit from the link's record (`None`: no such link), the
+/// denylist and the domain's settings.
+pub fn decide(
+    visit: &Visit<'_>,
+    record: Option<&EdgeRecord>,
+    deny: &Denylist,
+    settings: &DomainSettings,
+) -> Decision {
+    if let Some(early) = reject_early(visit.method, visit.route.code()) {
+        return early;
+    }
+    if deny.blocks_code(visit.route) {
+        return Decision::banned(visit.method);
+    }
+    let Some(record) = record else {
+        return Decision::not_found(visit.method);
+    };
+    if record.status == LinkStatus::Banned {
+        return Decision::banned(visit.method);
+    }
+    // The origin stored a validated URL; one that does not parse is a corrupt copy,
+    // which the next publish repairs, so it is reported as temporary.
+    let Ok(mut target) = url::Url::parse(&record.target) else {
+        return Decision::unavailable(visit.method, RETRY_AFTER_S);
+    };
+    if deny.blocks_host(target.host_str().unwrap_or_default()) {
+        return Decision::banned(visit.method);
+    }
+    match record.status {
+        LinkStatus::Deleted => {
+            return Decision::new(visit.method, Outcome::Deleted, 410, Body::Text(DELETED))
+        }
+        LinkStatus::Disabled => {
+            return Decision::new(visit.method, Outcome::Disabled, 404, Body::Text(DISABLED))
+        }
+        LinkStatus::Active | LinkStatus::Banned => {}
+    }
+    let mut max_age = i64::from(settings.max_age_s);
+    if let Some(expires_at) = record.expires_at {
+        if visit.now >= expires_at {
+            return Decision::new(visit.method, Outcome::Expired, 410, Body::Text(EXPIRED));
+        }
+        max_age = max_age.min(expires_at - visit.now);
+    }
+    if record.forward_query {
+        merge_query(&mut target, visit.query);
+    }
+    Decision {
+        outcome: Outcome::Redirect,
+        status: record.redirect.code(),
+        headers: vec![
+            ("location", target.into()),
+            ("cache-control", format!("private, max-age={max_age}")),
+        ],
+        body: Body::Empty,
+    }
+}
+
+/// What a visitor is told to wait before retrying a 503.
+pub const RETRY_AFTER_S: u32 = 5;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::denylist::DenylistSnapshot;
+    use crate::record::RedirectStatus;
+
+    const NOW: i64 = 1_800_000_000;
+
+    fn route() -> RouteKey {
+        RouteKey::new("s.example", "7Fk3aQx").unwrap()
+    }
+
+    fn active(target: &str) -> EdgeRecord {
+        EdgeRecord {
+            target: target.into(),
+            status: LinkStatus::Active,
+            redirect: RedirectStatus::Found,
+            expires_at: None,
+            version: 1,
+            forward_query: false,
+        }
+    }
+
+    fn visit<'a>(route: &'a RouteKey, method: Method, query: Option<&'a str>) -> Visit<'a> {
+        Visit {
+            method,
+            route,
+            query,
+            now: NOW,
+        }
+    }
+
+    fn run(
+        record: Option<&EdgeRecord>,
+        method: Method,
+        query: Option<&str>,
+        deny: &Denylist,
+    ) -> Decision {
+        let route = route();
+        decide(
+            &visit(&route, method, query),
+            record,
+            deny,
+            &DomainSettings::default(),
+        )
+    }
+
+    fn deny(codes: &[&str], hosts: &[&str]) -> Denylist {
+        Denylist::from(DenylistSnapshot {
+            v: 1,
+            codes: codes.iter().map(|s| s.to_string()).collect(),
+            hosts: hosts.iter().map(|s| s.to_string()).collect(),
+        })
+    }
+
+    #[test]
+    fn active_link_redirects_with_its_status_and_a_private_max_age() {
+        let d = run(
+            Some(&active("https://dest.example/x")),
+            Method::Get,
+            None,
+            &Denylist::default(),
+        );
+        assert_eq!((d.status, d.outcome), (302, Outcome::Redirect));
+        assert_eq!(d.header("location"), Some("https://dest.example/x"));
+        assert_eq!(d.header("cache-control"), Some("private, max-age=3600"));
+        assert_eq!(d.body, Body::Empty);
+
+        for code in [301, 307, 308] {
+            let rec = EdgeRecord {
+                redirect: RedirectStatus::try_from(code).unwrap(),
+                ..active("https://dest.example/")
+            };
+            assert_eq!(
+                run(Some(&rec), Method::Head, None, &Denylist::default()).status,
+                code
+            );
+        }
+    }
+
+    #[test]
+    fn max_age_never_outlives_the_link() {
+        let rec = EdgeRecord {
+            expires_at: Some(NOW + 90),
+            ..active("https://dest.example/")
+        };
+        let d = run(Some(&rec), Method::Get, None, &Denylist::default());
+        assert_eq!(d.header("cache-control"), Some("private, max-age=90"));
+        let settings = DomainSettings {
+            max_age_s: 30,
+            ..DomainSettings::default()
+        };
+        let route = route();
+        let d = decide(
+            &visit(&route, Method::Get, None),
+            Some(&rec),
+            &Denylist::default(),
+            &settings,
+        );
+        assert_eq!(d.header("cache-control"), Some("private, max-age=30"));
+    }
+
+    #[test]
+    fn expired_and_deleted_links_are_gone() {
+        let expired = EdgeRecord {
+            expires_at: Some(NOW),
+            ..active("https://dest.example/")
+        };
+        let d = run(Some(&expired), Method::Get, None, &Denylist::default());
+        assert_eq!((d.status, d.outcome), (410, Outcome::Expired));
+        assert_eq!(d.header("cache-control"), Some("no-store"));
+        assert_eq!(d.header("location"), None);
+
+        let deleted = EdgeRecord {
+            status: LinkStatus::Deleted,
+            ..active("https://dest.example/")
+        };
+        let d = run(Some(&deleted), Method::Get, None, &Denylist::default());
+        assert_eq!((d.status, d.outcome), (410, Outcome::Deleted));
+    }
+
+    #[test]
+    fn disabled_and_unknown_links_are_not_found() {
+        let disabled = EdgeRecord {
+            status: LinkStatus::Disabled,
+            ..active("https://dest.example/")
+        };
+        let d = run(Some(&disabled), Method::Get, None, &Denylist::default());
+        assert_eq!((d.status, d.outcome), (404, Outcome::Disabled));
+        assert_eq!(d.header("cache-control"), Some("no-store"));
+        let d = run(None, Method::Get, None, &Denylist::default());
+        assert_eq!((d.status, d.outcome), (404, Outcome::NotFound));
+        assert_eq!(d.body, Body::Text(NOT_FOUND));
+    }
+
+    #[test]
+    fn bans_block_without_a_location_whatever_the_record_says() {
+        let rec = active("https://www.evil.example/login");
+        for (record, deny) in [
+            (Some(&rec), deny(&["s.example/7Fk3aQx"], &[])),
+            (None, deny(&["s.example/7Fk3aQx"], &[])),
+            (Some(&rec), deny(&[], &["evil.example"])),
+            (
+                Some(&EdgeRecord {
+                    status: LinkStatus::Banned,
+                    ..active("https://fine.example/")
+                }),
+                Denylist::default(),
+            ),
+            (
+                Some(&EdgeRecord {
+                    status: LinkStatus::Deleted,
+                    ..rec.clone()
+                }),
+                deny(&[], &["evil.example"]),
+            ),
+        ] {
+            let d = run(record, Method::Get, None, &deny);
+            assert_eq!((d.status, d.outcome), (403, Outcome::Banned), "{record:?}");
+            assert_eq!(d.header("location"), None);
+            assert_eq!(d.header("cache-control"), Some("no-store"));
+            assert_eq!(d.header("content-type"), Some("text/html; charset=utf-8"));
+            assert!(matches!(d.body, Body::Html(html) if html.contains("blocked")));
+        }
+        // A ban of another code or an unrelated host changes nothing.
+        let d = run(
+            Some(&rec),
+            Method::Get,
+            None,
+            &deny(&["s.example/other12"], &["notevil.example"]),
+        );
+        assert_eq!(d.status, 302);
+    }
+
+    #[test]
+    fn head_gets_the_same_status_and_headers_without_a_body() {
+        let rec = EdgeRecord {
+            status: LinkStatus::Deleted,
+            ..active("https://dest.example/")
+        };
+        let get = run(Some(&rec), Method::Get, None, &Denylist::default());
+        let head = run(Some(&rec), Method::Head, None, &Denylist::default());
+        assert_eq!((head.status, &head.headers), (get.status, &get.headers));
+        assert_eq!(head.body, Body::Empty);
+        assert_ne!(get.body, Body::Empty);
+    }
+
+    #[test]
+    fn other_methods_are_not_allowed() {
+        for method in ["POST", "PUT", "DELETE", "OPTIONS", "get"] {
+            let d = run(
+                Some(&active("https://dest.example/")),
+                Method::parse(method),
+                None,
+                &Denylist::default(),
+            );
+            assert_eq!(d.status, 405, "{method}");
+            assert_eq!(d.header("allow"), Some("GET, HEAD"));
+        }
+    }
+
+    #[test]
+    fn paths_that_cannot_be_codes_are_404_before_any_lookup() {
+        for bad in ["", "robots.txt", "a/b", "x%20y", "_hop", "-abc", "é"] {
+            let d = reject_early(Method::Get, bad).expect(bad);
+            assert_eq!(d.status, 404, "{bad:?}");
+        }
+        assert_eq!(reject_early(Method::Get, "7Fk3aQx"), None);
+        assert_eq!(
+            reject_early(Method::Other, "7Fk3aQx").map(|d| d.status),
+            Some(405)
+        );
+    }
+
+    #[test]
+    fn query_is_forwarded_only_when_the_link_says_so() {
+        let plain = active("https://dest.example/p?a=1#f");
+        let d = run(
+            Some(&plain),
+            Method::Get,
+            Some("a=2&b=3"),
+            &Denylist::default(),
+        );
+        assert_eq!(d.header("location"), Some("https://dest.example/p?a=1#f"));
+        let fwd = EdgeRecord {
+            forward_query: true,
+            ..plain
+        };
+        let d = run(
+            Some(&fwd),
+            Method::Get,
+            Some("a=2&b=3"),
+            &Denylist::default(),
+        );
+        assert_eq!(
+            d.header("location"),
+            Some("https://dest.example/p?a=1&b=3#f")
+        );
+    }
+
+    #[test]
+    fn a_corrupt_record_is_temporary_trouble_not_a_404() {
+        let d = run(
+            Some(&active("not a url")),
+            Method::Get,
+            None,
+            &Denylist::default(),
+        );
+        assert_eq!(d.status, 503);
+        assert_eq!(d.header("retry-after"), Some("5"));
+    }
+}

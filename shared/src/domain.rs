@@ -1,0 +1,196 @@
+//! Short domains: normalization, per-domain settings, and route keys.
+
+use crate::codes::CodeSpace;
+use crate::record::RedirectStatus;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::fmt;
+
+/// Why a host name cannot be a short domain.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DomainError {
+    #[error("a domain is required")]
+    Empty,
+    #[error("{0:?} is not a valid host name")]
+    Invalid(String),
+}
+
+/// Normalizes a host as written by a person or sent in a `Host` header: lowercase, no
+/// port, no trailing dot, international names in punycode (`bücher.example` becomes
+/// `xn--bcher-kva.example`). IP literals are kept as the URL standard writes them.
+pub fn normalize_domain(input: &str) -> Result<String, DomainError> {
+    let trimmed = input.trim();
+    if trimmed.is_empty() {
+        return Err(DomainError::Empty);
+    }
+    let invalid = || DomainError::Invalid(trimmed.to_owned());
+    // Let the URL parser do IDNA, percent-decoding and IP normalization, exactly as it
+    // does for target URLs; reject anything that brings more than a host and a port.
+    let url = url::Url::parse(&format!("http://{trimmed}/")).map_err(|_| invalid())?;
+    if url.path() != "/" || url.query().is_some() || !url.username().is_empty() {
+        return Err(invalid());
+    }
+    let host = url.host_str().ok_or_else(invalid)?;
+    let host = host.strip_suffix('.').unwrap_or(host);
+    if host.is_empty() || host.contains('/') {
+        return Err(invalid());
+    }
+    Ok(host.to_owned())
+}
+
+/// A normalized domain and code: the identity of a link as visitors see it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RouteKey {
+    domain: String,
+    code: String,
+}
+
+impl RouteKey {
+    /// Builds a key from an already normalized domain and a code; neither may contain `/`.
+    pub fn new(domain: impl Into<String>, code: impl Into<String>) -> Option<Self> {
+        let (domain, code) = (domain.into(), code.into());
+        if domain.is_empty() || code.is_empty() || domain.contains('/') || code.contains('/') {
+            return None;
+        }
+        Some(RouteKey { domain, code })
+    }
+
+    pub fn domain(&self) -> &str {
+        &self.domain
+    }
+
+    pub fn code(&self) -> &str {
+        &self.code
+    }
+
+    /// The KV key of the link's edge record: `l:{domain}/{code}`.
+    pub fn kv_key(&self) -> String {
+        format!("l:{self}")
+    }
+}
+
+impl fmt::Display for RouteKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.domain, self.code)
+    }
+}
+
+/// A domain's settings, as the origin stores them and as the edge reads them from
+/// `cfg:{domain}`. Every field has a default, so a domain nobody configured works, and
+/// unknown fields are ignored, so an older edge reads what a newer origin writes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DomainSettings {
+    /// Alphabet and length of generated codes.
+    pub codes: CodeSpace,
+    /// Codes match without regard to case (the alphabet should then be base36).
+    pub case_insensitive: bool,
+    /// Links of this domain forward the visitor's query unless they say otherwise.
+    pub forward_query: bool,
+    /// The redirect status of links that do not choose one.
+    pub default_redirect: RedirectStatus,
+    /// Upper bound of the `max-age` a visitor's browser may keep a redirect.
+    pub max_age_s: u32,
+}
+
+/// One hour: long enough to spare repeat clicks a round trip, short enough that an edit
+/// reaches people who already clicked within the hour.
+pub const DEFAULT_MAX_AGE_S: u32 = 3600;
+
+impl Default for DomainSettings {
+    fn default() -> Self {
+        DomainSettings {
+            codes: CodeSpace::default(),
+            case_insensitive: false,
+            forward_query: false,
+            default_redirect: RedirectStatus::Found,
+            max_age_s: DEFAULT_MAX_AGE_S,
+        }
+    }
+}
+
+impl DomainSettings {
+    /// The form in which a code is stored and looked up: lowercase on case-insensitive
+    /// domains, as given elsewhere.
+    pub fn canonical_code<'a>(&self, code: &'a str) -> Cow<'a, str> {
+        if self.case_insensitive && code.bytes().any(|b| b.is_ascii_uppercase()) {
+            Cow::Owned(code.to_ascii_lowercase())
+        } else {
+            Cow::Borrowed(code)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::alphabet::Alphabet;
+    use proptest::prelude::*;
+
+    #[test]
+    fn normalizes_case_port_trailing_dot_and_idna() {
+        assert_eq!(normalize_domain("S.Example").unwrap(), "s.example");
+        assert_eq!(normalize_domain("s.example:8787").unwrap(), "s.example");
+        assert_eq!(normalize_domain("s.example.").unwrap(), "s.example");
+        assert_eq!(normalize_domain(" localhost ").unwrap(), "localhost");
+        assert_eq!(
+            normalize_domain("Bücher.example").unwrap(),
+            "xn--bcher-kva.example"
+        );
+        assert_eq!(normalize_domain("127.0.0.1:3000").unwrap(), "127.0.0.1");
+        assert_eq!(normalize_domain("[::1]:8787").unwrap(), "[::1]");
+    }
+
+    #[test]
+    fn refuses_what_is_not_a_host() {
+        assert_eq!(normalize_domain(""), Err(DomainError::Empty));
+        for bad in [
+            "s.example/path",
+            "user@s.example",
+            "s.example?q",
+            "a b",
+            "s.example:99999",
+            ".",
+        ] {
+            assert!(normalize_domain(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn route_keys_join_domain_and_code() {
+        let key = RouteKey::new("s.example", "7Fk3aQx").unwrap();
+        assert_eq!(key.to_string(), "s.example/7Fk3aQx");
+        assert_eq!(key.kv_key(), "l:s.example/7Fk3aQx");
+        assert!(RouteKey::new("s.example", "a/b").is_none());
+        assert!(RouteKey::new("", "abc").is_none());
+    }
+
+    #[test]
+    fn settings_default_and_parse_from_partial_or_newer_json() {
+        let s: DomainSettings = serde_json::from_str(
+            r#"{"codes":{"alphabet":"base36","length":7},"case_insensitive":true,"later":1}"#,
+        )
+        .unwrap();
+        assert_eq!(s.codes, CodeSpace::new(Alphabet::Base36, 7).unwrap());
+        assert!(s.case_insensitive);
+        assert_eq!(s.max_age_s, DEFAULT_MAX_AGE_S);
+        assert_eq!(s.canonical_code("AbC1234"), "abc1234");
+        assert_eq!(
+            DomainSettings::default().canonical_code("AbC1234"),
+            "AbC1234"
+        );
+        let too_long = r#"{"codes":{"alphabet":"base62","length":11}}"#;
+        assert!(serde_json::from_str::<DomainSettings>(too_long).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn normalization_is_idempotent(host in "[a-zA-Z0-9]{1,10}(\\.[a-zA-Z0-9-]{1,10}){0,3}\\.?(:[0-9]{1,4})?") {
+            if let Ok(once) = normalize_domain(&host) {
+                prop_assert_eq!(normalize_domain(&once).unwrap(), once.clone());
+                prop_assert!(!once.ends_with('.') && !once.contains(':'));
+                prop_assert_eq!(once.to_ascii_lowercase(), once);
+            }
+        }
+    }
+}

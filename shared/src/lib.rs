@@ -1,0 +1,31 @@
+//! The contract between Hop's edge worker and its origin.
+//!
+//! Everything a redirect decides lives here as pure functions, compiled natively for
+//! the origin and to WebAssembly for the edge, so the two can never disagree:
+//!
+//! - [`alphabet`] and [`codes`]: generated codes as fixed-length numbers, custom aliases;
+//! - [`permutation`]: the keyed bijection from `link_id` to code;
+//! - [`domain`]: domain normalization, per-domain settings, route keys;
+//! - [`record`] and [`denylist`]: what the edge stores in KV;
+//! - [`target`]: target URL validation and the visitor's query merge;
+//! - [`decision`]: the response to a visit.
+//!
+//! No I/O happens here.
+
+pub mod alphabet;
+pub mod codes;
+pub mod decision;
+pub mod denylist;
+pub mod domain;
+pub mod permutation;
+pub mod record;
+pub mod target;
+
+pub use alphabet::Alphabet;
+pub use codes::{CodeKind, CodeSpace};
+pub use decision::{decide, reject_early, Body, Decision, Method, Outcome, Visit};
+pub use denylist::{Denylist, DenylistSnapshot};
+pub use domain::{normalize_domain, DomainSettings, RouteKey};
+pub use permutation::{CodeCodec, KeyRing};
+pub use record::{EdgeRecord, LinkStatus, RedirectStatus};
+pub use target::{validate_target, TargetUrl};

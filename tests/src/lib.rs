@@ -1,0 +1,259 @@
+//! Harness for Hop's end-to-end tests: starts real processes (`wrangler dev`, and the
+//! origin in later suites) on free loopback ports and stops them, with every process
+//! they spawned, when dropped — also when a test fails.
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use std::fs::File;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// How long a process may take to start answering HTTP before the test gives up.
+const START_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ lives in the repository")
+        .to_path_buf()
+}
+
+/// A port that was free a moment ago on 127.0.0.1.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("bind an ephemeral port")
+        .port()
+}
+
+/// A child process in its own process group, killed with its whole group on drop.
+#[derive(Debug)]
+pub struct Process {
+    name: String,
+    child: Child,
+    log: PathBuf,
+}
+
+impl Process {
+    /// Spawns `command` with its output in `log`.
+    pub fn spawn(name: &str, mut command: Command, log: PathBuf) -> Process {
+        use std::os::unix::process::CommandExt;
+        let out = File::create(&log).expect("create log file");
+        let err = out.try_clone().expect("clone log file");
+        command
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            // A group of its own, so that drop reaches the grandchildren (workerd).
+            .process_group(0);
+        let child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        Process {
+            name: name.to_owned(),
+            child,
+            log,
+        }
+    }
+
+    /// What the process printed so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits until `url` answers HTTP at all, failing early if the process exits.
+    pub async fn wait_until_answering(&mut self, url: &str) {
+        let client = client();
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!(
+                    "{} exited with {status} before answering:\n{}",
+                    self.name,
+                    self.log()
+                );
+            }
+            if client.get(url).send().await.is_ok() {
+                return;
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "{} did not answer {url} within {START_TIMEOUT:?}:\n{}",
+                    self.name,
+                    self.log()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    fn signal_group(&self, signal: Signal) {
+        // The group id is the child's pid (`process_group(0)`). Signalled directly: the
+        // `kill` binary of procps-ng 4.0.2 misreads `kill -TERM -PGID`.
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            let _ = killpg(Pid::from_raw(pid), signal);
+        }
+    }
+}
+
+impl Process {
+    /// Asks the whole group to stop (SIGTERM), waits up to five seconds for the leader,
+    /// then kills whatever is left of the group.
+    pub fn stop(&mut self) {
+        self.signal_group(Signal::SIGTERM);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // Whatever is left of the group, including workerd, goes now.
+        self.signal_group(Signal::SIGKILL);
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// An HTTP client that never follows redirects: the tests look at them.
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("build HTTP client")
+}
+
+/// Builds the edge worker once per test process (a no-op when nothing changed).
+fn build_worker() {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let status = Command::new("bash")
+            .arg(repo_root().join("scripts/build-worker"))
+            .status()
+            .expect("run scripts/build-worker");
+        assert!(
+            status.success(),
+            "scripts/build-worker failed; run scripts/setup first"
+        );
+    });
+}
+
+/// The path of the pinned wrangler.
+fn wrangler() -> PathBuf {
+    let path = repo_root().join("node_modules/.bin/wrangler");
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/setup",
+        path.display()
+    );
+    path
+}
+
+fn wrangler_command(state: &Path) -> Command {
+    let mut command = Command::new(wrangler());
+    command
+        .current_dir(repo_root())
+        .env("WRANGLER_SEND_METRICS", "false")
+        .env("CI", "true")
+        .env("NO_COLOR", "1")
+        .env("XDG_CONFIG_HOME", state.join("config"));
+    command
+}
+
+/// A running `wrangler dev` with its own local KV.
+#[derive(Debug)]
+pub struct Edge {
+    // Dropped first: the processes stop before their state directory goes.
+    process: Process,
+    state: tempfile::TempDir,
+    base: String,
+}
+
+impl Edge {
+    /// Writes `seed` (KV key → value) into a fresh local KV, then starts `wrangler dev`
+    /// on a free port over it.
+    pub async fn start(seed: &[(&str, String)]) -> Edge {
+        build_worker();
+        let state = tempfile::tempdir().expect("temp dir");
+        let persist = state.path().join("kv");
+        if !seed.is_empty() {
+            let pairs: Vec<serde_json::Value> = seed
+                .iter()
+                .map(|(key, value)| serde_json::json!({ "key": key, "value": value }))
+                .collect();
+            let file = state.path().join("seed.json");
+            std::fs::write(&file, serde_json::to_vec(&pairs).expect("seed JSON"))
+                .expect("write seed");
+            let output = wrangler_command(state.path())
+                .args([
+                    "kv",
+                    "bulk",
+                    "put",
+                    "--binding",
+                    "LINKS",
+                    "--local",
+                    "--persist-to",
+                ])
+                .arg(&persist)
+                .arg(&file)
+                .output()
+                .expect("run wrangler kv bulk put");
+            assert!(
+                output.status.success(),
+                "seeding local KV failed:\n{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        let port = free_port();
+        let mut command = wrangler_command(state.path());
+        command
+            .args([
+                "dev",
+                "--local",
+                "--ip",
+                "127.0.0.1",
+                "--show-interactive-dev-session=false",
+            ])
+            .args(["--port", &port.to_string()])
+            .args(["--inspector-port", &free_port().to_string()])
+            .arg("--persist-to")
+            .arg(&persist);
+        let mut process =
+            Process::spawn("wrangler dev", command, state.path().join("wrangler.log"));
+        let base = format!("http://127.0.0.1:{port}");
+        process
+            .wait_until_answering(&format!("{base}/_hop/ready"))
+            .await;
+        Edge {
+            process,
+            state,
+            base,
+        }
+    }
+
+    /// The URL of `path` on this edge.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// What wrangler printed so far, for failure messages.
+    pub fn log(&self) -> String {
+        self.process.log()
+    }
+
+    /// The directory holding this edge's local state.
+    pub fn state_dir(&self) -> &Path {
+        self.state.path()
+    }
+}

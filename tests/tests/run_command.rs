@@ -1,0 +1,51 @@
+//! The README's first command, `scripts/dev`, brings up the origin and the edge wired
+//! together, and stops both when it is stopped.
+
+use hop_e2e::{client, free_port, repo_root, Process};
+use reqwest::StatusCode;
+use std::process::Command;
+
+#[tokio::test]
+async fn scripts_dev_runs_origin_and_edge_and_stops_them() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (origin_port, edge_port) = (free_port(), free_port());
+    let mut command = Command::new("bash");
+    command
+        .arg(repo_root().join("scripts/dev"))
+        .env("HOP_ORIGIN_PORT", origin_port.to_string())
+        .env("HOP_EDGE_PORT", edge_port.to_string())
+        .env("HOP_DEV_DIR", dir.path());
+    let mut dev = Process::spawn("scripts/dev", command, dir.path().join("dev.log"));
+
+    let demo = format!("http://localhost:{edge_port}/hop-demo?utm_source=test");
+    dev.wait_until_answering(&demo).await;
+    let res = client().get(&demo).send().await.expect("edge answers");
+    assert_eq!(res.status(), StatusCode::FOUND, "{}", dev.log());
+    assert_eq!(
+        res.headers().get("location").and_then(|v| v.to_str().ok()),
+        Some("https://example.com/?from=hop&utm_source=test")
+    );
+    let origin = format!("http://127.0.0.1:{origin_port}");
+    let ready = client()
+        .get(format!("{origin}/readyz"))
+        .send()
+        .await
+        .expect("origin answers");
+    assert_eq!(ready.status(), StatusCode::OK);
+    assert!(
+        dir.path().join("hop.db").exists(),
+        "the origin uses the SQLite file under HOP_DEV_DIR"
+    );
+
+    // Stopping the script stops what it started.
+    dev.stop();
+    assert!(
+        client()
+            .get(format!("{origin}/healthz"))
+            .send()
+            .await
+            .is_err(),
+        "origin still up"
+    );
+    assert!(client().get(&demo).send().await.is_err(), "edge still up");
+}
