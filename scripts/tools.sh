@@ -1,8 +1,9 @@
 # Sourced by the scripts: where the pinned build tools live, so that worker-build finds
 # them and downloads nothing.
 hop_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-export PATH="$HOME/.cargo/bin:$PATH"
-export WASM_BINDGEN_BIN="${WASM_BINDGEN_BIN:-$HOME/.cargo/bin/wasm-bindgen}"
+cargo_bin="${CARGO_HOME:-$HOME/.cargo}/bin"
+export PATH="$cargo_bin:$HOME/.cargo/bin:$PATH"
+export WASM_BINDGEN_BIN="${WASM_BINDGEN_BIN:-$cargo_bin/wasm-bindgen}"
 export WASM_OPT_BIN="${WASM_OPT_BIN:-$hop_root/node_modules/.bin/wasm-opt}"
 export ESBUILD_BIN="${ESBUILD_BIN:-$hop_root/node_modules/.bin/esbuild}"
 export WRANGLER="$hop_root/node_modules/.bin/wrangler"
