@@ -24,6 +24,19 @@ pub enum DbError {
     Query(#[from] sqlx::Error),
 }
 
+/// Runs the same code against whichever pool `db` holds. The body is compiled once per
+/// database, so each dialect's types are checked; queries use `$n` placeholders, which
+/// both SQLite and PostgreSQL accept.
+#[macro_export]
+macro_rules! on_pool {
+    ($db:expr, $pool:ident => $body:expr) => {
+        match $db {
+            $crate::db::Db::Sqlite($pool) => $body,
+            $crate::db::Db::Postgres($pool) => $body,
+        }
+    };
+}
+
 /// A pool for one of the two supported databases.
 #[derive(Debug, Clone)]
 pub enum Db {
@@ -73,10 +86,7 @@ impl Db {
 
     /// A round trip to the database, for readiness.
     pub async fn ping(&self) -> Result<(), DbError> {
-        match self {
-            Db::Sqlite(pool) => sqlx::query("SELECT 1").execute(pool).await.map(drop)?,
-            Db::Postgres(pool) => sqlx::query("SELECT 1").execute(pool).await.map(drop)?,
-        }
+        on_pool!(self, pool => sqlx::query("SELECT 1").execute(pool).await.map(drop)?);
         Ok(())
     }
 

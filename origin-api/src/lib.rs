@@ -5,6 +5,8 @@ pub mod config;
 pub mod db;
 pub mod error;
 pub mod routes;
+pub mod segments;
+pub mod store;
 
 use config::Settings;
 use db::Db;

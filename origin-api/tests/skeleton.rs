@@ -3,20 +3,16 @@
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use clap::Parser;
+mod common;
+
+use common::{settings, TestDb};
 use http_body_util::BodyExt;
-use origin_api::config::{Cli, Settings};
+use origin_api::config::Settings;
 use origin_api::db::Db;
 use origin_api::{prepare, routes, AppState};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use tower::ServiceExt;
-
-fn settings(database_url: &str) -> Settings {
-    Cli::try_parse_from(["hop-origin", "--database-url", database_url])
-        .expect("valid flags")
-        .settings
-}
 
 fn sqlite_in(dir: &tempfile::TempDir, name: &str) -> Settings {
     settings(&format!("sqlite://{}", dir.path().join(name).display()))
@@ -148,56 +144,17 @@ async fn unsupported_database_urls_are_refused_with_a_reason() {
     );
 }
 
-/// The PostgreSQL server the tests use; overridable for machines that have one elsewhere.
-fn postgres_url() -> String {
-    std::env::var("HOP_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
-}
-
 #[tokio::test]
 async fn postgres_migrations_apply_to_a_fresh_database() {
-    let admin_url = postgres_url();
-    let probe = sqlx::postgres::PgPoolOptions::new().acquire_timeout(Duration::from_secs(3));
-    let admin = match probe.connect(&admin_url).await {
-        Ok(pool) => pool,
-        Err(e) => {
-            eprintln!(
-                "NOTICE: skipping the PostgreSQL migration test: no server at {admin_url} ({e})"
-            );
-            return;
-        }
+    let Some(t) = TestDb::postgres("postgres migrations").await else {
+        return;
     };
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
-    let name = format!("hop_test_{}_{nanos}", std::process::id());
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&admin)
-        .await
-        .expect("create database");
-    let mut url = url::Url::parse(&admin_url).expect("URL");
-    url.set_path(&name);
-    let (names, again) = {
-        let db = prepare(&settings(url.as_str())).await.expect("migrate");
-        let names = tables(&db).await;
-        let again = prepare(&settings(url.as_str())).await;
-        for db in [Some(db), again.as_ref().ok().cloned()]
-            .into_iter()
-            .flatten()
-        {
-            if let Db::Postgres(pool) = db {
-                pool.close().await;
-            }
-        }
-        (names, again.map(drop))
-    };
-    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .execute(&admin)
-        .await
-        .expect("drop database");
-    assert_eq!(names, TABLES);
-    again.expect("re-migrate");
+    assert_eq!(tables(&t.db).await, TABLES);
+    // A second start finds everything applied.
+    let again = prepare(&settings(&t.url)).await.expect("re-migrate");
+    assert_eq!(tables(&again).await, TABLES);
+    origin_api::on_pool!(&again, pool => pool.close().await);
+    t.cleanup().await;
 }
 
 #[tokio::test]

@@ -1,0 +1,100 @@
+//! Fresh databases for tests: a SQLite file in a temporary directory always, and a new
+//! PostgreSQL database when a server answers (a visible notice otherwise).
+
+#![allow(dead_code, unreachable_pub)] // a helper module: each test file uses its own part
+
+use clap::Parser;
+use origin_api::config::{Cli, Settings};
+use origin_api::db::Db;
+use origin_api::prepare;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+pub fn settings(database_url: &str) -> Settings {
+    Cli::try_parse_from(["hop-origin", "--database-url", database_url])
+        .expect("valid flags")
+        .settings
+}
+
+/// The PostgreSQL server the tests use; overridable for machines that have one elsewhere.
+pub fn postgres_url() -> String {
+    std::env::var("HOP_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+}
+
+/// A migrated database that exists only for one test.
+pub struct TestDb {
+    pub db: Db,
+    pub url: String,
+    cleanup: Cleanup,
+}
+
+enum Cleanup {
+    Dir(#[allow(dead_code)] tempfile::TempDir),
+    Postgres { admin: sqlx::PgPool, name: String },
+}
+
+impl TestDb {
+    pub async fn sqlite() -> TestDb {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = format!("sqlite://{}", dir.path().join("test.db").display());
+        let db = prepare(&settings(&url)).await.expect("migrate sqlite");
+        TestDb {
+            db,
+            url,
+            cleanup: Cleanup::Dir(dir),
+        }
+    }
+
+    /// A fresh PostgreSQL database, or `None` (with a notice) when no server answers.
+    pub async fn postgres(test: &str) -> Option<TestDb> {
+        let admin_url = postgres_url();
+        let probe = sqlx::postgres::PgPoolOptions::new().acquire_timeout(Duration::from_secs(3));
+        let admin = match probe.connect(&admin_url).await {
+            Ok(pool) => pool,
+            Err(e) => {
+                eprintln!("NOTICE: {test}: skipping PostgreSQL, no server at {admin_url} ({e})");
+                return None;
+            }
+        };
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        let name = format!("hop_test_{}_{nanos}", std::process::id());
+        sqlx::query(&format!("CREATE DATABASE {name}"))
+            .execute(&admin)
+            .await
+            .expect("create database");
+        let mut url = url::Url::parse(&admin_url).expect("URL");
+        url.set_path(&name);
+        let url = url.to_string();
+        let db = prepare(&settings(&url)).await.expect("migrate postgres");
+        Some(TestDb {
+            db,
+            url,
+            cleanup: Cleanup::Postgres { admin, name },
+        })
+    }
+
+    /// Every backend available here: SQLite, and PostgreSQL when reachable.
+    pub async fn all(test: &str) -> Vec<TestDb> {
+        let mut dbs = vec![TestDb::sqlite().await];
+        dbs.extend(TestDb::postgres(test).await);
+        dbs
+    }
+
+    pub fn kind(&self) -> &'static str {
+        self.db.kind()
+    }
+
+    /// Closes the pool and drops a PostgreSQL database.
+    pub async fn cleanup(self) {
+        origin_api::on_pool!(&self.db, pool => pool.close().await);
+        if let Cleanup::Postgres { admin, name } = self.cleanup {
+            sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .execute(&admin)
+                .await
+                .expect("drop database");
+        }
+    }
+}
