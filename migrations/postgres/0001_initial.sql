@@ -1,14 +1,14 @@
--- Hop's data model (docs/data-model.md). Times are Unix milliseconds, in both databases,
--- so that the store code and the outbox payloads are the same for SQLite and PostgreSQL.
+-- Hop's data model (docs/data-model.md). Times are Unix milliseconds and every integer is
+-- BIGINT, so that one row type decodes from SQLite and PostgreSQL alike.
 
 CREATE TABLE domains (
     domain           TEXT     PRIMARY KEY,
     alphabet         TEXT     NOT NULL DEFAULT 'base62' CHECK (alphabet IN ('base62', 'base58', 'base36')),
-    code_length      SMALLINT NOT NULL DEFAULT 7 CHECK (code_length BETWEEN 1 AND 10),
+    code_length      BIGINT NOT NULL DEFAULT 7 CHECK (code_length BETWEEN 1 AND 10),
     case_insensitive BOOLEAN  NOT NULL DEFAULT FALSE,
     forward_query    BOOLEAN  NOT NULL DEFAULT FALSE,
-    default_redirect SMALLINT NOT NULL DEFAULT 302 CHECK (default_redirect IN (301, 302, 307, 308)),
-    max_age_s        INTEGER  NOT NULL DEFAULT 3600 CHECK (max_age_s >= 0),
+    default_redirect BIGINT NOT NULL DEFAULT 302 CHECK (default_redirect IN (301, 302, 307, 308)),
+    max_age_s        BIGINT   NOT NULL DEFAULT 3600 CHECK (max_age_s >= 0),
     created_at       BIGINT   NOT NULL,
     updated_at       BIGINT   NOT NULL
 );
@@ -20,14 +20,14 @@ CREATE TABLE links (
     target_url      TEXT     NOT NULL,
     owner_id        TEXT     NOT NULL,
     status          TEXT     NOT NULL CHECK (status IN ('active', 'disabled', 'deleted')),
-    redirect_status SMALLINT NOT NULL DEFAULT 302 CHECK (redirect_status IN (301, 302, 307, 308)),
+    redirect_status BIGINT NOT NULL DEFAULT 302 CHECK (redirect_status IN (301, 302, 307, 308)),
     expires_at      BIGINT,
     version         BIGINT   NOT NULL DEFAULT 1 CHECK (version >= 1),
-    key_version     INTEGER,
+    key_version     BIGINT,
     code_kind       TEXT     NOT NULL CHECK (code_kind IN ('generated', 'custom')),
     forward_query   BOOLEAN  NOT NULL DEFAULT FALSE,
     title           TEXT,
-    tags            JSONB    NOT NULL DEFAULT '[]',
+    tags            TEXT     NOT NULL DEFAULT '[]',
     created_at      BIGINT   NOT NULL,
     updated_at      BIGINT   NOT NULL,
     UNIQUE (domain, code)
@@ -62,7 +62,7 @@ CREATE TABLE outbox (
     payload      TEXT      NOT NULL,
     created_at   BIGINT    NOT NULL,
     published_at BIGINT,
-    attempts     INTEGER   NOT NULL DEFAULT 0,
+    attempts     BIGINT    NOT NULL DEFAULT 0,
     last_error   TEXT
 );
 CREATE INDEX outbox_pending ON outbox (lane, seq) WHERE published_at IS NULL;

@@ -2,6 +2,7 @@
 //! of the same meaning (ARCHITECTURE §11), so scripts and containers configure alike.
 
 use clap::{Args, Parser, Subcommand};
+use shared::KeyRing;
 use std::net::SocketAddr;
 
 /// Hop's origin: the control plane of the shortener, and a complete shortener on its own.
@@ -20,6 +21,30 @@ pub enum Command {
     Serve,
     /// Apply pending migrations and exit.
     Migrate,
+    /// Manage API keys.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Create an API key for an owner; the secret is printed once, alone on the last line.
+    Create {
+        /// Whose links the key manages.
+        #[arg(long)]
+        owner: String,
+        /// A name to recognise the key by.
+        #[arg(long, default_value = "default")]
+        name: String,
+        /// Allow bans (trust & safety).
+        #[arg(long)]
+        admin: bool,
+    },
+    /// Revoke a key by its id; requests with it are refused from then on.
+    Revoke {
+        /// The key id printed by `keys create`.
+        key_id: String,
+    },
 }
 
 /// Settings shared by every subcommand.
@@ -51,6 +76,15 @@ pub struct Settings {
     /// outbox still fills, and drains once this is set).
     #[arg(long, env = "HOP_EDGE_SYNC_URL", value_parser = parse_http_url, global = true)]
     pub edge_sync_url: Option<url::Url>,
+
+    /// Permutation keys for generated codes, `VERSION:32-HEX[,…]`; the highest version
+    /// makes new codes. Required to create links; read from the environment only.
+    #[arg(env = "HOP_PERMUTATION_KEYS", hide_env_values = true, hide = true, value_parser = parse_keys, global = true, long = "permutation-keys")]
+    pub permutation_keys: Option<KeyRing>,
+}
+
+fn parse_keys(s: &str) -> Result<KeyRing, String> {
+    KeyRing::parse(s).map_err(|e| e.to_string())
 }
 
 fn parse_domain(s: &str) -> Result<String, String> {

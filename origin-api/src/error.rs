@@ -1,5 +1,8 @@
-//! Errors as HTTP responses: `application/problem+json` (RFC 9457).
+//! Errors as HTTP responses: `application/problem+json` (RFC 9457), each with a detail
+//! a person can act on. Server-side failures are logged and answered without internals.
 
+use crate::store::StoreError;
+use axum::extract::rejection::JsonRejection;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
@@ -9,42 +12,103 @@ use serde::Serialize;
 pub enum AppError {
     #[error("the database is not reachable")]
     Unavailable(#[source] crate::db::DbError),
-}
-
-#[derive(Serialize)]
-struct Problem<'a> {
-    #[serde(rename = "type")]
-    kind: &'a str,
-    title: &'a str,
-    status: u16,
-    detail: String,
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    #[error("missing or invalid API key: send Authorization: Bearer hop_…")]
+    Unauthorized,
+    #[error("{0}")]
+    Forbidden(&'static str),
+    #[error("no such link")]
+    NotFound,
+    #[error("{field}: {detail}")]
+    Invalid { field: &'static str, detail: String },
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("the request body is larger than the limit of {limit} bytes")]
+    TooLarge { limit: usize },
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    #[error("{route} is taken: choose another alias")]
+    Taken { route: String },
+    #[error("this origin cannot {0}")]
+    NotConfigured(&'static str),
 }
 
 impl AppError {
+    pub fn invalid(field: &'static str, detail: impl std::fmt::Display) -> Self {
+        AppError::Invalid {
+            field,
+            detail: detail.to_string(),
+        }
+    }
+
     fn status(&self) -> StatusCode {
         match self {
-            AppError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::Unavailable(_) | AppError::NotConfigured(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            AppError::Store(StoreError::Taken) | AppError::Taken { .. } => StatusCode::CONFLICT,
+            AppError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            AppError::Unauthorized => StatusCode::UNAUTHORIZED,
+            AppError::Forbidden(_) => StatusCode::FORBIDDEN,
+            AppError::NotFound => StatusCode::NOT_FOUND,
+            AppError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            AppError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            AppError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            AppError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
         }
     }
 
     fn kind(&self) -> &'static str {
         match self {
             AppError::Unavailable(_) => "unavailable",
+            AppError::NotConfigured(_) => "not-configured",
+            AppError::Store(StoreError::Taken) | AppError::Taken { .. } => "code-taken",
+            AppError::Store(_) => "internal",
+            AppError::Unauthorized => "unauthorized",
+            AppError::Forbidden(_) => "forbidden",
+            AppError::NotFound => "not-found",
+            AppError::Invalid { .. } => "invalid-field",
+            AppError::BadRequest(_) => "bad-request",
+            AppError::TooLarge { .. } => "too-large",
+            AppError::UnsupportedMediaType(_) => "unsupported-media-type",
         }
     }
+}
+
+#[derive(Serialize)]
+struct Problem<'a> {
+    #[serde(rename = "type")]
+    kind: String,
+    title: &'a str,
+    status: u16,
+    detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    field: Option<&'a str>,
 }
 
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let status = self.status();
-        if status.is_server_error() {
+        let detail = if status.is_server_error() {
             tracing::error!(error = %self, source = ?std::error::Error::source(&self), "request failed");
-        }
+            match self {
+                // Internals stay in the log.
+                AppError::Store(_) => "an internal error occurred; it has been logged".to_owned(),
+                _ => self.to_string(),
+            }
+        } else {
+            self.to_string()
+        };
         let problem = Problem {
-            kind: self.kind(),
+            kind: format!("/problems/{}", self.kind()),
             title: status.canonical_reason().unwrap_or("Error"),
             status: status.as_u16(),
-            detail: self.to_string(),
+            detail,
+            field: match &self {
+                AppError::Invalid { field, .. } => Some(field),
+                _ => None,
+            },
         };
         let body = serde_json::to_string(&problem).unwrap_or_default();
         (
@@ -53,5 +117,25 @@ impl IntoResponse for AppError {
             body,
         )
             .into_response()
+    }
+}
+
+impl From<JsonRejection> for AppError {
+    fn from(rejection: JsonRejection) -> Self {
+        match rejection {
+            // Unknown or missing fields, wrong types: the body parsed but does not fit.
+            JsonRejection::JsonDataError(e) => AppError::Invalid {
+                field: "body",
+                detail: e.body_text(),
+            },
+            JsonRejection::JsonSyntaxError(e) => AppError::BadRequest(e.body_text()),
+            JsonRejection::MissingJsonContentType(_) => {
+                AppError::UnsupportedMediaType("send Content-Type: application/json".into())
+            }
+            JsonRejection::BytesRejection(_) => AppError::TooLarge {
+                limit: crate::routes::BODY_LIMIT_BYTES,
+            },
+            other => AppError::BadRequest(other.body_text()),
+        }
     }
 }

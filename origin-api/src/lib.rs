@@ -1,15 +1,20 @@
 //! Hop's origin: the control plane (links, bans, publishing to the edge) and a complete
 //! shortener on its own, on SQLite or PostgreSQL.
 
+pub mod auth;
 pub mod config;
 pub mod db;
 pub mod error;
+pub mod keys;
+pub mod links;
 pub mod routes;
 pub mod segments;
 pub mod store;
 
 use config::Settings;
 use db::Db;
+use segments::{SegmentAllocator, DEFAULT_SEGMENT_MAX_AGE};
+use std::sync::Arc;
 use tokio::net::TcpListener;
 
 /// What every handler can reach.
@@ -17,7 +22,24 @@ use tokio::net::TcpListener;
 pub struct AppState {
     pub db: Db,
     pub settings: Settings,
+    pub allocator: SegmentAllocator,
 }
+
+impl AppState {
+    /// The state of a serving origin over a migrated database.
+    pub fn new(db: Db, settings: Settings) -> Self {
+        let allocator =
+            SegmentAllocator::new(Arc::new(db.clone()), LINK_SEQUENCE, DEFAULT_SEGMENT_MAX_AGE);
+        AppState {
+            db,
+            settings,
+            allocator,
+        }
+    }
+}
+
+/// The `id_segments` row that numbers links.
+pub const LINK_SEQUENCE: &str = "links";
 
 /// Connects to the database and applies migrations.
 pub async fn prepare(settings: &Settings) -> Result<Db, db::DbError> {

@@ -1,12 +1,15 @@
 use clap::Parser;
-use origin_api::config::{Cli, Command};
-use origin_api::{prepare, serve, AppState};
+use origin_api::config::{Cli, Command, KeysCommand};
+use origin_api::store::{now_ms, LinkStore};
+use origin_api::{keys, prepare, serve, AppState};
 use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    // Logs go to standard error; standard output carries only what commands print.
     tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
         .with_env_filter(
             EnvFilter::try_from_env("HOP_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
         )
@@ -29,7 +32,30 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         Command::Migrate => {
             tracing::info!(database = db.kind(), "migrations applied");
         }
+        Command::Keys(KeysCommand::Create { owner, name, admin }) => {
+            let (key, token) = keys::issue(&owner, &name, admin, now_ms())?;
+            db.insert_key(&key).await?;
+            println!("key id: {}", key.key_id);
+            println!(
+                "owner: {}{}",
+                key.owner_id,
+                if admin { " (admin)" } else { "" }
+            );
+            println!("secret (shown once):");
+            println!("{token}");
+        }
+        Command::Keys(KeysCommand::Revoke { key_id }) => {
+            if !db.revoke_key(&key_id, now_ms()).await? {
+                return Err(format!("no live key with id {key_id}").into());
+            }
+            println!("revoked {key_id}");
+        }
         Command::Serve => {
+            if settings.permutation_keys.is_none() {
+                tracing::warn!(
+                    "HOP_PERMUTATION_KEYS is not set: links cannot be created until it is"
+                );
+            }
             let listener = tokio::net::TcpListener::bind(settings.listen)
                 .await
                 .map_err(|e| format!("cannot listen on {}: {e}", settings.listen))?;
@@ -39,7 +65,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 default_domain = %settings.default_domain,
                 "hop origin listening"
             );
-            serve(listener, AppState { db, settings }, shutdown_signal()).await?;
+            serve(listener, AppState::new(db, settings), shutdown_signal()).await?;
         }
     }
     Ok(())

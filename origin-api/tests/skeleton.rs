@@ -110,10 +110,7 @@ async fn health_and_readiness() {
     let dir = tempfile::tempdir().expect("temp dir");
     let settings = sqlite_in(&dir, "h.db");
     let db = prepare(&settings).await.expect("migrate");
-    let state = AppState {
-        db: db.clone(),
-        settings,
-    };
+    let state = AppState::new(db.clone(), settings);
 
     assert_eq!(get(state.clone(), "/healthz").await.0, StatusCode::OK);
     assert_eq!(get(state.clone(), "/readyz").await.0, StatusCode::OK);
@@ -203,4 +200,32 @@ fn a_bad_flag_stops_the_binary_with_a_message() {
         .expect("run hop-origin");
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--listen"));
+}
+
+#[test]
+fn keys_create_prints_the_secret_alone_on_the_last_line_and_keys_revoke_revokes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite://{}", dir.path().join("k.db").display());
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_hop-origin"))
+            .args(args)
+            .env("HOP_DATABASE_URL", &url)
+            .output()
+            .expect("run hop-origin")
+    };
+    let out = run(&["keys", "create", "--owner", "acme", "--admin"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let token = stdout.lines().last().expect("a last line");
+    let (key_id, _) = origin_api::keys::parse_token(token).expect("the last line is the token");
+    assert!(stdout.contains(key_id));
+
+    assert!(run(&["keys", "revoke", key_id]).status.success());
+    let again = run(&["keys", "revoke", key_id]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("no live key"));
 }

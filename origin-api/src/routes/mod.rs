@@ -1,10 +1,12 @@
 //! HTTP routes. Handlers are thin: they parse, call a service, and shape the answer.
 
 mod health;
+mod links;
+mod redirect;
 
 use crate::AppState;
 use axum::http::StatusCode;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 use std::time::Duration;
 use tower_http::limit::RequestBodyLimitLayer;
@@ -21,6 +23,9 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
+        .route("/v1/links", post(links::create))
+        .route("/v1/links/{domain}/{code}", get(links::read))
+        .fallback(redirect::redirect)
         .layer(TraceLayer::new_for_http())
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,

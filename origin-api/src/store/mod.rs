@@ -1,9 +1,13 @@
 //! The system of record, behind traits with one implementation per database. Both pass
 //! the same conformance tests (`tests/store_conformance.rs`).
 
+mod links;
 mod segments;
 
+use crate::keys::ApiKey;
+use crate::links::Link;
 use async_trait::async_trait;
+use shared::DomainSettings;
 use std::fmt::Debug;
 use std::ops::Range;
 
@@ -14,6 +18,9 @@ pub enum StoreError {
     Database(#[from] sqlx::Error),
     #[error("the database holds a value this version cannot read: {0}")]
     Corrupt(String),
+    /// The unique route key is held by another link (live or tombstoned).
+    #[error("that code is taken")]
+    Taken,
 }
 
 /// Where segments of ids come from: one atomic advance of a named row per segment.
@@ -22,6 +29,26 @@ pub trait SegmentSource: Send + Sync + Debug + 'static {
     /// Reserves the next segment of the sequence `name`, writing its outbox row (fast
     /// lane: the edge's activation window needs it) in the same transaction.
     async fn next_segment(&self, name: &str) -> Result<Range<u64>, StoreError>;
+}
+
+/// Links, keys, domain settings and bans.
+#[async_trait]
+pub trait LinkStore: Send + Sync + Debug + 'static {
+    /// Inserts a link and its outbox row (normal lane) in one transaction; `Taken` when
+    /// the route key exists, in which case nothing is written.
+    async fn insert_link(&self, link: &Link, edge_payload: &str) -> Result<(), StoreError>;
+    async fn get_link(&self, domain: &str, code: &str) -> Result<Option<Link>, StoreError>;
+    /// The domain's settings, or the defaults when it has no row.
+    async fn domain_settings(&self, domain: &str) -> Result<DomainSettings, StoreError>;
+    /// Whether `host` is one of the short domains this origin serves (has a row).
+    async fn is_own_domain(&self, host: &str) -> Result<bool, StoreError>;
+    /// Whether an active host ban covers `host` (the host itself or a parent).
+    async fn host_banned(&self, host: &str) -> Result<bool, StoreError>;
+    async fn code_banned(&self, domain: &str, code: &str) -> Result<bool, StoreError>;
+    async fn insert_key(&self, key: &ApiKey) -> Result<(), StoreError>;
+    async fn find_key(&self, key_id: &str) -> Result<Option<ApiKey>, StoreError>;
+    /// Marks a key revoked; `false` when there is no such live key.
+    async fn revoke_key(&self, key_id: &str, now: i64) -> Result<bool, StoreError>;
 }
 
 /// Current time as Unix milliseconds, the unit of every time column.

@@ -98,3 +98,23 @@ impl TestDb {
         }
     }
 }
+
+/// A key ring for tests (never used outside them).
+pub const TEST_KEYS: &str = "1:000102030405060708090a0b0c0d0e0f";
+
+/// The router over `db`, as `hop-origin serve` builds it, with the default domain
+/// `s.example` and test permutation keys.
+pub fn app_state(t: &TestDb) -> origin_api::AppState {
+    let settings = Cli::try_parse_from([
+        "hop-origin",
+        "--database-url",
+        &t.url,
+        "--default-domain",
+        "s.example",
+        "--permutation-keys",
+        TEST_KEYS,
+    ])
+    .expect("valid flags")
+    .settings;
+    origin_api::AppState::new(t.db.clone(), settings)
+}

@@ -1,0 +1,154 @@
+//! Creating a link: validate everything first, then allocate, then one insert that the
+//! unique index arbitrates. Bad input is refused with the field and the reason, and
+//! nothing is stored.
+
+use super::{parse_rfc3339, CreateLink, Link, LinkState, MAX_TAGS, MAX_TAG_CHARS, MAX_TITLE_CHARS};
+use crate::error::AppError;
+use crate::store::{now_ms, LinkStore, StoreError};
+use crate::AppState;
+use shared::codes::{is_reserved, validate_alias};
+use shared::{normalize_domain, validate_target, CodeCodec, CodeKind, RedirectStatus};
+
+/// Creates a link for `owner` from a request body.
+pub async fn create_link(state: &AppState, owner: &str, req: CreateLink) -> Result<Link, AppError> {
+    let now = now_ms();
+    let domain = match &req.domain {
+        Some(d) => normalize_domain(d).map_err(|e| AppError::invalid("domain", e))?,
+        None => state.settings.default_domain.clone(),
+    };
+    let settings = state.db.domain_settings(&domain).await?;
+
+    let target =
+        validate_target(&req.target_url).map_err(|e| AppError::invalid("target_url", e))?;
+    if target.host() == domain
+        || target.host() == state.settings.default_domain
+        || state.db.is_own_domain(target.host()).await?
+    {
+        return Err(AppError::invalid(
+            "target_url",
+            format!(
+                "{} is one of this shortener's own domains; a link to it would loop",
+                target.host()
+            ),
+        ));
+    }
+    if state.db.host_banned(target.host()).await? {
+        return Err(AppError::invalid(
+            "target_url",
+            format!(
+                "links to {} are not allowed: the host is banned",
+                target.host()
+            ),
+        ));
+    }
+
+    let expires_at = match &req.expires_at {
+        None => None,
+        Some(s) => {
+            let ms = parse_rfc3339(s).ok_or_else(|| {
+                AppError::invalid("expires_at", "use RFC 3339, e.g. 2030-01-31T23:59:59Z")
+            })?;
+            if ms <= now {
+                return Err(AppError::invalid("expires_at", "is in the past"));
+            }
+            Some(ms)
+        }
+    };
+    let redirect = match req.redirect {
+        None => settings.default_redirect,
+        Some(code) => {
+            RedirectStatus::try_from(code).map_err(|e| AppError::invalid("redirect", e))?
+        }
+    };
+    let title = req.title.clone().filter(|t| !t.is_empty());
+    if title
+        .as_ref()
+        .is_some_and(|t| t.chars().count() > MAX_TITLE_CHARS)
+    {
+        return Err(AppError::invalid(
+            "title",
+            format!("at most {MAX_TITLE_CHARS} characters"),
+        ));
+    }
+    let tags = req.tags.clone().unwrap_or_default();
+    if tags.len() > MAX_TAGS {
+        return Err(AppError::invalid(
+            "tags",
+            format!("at most {MAX_TAGS} tags"),
+        ));
+    }
+    if let Some(bad) = tags
+        .iter()
+        .find(|t| t.is_empty() || t.chars().count() > MAX_TAG_CHARS)
+    {
+        return Err(AppError::invalid(
+            "tags",
+            format!("{bad:?}: a tag has 1 to {MAX_TAG_CHARS} characters"),
+        ));
+    }
+
+    // Validate a custom alias before spending an id on it.
+    let alias = match &req.code {
+        Some(code) => {
+            let code = settings.canonical_code(code).into_owned();
+            validate_alias(&code, &settings.codes).map_err(|e| AppError::invalid("code", e))?;
+            Some(code)
+        }
+        None => None,
+    };
+    let keys = state
+        .settings
+        .permutation_keys
+        .as_ref()
+        .ok_or(AppError::NotConfigured(
+            "create links: HOP_PERMUTATION_KEYS is not set",
+        ))?;
+    let key_version = keys.current_version();
+    let codec = CodeCodec::new(keys, key_version, settings.codes)
+        .map_err(|e| AppError::Store(StoreError::Corrupt(e.to_string())))?;
+
+    let (link_id, code, code_kind) = match alias {
+        Some(code) => (state.allocator.next_id().await?, code, CodeKind::Custom),
+        None => loop {
+            let id = state.allocator.next_id().await?;
+            // Ids beyond the code space would need longer codes; the allocator will
+            // not get there before 3.5 × 10^12 links with the default settings.
+            let code = codec.code_for(id).map_err(|e| {
+                AppError::Store(StoreError::Corrupt(format!("code space exhausted: {e}")))
+            })?;
+            if !is_reserved(&code) {
+                break (id, code, CodeKind::Generated);
+            }
+        },
+    };
+
+    let link = Link {
+        link_id,
+        domain,
+        code,
+        target_url: target.as_str().to_owned(),
+        owner_id: owner.to_owned(),
+        status: LinkState::Active,
+        redirect,
+        expires_at,
+        version: 1,
+        key_version: (code_kind == CodeKind::Generated).then_some(key_version),
+        code_kind,
+        forward_query: req.forward_query.unwrap_or(settings.forward_query),
+        title,
+        tags,
+        created_at: now,
+        updated_at: now,
+    };
+    match state
+        .db
+        .insert_link(&link, &link.edge_record(false).to_json())
+        .await
+    {
+        Ok(()) => Ok(link),
+        Err(StoreError::Taken) => Err(AppError::Taken {
+            route: link.route_key(),
+        }),
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,101 @@
+//! `GET|HEAD /{code}` on the origin: the same decision as the edge, from the database.
+
+use crate::error::AppError;
+use crate::store::{now_ms, LinkStore};
+use crate::AppState;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use shared::{decide, reject_early, Body, Decision, Denylist, DenylistSnapshot, RouteKey, Visit};
+
+/// Answers every path the API does not claim.
+pub(crate) async fn redirect(
+    State(state): State<AppState>,
+    method: Method,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    let method = shared::Method::parse(method.as_str());
+    let code = uri.path().strip_prefix('/').unwrap_or_default();
+    if let Some(early) = reject_early(method, code) {
+        return write(early);
+    }
+    match resolve(&state, method, &headers, code, uri.query()).await {
+        Ok(decision) => write(decision),
+        Err(e) => {
+            tracing::error!(error = %e, "redirect lookup failed");
+            write(Decision::unavailable(
+                method,
+                shared::decision::RETRY_AFTER_S,
+            ))
+        }
+    }
+}
+
+async fn resolve(
+    state: &AppState,
+    method: shared::Method,
+    headers: &HeaderMap,
+    code: &str,
+    query: Option<&str>,
+) -> Result<Decision, AppError> {
+    // The short domain is the Host the visitor used; without one, the default.
+    let domain = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .and_then(|h| shared::normalize_domain(h).ok())
+        .unwrap_or_else(|| state.settings.default_domain.clone());
+    let settings = state.db.domain_settings(&domain).await?;
+    let code = settings.canonical_code(code);
+    let Some(route) = RouteKey::new(domain, code.as_ref()) else {
+        return Ok(Decision::not_found(method));
+    };
+    let link = state.db.get_link(route.domain(), route.code()).await?;
+    // The same denylist the edge would hold, narrowed to this visit.
+    let mut snapshot = DenylistSnapshot::default();
+    if state.db.code_banned(route.domain(), route.code()).await? {
+        snapshot.codes.push(route.to_string());
+    }
+    if let Some(host) = link
+        .as_ref()
+        .and_then(|l| url::Url::parse(&l.target_url).ok())
+        .and_then(|u| u.host_str().map(str::to_owned))
+    {
+        if state.db.host_banned(&host).await? {
+            snapshot.hosts.push(host);
+        }
+    }
+    let record = link.map(|l| l.edge_record(false));
+    let visit = Visit {
+        method,
+        route: &route,
+        query,
+        now: now_ms().div_euclid(1000),
+    };
+    Ok(decide(
+        &visit,
+        record.as_ref(),
+        &Denylist::from(snapshot),
+        &settings,
+    ))
+}
+
+fn write(decision: Decision) -> Response {
+    let status = StatusCode::from_u16(decision.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let body = match decision.body {
+        Body::Empty => String::new(),
+        Body::Text(s) | Body::Html(s) => s.to_owned(),
+    };
+    let mut res = (status, body).into_response();
+    let headers = res.headers_mut();
+    headers.remove(header::CONTENT_TYPE);
+    for (name, value) in &decision.headers {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            headers.insert(name, value);
+        }
+    }
+    res
+}

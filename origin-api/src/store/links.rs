@@ -1,0 +1,310 @@
+//! Links, keys, domains and bans in SQL. The unique index on `(domain, code)` is the
+//! only arbiter of who gets a code: inserts never check first.
+
+use super::{LinkStore, StoreError};
+use crate::db::Db;
+use crate::keys::ApiKey;
+use crate::links::{Link, LinkState};
+use async_trait::async_trait;
+use shared::{Alphabet, CodeKind, CodeSpace, DomainSettings, RedirectStatus};
+
+const LINK_COLUMNS: &str = "link_id, domain, code, target_url, owner_id, status, redirect_status, \
+     expires_at, version, key_version, code_kind, forward_query, title, tags, created_at, updated_at";
+
+#[derive(sqlx::FromRow)]
+struct LinkRow {
+    link_id: i64,
+    domain: String,
+    code: String,
+    target_url: String,
+    owner_id: String,
+    status: String,
+    redirect_status: i64,
+    expires_at: Option<i64>,
+    version: i64,
+    key_version: Option<i64>,
+    code_kind: String,
+    forward_query: bool,
+    title: Option<String>,
+    tags: String,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl TryFrom<LinkRow> for Link {
+    type Error = StoreError;
+    fn try_from(r: LinkRow) -> Result<Self, StoreError> {
+        let corrupt = |what: &str| StoreError::Corrupt(format!("link {}: {what}", r.link_id));
+        Ok(Link {
+            link_id: u64::try_from(r.link_id).map_err(|_| corrupt("link_id"))?,
+            status: LinkState::parse(&r.status).ok_or_else(|| corrupt("status"))?,
+            redirect: u16::try_from(r.redirect_status)
+                .ok()
+                .and_then(|c| RedirectStatus::try_from(c).ok())
+                .ok_or_else(|| corrupt("redirect_status"))?,
+            version: u64::try_from(r.version).map_err(|_| corrupt("version"))?,
+            key_version: r
+                .key_version
+                .map(u32::try_from)
+                .transpose()
+                .map_err(|_| corrupt("key_version"))?,
+            code_kind: match r.code_kind.as_str() {
+                "generated" => CodeKind::Generated,
+                "custom" => CodeKind::Custom,
+                _ => return Err(corrupt("code_kind")),
+            },
+            tags: serde_json::from_str(&r.tags).map_err(|_| corrupt("tags"))?,
+            domain: r.domain,
+            code: r.code,
+            target_url: r.target_url,
+            owner_id: r.owner_id,
+            expires_at: r.expires_at,
+            forward_query: r.forward_query,
+            title: r.title,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct KeyRow {
+    key_id: String,
+    owner_id: String,
+    name: String,
+    secret_hash: String,
+    scopes: String,
+    created_at: i64,
+    revoked_at: Option<i64>,
+}
+
+#[derive(sqlx::FromRow)]
+struct DomainRow {
+    alphabet: String,
+    code_length: i64,
+    case_insensitive: bool,
+    forward_query: bool,
+    default_redirect: i64,
+    max_age_s: i64,
+}
+
+fn is_unique_violation(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .is_some_and(|d| d.is_unique_violation())
+}
+
+fn to_i64(v: u64, what: &str) -> Result<i64, StoreError> {
+    i64::try_from(v)
+        .map_err(|_| StoreError::Corrupt(format!("{what} {v} does not fit the database")))
+}
+
+/// Every suffix of `host` at a label boundary: `a.b.c` gives `a.b.c`, `b.c`, `c`.
+fn host_suffixes(host: &str) -> Vec<String> {
+    let mut out = vec![host.to_owned()];
+    let mut rest = host;
+    while let Some((_, parent)) = rest.split_once('.') {
+        if parent.is_empty() {
+            break;
+        }
+        out.push(parent.to_owned());
+        rest = parent;
+    }
+    out
+}
+
+#[async_trait]
+impl LinkStore for Db {
+    async fn insert_link(&self, link: &Link, edge_payload: &str) -> Result<(), StoreError> {
+        let insert = format!(
+            "INSERT INTO links ({LINK_COLUMNS}) VALUES \
+             ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"
+        );
+        let tags = serde_json::to_string(&link.tags).unwrap_or_else(|_| "[]".into());
+        let link_id = to_i64(link.link_id, "link_id")?;
+        let version = to_i64(link.version, "version")?;
+        let code_kind = match link.code_kind {
+            CodeKind::Generated => "generated",
+            CodeKind::Custom => "custom",
+        };
+        crate::on_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            let inserted = sqlx::query(&insert)
+                .bind(link_id)
+                .bind(&link.domain)
+                .bind(&link.code)
+                .bind(&link.target_url)
+                .bind(&link.owner_id)
+                .bind(link.status.as_str())
+                .bind(i64::from(link.redirect.code()))
+                .bind(link.expires_at)
+                .bind(version)
+                .bind(link.key_version.map(i64::from))
+                .bind(code_kind)
+                .bind(link.forward_query)
+                .bind(&link.title)
+                .bind(&tags)
+                .bind(link.created_at)
+                .bind(link.updated_at)
+                .execute(&mut *tx)
+                .await;
+            match inserted {
+                Err(e) if is_unique_violation(&e) => return Err(StoreError::Taken),
+                other => other?,
+            };
+            sqlx::query(
+                "INSERT INTO outbox (lane, kind, route_key, version, payload, created_at) \
+                 VALUES ('normal', 'link', $1, $2, $3, $4)",
+            )
+            .bind(link.route_key())
+            .bind(version)
+            .bind(edge_payload)
+            .bind(link.created_at)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+        });
+        Ok(())
+    }
+
+    async fn get_link(&self, domain: &str, code: &str) -> Result<Option<Link>, StoreError> {
+        let select = format!("SELECT {LINK_COLUMNS} FROM links WHERE domain = $1 AND code = $2");
+        let row: Option<LinkRow> = crate::on_pool!(self, pool => {
+            sqlx::query_as(&select).bind(domain).bind(code).fetch_optional(pool).await?
+        });
+        row.map(Link::try_from).transpose()
+    }
+
+    async fn domain_settings(&self, domain: &str) -> Result<DomainSettings, StoreError> {
+        let row: Option<DomainRow> = crate::on_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT alphabet, code_length, case_insensitive, forward_query, default_redirect, \
+                 max_age_s FROM domains WHERE domain = $1",
+            )
+            .bind(domain)
+            .fetch_optional(pool)
+            .await?
+        });
+        let Some(r) = row else {
+            return Ok(DomainSettings::default());
+        };
+        let corrupt = |what: &str| StoreError::Corrupt(format!("domain {domain}: {what}"));
+        let alphabet: Alphabet = r.alphabet.parse().map_err(|_| corrupt("alphabet"))?;
+        let length = u8::try_from(r.code_length).map_err(|_| corrupt("code_length"))?;
+        Ok(DomainSettings {
+            codes: CodeSpace::new(alphabet, length).map_err(|_| corrupt("code_length"))?,
+            case_insensitive: r.case_insensitive,
+            forward_query: r.forward_query,
+            default_redirect: u16::try_from(r.default_redirect)
+                .ok()
+                .and_then(|c| RedirectStatus::try_from(c).ok())
+                .ok_or_else(|| corrupt("default_redirect"))?,
+            max_age_s: u32::try_from(r.max_age_s).map_err(|_| corrupt("max_age_s"))?,
+        })
+    }
+
+    async fn is_own_domain(&self, host: &str) -> Result<bool, StoreError> {
+        let found: Option<i64> = crate::on_pool!(self, pool => {
+            sqlx::query_scalar("SELECT CAST(1 AS BIGINT) FROM domains WHERE domain = $1")
+                .bind(host)
+                .fetch_optional(pool)
+                .await?
+        });
+        Ok(found.is_some())
+    }
+
+    async fn host_banned(&self, host: &str) -> Result<bool, StoreError> {
+        let suffixes = host_suffixes(host);
+        let placeholders: Vec<String> = (1..=suffixes.len()).map(|i| format!("${i}")).collect();
+        let sql = format!(
+            "SELECT CAST(1 AS BIGINT) FROM bans WHERE kind = 'host' AND lifted_at IS NULL AND host IN ({}) LIMIT 1",
+            placeholders.join(", ")
+        );
+        let found: Option<i64> = crate::on_pool!(self, pool => {
+            let mut q = sqlx::query_scalar(&sql);
+            for s in &suffixes {
+                q = q.bind(s);
+            }
+            q.fetch_optional(pool).await?
+        });
+        Ok(found.is_some())
+    }
+
+    async fn code_banned(&self, domain: &str, code: &str) -> Result<bool, StoreError> {
+        let found: Option<i64> = crate::on_pool!(self, pool => {
+            sqlx::query_scalar(
+                "SELECT CAST(1 AS BIGINT) FROM bans WHERE kind = 'code' AND lifted_at IS NULL \
+                 AND domain = $1 AND code = $2 LIMIT 1",
+            )
+            .bind(domain)
+            .bind(code)
+            .fetch_optional(pool)
+            .await?
+        });
+        Ok(found.is_some())
+    }
+
+    async fn insert_key(&self, key: &ApiKey) -> Result<(), StoreError> {
+        crate::on_pool!(self, pool => {
+            sqlx::query(
+                "INSERT INTO api_keys (key_id, owner_id, name, secret_hash, scopes, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(&key.key_id)
+            .bind(&key.owner_id)
+            .bind(&key.name)
+            .bind(&key.secret_hash)
+            .bind(&key.scopes)
+            .bind(key.created_at)
+            .execute(pool)
+            .await?;
+        });
+        Ok(())
+    }
+
+    async fn find_key(&self, key_id: &str) -> Result<Option<ApiKey>, StoreError> {
+        let row: Option<KeyRow> = crate::on_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT key_id, owner_id, name, secret_hash, scopes, created_at, revoked_at \
+                 FROM api_keys WHERE key_id = $1",
+            )
+            .bind(key_id)
+            .fetch_optional(pool)
+            .await?
+        });
+        Ok(row.map(|r| ApiKey {
+            key_id: r.key_id,
+            owner_id: r.owner_id,
+            name: r.name,
+            secret_hash: r.secret_hash,
+            scopes: r.scopes,
+            created_at: r.created_at,
+            revoked_at: r.revoked_at,
+        }))
+    }
+
+    async fn revoke_key(&self, key_id: &str, now: i64) -> Result<bool, StoreError> {
+        let done = crate::on_pool!(self, pool => {
+            sqlx::query("UPDATE api_keys SET revoked_at = $1 WHERE key_id = $2 AND revoked_at IS NULL")
+                .bind(now)
+                .bind(key_id)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        Ok(done == 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_suffixes;
+
+    #[test]
+    fn suffixes_stop_at_labels() {
+        assert_eq!(
+            host_suffixes("a.b.example"),
+            ["a.b.example", "b.example", "example"]
+        );
+        assert_eq!(host_suffixes("localhost"), ["localhost"]);
+    }
+}

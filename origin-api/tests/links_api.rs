@@ -1,0 +1,578 @@
+//! The links API and the origin's own redirect, through the real router, on every
+//! database available.
+
+mod common;
+
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use common::{app_state, TestDb};
+use http_body_util::BodyExt;
+use origin_api::keys;
+use origin_api::store::{now_ms, LinkStore};
+use origin_api::AppState;
+use serde_json::{json, Value};
+use std::collections::HashSet;
+use tower::ServiceExt;
+
+struct Api {
+    state: AppState,
+}
+
+struct Reply {
+    status: StatusCode,
+    headers: axum::http::HeaderMap,
+    body: Value,
+    text: String,
+}
+
+impl Api {
+    async fn key(&self, owner: &str, admin: bool) -> String {
+        let (key, token) = keys::issue(owner, "test", admin, now_ms()).expect("issue");
+        self.state.db.insert_key(&key).await.expect("store key");
+        token
+    }
+
+    async fn send(&self, req: Request<Body>) -> Reply {
+        let res = origin_api::routes::router(self.state.clone())
+            .oneshot(req)
+            .await
+            .expect("infallible");
+        let status = res.status();
+        let headers = res.headers().clone();
+        let bytes = res.into_body().collect().await.expect("body").to_bytes();
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        Reply {
+            status,
+            headers,
+            body: serde_json::from_str(&text).unwrap_or(Value::Null),
+            text,
+        }
+    }
+
+    async fn create(&self, token: &str, body: Value) -> Reply {
+        self.send(
+            Request::post("/v1/links")
+                .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(body.to_string()))
+                .expect("request"),
+        )
+        .await
+    }
+
+    async fn read(&self, token: &str, domain: &str, code: &str) -> Reply {
+        self.send(
+            Request::get(format!("/v1/links/{domain}/{code}"))
+                .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await
+    }
+
+    async fn visit(&self, method: &str, host: &str, path: &str) -> Reply {
+        self.send(
+            Request::builder()
+                .method(method)
+                .uri(path)
+                .header(header::HOST, host)
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await
+    }
+
+    async fn count(&self, table: &str) -> i64 {
+        let sql = format!("SELECT COUNT(*) FROM {table}");
+        origin_api::on_pool!(&self.state.db, pool => {
+            sqlx::query_scalar(&sql).fetch_one(pool).await.expect("count")
+        })
+    }
+
+    async fn exec(&self, sql: &str) {
+        origin_api::on_pool!(&self.state.db, pool => {
+            sqlx::query(sql).execute(pool).await.expect("exec");
+        });
+    }
+}
+
+async fn apis(test: &str) -> Vec<(Api, TestDb)> {
+    TestDb::all(test)
+        .await
+        .into_iter()
+        .map(|t| {
+            (
+                Api {
+                    state: app_state(&t),
+                },
+                t,
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_created_link_is_readable_by_its_owner_only_and_redirects_at_once() {
+    for (api, t) in apis("create").await {
+        let token = api.key("acme", false).await;
+        let res = api
+            .create(
+                &token,
+                json!({ "target_url": "https://Dest.Example/landing?a=1", "tags": ["spring"] }),
+            )
+            .await;
+        assert_eq!(
+            res.status,
+            StatusCode::CREATED,
+            "{}: {}",
+            t.kind(),
+            res.text
+        );
+        let link = res.body.clone();
+        let code = link["code"].as_str().expect("code").to_owned();
+        assert_eq!(code.len(), 7, "{code}");
+        assert!(code.bytes().all(|b| b.is_ascii_alphanumeric()), "{code}");
+        assert_eq!(link["domain"], "s.example");
+        assert_eq!(link["target_url"], "https://dest.example/landing?a=1");
+        assert_eq!(link["status"], "active");
+        assert_eq!(link["redirect"], 302);
+        assert_eq!(link["version"], 1);
+        assert_eq!(link["code_kind"], "generated");
+        assert_eq!(link["edge"]["state"], "pending");
+        assert_eq!(res.headers[header::ETAG], "\"1\"");
+        assert_eq!(
+            res.headers[header::LOCATION],
+            format!("/v1/links/s.example/{code}").as_str()
+        );
+
+        let read = api.read(&token, "s.example", &code).await;
+        assert_eq!(read.status, StatusCode::OK);
+        assert_eq!(read.body, link);
+        assert_eq!(read.headers[header::ETAG], "\"1\"");
+
+        // Another owner cannot tell the link exists.
+        let other = api.key("globex", false).await;
+        assert_eq!(
+            api.read(&other, "s.example", &code).await.status,
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            api.read(&other, "s.example", "zzzzzzz").await.status,
+            StatusCode::NOT_FOUND
+        );
+
+        // Visible through the origin's redirect the moment the create call returned.
+        let visit = api
+            .visit("GET", "s.example", &format!("/{code}?utm=x"))
+            .await;
+        assert_eq!(visit.status, StatusCode::FOUND);
+        assert_eq!(
+            visit.headers[header::LOCATION],
+            "https://dest.example/landing?a=1"
+        );
+        let head = api
+            .visit("HEAD", "S.Example:3000", &format!("/{code}"))
+            .await;
+        assert_eq!(head.status, StatusCode::FOUND);
+        assert!(head.text.is_empty());
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn every_change_writes_its_outbox_row_in_the_same_transaction() {
+    for (api, t) in apis("outbox").await {
+        let token = api.key("acme", false).await;
+        let res = api
+            .create(
+                &token,
+                json!({ "target_url": "https://dest.example/", "code": "launch" }),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text);
+        let rows: Vec<(String, String, i64, String)> = origin_api::on_pool!(&t.db, pool => {
+            sqlx::query_as("SELECT lane, route_key, version, payload FROM outbox WHERE kind = 'link'")
+                .fetch_all(pool)
+                .await
+                .expect("outbox")
+        });
+        assert_eq!(rows.len(), 1, "{}", t.kind());
+        let (lane, route, version, payload) = &rows[0];
+        assert_eq!(
+            (lane.as_str(), route.as_str(), *version),
+            ("normal", "s.example/launch", 1)
+        );
+        let record = shared::EdgeRecord::from_json(payload).expect("an edge record");
+        assert_eq!(record.target, "https://dest.example/");
+        assert_eq!(record.version, 1);
+        // A refused create leaves no row behind.
+        let again = api
+            .create(
+                &token,
+                json!({ "target_url": "https://dest.example/", "code": "launch" }),
+            )
+            .await;
+        assert_eq!(again.status, StatusCode::CONFLICT);
+        assert_eq!(api.count("outbox WHERE kind = 'link'").await, 1);
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn custom_aliases_are_unique_per_domain_and_never_reissued() {
+    for (api, t) in apis("aliases").await {
+        let token = api.key("acme", false).await;
+        let first = api
+            .create(
+                &token,
+                json!({ "target_url": "https://a.example/", "code": "spring-sale" }),
+            )
+            .await;
+        assert_eq!(first.status, StatusCode::CREATED, "{}", first.text);
+        assert_eq!(first.body["code_kind"], "custom");
+
+        // Taken, by anyone: 409, and nothing stored.
+        let other = api.key("globex", false).await;
+        let taken = api
+            .create(
+                &other,
+                json!({ "target_url": "https://b.example/", "code": "spring-sale" }),
+            )
+            .await;
+        assert_eq!(taken.status, StatusCode::CONFLICT, "{}", taken.text);
+        assert_eq!(
+            taken.headers[header::CONTENT_TYPE],
+            "application/problem+json"
+        );
+        assert!(taken.body["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("s.example/spring-sale"));
+        // Another domain may hold the same alias.
+        let elsewhere = api
+            .create(&other, json!({ "target_url": "https://b.example/", "code": "spring-sale", "domain": "T.Example." }))
+            .await;
+        assert_eq!(elsewhere.status, StatusCode::CREATED, "{}", elsewhere.text);
+        assert_eq!(elsewhere.body["domain"], "t.example");
+        assert_eq!(api.count("links").await, 2);
+
+        // A tombstone keeps its code forever.
+        api.exec("UPDATE links SET status = 'deleted', version = 2 WHERE code = 'spring-sale' AND domain = 's.example'")
+            .await;
+        let visit = api.visit("GET", "s.example", "/spring-sale").await;
+        assert_eq!(visit.status, StatusCode::GONE);
+        let reuse = api
+            .create(
+                &token,
+                json!({ "target_url": "https://c.example/", "code": "spring-sale" }),
+            )
+            .await;
+        assert_eq!(reuse.status, StatusCode::CONFLICT);
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn bad_requests_get_a_clear_4xx_and_store_nothing() {
+    for (api, t) in apis("bad requests").await {
+        let token = api.key("acme", false).await;
+        api.exec(&format!(
+            "INSERT INTO bans (kind, host, reason, created_by, created_at) VALUES ('host', 'evil.example', 'phishing', 'ops', {})",
+            now_ms()
+        ))
+        .await;
+        let cases: Vec<(Value, StatusCode, &str)> = vec![
+            (
+                json!({ "target_url": "not a url" }),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "target_url",
+            ),
+            (
+                json!({ "target_url": "javascript:alert(1)" }),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "target_url",
+            ),
+            (
+                json!({ "target_url": "https://u:p@bank.example/" }),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "target_url",
+            ),
+            (
+                json!({ "target_url": "https://login.evil.example/" }),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "target_url",
+            ),
+            (
+                json!({ "target_url": "https://s.example/loop" }),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "target_url",
+            ),
+            (
+                json!({ "target_url": "https://e.example/", "code": "api" }),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "code",
+            ),
+            (
+                json!({ "target_url": "https://e.example/", "code": "Abc1234" }),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "code",
+            ),
+            (
+                json!({ "target_url": "https://e.example/", "code": "a b" }),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "code",
+            ),
+            (
+                json!({ "target_url": "https://e.example/", "expires_at": "2001-01-01T00:00:00Z" }),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "expires_at",
+            ),
+            (
+                json!({ "target_url": "https://e.example/", "expires_at": "next week" }),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "expires_at",
+            ),
+            (
+                json!({ "target_url": "https://e.example/", "redirect": 303 }),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "redirect",
+            ),
+            (
+                json!({ "target_url": "https://e.example/", "domain": "a/b" }),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "domain",
+            ),
+            (
+                json!({ "target_url": "https://e.example/", "tags": [""] }),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "tags",
+            ),
+            (
+                json!({ "target_url": "https://e.example/", "colour": "red" }),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "body",
+            ),
+            (
+                json!({ "code": "abc" }),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "body",
+            ),
+        ];
+        for (body, status, field) in cases {
+            let res = api.create(&token, body.clone()).await;
+            assert_eq!(res.status, status, "{}: {body} → {}", t.kind(), res.text);
+            assert_eq!(
+                res.headers[header::CONTENT_TYPE],
+                "application/problem+json",
+                "{body}"
+            );
+            assert_eq!(res.body["field"], field, "{body}: {}", res.text);
+            assert!(
+                !res.body["detail"].as_str().unwrap_or_default().is_empty(),
+                "{body}"
+            );
+        }
+
+        let raw = |body: &'static str, content_type: Option<&str>| {
+            let mut req =
+                Request::post("/v1/links").header(header::AUTHORIZATION, format!("Bearer {token}"));
+            if let Some(ct) = content_type {
+                req = req.header(header::CONTENT_TYPE, ct);
+            }
+            req.body(Body::from(body)).expect("request")
+        };
+        assert_eq!(
+            api.send(raw("{\"target_url\":", Some("application/json")))
+                .await
+                .status,
+            StatusCode::BAD_REQUEST
+        );
+        assert_eq!(
+            api.send(raw("{}", None)).await.status,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE
+        );
+        let huge = format!(
+            "{{\"target_url\":\"https://e.example/{}\"}}",
+            "a".repeat(origin_api::routes::BODY_LIMIT_BYTES)
+        );
+        let res = api
+            .send(
+                Request::post("/v1/links")
+                    .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                    .header(header::CONTENT_TYPE, "application/json")
+                    .body(Body::from(huge))
+                    .expect("request"),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::PAYLOAD_TOO_LARGE);
+
+        assert_eq!(api.count("links").await, 0, "{}: nothing stored", t.kind());
+        assert_eq!(api.count("outbox WHERE kind = 'link'").await, 0);
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn only_live_keys_are_accepted() {
+    for (api, t) in apis("auth").await {
+        let body = json!({ "target_url": "https://e.example/" });
+        assert_eq!(
+            api.create("", body.clone()).await.status,
+            StatusCode::UNAUTHORIZED
+        );
+        assert_eq!(
+            api.create("hop_nonsense", body.clone()).await.status,
+            StatusCode::UNAUTHORIZED
+        );
+        let token = api.key("acme", false).await;
+        let forged = format!("{}0", &token[..token.len() - 1]);
+        let forged = if forged == token {
+            format!("{}1", &token[..token.len() - 1])
+        } else {
+            forged
+        };
+        assert_eq!(
+            api.create(&forged, body.clone()).await.status,
+            StatusCode::UNAUTHORIZED
+        );
+        assert_eq!(
+            api.create(&token, body.clone()).await.status,
+            StatusCode::CREATED
+        );
+        let (key_id, _) = keys::parse_token(&token).expect("token");
+        assert!(api
+            .state
+            .db
+            .revoke_key(key_id, now_ms())
+            .await
+            .expect("revoke"));
+        let res = api.create(&token, body).await;
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            res.headers[header::CONTENT_TYPE],
+            "application/problem+json"
+        );
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn the_origin_redirect_decides_like_the_edge() {
+    for (api, t) in apis("redirect").await {
+        let token = api.key("acme", false).await;
+        let mk = |code: &'static str, target: &'static str, extra: Value| {
+            let mut body = json!({ "target_url": target, "code": code });
+            if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
+                b.extend(e.clone());
+            }
+            body
+        };
+        for body in [
+            mk(
+                "perm-link",
+                "https://dest.example/p",
+                json!({ "redirect": 301 }),
+            ),
+            mk(
+                "fwd-link",
+                "https://dest.example/q?a=1#f",
+                json!({ "forward_query": true }),
+            ),
+            mk("evil-link", "https://www.evil.example/", json!({})),
+            mk("off-link", "https://dest.example/off", json!({})),
+            mk("ban-code", "https://dest.example/b", json!({})),
+        ] {
+            assert_eq!(api.create(&token, body).await.status, StatusCode::CREATED);
+        }
+        let now = now_ms();
+        api.exec(&format!("INSERT INTO bans (kind, host, reason, created_by, created_at) VALUES ('host', 'evil.example', 'phishing', 'ops', {now})")).await;
+        api.exec(&format!("INSERT INTO bans (kind, domain, code, reason, created_by, created_at) VALUES ('code', 's.example', 'ban-code', 'malware', 'ops', {now})")).await;
+        api.exec("UPDATE links SET status = 'disabled' WHERE code = 'off-link'")
+            .await;
+
+        let r = api.visit("GET", "s.example", "/perm-link").await;
+        assert_eq!(
+            (r.status, r.headers[header::LOCATION].to_str().ok()),
+            (
+                StatusCode::MOVED_PERMANENTLY,
+                Some("https://dest.example/p")
+            )
+        );
+        assert_eq!(r.headers[header::CACHE_CONTROL], "private, max-age=3600");
+        let r = api.visit("GET", "s.example", "/fwd-link?a=9&b=2").await;
+        assert_eq!(
+            r.headers[header::LOCATION],
+            "https://dest.example/q?a=1&b=2#f"
+        );
+        for path in ["/evil-link", "/ban-code"] {
+            let r = api.visit("GET", "s.example", path).await;
+            assert_eq!(r.status, StatusCode::FORBIDDEN, "{path}");
+            assert!(r.headers.get(header::LOCATION).is_none());
+            assert_eq!(r.headers[header::CONTENT_TYPE], "text/html; charset=utf-8");
+        }
+        assert_eq!(
+            api.visit("GET", "s.example", "/off-link").await.status,
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            api.visit("GET", "s.example", "/nothing-here").await.status,
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            api.visit("GET", "s.example", "/robots.txt").await.status,
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            api.visit("GET", "t.example", "/perm-link").await.status,
+            StatusCode::NOT_FOUND
+        );
+        let post = api.visit("POST", "s.example", "/perm-link").await;
+        assert_eq!(post.status, StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(post.headers[header::ALLOW], "GET, HEAD");
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_creates_get_distinct_codes_that_resolve_to_their_own_targets() {
+    for (api, t) in apis("concurrent creates").await {
+        let token = api.key("acme", false).await;
+        let api = std::sync::Arc::new(api);
+        let tasks: Vec<_> = (0..32)
+            .map(|client| {
+                let (api, token) = (api.clone(), token.clone());
+                tokio::spawn(async move {
+                    let mut made = Vec::new();
+                    for i in 0..20 {
+                        let target = format!("https://dest.example/{client}/{i}");
+                        let res = api.create(&token, json!({ "target_url": target })).await;
+                        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text);
+                        made.push((
+                            res.body["code"].as_str().unwrap_or_default().to_owned(),
+                            target,
+                        ));
+                    }
+                    made
+                })
+            })
+            .collect();
+        let mut codes = HashSet::new();
+        let mut all = Vec::new();
+        for task in tasks {
+            for (code, target) in task.await.expect("task") {
+                assert!(
+                    codes.insert(code.clone()),
+                    "{}: code {code} issued twice",
+                    t.kind()
+                );
+                all.push((code, target));
+            }
+        }
+        assert_eq!(codes.len(), 640);
+        for (code, target) in all.iter().step_by(37) {
+            let r = api.visit("GET", "s.example", &format!("/{code}")).await;
+            assert_eq!(r.headers[header::LOCATION], target.as_str());
+        }
+        t.cleanup().await;
+    }
+}
