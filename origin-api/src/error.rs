@@ -32,6 +32,12 @@ pub enum AppError {
     Taken { route: String },
     #[error("this origin cannot {0}")]
     NotConfigured(&'static str),
+    #[error("send If-Match with the version you read (its ETag), e.g. If-Match: \"3\"")]
+    PreconditionRequired,
+    #[error("the link changed since you read it; it is now at version {current}: read it again and retry")]
+    Stale { current: u64 },
+    #[error("the link is deleted; a deleted link cannot be changed")]
+    Deleted,
 }
 
 impl AppError {
@@ -48,6 +54,9 @@ impl AppError {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             AppError::Store(StoreError::Taken) | AppError::Taken { .. } => StatusCode::CONFLICT,
+            AppError::Stale { .. } | AppError::Store(StoreError::Stale) => {
+                StatusCode::PRECONDITION_FAILED
+            }
             AppError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
             AppError::Unauthorized => StatusCode::UNAUTHORIZED,
             AppError::Forbidden(_) => StatusCode::FORBIDDEN,
@@ -56,6 +65,8 @@ impl AppError {
             AppError::BadRequest(_) => StatusCode::BAD_REQUEST,
             AppError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            AppError::PreconditionRequired => StatusCode::PRECONDITION_REQUIRED,
+            AppError::Deleted => StatusCode::GONE,
         }
     }
 
@@ -64,6 +75,7 @@ impl AppError {
             AppError::Unavailable(_) => "unavailable",
             AppError::NotConfigured(_) => "not-configured",
             AppError::Store(StoreError::Taken) | AppError::Taken { .. } => "code-taken",
+            AppError::Stale { .. } | AppError::Store(StoreError::Stale) => "stale-version",
             AppError::Store(_) => "internal",
             AppError::Unauthorized => "unauthorized",
             AppError::Forbidden(_) => "forbidden",
@@ -72,6 +84,8 @@ impl AppError {
             AppError::BadRequest(_) => "bad-request",
             AppError::TooLarge { .. } => "too-large",
             AppError::UnsupportedMediaType(_) => "unsupported-media-type",
+            AppError::PreconditionRequired => "precondition-required",
+            AppError::Deleted => "deleted",
         }
     }
 }

@@ -576,3 +576,230 @@ async fn concurrent_creates_get_distinct_codes_that_resolve_to_their_own_targets
         t.cleanup().await;
     }
 }
+
+impl Api {
+    async fn patch(&self, token: &str, path: &str, if_match: Option<&str>, body: Value) -> Reply {
+        let mut req = Request::patch(format!("/v1/links/{path}"))
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .header(header::CONTENT_TYPE, "application/json");
+        if let Some(v) = if_match {
+            req = req.header(header::IF_MATCH, v);
+        }
+        self.send(req.body(Body::from(body.to_string())).expect("request"))
+            .await
+    }
+
+    async fn delete(&self, token: &str, path: &str) -> Reply {
+        self.send(
+            Request::delete(format!("/v1/links/{path}"))
+                .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await
+    }
+}
+
+#[tokio::test]
+async fn patch_needs_the_current_version_and_bumps_it() {
+    for (api, t) in apis("patch").await {
+        let token = api.key("acme", false).await;
+        let made = api
+            .create(
+                &token,
+                json!({ "target_url": "https://old.example/", "code": "promo" }),
+            )
+            .await;
+        assert_eq!(made.status, StatusCode::CREATED);
+        let change =
+            json!({ "target_url": "https://new.example/", "title": "Spring", "redirect": 307 });
+
+        let res = api
+            .patch(&token, "s.example/promo", None, change.clone())
+            .await;
+        assert_eq!(
+            res.status,
+            StatusCode::PRECONDITION_REQUIRED,
+            "{}",
+            res.text
+        );
+        let res = api
+            .patch(&token, "s.example/promo", Some("\"7\""), change.clone())
+            .await;
+        assert_eq!(res.status, StatusCode::PRECONDITION_FAILED, "{}", res.text);
+        assert!(res.body["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("version 1"));
+        let other = api.key("globex", false).await;
+        assert_eq!(
+            api.patch(&other, "s.example/promo", Some("\"1\""), change.clone())
+                .await
+                .status,
+            StatusCode::NOT_FOUND
+        );
+        let bad = api
+            .patch(
+                &token,
+                "s.example/promo",
+                Some("\"1\""),
+                json!({ "status": "deleted" }),
+            )
+            .await;
+        assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+        let bad = api
+            .patch(
+                &token,
+                "s.example/promo",
+                Some("\"1\""),
+                json!({ "code": "x" }),
+            )
+            .await;
+        assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+
+        let res = api
+            .patch(&token, "s.example/promo", Some("\"1\""), change)
+            .await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text);
+        assert_eq!(res.body["version"], 2);
+        assert_eq!(res.body["title"], "Spring");
+        assert_eq!(res.headers[header::ETAG], "\"2\"");
+        let visit = api.visit("GET", "s.example", "/promo").await;
+        assert_eq!(visit.status, StatusCode::TEMPORARY_REDIRECT);
+        assert_eq!(visit.headers[header::LOCATION], "https://new.example/");
+
+        // Clearing a field with null, disabling, and the outbox trail of versions.
+        let res = api
+            .patch(
+                &token,
+                "s.example/promo",
+                Some("\"2\""),
+                json!({ "title": null, "status": "disabled" }),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text);
+        assert_eq!(res.body["title"], Value::Null);
+        assert_eq!(
+            api.visit("GET", "s.example", "/promo").await.status,
+            StatusCode::NOT_FOUND
+        );
+        let versions: Vec<i64> = origin_api::on_pool!(&t.db, pool => {
+            sqlx::query_scalar("SELECT version FROM outbox WHERE kind = 'link' AND route_key = 's.example/promo' ORDER BY seq")
+                .fetch_all(pool)
+                .await
+                .expect("outbox")
+        });
+        assert_eq!(versions, [1, 2, 3]);
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn of_concurrent_patches_with_the_same_if_match_exactly_one_wins() {
+    for (api, t) in apis("concurrent patch").await {
+        let token = api.key("acme", false).await;
+        api.create(
+            &token,
+            json!({ "target_url": "https://e.example/", "code": "race" }),
+        )
+        .await;
+        let api = std::sync::Arc::new(api);
+        let tasks: Vec<_> = (0..10)
+            .map(|i| {
+                let (api, token) = (api.clone(), token.clone());
+                tokio::spawn(async move {
+                    let body = json!({ "target_url": format!("https://e.example/{i}") });
+                    api.patch(&token, "s.example/race", Some("\"1\""), body)
+                        .await
+                        .status
+                })
+            })
+            .collect();
+        let mut statuses = Vec::new();
+        for task in tasks {
+            statuses.push(task.await.expect("task"));
+        }
+        let won = statuses.iter().filter(|s| **s == StatusCode::OK).count();
+        let lost = statuses
+            .iter()
+            .filter(|s| **s == StatusCode::PRECONDITION_FAILED)
+            .count();
+        assert_eq!((won, lost), (1, 9), "{}: {statuses:?}", t.kind());
+        let read = api.read(&token, "s.example", "race").await;
+        assert_eq!(read.body["version"], 2);
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn delete_leaves_a_tombstone_that_answers_410_and_keeps_its_code() {
+    for (api, t) in apis("delete").await {
+        let token = api.key("acme", false).await;
+        let made = api
+            .create(&token, json!({ "target_url": "https://e.example/" }))
+            .await;
+        let code = made.body["code"].as_str().expect("code").to_owned();
+        api.create(
+            &token,
+            json!({ "target_url": "https://e.example/", "code": "old-promo" }),
+        )
+        .await;
+
+        for path in [
+            format!("s.example/{code}"),
+            "s.example/old-promo".to_owned(),
+        ] {
+            let res = api.delete(&token, &path).await;
+            assert_eq!(res.status, StatusCode::NO_CONTENT, "{}", res.text);
+            // Deleting again changes nothing.
+            assert_eq!(
+                api.delete(&token, &path).await.status,
+                StatusCode::NO_CONTENT
+            );
+        }
+        let read = api.read(&token, "s.example", &code).await;
+        assert_eq!(read.status, StatusCode::OK);
+        assert_eq!(read.body["status"], "deleted");
+        assert_eq!(read.body["version"], 2);
+        assert_eq!(
+            api.visit("GET", "s.example", &format!("/{code}"))
+                .await
+                .status,
+            StatusCode::GONE
+        );
+        assert_eq!(
+            api.visit("GET", "s.example", "/old-promo").await.status,
+            StatusCode::GONE
+        );
+        let res = api
+            .patch(
+                &token,
+                &format!("s.example/{code}"),
+                Some("\"2\""),
+                json!({ "title": "x" }),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::GONE);
+        // The alias is never handed out again; generated codes cannot be asked for.
+        let reuse = api
+            .create(
+                &token,
+                json!({ "target_url": "https://e.example/", "code": "old-promo" }),
+            )
+            .await;
+        assert_eq!(reuse.status, StatusCode::CONFLICT);
+        let reuse = api
+            .create(
+                &token,
+                json!({ "target_url": "https://e.example/", "code": code }),
+            )
+            .await;
+        assert_eq!(reuse.status, StatusCode::UNPROCESSABLE_ENTITY);
+        let other = api.key("globex", false).await;
+        assert_eq!(
+            api.delete(&other, "s.example/old-promo").await.status,
+            StatusCode::NOT_FOUND
+        );
+        t.cleanup().await;
+    }
+}

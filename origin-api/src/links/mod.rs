@@ -1,8 +1,10 @@
 //! Links as the origin keeps them, and the rules for creating one.
 
 mod create;
+mod update;
 
 pub use create::create_link;
+pub use update::{delete_link, owned_link, parse_if_match, update_link, UpdateLink};
 
 use serde::{Deserialize, Serialize};
 use shared::{CodeKind, EdgeRecord, LinkStatus, RedirectStatus};

@@ -2,11 +2,12 @@
 
 use crate::auth::Caller;
 use crate::error::AppError;
-use crate::links::{create_link, CreateLink, Link};
-use crate::store::LinkStore;
+use crate::links::{
+    create_link, delete_link, owned_link, parse_if_match, update_link, CreateLink, Link, UpdateLink,
+};
 use crate::AppState;
 use axum::extract::{FromRequest, Path, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
@@ -46,14 +47,36 @@ pub(crate) async fn read(
     caller: Caller,
     Path((domain, code)): Path<(String, String)>,
 ) -> Result<Response, AppError> {
-    let domain = shared::normalize_domain(&domain).map_err(|_| AppError::NotFound)?;
-    let settings = state.db.domain_settings(&domain).await?;
-    let code = settings.canonical_code(&code);
-    let link = state
-        .db
-        .get_link(&domain, &code)
-        .await?
-        .filter(|l| l.owner_id == caller.owner_id)
-        .ok_or(AppError::NotFound)?;
+    let link = owned_link(&state, &caller.owner_id, &domain, &code).await?;
     Ok(link_response(StatusCode::OK, &link))
+}
+
+/// `PATCH /v1/links/{domain}/{code}` with `If-Match: "<version>"`.
+pub(crate) async fn update(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((domain, code)): Path<(String, String)>,
+    headers: HeaderMap,
+    ApiJson(changes): ApiJson<UpdateLink>,
+) -> Result<Response, AppError> {
+    let expected = parse_if_match(headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok()))?;
+    let current = owned_link(&state, &caller.owner_id, &domain, &code).await?;
+    let link = update_link(&state, current, expected, changes).await?;
+    Ok(link_response(StatusCode::OK, &link))
+}
+
+/// `DELETE /v1/links/{domain}/{code}`: a tombstone; `If-Match` is honoured when sent.
+pub(crate) async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((domain, code)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<StatusCode, AppError> {
+    let expected = match headers.get(header::IF_MATCH) {
+        None => None,
+        Some(v) => Some(parse_if_match(v.to_str().ok())?),
+    };
+    let current = owned_link(&state, &caller.owner_id, &domain, &code).await?;
+    delete_link(&state, current, expected).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

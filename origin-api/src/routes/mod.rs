@@ -24,7 +24,10 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/v1/links", post(links::create))
-        .route("/v1/links/{domain}/{code}", get(links::read))
+        .route(
+            "/v1/links/{domain}/{code}",
+            get(links::read).patch(links::update).delete(links::delete),
+        )
         .fallback(redirect::redirect)
         .layer(TraceLayer::new_for_http())
         .layer(TimeoutLayer::with_status_code(

@@ -166,6 +166,55 @@ impl LinkStore for Db {
         Ok(())
     }
 
+    async fn update_link(
+        &self,
+        link: &Link,
+        expected: u64,
+        edge_payload: &str,
+    ) -> Result<(), StoreError> {
+        let tags = serde_json::to_string(&link.tags).unwrap_or_else(|_| "[]".into());
+        let version = to_i64(link.version, "version")?;
+        let expected = to_i64(expected, "version")?;
+        crate::on_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            let changed = sqlx::query(
+                "UPDATE links SET target_url = $1, status = $2, redirect_status = $3, expires_at = $4, \
+                 forward_query = $5, title = $6, tags = $7, version = $8, updated_at = $9 \
+                 WHERE domain = $10 AND code = $11 AND version = $12",
+            )
+            .bind(&link.target_url)
+            .bind(link.status.as_str())
+            .bind(i64::from(link.redirect.code()))
+            .bind(link.expires_at)
+            .bind(link.forward_query)
+            .bind(&link.title)
+            .bind(&tags)
+            .bind(version)
+            .bind(link.updated_at)
+            .bind(&link.domain)
+            .bind(&link.code)
+            .bind(expected)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if changed != 1 {
+                return Err(StoreError::Stale);
+            }
+            sqlx::query(
+                "INSERT INTO outbox (lane, kind, route_key, version, payload, created_at) \
+                 VALUES ('normal', 'link', $1, $2, $3, $4)",
+            )
+            .bind(link.route_key())
+            .bind(version)
+            .bind(edge_payload)
+            .bind(link.updated_at)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+        });
+        Ok(())
+    }
+
     async fn get_link(&self, domain: &str, code: &str) -> Result<Option<Link>, StoreError> {
         let select = format!("SELECT {LINK_COLUMNS} FROM links WHERE domain = $1 AND code = $2");
         let row: Option<LinkRow> = crate::on_pool!(self, pool => {

@@ -21,6 +21,9 @@ pub enum StoreError {
     /// The unique route key is held by another link (live or tombstoned).
     #[error("that code is taken")]
     Taken,
+    /// A conditional write found another version than expected.
+    #[error("the row changed since it was read")]
+    Stale,
 }
 
 /// Where segments of ids come from: one atomic advance of a named row per segment.
@@ -38,6 +41,14 @@ pub trait LinkStore: Send + Sync + Debug + 'static {
     /// the route key exists, in which case nothing is written.
     async fn insert_link(&self, link: &Link, edge_payload: &str) -> Result<(), StoreError>;
     async fn get_link(&self, domain: &str, code: &str) -> Result<Option<Link>, StoreError>;
+    /// Writes `link`'s mutable fields and version if the stored version is still
+    /// `expected`, with its outbox row, in one transaction; `Stale` otherwise.
+    async fn update_link(
+        &self,
+        link: &Link,
+        expected: u64,
+        edge_payload: &str,
+    ) -> Result<(), StoreError>;
     /// The domain's settings, or the defaults when it has no row.
     async fn domain_settings(&self, domain: &str) -> Result<DomainSettings, StoreError>;
     /// Whether `host` is one of the short domains this origin serves (has a row).

@@ -1,0 +1,222 @@
+//! Changing and deleting a link: optimistic concurrency on `version`. The caller says
+//! which version it saw (`If-Match`); the write succeeds only if that is still the
+//! version in the database, and bumps it.
+
+use super::{parse_rfc3339, Link, LinkState, MAX_TAGS, MAX_TAG_CHARS, MAX_TITLE_CHARS};
+use crate::error::AppError;
+use crate::store::{now_ms, LinkStore, StoreError};
+use crate::AppState;
+use serde::{Deserialize, Deserializer, Serialize};
+use shared::{validate_target, RedirectStatus};
+
+/// The body of `PATCH /v1/links/{domain}/{code}`. Absent fields stay as they are;
+/// `expires_at` and `title` may be set to `null` to clear them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateLink {
+    #[serde(default)]
+    pub target_url: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    pub expires_at: Option<Option<String>>,
+    #[serde(default)]
+    pub redirect: Option<u16>,
+    /// `active` or `disabled`; deleting is `DELETE`.
+    #[serde(default)]
+    pub status: Option<LinkState>,
+    #[serde(default, deserialize_with = "present")]
+    pub title: Option<Option<String>>,
+    #[serde(default)]
+    pub tags: Option<Vec<String>>,
+    #[serde(default)]
+    pub forward_query: Option<bool>,
+}
+
+/// Tells "absent" (`None`) from "null" (`Some(None)`).
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// Parses `If-Match: "<version>"`.
+pub fn parse_if_match(value: Option<&str>) -> Result<u64, AppError> {
+    let value = value.ok_or(AppError::PreconditionRequired)?;
+    value
+        .trim()
+        .strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| {
+            AppError::BadRequest(format!(
+                "If-Match must be a version in quotes, like \"3\"; got {value}"
+            ))
+        })
+}
+
+/// Loads `domain/code` for `owner` (404 for anyone else's link).
+pub async fn owned_link(
+    state: &AppState,
+    owner: &str,
+    domain: &str,
+    code: &str,
+) -> Result<Link, AppError> {
+    let domain = shared::normalize_domain(domain).map_err(|_| AppError::NotFound)?;
+    let settings = state.db.domain_settings(&domain).await?;
+    let code = settings.canonical_code(code);
+    state
+        .db
+        .get_link(&domain, &code)
+        .await?
+        .filter(|l| l.owner_id == owner)
+        .ok_or(AppError::NotFound)
+}
+
+/// Applies `changes` to the link if it is still at `expected` version.
+pub async fn update_link(
+    state: &AppState,
+    current: Link,
+    expected: u64,
+    changes: UpdateLink,
+) -> Result<Link, AppError> {
+    if current.status == LinkState::Deleted {
+        return Err(AppError::Deleted);
+    }
+    if current.version != expected {
+        return Err(AppError::Stale {
+            current: current.version,
+        });
+    }
+    let now = now_ms();
+    let mut next = current.clone();
+    if let Some(target) = &changes.target_url {
+        let target = validate_target(target).map_err(|e| AppError::invalid("target_url", e))?;
+        if target.host() == next.domain
+            || target.host() == state.settings.default_domain
+            || state.db.is_own_domain(target.host()).await?
+        {
+            return Err(AppError::invalid(
+                "target_url",
+                format!("{} is one of this shortener's own domains", target.host()),
+            ));
+        }
+        if state.db.host_banned(target.host()).await? {
+            return Err(AppError::invalid(
+                "target_url",
+                format!(
+                    "links to {} are not allowed: the host is banned",
+                    target.host()
+                ),
+            ));
+        }
+        next.target_url = target.as_str().to_owned();
+    }
+    if let Some(expires_at) = &changes.expires_at {
+        next.expires_at = match expires_at {
+            None => None,
+            Some(s) => {
+                let ms = parse_rfc3339(s).ok_or_else(|| {
+                    AppError::invalid("expires_at", "use RFC 3339, e.g. 2030-01-31T23:59:59Z")
+                })?;
+                if ms <= now {
+                    return Err(AppError::invalid("expires_at", "is in the past"));
+                }
+                Some(ms)
+            }
+        };
+    }
+    if let Some(code) = changes.redirect {
+        next.redirect =
+            RedirectStatus::try_from(code).map_err(|e| AppError::invalid("redirect", e))?;
+    }
+    match changes.status {
+        None => {}
+        Some(LinkState::Deleted) => {
+            return Err(AppError::invalid("status", "use DELETE to delete a link"));
+        }
+        Some(s) => next.status = s,
+    }
+    if let Some(title) = &changes.title {
+        let title = title.clone().filter(|t| !t.is_empty());
+        if title
+            .as_ref()
+            .is_some_and(|t| t.chars().count() > MAX_TITLE_CHARS)
+        {
+            return Err(AppError::invalid(
+                "title",
+                format!("at most {MAX_TITLE_CHARS} characters"),
+            ));
+        }
+        next.title = title;
+    }
+    if let Some(tags) = &changes.tags {
+        if tags.len() > MAX_TAGS {
+            return Err(AppError::invalid(
+                "tags",
+                format!("at most {MAX_TAGS} tags"),
+            ));
+        }
+        if let Some(bad) = tags
+            .iter()
+            .find(|t| t.is_empty() || t.chars().count() > MAX_TAG_CHARS)
+        {
+            return Err(AppError::invalid(
+                "tags",
+                format!("{bad:?}: a tag has 1 to {MAX_TAG_CHARS} characters"),
+            ));
+        }
+        next.tags = tags.clone();
+    }
+    if let Some(f) = changes.forward_query {
+        next.forward_query = f;
+    }
+    write(state, next, expected, now).await
+}
+
+/// Tombstones the link: status `deleted`, version bumped, code kept forever. Deleting a
+/// tombstone changes nothing.
+pub async fn delete_link(
+    state: &AppState,
+    current: Link,
+    expected: Option<u64>,
+) -> Result<(), AppError> {
+    if current.status == LinkState::Deleted {
+        return Ok(());
+    }
+    let expected = expected.unwrap_or(current.version);
+    if current.version != expected {
+        return Err(AppError::Stale {
+            current: current.version,
+        });
+    }
+    let mut next = current;
+    next.status = LinkState::Deleted;
+    write(state, next, expected, now_ms()).await.map(drop)
+}
+
+async fn write(
+    state: &AppState,
+    mut next: Link,
+    expected: u64,
+    now: i64,
+) -> Result<Link, AppError> {
+    next.version = expected + 1;
+    next.updated_at = now;
+    match state
+        .db
+        .update_link(&next, expected, &next.edge_record(false).to_json())
+        .await
+    {
+        Ok(()) => Ok(next),
+        // Someone else wrote first; say which version is there now.
+        Err(StoreError::Stale) => {
+            let current = state
+                .db
+                .get_link(&next.domain, &next.code)
+                .await?
+                .map(|l| l.version)
+                .unwrap_or_default();
+            Err(AppError::Stale { current })
+        }
+        Err(e) => Err(e.into()),
+    }
+}
