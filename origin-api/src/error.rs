@@ -2,7 +2,7 @@
 //! a person can act on. Server-side failures are logged and answered without internals.
 
 use crate::store::StoreError;
-use axum::extract::rejection::JsonRejection;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
@@ -150,6 +150,15 @@ impl From<JsonRejection> for AppError {
                 limit: crate::routes::BODY_LIMIT_BYTES,
             },
             other => AppError::BadRequest(other.body_text()),
+        }
+    }
+}
+
+impl From<QueryRejection> for AppError {
+    fn from(rejection: QueryRejection) -> Self {
+        AppError::Invalid {
+            field: "query",
+            detail: rejection.body_text(),
         }
     }
 }

@@ -803,3 +803,109 @@ async fn delete_leaves_a_tombstone_that_answers_410_and_keeps_its_code() {
         t.cleanup().await;
     }
 }
+
+impl Api {
+    async fn list(&self, token: &str, query: &str) -> Reply {
+        self.send(
+            Request::get(format!("/v1/links{query}"))
+                .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await
+    }
+}
+
+#[tokio::test]
+async fn listing_pages_through_the_owners_links_newest_first_without_gaps_or_repeats() {
+    for (api, t) in apis("list").await {
+        let token = api.key("acme", false).await;
+        let other = api.key("globex", false).await;
+        let mut made = Vec::new();
+        for i in 0..7 {
+            let tags = if i % 2 == 0 {
+                json!(["even", "50%_off"])
+            } else {
+                json!(["odd"])
+            };
+            let res = api
+                .create(
+                    &token,
+                    json!({ "target_url": format!("https://e.example/{i}"), "tags": tags }),
+                )
+                .await;
+            made.push(res.body["code"].as_str().expect("code").to_owned());
+        }
+        api.create(&other, json!({ "target_url": "https://e.example/theirs" }))
+            .await;
+        api.create(
+            &token,
+            json!({ "target_url": "https://e.example/t", "domain": "t.example" }),
+        )
+        .await;
+
+        let mut seen = Vec::new();
+        let mut query = "?limit=3&domain=s.example".to_owned();
+        loop {
+            let page = api.list(&token, &query).await;
+            assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+            let items = page.body["items"].as_array().expect("items").clone();
+            assert!(items.len() <= 3);
+            seen.extend(
+                items
+                    .iter()
+                    .map(|l| l["code"].as_str().unwrap_or_default().to_owned()),
+            );
+            match page.body["next_cursor"].as_str() {
+                Some(c) => query = format!("?limit=3&domain=s.example&cursor={c}"),
+                None => break,
+            }
+        }
+        let newest_first: Vec<String> = made.iter().rev().cloned().collect();
+        assert_eq!(seen, newest_first, "{}", t.kind());
+
+        let all = api.list(&token, "").await;
+        assert_eq!(
+            all.body["items"].as_array().map(Vec::len),
+            Some(8),
+            "both domains, not globex's"
+        );
+        let even = api.list(&token, "?tag=even").await;
+        assert_eq!(even.body["items"].as_array().map(Vec::len), Some(4));
+        let odd = api.list(&token, "?tag=odd").await;
+        assert_eq!(odd.body["items"].as_array().map(Vec::len), Some(3));
+        // LIKE wildcards in a tag match only themselves.
+        let pct = api.list(&token, "?tag=50%25_off").await;
+        assert_eq!(pct.body["items"].as_array().map(Vec::len), Some(4));
+        let wild = api.list(&token, "?tag=50%25").await;
+        assert_eq!(wild.body["items"].as_array().map(Vec::len), Some(0));
+
+        // Tombstones only when asked for.
+        api.delete(&token, &format!("s.example/{}", made[0])).await;
+        assert_eq!(
+            api.list(&token, "").await.body["items"]
+                .as_array()
+                .map(Vec::len),
+            Some(7)
+        );
+        let gone = api.list(&token, "?status=deleted").await;
+        assert_eq!(gone.body["items"][0]["code"], made[0].as_str());
+
+        for bad in [
+            "?limit=0",
+            "?limit=5000",
+            "?cursor=abc",
+            "?colour=red",
+            "?status=banned",
+        ] {
+            let res = api.list(&token, bad).await;
+            assert_eq!(
+                res.status,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "{bad}: {}",
+                res.text
+            );
+        }
+        t.cleanup().await;
+    }
+}

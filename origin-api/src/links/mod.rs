@@ -1,9 +1,11 @@
 //! Links as the origin keeps them, and the rules for creating one.
 
 mod create;
+mod list;
 mod update;
 
 pub use create::create_link;
+pub use list::{ListFilter, ListParams, Page, DEFAULT_PAGE, MAX_PAGE};
 pub use update::{delete_link, owned_link, parse_if_match, update_link, UpdateLink};
 
 use serde::{Deserialize, Serialize};

@@ -3,10 +3,12 @@
 use crate::auth::Caller;
 use crate::error::AppError;
 use crate::links::{
-    create_link, delete_link, owned_link, parse_if_match, update_link, CreateLink, Link, UpdateLink,
+    create_link, delete_link, owned_link, parse_if_match, update_link, CreateLink, Link, LinkView,
+    ListFilter, ListParams, Page, UpdateLink,
 };
+use crate::store::LinkStore;
 use crate::AppState;
-use axum::extract::{FromRequest, Path, State};
+use axum::extract::{FromRequest, FromRequestParts, Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -38,6 +40,25 @@ pub(crate) async fn create(
         res.headers_mut().insert(header::LOCATION, location);
     }
     Ok(res)
+}
+
+/// Query strings whose rejections are problem documents.
+#[derive(Debug, FromRequestParts)]
+#[from_request(via(axum::extract::Query), rejection(AppError))]
+pub(crate) struct ApiQuery<T>(pub(crate) T);
+
+/// `GET /v1/links?domain=&tag=&status=&cursor=&limit=`: the caller's links, newest first.
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiQuery(params): ApiQuery<ListParams>,
+) -> Result<Json<Page<LinkView>>, AppError> {
+    let filter = ListFilter::new(&caller.owner_id, params)?;
+    let page = filter.page(state.db.list_links(&filter).await?);
+    Ok(Json(Page {
+        items: page.items.iter().map(Link::view).collect(),
+        next_cursor: page.next_cursor,
+    }))
 }
 
 /// `GET /v1/links/{domain}/{code}`: tombstones too. Another owner's link is 404, so a

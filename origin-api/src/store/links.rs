@@ -4,7 +4,7 @@
 use super::{LinkStore, StoreError};
 use crate::db::Db;
 use crate::keys::ApiKey;
-use crate::links::{Link, LinkState};
+use crate::links::{Link, LinkState, ListFilter};
 use async_trait::async_trait;
 use shared::{Alphabet, CodeKind, CodeSpace, DomainSettings, RedirectStatus};
 
@@ -221,6 +221,66 @@ impl LinkStore for Db {
             sqlx::query_as(&select).bind(domain).bind(code).fetch_optional(pool).await?
         });
         row.map(Link::try_from).transpose()
+    }
+
+    async fn list_links(&self, filter: &ListFilter) -> Result<Vec<Link>, StoreError> {
+        // Built from fixed fragments; every value is a bound parameter.
+        let mut sql = format!("SELECT {LINK_COLUMNS} FROM links WHERE owner_id = $1");
+        let mut n = 1;
+        let mut next = |sql: &mut String, fragment: &str| {
+            n += 1;
+            sql.push_str(&fragment.replace('?', &format!("${n}")));
+        };
+        if filter.domain.is_some() {
+            next(&mut sql, " AND domain = ?");
+        }
+        match filter.status {
+            Some(_) => next(&mut sql, " AND status = ?"),
+            None => sql.push_str(" AND status <> 'deleted'"),
+        }
+        // Tags are a JSON array in text: match the element, quotes included, with the
+        // LIKE wildcards escaped.
+        let tag_pattern = filter.tag.as_ref().map(|t| {
+            let json = serde_json::to_string(t).unwrap_or_default();
+            let escaped = json
+                .replace('!', "!!")
+                .replace('%', "!%")
+                .replace('_', "!_");
+            format!("%{escaped}%")
+        });
+        if tag_pattern.is_some() {
+            next(&mut sql, " AND tags LIKE ? ESCAPE '!'");
+        }
+        if filter.after.is_some() {
+            n += 2;
+            sql.push_str(&format!(
+                " AND (created_at < ${} OR (created_at = ${} AND link_id < ${}))",
+                n - 1,
+                n - 1,
+                n
+            ));
+        }
+        sql.push_str(&format!(
+            " ORDER BY created_at DESC, link_id DESC LIMIT {}",
+            u64::from(filter.limit) + 1
+        ));
+        let rows: Vec<LinkRow> = crate::on_pool!(self, pool => {
+            let mut q = sqlx::query_as(&sql).bind(&filter.owner_id);
+            if let Some(d) = &filter.domain {
+                q = q.bind(d);
+            }
+            if let Some(s) = filter.status {
+                q = q.bind(s.as_str());
+            }
+            if let Some(p) = &tag_pattern {
+                q = q.bind(p);
+            }
+            if let Some((at, id)) = filter.after {
+                q = q.bind(at).bind(to_i64(id, "cursor")?);
+            }
+            q.fetch_all(pool).await?
+        });
+        rows.into_iter().map(Link::try_from).collect()
     }
 
     async fn domain_settings(&self, domain: &str) -> Result<DomainSettings, StoreError> {

@@ -5,7 +5,7 @@ mod links;
 mod segments;
 
 use crate::keys::ApiKey;
-use crate::links::Link;
+use crate::links::{Link, ListFilter};
 use async_trait::async_trait;
 use shared::DomainSettings;
 use std::fmt::Debug;
@@ -41,6 +41,9 @@ pub trait LinkStore: Send + Sync + Debug + 'static {
     /// the route key exists, in which case nothing is written.
     async fn insert_link(&self, link: &Link, edge_payload: &str) -> Result<(), StoreError>;
     async fn get_link(&self, domain: &str, code: &str) -> Result<Option<Link>, StoreError>;
+    /// Up to `filter.limit + 1` links, newest first (the extra one tells that there is
+    /// a next page).
+    async fn list_links(&self, filter: &ListFilter) -> Result<Vec<Link>, StoreError>;
     /// Writes `link`'s mutable fields and version if the stored version is still
     /// `expected`, with its outbox row, in one transaction; `Stale` otherwise.
     async fn update_link(
