@@ -20,6 +20,8 @@ pub enum AppError {
     Forbidden(&'static str),
     #[error("no such link")]
     NotFound,
+    #[error("no such ban")]
+    BanNotFound,
     #[error("{field}: {detail}")]
     Invalid { field: &'static str, detail: String },
     #[error("{0}")]
@@ -60,7 +62,7 @@ impl AppError {
             AppError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
             AppError::Unauthorized => StatusCode::UNAUTHORIZED,
             AppError::Forbidden(_) => StatusCode::FORBIDDEN,
-            AppError::NotFound => StatusCode::NOT_FOUND,
+            AppError::NotFound | AppError::BanNotFound => StatusCode::NOT_FOUND,
             AppError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             AppError::BadRequest(_) => StatusCode::BAD_REQUEST,
             AppError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
@@ -79,7 +81,7 @@ impl AppError {
             AppError::Store(_) => "internal",
             AppError::Unauthorized => "unauthorized",
             AppError::Forbidden(_) => "forbidden",
-            AppError::NotFound => "not-found",
+            AppError::NotFound | AppError::BanNotFound => "not-found",
             AppError::Invalid { .. } => "invalid-field",
             AppError::BadRequest(_) => "bad-request",
             AppError::TooLarge { .. } => "too-large",

@@ -2,6 +2,7 @@
 //! shortener on its own, on SQLite or PostgreSQL.
 
 pub mod auth;
+pub mod bans;
 pub mod config;
 pub mod db;
 pub mod error;

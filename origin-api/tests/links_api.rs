@@ -909,3 +909,233 @@ async fn listing_pages_through_the_owners_links_newest_first_without_gaps_or_rep
         t.cleanup().await;
     }
 }
+
+impl Api {
+    async fn ban(&self, token: &str, body: Value) -> Reply {
+        self.send(
+            Request::post("/v1/bans")
+                .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(body.to_string()))
+                .expect("request"),
+        )
+        .await
+    }
+
+    async fn lift(&self, token: &str, id: &Value) -> Reply {
+        self.send(
+            Request::delete(format!("/v1/bans/{id}"))
+                .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await
+    }
+
+    /// Outbox rows of one kind and key: (lane, version, payload), oldest first.
+    async fn outbox(&self, kind: &str, route: &str) -> Vec<(String, i64, String)> {
+        origin_api::on_pool!(&self.state.db, pool => {
+            sqlx::query_as("SELECT lane, version, payload FROM outbox WHERE kind = $1 AND route_key = $2 ORDER BY seq")
+                .bind(kind)
+                .bind(route)
+                .fetch_all(pool)
+                .await
+                .expect("outbox")
+        })
+    }
+}
+
+fn payload(row: &(String, i64, String)) -> Value {
+    serde_json::from_str(&row.2).expect("JSON payload")
+}
+
+#[tokio::test]
+async fn a_host_ban_blocks_and_republishes_every_covered_link_and_lifting_restores_them() {
+    for (api, t) in apis("host ban").await {
+        let token = api.key("acme", false).await;
+        let ops = api.key("trust-and-safety", true).await;
+        for (code, target) in [
+            ("apex-link", "https://evil.example/a"),
+            ("sub-link", "https://www.evil.example/b"),
+            ("fine-link", "https://notevil.example/c"),
+        ] {
+            let res = api
+                .create(&token, json!({ "target_url": target, "code": code }))
+                .await;
+            assert_eq!(res.status, StatusCode::CREATED, "{}", res.text);
+        }
+
+        // Only admins.
+        let res = api
+            .ban(
+                &token,
+                json!({ "kind": "host", "host": "evil.example", "reason": "phishing" }),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+        let res = api
+            .ban(
+                &ops,
+                json!({ "kind": "host", "host": "Evil.Example", "reason": "phishing" }),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text);
+        assert_eq!(res.body["host"], "evil.example");
+        let ban_id = res.body["id"].clone();
+
+        // Fast lane: the snapshot.
+        let deny = api.outbox("deny", "deny").await;
+        assert_eq!(deny.len(), 1, "{}", t.kind());
+        assert_eq!(deny[0].0, "fast");
+        assert_eq!(payload(&deny[0])["hosts"], json!(["evil.example"]));
+        // Normal lane: covered links again, version bumped, marked banned.
+        for code in ["apex-link", "sub-link"] {
+            let rows = api.outbox("link", &format!("s.example/{code}")).await;
+            assert_eq!(rows.len(), 2, "{code}");
+            assert_eq!((rows[1].0.as_str(), rows[1].1), ("normal", 2));
+            assert_eq!(payload(&rows[1])["s"], "banned");
+            assert_eq!(
+                api.visit("GET", "s.example", &format!("/{code}"))
+                    .await
+                    .status,
+                StatusCode::FORBIDDEN
+            );
+        }
+        assert_eq!(
+            api.outbox("link", "s.example/fine-link").await.len(),
+            1,
+            "untouched"
+        );
+        assert_eq!(
+            api.visit("GET", "s.example", "/fine-link").await.status,
+            StatusCode::FOUND
+        );
+        let refused = api
+            .create(&token, json!({ "target_url": "https://x.evil.example/" }))
+            .await;
+        assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
+
+        let list = api
+            .send(
+                Request::get("/v1/bans")
+                    .header(header::AUTHORIZATION, format!("Bearer {ops}"))
+                    .body(Body::empty())
+                    .expect("request"),
+            )
+            .await;
+        assert_eq!(list.body.as_array().map(Vec::len), Some(1));
+
+        // Lifting: a new snapshot without the host, and the links come back.
+        assert_eq!(
+            api.lift(&token, &ban_id).await.status,
+            StatusCode::FORBIDDEN
+        );
+        assert_eq!(api.lift(&ops, &ban_id).await.status, StatusCode::NO_CONTENT);
+        assert_eq!(
+            api.lift(&ops, &ban_id).await.status,
+            StatusCode::NO_CONTENT,
+            "lifting twice is fine"
+        );
+        assert_eq!(
+            api.lift(&ops, &json!(999_999)).await.status,
+            StatusCode::NOT_FOUND
+        );
+        let deny = api.outbox("deny", "deny").await;
+        assert_eq!(deny.len(), 2);
+        assert!(deny[1].1 > deny[0].1, "snapshot versions grow");
+        assert_eq!(payload(&deny[1])["hosts"], json!([]));
+        let rows = api.outbox("link", "s.example/sub-link").await;
+        assert_eq!((rows.len(), rows[2].1), (3, 3));
+        assert_eq!(payload(&rows[2])["s"], "active");
+        assert_eq!(
+            api.visit("GET", "s.example", "/sub-link").await.status,
+            StatusCode::FOUND
+        );
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_code_ban_blocks_that_code_even_before_it_exists() {
+    for (api, t) in apis("code ban").await {
+        let token = api.key("acme", false).await;
+        let ops = api.key("ops", true).await;
+        api.create(
+            &token,
+            json!({ "target_url": "https://fine.example/", "code": "bad-link" }),
+        )
+        .await;
+        for (code, status) in [
+            ("bad-link", StatusCode::CREATED),
+            ("not-yet", StatusCode::CREATED),
+            ("a/b", StatusCode::UNPROCESSABLE_ENTITY),
+        ] {
+            let res = api
+                .ban(
+                    &ops,
+                    json!({ "kind": "code", "code": code, "reason": "malware" }),
+                )
+                .await;
+            assert_eq!(res.status, status, "{code}: {}", res.text);
+        }
+        assert_eq!(
+            api.visit("GET", "s.example", "/bad-link").await.status,
+            StatusCode::FORBIDDEN
+        );
+        assert_eq!(
+            api.visit("GET", "s.example", "/not-yet").await.status,
+            StatusCode::FORBIDDEN
+        );
+        let rows = api.outbox("link", "s.example/bad-link").await;
+        assert_eq!(payload(rows.last().expect("row"))["s"], "banned");
+        // A later edit keeps the mark: the record never forgets a ban that still holds.
+        let res = api
+            .patch(
+                &token,
+                "s.example/bad-link",
+                Some("\"2\""),
+                json!({ "title": "x" }),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text);
+        let rows = api.outbox("link", "s.example/bad-link").await;
+        assert_eq!(payload(rows.last().expect("row"))["s"], "banned");
+        let deny = api.outbox("deny", "deny").await;
+        assert_eq!(
+            payload(deny.last().expect("row"))["codes"],
+            json!(["s.example/bad-link", "s.example/not-yet"])
+        );
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_bans_each_get_a_snapshot_version_and_the_last_holds_them_all() {
+    for (api, t) in apis("concurrent bans").await {
+        let ops = api.key("ops", true).await;
+        let api = std::sync::Arc::new(api);
+        let tasks: Vec<_> = (0..8)
+            .map(|i| {
+                let (api, ops) = (api.clone(), ops.clone());
+                tokio::spawn(async move {
+                    api.ban(&ops, json!({ "kind": "host", "host": format!("evil{i}.example"), "reason": "spam" })).await.status
+                })
+            })
+            .collect();
+        for task in tasks {
+            assert_eq!(task.await.expect("task"), StatusCode::CREATED);
+        }
+        let deny = api.outbox("deny", "deny").await;
+        let mut versions: Vec<i64> = deny.iter().map(|r| r.1).collect();
+        versions.sort_unstable();
+        assert_eq!(versions, (1..=8).collect::<Vec<_>>(), "{}", t.kind());
+        let newest = deny.iter().max_by_key(|r| r.1).expect("rows");
+        assert_eq!(
+            payload(newest)["hosts"].as_array().map(Vec::len),
+            Some(8),
+            "{}",
+            t.kind()
+        );
+        t.cleanup().await;
+    }
+}

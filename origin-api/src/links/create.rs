@@ -140,9 +140,10 @@ pub async fn create_link(state: &AppState, owner: &str, req: CreateLink) -> Resu
         created_at: now,
         updated_at: now,
     };
+    let banned = super::is_banned(state, &link).await?;
     match state
         .db
-        .insert_link(&link, &link.edge_record(false).to_json())
+        .insert_link(&link, &link.edge_record(banned).to_json())
         .await
     {
         Ok(()) => Ok(link),

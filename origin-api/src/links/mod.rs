@@ -69,6 +69,14 @@ impl Link {
         format!("{}/{}", self.domain, self.code)
     }
 
+    /// The host of the target, as host bans match it.
+    pub fn target_host(&self) -> String {
+        url::Url::parse(&self.target_url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .unwrap_or_default()
+    }
+
     /// The record the edge holds for this link. `banned` marks it for a code ban or a
     /// ban of its target host.
     pub fn edge_record(&self, banned: bool) -> EdgeRecord {
@@ -116,6 +124,17 @@ impl Link {
             },
         }
     }
+}
+
+/// Whether a ban covers the link now (its code, or its target host): its record is then
+/// published marked `banned`.
+pub(crate) async fn is_banned(
+    state: &crate::AppState,
+    link: &Link,
+) -> Result<bool, crate::store::StoreError> {
+    use crate::store::LinkStore;
+    Ok(state.db.code_banned(&link.domain, &link.code).await?
+        || state.db.host_banned(&link.target_host()).await?)
 }
 
 /// The JSON form of a link.

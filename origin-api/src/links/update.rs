@@ -201,9 +201,10 @@ async fn write(
 ) -> Result<Link, AppError> {
     next.version = expected + 1;
     next.updated_at = now;
+    let banned = super::is_banned(state, &next).await?;
     match state
         .db
-        .update_link(&next, expected, &next.edge_record(false).to_json())
+        .update_link(&next, expected, &next.edge_record(banned).to_json())
         .await
     {
         Ok(()) => Ok(next),

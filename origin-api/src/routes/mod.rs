@@ -1,5 +1,6 @@
 //! HTTP routes. Handlers are thin: they parse, call a service, and shape the answer.
 
+mod bans;
 mod health;
 mod links;
 mod redirect;
@@ -28,6 +29,8 @@ pub fn router(state: AppState) -> Router {
             "/v1/links/{domain}/{code}",
             get(links::read).patch(links::update).delete(links::delete),
         )
+        .route("/v1/bans", post(bans::create).get(bans::list))
+        .route("/v1/bans/{id}", axum::routing::delete(bans::lift))
         .fallback(redirect::redirect)
         .layer(TraceLayer::new_for_http())
         .layer(TimeoutLayer::with_status_code(

@@ -8,11 +8,16 @@ use crate::links::{Link, LinkState, ListFilter};
 use async_trait::async_trait;
 use shared::{Alphabet, CodeKind, CodeSpace, DomainSettings, RedirectStatus};
 
+/// The columns `LinkRow` reads, for queries built elsewhere in the store.
+pub(super) fn link_row_columns() -> &'static str {
+    LINK_COLUMNS
+}
+
 const LINK_COLUMNS: &str = "link_id, domain, code, target_url, owner_id, status, redirect_status, \
      expires_at, version, key_version, code_kind, forward_query, title, tags, created_at, updated_at";
 
 #[derive(sqlx::FromRow)]
-struct LinkRow {
+pub(super) struct LinkRow {
     link_id: i64,
     domain: String,
     code: String,
@@ -116,8 +121,8 @@ fn host_suffixes(host: &str) -> Vec<String> {
 impl LinkStore for Db {
     async fn insert_link(&self, link: &Link, edge_payload: &str) -> Result<(), StoreError> {
         let insert = format!(
-            "INSERT INTO links ({LINK_COLUMNS}) VALUES \
-             ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"
+            "INSERT INTO links ({LINK_COLUMNS}, target_host) VALUES \
+             ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)"
         );
         let tags = serde_json::to_string(&link.tags).unwrap_or_else(|_| "[]".into());
         let link_id = to_i64(link.link_id, "link_id")?;
@@ -145,6 +150,7 @@ impl LinkStore for Db {
                 .bind(&tags)
                 .bind(link.created_at)
                 .bind(link.updated_at)
+                .bind(link.target_host())
                 .execute(&mut *tx)
                 .await;
             match inserted {
@@ -179,8 +185,8 @@ impl LinkStore for Db {
             let mut tx = pool.begin().await?;
             let changed = sqlx::query(
                 "UPDATE links SET target_url = $1, status = $2, redirect_status = $3, expires_at = $4, \
-                 forward_query = $5, title = $6, tags = $7, version = $8, updated_at = $9 \
-                 WHERE domain = $10 AND code = $11 AND version = $12",
+                 forward_query = $5, title = $6, tags = $7, version = $8, updated_at = $9, \
+                 target_host = $13 WHERE domain = $10 AND code = $11 AND version = $12",
             )
             .bind(&link.target_url)
             .bind(link.status.as_str())
@@ -194,6 +200,7 @@ impl LinkStore for Db {
             .bind(&link.domain)
             .bind(&link.code)
             .bind(expected)
+            .bind(link.target_host())
             .execute(&mut *tx)
             .await?
             .rows_affected();

@@ -1,9 +1,11 @@
 //! The system of record, behind traits with one implementation per database. Both pass
 //! the same conformance tests (`tests/store_conformance.rs`).
 
+mod bans;
 mod links;
 mod segments;
 
+use crate::bans::{Ban, BanTarget};
 use crate::keys::ApiKey;
 use crate::links::{Link, ListFilter};
 use async_trait::async_trait;
@@ -63,6 +65,30 @@ pub trait LinkStore: Send + Sync + Debug + 'static {
     async fn find_key(&self, key_id: &str) -> Result<Option<ApiKey>, StoreError>;
     /// Marks a key revoked; `false` when there is no such live key.
     async fn revoke_key(&self, key_id: &str, now: i64) -> Result<bool, StoreError>;
+}
+
+/// What lifting a ban did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LiftOutcome {
+    Lifted(Ban),
+    AlreadyLifted,
+    NotFound,
+}
+
+/// Bans, each written with its denylist snapshot (fast lane) and the re-published
+/// records of the links it covers (normal lane), in one transaction.
+#[async_trait]
+pub trait BanStore: Send + Sync + Debug + 'static {
+    async fn insert_ban(
+        &self,
+        target: &BanTarget,
+        reason: &str,
+        created_by: &str,
+        now: i64,
+    ) -> Result<Ban, StoreError>;
+    async fn lift_ban(&self, ban_id: i64, now: i64) -> Result<LiftOutcome, StoreError>;
+    /// Newest first; lifted ones only when asked.
+    async fn list_bans(&self, include_lifted: bool) -> Result<Vec<Ban>, StoreError>;
 }
 
 /// Current time as Unix milliseconds, the unit of every time column.
