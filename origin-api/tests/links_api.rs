@@ -1139,3 +1139,89 @@ async fn concurrent_bans_each_get_a_snapshot_version_and_the_last_holds_them_all
         t.cleanup().await;
     }
 }
+
+impl Api {
+    async fn create_with_key(&self, token: &str, key: &str, body: Value) -> Reply {
+        self.send(
+            Request::post("/v1/links")
+                .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                .header(header::CONTENT_TYPE, "application/json")
+                .header("idempotency-key", key)
+                .body(Body::from(body.to_string()))
+                .expect("request"),
+        )
+        .await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_idempotency_key_sent_twenty_times_at_once_makes_one_link() {
+    for (api, t) in apis("idempotency").await {
+        let token = api.key("acme", false).await;
+        let api = std::sync::Arc::new(api);
+        let body = json!({ "target_url": "https://e.example/campaign", "tags": ["q3"] });
+        let tasks: Vec<_> = (0..20)
+            .map(|_| {
+                let (api, token, body) = (api.clone(), token.clone(), body.clone());
+                tokio::spawn(async move { api.create_with_key(&token, "import-42", body).await })
+            })
+            .collect();
+        let mut replies = Vec::new();
+        for task in tasks {
+            replies.push(task.await.expect("task"));
+        }
+        for r in &replies {
+            assert_eq!(r.status, StatusCode::CREATED, "{}: {}", t.kind(), r.text);
+            assert_eq!(r.body["code"], replies[0].body["code"], "{}", t.kind());
+            assert_eq!(r.headers[header::ETAG], "\"1\"");
+        }
+        let replayed = replies
+            .iter()
+            .filter(|r| r.headers.get("idempotent-replayed").is_some())
+            .count();
+        assert_eq!(replayed, 19, "{}", t.kind());
+        assert_eq!(api.count("links").await, 1, "{}", t.kind());
+        assert_eq!(api.count("outbox WHERE kind = 'link'").await, 1);
+
+        // Later retries replay too; a different body under the same key is refused.
+        let again = api.create_with_key(&token, "import-42", body.clone()).await;
+        assert_eq!(again.body["code"], replies[0].body["code"]);
+        let other = api
+            .create_with_key(
+                &token,
+                "import-42",
+                json!({ "target_url": "https://e.example/other" }),
+            )
+            .await;
+        assert_eq!(
+            other.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{}",
+            other.text
+        );
+        assert_eq!(other.body["field"], "Idempotency-Key");
+        // Keys are per owner.
+        let globex = api.key("globex", false).await;
+        let theirs = api
+            .create_with_key(&globex, "import-42", body.clone())
+            .await;
+        assert_eq!(theirs.status, StatusCode::CREATED);
+        assert_ne!(theirs.body["code"], replies[0].body["code"]);
+        assert_eq!(api.count("links").await, 2);
+
+        // After 24 hours a key is forgotten.
+        api.exec("UPDATE idempotency SET created_at = 0").await;
+        let fresh = api.create_with_key(&token, "import-42", body).await;
+        assert_eq!(fresh.status, StatusCode::CREATED);
+        assert!(fresh.headers.get("idempotent-replayed").is_none());
+        assert_eq!(api.count("links").await, 3);
+
+        for bad in ["", "é", &"k".repeat(256)] {
+            let res = api
+                .create_with_key(&token, bad, json!({ "target_url": "https://e.example/" }))
+                .await;
+            assert_eq!(res.status, StatusCode::BAD_REQUEST, "{bad:?}: {}", res.text);
+        }
+        t.cleanup().await;
+    }
+}

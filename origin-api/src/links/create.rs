@@ -4,13 +4,109 @@
 
 use super::{parse_rfc3339, CreateLink, Link, LinkState, MAX_TAGS, MAX_TAG_CHARS, MAX_TITLE_CHARS};
 use crate::error::AppError;
-use crate::store::{now_ms, LinkStore, StoreError};
+use crate::store::{now_ms, IdempotencyKey, Idempotent, LinkStore, StoreError};
 use crate::AppState;
 use shared::codes::{is_reserved, validate_alias};
 use shared::{normalize_domain, validate_target, CodeCodec, CodeKind, RedirectStatus};
 
+/// How long an idempotency key is remembered.
+pub const IDEMPOTENCY_TTL_MS: i64 = 24 * 3600 * 1000;
+
+/// What a create call produced.
+#[derive(Debug, Clone)]
+pub enum Created {
+    New(Link),
+    /// An earlier request with the same idempotency key and body made the link; this is
+    /// its recorded response (a link view in JSON).
+    Replayed(String),
+}
+
+/// Checks an `Idempotency-Key` header value: 1 to 255 visible ASCII characters.
+pub fn check_idempotency_key(key: &str) -> Result<&str, AppError> {
+    if !key.is_empty() && key.len() <= 255 && key.bytes().all(|b| b.is_ascii_graphic()) {
+        Ok(key)
+    } else {
+        Err(AppError::BadRequest(
+            "Idempotency-Key is 1 to 255 visible ASCII characters".into(),
+        ))
+    }
+}
+
+/// Creates a link for `owner` from a request body, at most once per idempotency key.
+pub async fn create_link_once(
+    state: &AppState,
+    owner: &str,
+    req: CreateLink,
+    idempotency_key: Option<&str>,
+) -> Result<Created, AppError> {
+    let Some(key) = idempotency_key else {
+        return create_link(state, owner, req).await.map(Created::New);
+    };
+    let request_hash = crate::keys::hash_secret(&serde_json::to_string(&req).unwrap_or_default());
+    let idem = IdempotencyKey {
+        owner_id: owner,
+        key,
+        request_hash: &request_hash,
+        expired_before: now_ms() - IDEMPOTENCY_TTL_MS,
+    };
+    // A retry is answered from the record, whatever changed since.
+    if let Some((hash, response)) = state.db.find_idempotent(&idem).await? {
+        return replay(&request_hash, hash, response);
+    }
+    let link = prepare_link(state, owner, &req).await?;
+    let banned = super::is_banned(state, &link).await?;
+    let response = serde_json::to_string(&link.view()).unwrap_or_default();
+    match state
+        .db
+        .insert_link_idempotent(&link, &link.edge_record(banned).to_json(), &idem, &response)
+        .await
+    {
+        Ok(Idempotent::Created) => Ok(Created::New(link)),
+        Ok(Idempotent::Replay {
+            request_hash: hash,
+            response,
+        }) => replay(&request_hash, hash, response),
+        Err(StoreError::Taken) => Err(AppError::Taken {
+            route: link.route_key(),
+        }),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn replay(
+    request_hash: &str,
+    recorded_hash: String,
+    response: String,
+) -> Result<Created, AppError> {
+    if recorded_hash == request_hash {
+        Ok(Created::Replayed(response))
+    } else {
+        Err(AppError::invalid(
+            "Idempotency-Key",
+            "this key was used with a different request body; use a new key for a new request",
+        ))
+    }
+}
+
 /// Creates a link for `owner` from a request body.
 pub async fn create_link(state: &AppState, owner: &str, req: CreateLink) -> Result<Link, AppError> {
+    let link = prepare_link(state, owner, &req).await?;
+    let banned = super::is_banned(state, &link).await?;
+    match state
+        .db
+        .insert_link(&link, &link.edge_record(banned).to_json())
+        .await
+    {
+        Ok(()) => Ok(link),
+        Err(StoreError::Taken) => Err(AppError::Taken {
+            route: link.route_key(),
+        }),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Validates the request and allocates the link's id and code, storing nothing.
+async fn prepare_link(state: &AppState, owner: &str, req: &CreateLink) -> Result<Link, AppError> {
     let now = now_ms();
     let domain = match &req.domain {
         Some(d) => normalize_domain(d).map_err(|e| AppError::invalid("domain", e))?,
@@ -140,16 +236,5 @@ pub async fn create_link(state: &AppState, owner: &str, req: CreateLink) -> Resu
         created_at: now,
         updated_at: now,
     };
-    let banned = super::is_banned(state, &link).await?;
-    match state
-        .db
-        .insert_link(&link, &link.edge_record(banned).to_json())
-        .await
-    {
-        Ok(()) => Ok(link),
-        Err(StoreError::Taken) => Err(AppError::Taken {
-            route: link.route_key(),
-        }),
-        Err(e) => Err(e.into()),
-    }
+    Ok(link)
 }

@@ -4,7 +4,9 @@ mod create;
 mod list;
 mod update;
 
-pub use create::create_link;
+pub use create::{
+    check_idempotency_key, create_link, create_link_once, Created, IDEMPOTENCY_TTL_MS,
+};
 pub use list::{ListFilter, ListParams, Page, DEFAULT_PAGE, MAX_PAGE};
 pub use update::{delete_link, owned_link, parse_if_match, update_link, UpdateLink};
 

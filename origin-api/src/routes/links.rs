@@ -3,8 +3,8 @@
 use crate::auth::Caller;
 use crate::error::AppError;
 use crate::links::{
-    create_link, delete_link, owned_link, parse_if_match, update_link, CreateLink, Link, LinkView,
-    ListFilter, ListParams, Page, UpdateLink,
+    check_idempotency_key, create_link_once, delete_link, owned_link, parse_if_match, update_link,
+    CreateLink, Created, Link, LinkView, ListFilter, ListParams, Page, UpdateLink,
 };
 use crate::store::LinkStore;
 use crate::AppState;
@@ -27,19 +27,48 @@ fn link_response(status: StatusCode, link: &Link) -> Response {
     res
 }
 
-/// `POST /v1/links`
+/// `POST /v1/links`, with an optional `Idempotency-Key`.
 pub(crate) async fn create(
     State(state): State<AppState>,
     caller: Caller,
+    headers: HeaderMap,
     ApiJson(body): ApiJson<CreateLink>,
 ) -> Result<Response, AppError> {
-    let link = create_link(&state, &caller.owner_id, body).await?;
-    let mut res = link_response(StatusCode::CREATED, &link);
-    if let Ok(location) = HeaderValue::from_str(&format!("/v1/links/{}/{}", link.domain, link.code))
-    {
+    let key = match headers.get("idempotency-key") {
+        None => None,
+        Some(v) => Some(check_idempotency_key(v.to_str().map_err(|_| {
+            AppError::BadRequest("Idempotency-Key is 1 to 255 visible ASCII characters".into())
+        })?)?),
+    };
+    let res = match create_link_once(&state, &caller.owner_id, body, key).await? {
+        Created::New(link) => with_location(
+            link_response(StatusCode::CREATED, &link),
+            &link.domain,
+            &link.code,
+        ),
+        Created::Replayed(json) => {
+            let view: LinkView = serde_json::from_str(&json).map_err(|e| {
+                AppError::Store(crate::store::StoreError::Corrupt(format!(
+                    "idempotency response: {e}"
+                )))
+            })?;
+            let mut res = (StatusCode::CREATED, Json(&view)).into_response();
+            let h = res.headers_mut();
+            h.insert("idempotent-replayed", HeaderValue::from_static("true"));
+            if let Ok(etag) = HeaderValue::from_str(&format!("\"{}\"", view.version)) {
+                h.insert(header::ETAG, etag);
+            }
+            with_location(res, &view.domain, &view.code)
+        }
+    };
+    Ok(res)
+}
+
+fn with_location(mut res: Response, domain: &str, code: &str) -> Response {
+    if let Ok(location) = HeaderValue::from_str(&format!("/v1/links/{domain}/{code}")) {
         res.headers_mut().insert(header::LOCATION, location);
     }
-    Ok(res)
+    res
 }
 
 /// Query strings whose rejections are problem documents.

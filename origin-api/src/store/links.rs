@@ -1,7 +1,7 @@
 //! Links, keys, domains and bans in SQL. The unique index on `(domain, code)` is the
 //! only arbiter of who gets a code: inserts never check first.
 
-use super::{LinkStore, StoreError};
+use super::{IdempotencyKey, Idempotent, LinkStore, StoreError};
 use crate::db::Db;
 use crate::keys::ApiKey;
 use crate::links::{Link, LinkState, ListFilter};
@@ -93,6 +93,72 @@ struct DomainRow {
     max_age_s: i64,
 }
 
+/// A link's values in the database's types.
+struct NewLinkRow {
+    link_id: i64,
+    version: i64,
+    tags: String,
+    code_kind: &'static str,
+}
+
+impl NewLinkRow {
+    fn new(link: &Link) -> Result<Self, StoreError> {
+        Ok(NewLinkRow {
+            link_id: to_i64(link.link_id, "link_id")?,
+            version: to_i64(link.version, "version")?,
+            tags: serde_json::to_string(&link.tags).unwrap_or_else(|_| "[]".into()),
+            code_kind: match link.code_kind {
+                CodeKind::Generated => "generated",
+                CodeKind::Custom => "custom",
+            },
+        })
+    }
+}
+
+/// Inserts the link and its outbox row inside `tx`; returns `Taken` from the enclosing
+/// function when the route key exists.
+macro_rules! insert_in_tx {
+    ($tx:expr, $row:expr, $link:expr, $payload:expr) => {{
+        let inserted = sqlx::query(&format!(
+            "INSERT INTO links ({LINK_COLUMNS}, target_host) VALUES \
+             ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)"
+        ))
+        .bind($row.link_id)
+        .bind(&$link.domain)
+        .bind(&$link.code)
+        .bind(&$link.target_url)
+        .bind(&$link.owner_id)
+        .bind($link.status.as_str())
+        .bind(i64::from($link.redirect.code()))
+        .bind($link.expires_at)
+        .bind($row.version)
+        .bind($link.key_version.map(i64::from))
+        .bind($row.code_kind)
+        .bind($link.forward_query)
+        .bind(&$link.title)
+        .bind(&$row.tags)
+        .bind($link.created_at)
+        .bind($link.updated_at)
+        .bind($link.target_host())
+        .execute(&mut *$tx)
+        .await;
+        match inserted {
+            Err(e) if is_unique_violation(&e) => return Err(StoreError::Taken),
+            other => other?,
+        };
+        sqlx::query(
+            "INSERT INTO outbox (lane, kind, route_key, version, payload, created_at) \
+             VALUES ('normal', 'link', $1, $2, $3, $4)",
+        )
+        .bind($link.route_key())
+        .bind($row.version)
+        .bind($payload)
+        .bind($link.created_at)
+        .execute(&mut *$tx)
+        .await?;
+    }};
+}
+
 fn is_unique_violation(e: &sqlx::Error) -> bool {
     e.as_database_error()
         .is_some_and(|d| d.is_unique_violation())
@@ -120,56 +186,79 @@ fn host_suffixes(host: &str) -> Vec<String> {
 #[async_trait]
 impl LinkStore for Db {
     async fn insert_link(&self, link: &Link, edge_payload: &str) -> Result<(), StoreError> {
-        let insert = format!(
-            "INSERT INTO links ({LINK_COLUMNS}, target_host) VALUES \
-             ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)"
-        );
-        let tags = serde_json::to_string(&link.tags).unwrap_or_else(|_| "[]".into());
-        let link_id = to_i64(link.link_id, "link_id")?;
-        let version = to_i64(link.version, "version")?;
-        let code_kind = match link.code_kind {
-            CodeKind::Generated => "generated",
-            CodeKind::Custom => "custom",
-        };
+        let row = NewLinkRow::new(link)?;
         crate::on_pool!(self, pool => {
             let mut tx = pool.begin().await?;
-            let inserted = sqlx::query(&insert)
-                .bind(link_id)
-                .bind(&link.domain)
-                .bind(&link.code)
-                .bind(&link.target_url)
-                .bind(&link.owner_id)
-                .bind(link.status.as_str())
-                .bind(i64::from(link.redirect.code()))
-                .bind(link.expires_at)
-                .bind(version)
-                .bind(link.key_version.map(i64::from))
-                .bind(code_kind)
-                .bind(link.forward_query)
-                .bind(&link.title)
-                .bind(&tags)
-                .bind(link.created_at)
-                .bind(link.updated_at)
-                .bind(link.target_host())
-                .execute(&mut *tx)
-                .await;
-            match inserted {
-                Err(e) if is_unique_violation(&e) => return Err(StoreError::Taken),
-                other => other?,
-            };
-            sqlx::query(
-                "INSERT INTO outbox (lane, kind, route_key, version, payload, created_at) \
-                 VALUES ('normal', 'link', $1, $2, $3, $4)",
-            )
-            .bind(link.route_key())
-            .bind(version)
-            .bind(edge_payload)
-            .bind(link.created_at)
-            .execute(&mut *tx)
-            .await?;
+            insert_in_tx!(tx, row, link, edge_payload);
             tx.commit().await?;
         });
         Ok(())
+    }
+
+    async fn insert_link_idempotent(
+        &self,
+        link: &Link,
+        edge_payload: &str,
+        key: &IdempotencyKey<'_>,
+        response: &str,
+    ) -> Result<Idempotent, StoreError> {
+        let row = NewLinkRow::new(link)?;
+        crate::on_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            sqlx::query("DELETE FROM idempotency WHERE owner_id = $1 AND key = $2 AND created_at < $3")
+                .bind(key.owner_id)
+                .bind(key.key)
+                .bind(key.expired_before)
+                .execute(&mut *tx)
+                .await?;
+            let claimed = sqlx::query(
+                "INSERT INTO idempotency (owner_id, key, request_hash, state, link_id, response, created_at) \
+                 VALUES ($1, $2, $3, 'succeeded', $4, $5, $6) ON CONFLICT (owner_id, key) DO NOTHING",
+            )
+            .bind(key.owner_id)
+            .bind(key.key)
+            .bind(key.request_hash)
+            .bind(row.link_id)
+            .bind(response)
+            .bind(link.created_at)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if claimed == 0 {
+                let (request_hash, response): (String, Option<String>) = sqlx::query_as(
+                    "SELECT request_hash, response FROM idempotency WHERE owner_id = $1 AND key = $2",
+                )
+                .bind(key.owner_id)
+                .bind(key.key)
+                .fetch_one(&mut *tx)
+                .await?;
+                return Ok(Idempotent::Replay {
+                    request_hash,
+                    response: response.unwrap_or_default(),
+                });
+            }
+            insert_in_tx!(tx, row, link, edge_payload);
+            tx.commit().await?;
+        });
+        Ok(Idempotent::Created)
+    }
+
+    async fn find_idempotent(
+        &self,
+        key: &IdempotencyKey<'_>,
+    ) -> Result<Option<(String, String)>, StoreError> {
+        let row: Option<(String, Option<String>)> = crate::on_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT request_hash, response FROM idempotency \
+                 WHERE owner_id = $1 AND key = $2 AND created_at >= $3",
+            )
+            .bind(key.owner_id)
+            .bind(key.key)
+            .bind(key.expired_before)
+            .fetch_optional(pool)
+            .await?
+        });
+        Ok(row.map(|(hash, response)| (hash, response.unwrap_or_default())))
     }
 
     async fn update_link(

@@ -42,6 +42,23 @@ pub trait LinkStore: Send + Sync + Debug + 'static {
     /// Inserts a link and its outbox row (normal lane) in one transaction; `Taken` when
     /// the route key exists, in which case nothing is written.
     async fn insert_link(&self, link: &Link, edge_payload: &str) -> Result<(), StoreError>;
+    /// Like `insert_link`, under an idempotency key: in the same transaction the key is
+    /// claimed for `owner` and `response` recorded. When the key is already held, nothing
+    /// is written and the earlier request's hash and response come back instead. A
+    /// concurrent duplicate waits for the first to commit (the key's unique index), so
+    /// two requests with one key can never make two links.
+    async fn insert_link_idempotent(
+        &self,
+        link: &Link,
+        edge_payload: &str,
+        key: &IdempotencyKey<'_>,
+        response: &str,
+    ) -> Result<Idempotent, StoreError>;
+    /// The hash and response recorded under an unexpired idempotency key.
+    async fn find_idempotent(
+        &self,
+        key: &IdempotencyKey<'_>,
+    ) -> Result<Option<(String, String)>, StoreError>;
     async fn get_link(&self, domain: &str, code: &str) -> Result<Option<Link>, StoreError>;
     /// Up to `filter.limit + 1` links, newest first (the extra one tells that there is
     /// a next page).
@@ -65,6 +82,28 @@ pub trait LinkStore: Send + Sync + Debug + 'static {
     async fn find_key(&self, key_id: &str) -> Result<Option<ApiKey>, StoreError>;
     /// Marks a key revoked; `false` when there is no such live key.
     async fn revoke_key(&self, key_id: &str, now: i64) -> Result<bool, StoreError>;
+}
+
+/// An idempotency key as the store needs it.
+#[derive(Debug, Clone, Copy)]
+pub struct IdempotencyKey<'a> {
+    pub owner_id: &'a str,
+    pub key: &'a str,
+    /// SHA-256 of the request body, to tell a retry from a different request.
+    pub request_hash: &'a str,
+    /// Keys older than this (Unix ms) are forgotten.
+    pub expired_before: i64,
+}
+
+/// The outcome of an idempotent insert.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Idempotent {
+    Created,
+    /// The key was used before: its request hash and recorded response.
+    Replay {
+        request_hash: String,
+        response: String,
+    },
 }
 
 /// What lifting a ban did.
