@@ -24,23 +24,57 @@ pub enum DbError {
     Query(#[from] sqlx::Error),
 }
 
-/// Runs the same code against whichever pool `db` holds. The body is compiled once per
-/// database, so each dialect's types are checked; queries use `$n` placeholders, which
-/// both SQLite and PostgreSQL accept.
+/// Runs the same code against whichever database `db` is, binding `$pool` to a pool for
+/// reading. The body is compiled once per database, so each dialect's types are checked;
+/// queries use `$n` placeholders, which both SQLite and PostgreSQL accept.
 #[macro_export]
 macro_rules! on_pool {
     ($db:expr, $pool:ident => $body:expr) => {
         match $db {
-            $crate::db::Db::Sqlite($pool) => $body,
+            $crate::db::Db::Sqlite(pools) => {
+                let $pool = &pools.read;
+                $body
+            }
             $crate::db::Db::Postgres($pool) => $body,
         }
     };
 }
 
+/// As [`on_pool!`], for code that writes: on SQLite it gets the single writer
+/// connection, so writers queue in the pool (in order, up to its acquire timeout)
+/// instead of spinning on SQLite's file lock.
+#[macro_export]
+macro_rules! on_writer {
+    ($db:expr, $pool:ident => $body:expr) => {
+        match $db {
+            $crate::db::Db::Sqlite(pools) => {
+                let $pool = &pools.write;
+                $body
+            }
+            $crate::db::Db::Postgres($pool) => $body,
+        }
+    };
+}
+
+/// SQLite allows one writer at a time. Readers get a pool of their own, so redirects
+/// never wait behind an import; writers share one connection.
+#[derive(Debug, Clone)]
+pub struct SqlitePools {
+    pub read: SqlitePool,
+    pub write: SqlitePool,
+}
+
+impl SqlitePools {
+    pub async fn close(&self) {
+        self.write.close().await;
+        self.read.close().await;
+    }
+}
+
 /// A pool for one of the two supported databases.
 #[derive(Debug, Clone)]
 pub enum Db {
-    Sqlite(SqlitePool),
+    Sqlite(SqlitePools),
     Postgres(PgPool),
 }
 
@@ -56,12 +90,19 @@ impl Db {
                 .synchronous(SqliteSynchronous::Normal)
                 .foreign_keys(true)
                 .busy_timeout(Duration::from_secs(5));
-            let pool = SqlitePoolOptions::new()
+            // The writer first: it creates the file and switches it to WAL.
+            let write = SqlitePoolOptions::new()
+                .max_connections(1)
+                .acquire_timeout(Duration::from_secs(30))
+                .connect_with(options.clone())
+                .await
+                .map_err(DbError::Connect)?;
+            let read = SqlitePoolOptions::new()
                 .max_connections(8)
                 .connect_with(options)
                 .await
                 .map_err(DbError::Connect)?;
-            Ok(Db::Sqlite(pool))
+            Ok(Db::Sqlite(SqlitePools { read, write }))
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
             let pool = PgPoolOptions::new()
                 .max_connections(16)
@@ -78,7 +119,7 @@ impl Db {
     /// Applies the migrations this binary carries that the database lacks.
     pub async fn migrate(&self) -> Result<(), DbError> {
         match self {
-            Db::Sqlite(pool) => SQLITE_MIGRATIONS.run(pool).await?,
+            Db::Sqlite(pools) => SQLITE_MIGRATIONS.run(&pools.write).await?,
             Db::Postgres(pool) => POSTGRES_MIGRATIONS.run(pool).await?,
         }
         Ok(())
@@ -88,6 +129,14 @@ impl Db {
     pub async fn ping(&self) -> Result<(), DbError> {
         on_pool!(self, pool => sqlx::query("SELECT 1").execute(pool).await.map(drop)?);
         Ok(())
+    }
+
+    /// Closes every connection.
+    pub async fn close(&self) {
+        match self {
+            Db::Sqlite(pools) => pools.close().await,
+            Db::Postgres(pool) => pool.close().await,
+        }
     }
 
     /// The name of the backend, for logs.

@@ -50,7 +50,22 @@ impl AppError {
         }
     }
 
-    fn status(&self) -> StatusCode {
+    /// The problem document of a client error, for per-item results of a bulk call.
+    pub fn problem(&self) -> serde_json::Value {
+        let status = self.status();
+        serde_json::json!({
+            "type": format!("/problems/{}", self.kind()),
+            "title": status.canonical_reason().unwrap_or("Error"),
+            "status": status.as_u16(),
+            "detail": self.to_string(),
+            "field": match self {
+                AppError::Invalid { field, .. } => Some(*field),
+                _ => None,
+            },
+        })
+    }
+
+    pub fn status(&self) -> StatusCode {
         match self {
             AppError::Unavailable(_) | AppError::NotConfigured(_) => {
                 StatusCode::SERVICE_UNAVAILABLE

@@ -90,7 +90,7 @@ impl Api {
     }
 
     async fn exec(&self, sql: &str) {
-        origin_api::on_pool!(&self.state.db, pool => {
+        origin_api::on_writer!(&self.state.db, pool => {
             sqlx::query(sql).execute(pool).await.expect("exec");
         });
     }
@@ -1222,6 +1222,185 @@ async fn one_idempotency_key_sent_twenty_times_at_once_makes_one_link() {
                 .await;
             assert_eq!(res.status, StatusCode::BAD_REQUEST, "{bad:?}: {}", res.text);
         }
+        t.cleanup().await;
+    }
+}
+
+impl Api {
+    async fn bulk(&self, token: &str, key: Option<&str>, body: Value) -> Reply {
+        let mut req = Request::post("/v1/links/bulk")
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .header(header::CONTENT_TYPE, "application/json");
+        if let Some(k) = key {
+            req = req.header("idempotency-key", k);
+        }
+        self.send(req.body(Body::from(body.to_string())).expect("request"))
+            .await
+    }
+}
+
+#[tokio::test]
+async fn bulk_create_judges_each_item_and_answers_in_order() {
+    for (api, t) in apis("bulk").await {
+        let token = api.key("acme", false).await;
+        let body = json!({ "links": [
+            { "target_url": "https://e.example/1" },
+            { "target_url": "https://e.example/2", "code": "bulk-alias" },
+            { "target_url": "ftp://e.example/3" },
+            { "target_url": "https://e.example/4", "code": "bulk-alias" },
+            { "target_url": "https://e.example/5", "colour": "red" },
+            { "target_url": "https://e.example/6", "tags": ["x"] },
+        ]});
+        let res = api.bulk(&token, Some("batch-1"), body.clone()).await;
+        assert_eq!(res.status, StatusCode::OK, "{}: {}", t.kind(), res.text);
+        let results = res.body["results"].as_array().expect("results").clone();
+        let oks: Vec<bool> = results
+            .iter()
+            .map(|r| r["ok"].as_bool().unwrap_or_default())
+            .collect();
+        assert_eq!(oks, [true, true, false, false, false, true], "{}", res.text);
+        assert_eq!(results[1]["link"]["code"], "bulk-alias");
+        assert_eq!(results[2]["error"]["status"], 422);
+        assert_eq!(results[2]["error"]["field"], "target_url");
+        assert_eq!(results[3]["error"]["status"], 409);
+        assert_eq!(results[4]["error"]["status"], 422);
+        assert_eq!(results[5]["link"]["target_url"], "https://e.example/6");
+        assert_eq!(api.count("links").await, 3);
+        assert_eq!(api.count("outbox WHERE kind = 'link'").await, 3);
+
+        // The key covers the batch.
+        let again = api.bulk(&token, Some("batch-1"), body).await;
+        assert_eq!(again.status, StatusCode::OK);
+        assert_eq!(again.headers["idempotent-replayed"], "true");
+        assert_eq!(again.body, res.body);
+        assert_eq!(api.count("links").await, 3);
+        let other = api
+            .bulk(
+                &token,
+                Some("batch-1"),
+                json!({ "links": [{ "target_url": "https://e.example/" }] }),
+            )
+            .await;
+        assert_eq!(other.status, StatusCode::UNPROCESSABLE_ENTITY);
+
+        let empty = api.bulk(&token, None, json!({ "links": [] })).await;
+        assert_eq!(empty.status, StatusCode::UNPROCESSABLE_ENTITY);
+        let too_many: Vec<Value> = (0..=origin_api::links::MAX_BULK)
+            .map(|_| json!({ "target_url": "https://e.example/" }))
+            .collect();
+        let res = api.bulk(&token, None, json!({ "links": too_many })).await;
+        assert_eq!(res.status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(api.count("links").await, 3);
+        t.cleanup().await;
+    }
+}
+
+/// The seed incident: a 100,000-link import from many concurrent clients, through bulk
+/// and single creates, some retried under their idempotency keys. Every link must get
+/// its own code and keep its own target. `HOP_INCIDENT_LINKS` scales it down for quick
+/// local runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_incident_100000_concurrent_creates_give_100000_distinct_codes_each_resolving_to_its_own_target(
+) {
+    let total: usize = std::env::var("HOP_INCIDENT_LINKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    const CLIENTS: usize = 32;
+    const BATCH: usize = 1_000;
+    for (api, t) in apis("incident").await {
+        let started = std::time::Instant::now();
+        let token = api.key("importer", false).await;
+        let api = std::sync::Arc::new(api);
+        // Four fifths in bulk batches, the rest one by one.
+        let bulk_total = total / 5 * 4 / BATCH * BATCH;
+        let single_total = total - bulk_total;
+        let tasks: Vec<_> = (0..CLIENTS)
+            .map(|client| {
+                let (api, token) = (api.clone(), token.clone());
+                tokio::spawn(async move {
+                    let mut made: Vec<(String, String)> = Vec::new();
+                    // Bulk batches dealt round-robin to clients; every third is sent twice.
+                    for batch in (client..bulk_total / BATCH).step_by(CLIENTS) {
+                        let targets: Vec<String> = (0..BATCH).map(|i| format!("https://dest.example/b{batch}/{i}")).collect();
+                        let body = json!({ "links": targets.iter().map(|t| json!({ "target_url": t })).collect::<Vec<_>>() });
+                        let key = format!("batch-{batch}");
+                        let tries = if batch % 3 == 0 { 2 } else { 1 };
+                        let mut first: Option<Value> = None;
+                        for _ in 0..tries {
+                            let res = api.bulk(&token, Some(&key), body.clone()).await;
+                            assert_eq!(res.status, StatusCode::OK, "{}", res.text);
+                            match &first {
+                                None => first = Some(res.body),
+                                Some(f) => assert_eq!(&res.body, f, "a retried batch answers the same"),
+                            }
+                        }
+                        let results = first.expect("a reply");
+                        for (r, target) in results["results"].as_array().expect("results").iter().zip(targets) {
+                            assert_eq!(r["ok"], true, "{r}");
+                            made.push((r["link"]["code"].as_str().unwrap_or_default().to_owned(), target));
+                        }
+                    }
+                    // Single creates; every tenth is retried with its key.
+                    for i in (client..single_total).step_by(CLIENTS) {
+                        let target = format!("https://dest.example/s/{i}");
+                        let body = json!({ "target_url": target });
+                        let res = if i % 10 == 0 {
+                            let key = format!("single-{i}");
+                            let a = api.create_with_key(&token, &key, body.clone()).await;
+                            let b = api.create_with_key(&token, &key, body).await;
+                            assert_eq!(a.body["code"], b.body["code"]);
+                            a
+                        } else {
+                            api.create(&token, body).await
+                        };
+                        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text);
+                        made.push((res.body["code"].as_str().unwrap_or_default().to_owned(), target));
+                    }
+                    made
+                })
+            })
+            .collect();
+        let mut expected = std::collections::HashMap::new();
+        for task in tasks {
+            for (code, target) in task.await.expect("client") {
+                assert!(
+                    expected.insert(code.clone(), target).is_none(),
+                    "{}: code {code} handed out twice",
+                    t.kind()
+                );
+            }
+        }
+        assert_eq!(expected.len(), total, "{}", t.kind());
+
+        // The database holds exactly those links, each with its own target.
+        let rows: Vec<(String, String)> = origin_api::on_pool!(&t.db, pool => {
+            sqlx::query_as("SELECT code, target_url FROM links").fetch_all(pool).await.expect("links")
+        });
+        assert_eq!(
+            rows.len(),
+            total,
+            "{}: no extra links from retries",
+            t.kind()
+        );
+        for (code, target) in &rows {
+            assert_eq!(
+                expected.get(code),
+                Some(target),
+                "{}: {code} was overwritten",
+                t.kind()
+            );
+        }
+        // And visitors land where each link says.
+        for (code, target) in expected.iter().step_by((total / 500).max(1)) {
+            let r = api.visit("GET", "s.example", &format!("/{code}")).await;
+            assert_eq!(r.headers[header::LOCATION], target.as_str());
+        }
+        eprintln!(
+            "incident on {}: {total} links in {:?}",
+            t.kind(),
+            started.elapsed()
+        );
         t.cleanup().await;
     }
 }

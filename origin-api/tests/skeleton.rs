@@ -39,11 +39,11 @@ async fn get(state: AppState, path: &str) -> (StatusCode, Option<String>, String
 
 async fn tables(db: &Db) -> Vec<String> {
     let mut names: Vec<String> = match db {
-        Db::Sqlite(pool) => sqlx::query_scalar(
+        Db::Sqlite(pools) => sqlx::query_scalar(
             "SELECT name FROM sqlite_master WHERE type = 'table' \
              AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_sqlx%'",
         )
-        .fetch_all(pool)
+        .fetch_all(&pools.read)
         .await
         .expect("list tables"),
         Db::Postgres(pool) => sqlx::query_scalar(
@@ -84,9 +84,10 @@ async fn a_missing_sqlite_database_is_created_and_migrated_once() {
 async fn the_route_key_is_unique_per_domain_in_the_database() {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = prepare(&sqlite_in(&dir, "u.db")).await.expect("migrate");
-    let Db::Sqlite(pool) = &db else {
+    let Db::Sqlite(pools) = &db else {
         unreachable!("sqlite URL")
     };
+    let pool = &pools.write;
     let insert = |id: i64, domain: &'static str| {
         sqlx::query(
             "INSERT INTO links (link_id, domain, code, target_url, owner_id, status, code_kind, \
@@ -116,10 +117,7 @@ async fn health_and_readiness() {
     assert_eq!(get(state.clone(), "/readyz").await.0, StatusCode::OK);
 
     // With the database gone, the process is alive but not ready, and says why.
-    let Db::Sqlite(pool) = &db else {
-        unreachable!("sqlite URL")
-    };
-    pool.close().await;
+    db.close().await;
     assert_eq!(get(state.clone(), "/healthz").await.0, StatusCode::OK);
     let (status, content_type, body) = get(state, "/readyz").await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
@@ -150,7 +148,7 @@ async fn postgres_migrations_apply_to_a_fresh_database() {
     // A second start finds everything applied.
     let again = prepare(&settings(&t.url)).await.expect("re-migrate");
     assert_eq!(tables(&again).await, TABLES);
-    origin_api::on_pool!(&again, pool => pool.close().await);
+    again.close().await;
     t.cleanup().await;
 }
 

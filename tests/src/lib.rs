@@ -67,8 +67,13 @@ impl Process {
 
     /// Waits until `url` answers HTTP at all, failing early if the process exits.
     pub async fn wait_until_answering(&mut self, url: &str) {
+        self.wait_until_answering_within(url, START_TIMEOUT).await
+    }
+
+    /// As [`Process::wait_until_answering`], with its own time limit.
+    pub async fn wait_until_answering_within(&mut self, url: &str, limit: Duration) {
         let client = client();
-        let deadline = Instant::now() + START_TIMEOUT;
+        let deadline = Instant::now() + limit;
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
                 panic!(
@@ -82,7 +87,7 @@ impl Process {
             }
             if Instant::now() > deadline {
                 panic!(
-                    "{} did not answer {url} within {START_TIMEOUT:?}:\n{}",
+                    "{} did not answer {url} within {limit:?}:\n{}",
                     self.name,
                     self.log()
                 );

@@ -18,7 +18,9 @@ async fn scripts_dev_runs_origin_and_edge_and_stops_them() {
     let mut dev = Process::spawn("scripts/dev", command, dir.path().join("dev.log"));
 
     let demo = format!("http://localhost:{edge_port}/hop-demo?utm_source=test");
-    dev.wait_until_answering(&demo).await;
+    // scripts/dev runs setup and cargo first: when it must compile, that takes minutes.
+    dev.wait_until_answering_within(&demo, std::time::Duration::from_secs(600))
+        .await;
     let res = client().get(&demo).send().await.expect("edge answers");
     assert_eq!(res.status(), StatusCode::FOUND, "{}", dev.log());
     assert_eq!(

@@ -2,6 +2,7 @@
 //! unique index arbitrates. Bad input is refused with the field and the reason, and
 //! nothing is stored.
 
+use super::lookups::Lookups;
 use super::{parse_rfc3339, CreateLink, Link, LinkState, MAX_TAGS, MAX_TAG_CHARS, MAX_TITLE_CHARS};
 use crate::error::AppError;
 use crate::store::{now_ms, IdempotencyKey, Idempotent, LinkStore, StoreError};
@@ -53,8 +54,7 @@ pub async fn create_link_once(
     if let Some((hash, response)) = state.db.find_idempotent(&idem).await? {
         return replay(&request_hash, hash, response);
     }
-    let link = prepare_link(state, owner, &req).await?;
-    let banned = super::is_banned(state, &link).await?;
+    let (link, banned) = prepare_link(state, &mut Lookups::new(state), owner, &req).await?;
     let response = serde_json::to_string(&link.view()).unwrap_or_default();
     match state
         .db
@@ -90,8 +90,7 @@ fn replay(
 
 /// Creates a link for `owner` from a request body.
 pub async fn create_link(state: &AppState, owner: &str, req: CreateLink) -> Result<Link, AppError> {
-    let link = prepare_link(state, owner, &req).await?;
-    let banned = super::is_banned(state, &link).await?;
+    let (link, banned) = prepare_link(state, &mut Lookups::new(state), owner, &req).await?;
     match state
         .db
         .insert_link(&link, &link.edge_record(banned).to_json())
@@ -105,21 +104,24 @@ pub async fn create_link(state: &AppState, owner: &str, req: CreateLink) -> Resu
     }
 }
 
-/// Validates the request and allocates the link's id and code, storing nothing.
-async fn prepare_link(state: &AppState, owner: &str, req: &CreateLink) -> Result<Link, AppError> {
+/// Validates the request and allocates the link's id and code, storing nothing. Also
+/// tells whether a ban covers the new link (a code ban may predate the code).
+pub(crate) async fn prepare_link(
+    state: &AppState,
+    lookups: &mut Lookups<'_>,
+    owner: &str,
+    req: &CreateLink,
+) -> Result<(Link, bool), AppError> {
     let now = now_ms();
     let domain = match &req.domain {
         Some(d) => normalize_domain(d).map_err(|e| AppError::invalid("domain", e))?,
         None => state.settings.default_domain.clone(),
     };
-    let settings = state.db.domain_settings(&domain).await?;
+    let settings = lookups.settings(&domain).await?;
 
     let target =
         validate_target(&req.target_url).map_err(|e| AppError::invalid("target_url", e))?;
-    if target.host() == domain
-        || target.host() == state.settings.default_domain
-        || state.db.is_own_domain(target.host()).await?
-    {
+    if target.host() == domain || lookups.is_own_domain(target.host()).await? {
         return Err(AppError::invalid(
             "target_url",
             format!(
@@ -128,7 +130,7 @@ async fn prepare_link(state: &AppState, owner: &str, req: &CreateLink) -> Result
             ),
         ));
     }
-    if state.db.host_banned(target.host()).await? {
+    if lookups.deny().await?.blocks_host(target.host()) {
         return Err(AppError::invalid(
             "target_url",
             format!(
@@ -236,5 +238,8 @@ async fn prepare_link(state: &AppState, owner: &str, req: &CreateLink) -> Result
         created_at: now,
         updated_at: now,
     };
-    Ok(link)
+    let banned = lookups
+        .is_banned(&link.domain, &link.code, &link.target_host())
+        .await?;
+    Ok((link, banned))
 }

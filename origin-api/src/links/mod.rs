@@ -1,9 +1,12 @@
 //! Links as the origin keeps them, and the rules for creating one.
 
+mod bulk;
 mod create;
 mod list;
+mod lookups;
 mod update;
 
+pub use bulk::{create_bulk, BulkCreate, BulkOutcome, BulkResponse, BulkResult, MAX_BULK};
 pub use create::{
     check_idempotency_key, create_link, create_link_once, Created, IDEMPOTENCY_TTL_MS,
 };

@@ -3,13 +3,14 @@
 use crate::auth::Caller;
 use crate::error::AppError;
 use crate::links::{
-    check_idempotency_key, create_link_once, delete_link, owned_link, parse_if_match, update_link,
-    CreateLink, Created, Link, LinkView, ListFilter, ListParams, Page, UpdateLink,
+    self, check_idempotency_key, create_link_once, delete_link, owned_link, parse_if_match,
+    update_link, BulkCreate, BulkOutcome, CreateLink, Created, Link, LinkView, ListFilter,
+    ListParams, Page, UpdateLink,
 };
 use crate::store::LinkStore;
 use crate::AppState;
 use axum::extract::{FromRequest, FromRequestParts, Path, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
@@ -34,12 +35,7 @@ pub(crate) async fn create(
     headers: HeaderMap,
     ApiJson(body): ApiJson<CreateLink>,
 ) -> Result<Response, AppError> {
-    let key = match headers.get("idempotency-key") {
-        None => None,
-        Some(v) => Some(check_idempotency_key(v.to_str().map_err(|_| {
-            AppError::BadRequest("Idempotency-Key is 1 to 255 visible ASCII characters".into())
-        })?)?),
-    };
+    let key = idempotency_key(&headers)?;
     let res = match create_link_once(&state, &caller.owner_id, body, key).await? {
         Created::New(link) => with_location(
             link_response(StatusCode::CREATED, &link),
@@ -62,6 +58,42 @@ pub(crate) async fn create(
         }
     };
     Ok(res)
+}
+
+/// `POST /v1/links/bulk`: per-item results in request order.
+pub(crate) async fn create_bulk(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<BulkCreate>,
+) -> Result<Response, AppError> {
+    let key = idempotency_key(&headers)?;
+    Ok(
+        match links::create_bulk(&state, &caller.owner_id, body, key).await? {
+            BulkOutcome::New(response) => (StatusCode::OK, Json(response)).into_response(),
+            BulkOutcome::Replayed(json) => (
+                StatusCode::OK,
+                [
+                    (header::CONTENT_TYPE, "application/json"),
+                    (HeaderName::from_static("idempotent-replayed"), "true"),
+                ],
+                json,
+            )
+                .into_response(),
+        },
+    )
+}
+
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<&str>, AppError> {
+    match headers.get("idempotency-key") {
+        None => Ok(None),
+        Some(v) => {
+            let v = v.to_str().map_err(|_| {
+                AppError::BadRequest("Idempotency-Key is 1 to 255 visible ASCII characters".into())
+            })?;
+            check_idempotency_key(v).map(Some)
+        }
+    }
 }
 
 fn with_location(mut res: Response, domain: &str, code: &str) -> Response {

@@ -25,6 +25,7 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/v1/links", post(links::create).get(links::list))
+        .route("/v1/links/bulk", post(links::create_bulk))
         .route(
             "/v1/links/{domain}/{code}",
             get(links::read).patch(links::update).delete(links::delete),

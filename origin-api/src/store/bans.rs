@@ -178,7 +178,7 @@ impl BanStore for Db {
             }
             BanTarget::Host { host } => ("host", None, None, Some(host.as_str())),
         };
-        crate::on_pool!(self, pool => {
+        crate::on_writer!(self, pool => {
             let mut tx = pool.begin().await?;
             let row: BanRow = sqlx::query_as(&format!(
                 "INSERT INTO bans (kind, domain, code, host, reason, created_by, created_at) \
@@ -200,7 +200,7 @@ impl BanStore for Db {
     }
 
     async fn lift_ban(&self, ban_id: i64, now: i64) -> Result<LiftOutcome, StoreError> {
-        crate::on_pool!(self, pool => {
+        crate::on_writer!(self, pool => {
             let mut tx = pool.begin().await?;
             let row: Option<BanRow> = sqlx::query_as(&format!(
                 "UPDATE bans SET lifted_at = $1 WHERE ban_id = $2 AND lifted_at IS NULL RETURNING {BAN_COLUMNS}"

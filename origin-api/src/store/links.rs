@@ -1,7 +1,7 @@
 //! Links, keys, domains and bans in SQL. The unique index on `(domain, code)` is the
 //! only arbiter of who gets a code: inserts never check first.
 
-use super::{IdempotencyKey, Idempotent, LinkStore, StoreError};
+use super::{BulkInsert, IdempotencyKey, Idempotent, LinkStore, StoreError};
 use crate::db::Db;
 use crate::keys::ApiKey;
 use crate::links::{Link, LinkState, ListFilter};
@@ -187,7 +187,7 @@ fn host_suffixes(host: &str) -> Vec<String> {
 impl LinkStore for Db {
     async fn insert_link(&self, link: &Link, edge_payload: &str) -> Result<(), StoreError> {
         let row = NewLinkRow::new(link)?;
-        crate::on_pool!(self, pool => {
+        crate::on_writer!(self, pool => {
             let mut tx = pool.begin().await?;
             insert_in_tx!(tx, row, link, edge_payload);
             tx.commit().await?;
@@ -203,7 +203,7 @@ impl LinkStore for Db {
         response: &str,
     ) -> Result<Idempotent, StoreError> {
         let row = NewLinkRow::new(link)?;
-        crate::on_pool!(self, pool => {
+        crate::on_writer!(self, pool => {
             let mut tx = pool.begin().await?;
             sqlx::query("DELETE FROM idempotency WHERE owner_id = $1 AND key = $2 AND created_at < $3")
                 .bind(key.owner_id)
@@ -243,6 +243,103 @@ impl LinkStore for Db {
         Ok(Idempotent::Created)
     }
 
+    async fn insert_links_bulk(
+        &self,
+        items: &[(Link, String)],
+        key: Option<&IdempotencyKey<'_>>,
+        respond: &(dyn for<'x> Fn(&'x [bool]) -> String + Send + Sync),
+    ) -> Result<BulkInsert, StoreError> {
+        let rows: Vec<NewLinkRow> = items
+            .iter()
+            .map(|(l, _)| NewLinkRow::new(l))
+            .collect::<Result<_, _>>()?;
+        let insert = format!(
+            "INSERT INTO links ({LINK_COLUMNS}, target_host) VALUES \
+             ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) ON CONFLICT DO NOTHING"
+        );
+        let now = items.first().map(|(l, _)| l.created_at).unwrap_or_default();
+        crate::on_writer!(self, pool => {
+            let mut tx = pool.begin().await?;
+            if let Some(key) = key {
+                sqlx::query("DELETE FROM idempotency WHERE owner_id = $1 AND key = $2 AND created_at < $3")
+                    .bind(key.owner_id)
+                    .bind(key.key)
+                    .bind(key.expired_before)
+                    .execute(&mut *tx)
+                    .await?;
+                let claimed = sqlx::query(
+                    "INSERT INTO idempotency (owner_id, key, request_hash, state, created_at) \
+                     VALUES ($1, $2, $3, 'succeeded', $4) ON CONFLICT (owner_id, key) DO NOTHING",
+                )
+                .bind(key.owner_id)
+                .bind(key.key)
+                .bind(key.request_hash)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+                if claimed == 0 {
+                    let (request_hash, response): (String, Option<String>) = sqlx::query_as(
+                        "SELECT request_hash, response FROM idempotency WHERE owner_id = $1 AND key = $2",
+                    )
+                    .bind(key.owner_id)
+                    .bind(key.key)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                    return Ok(BulkInsert::Replay { request_hash, response: response.unwrap_or_default() });
+                }
+            }
+            let mut inserted = Vec::with_capacity(items.len());
+            for ((link, payload), row) in items.iter().zip(&rows) {
+                let done = sqlx::query(&insert)
+                    .bind(row.link_id)
+                    .bind(&link.domain)
+                    .bind(&link.code)
+                    .bind(&link.target_url)
+                    .bind(&link.owner_id)
+                    .bind(link.status.as_str())
+                    .bind(i64::from(link.redirect.code()))
+                    .bind(link.expires_at)
+                    .bind(row.version)
+                    .bind(link.key_version.map(i64::from))
+                    .bind(row.code_kind)
+                    .bind(link.forward_query)
+                    .bind(&link.title)
+                    .bind(&row.tags)
+                    .bind(link.created_at)
+                    .bind(link.updated_at)
+                    .bind(link.target_host())
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected()
+                    == 1;
+                if done {
+                    sqlx::query(
+                        "INSERT INTO outbox (lane, kind, route_key, version, payload, created_at) \
+                         VALUES ('normal', 'link', $1, $2, $3, $4)",
+                    )
+                    .bind(link.route_key())
+                    .bind(row.version)
+                    .bind(payload)
+                    .bind(link.created_at)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                inserted.push(done);
+            }
+            if let Some(key) = key {
+                sqlx::query("UPDATE idempotency SET response = $1 WHERE owner_id = $2 AND key = $3")
+                    .bind(respond(&inserted))
+                    .bind(key.owner_id)
+                    .bind(key.key)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await?;
+            Ok(BulkInsert::Inserted(inserted))
+        })
+    }
+
     async fn find_idempotent(
         &self,
         key: &IdempotencyKey<'_>,
@@ -270,7 +367,7 @@ impl LinkStore for Db {
         let tags = serde_json::to_string(&link.tags).unwrap_or_else(|_| "[]".into());
         let version = to_i64(link.version, "version")?;
         let expected = to_i64(expected, "version")?;
-        crate::on_pool!(self, pool => {
+        crate::on_writer!(self, pool => {
             let mut tx = pool.begin().await?;
             let changed = sqlx::query(
                 "UPDATE links SET target_url = $1, status = $2, redirect_status = $3, expires_at = $4, \
@@ -449,7 +546,7 @@ impl LinkStore for Db {
     }
 
     async fn insert_key(&self, key: &ApiKey) -> Result<(), StoreError> {
-        crate::on_pool!(self, pool => {
+        crate::on_writer!(self, pool => {
             sqlx::query(
                 "INSERT INTO api_keys (key_id, owner_id, name, secret_hash, scopes, created_at) \
                  VALUES ($1, $2, $3, $4, $5, $6)",
@@ -488,7 +585,7 @@ impl LinkStore for Db {
     }
 
     async fn revoke_key(&self, key_id: &str, now: i64) -> Result<bool, StoreError> {
-        let done = crate::on_pool!(self, pool => {
+        let done = crate::on_writer!(self, pool => {
             sqlx::query("UPDATE api_keys SET revoked_at = $1 WHERE key_id = $2 AND revoked_at IS NULL")
                 .bind(now)
                 .bind(key_id)

@@ -54,6 +54,16 @@ pub trait LinkStore: Send + Sync + Debug + 'static {
         key: &IdempotencyKey<'_>,
         response: &str,
     ) -> Result<Idempotent, StoreError>;
+    /// Inserts many links in one transaction, each with its outbox row; a link whose
+    /// route key is taken is skipped (`false` at its index), the others go in. Under an
+    /// idempotency key, the key is claimed first and `respond(&inserted)` recorded last,
+    /// in the same transaction, as for single creates.
+    async fn insert_links_bulk(
+        &self,
+        items: &[(Link, String)],
+        key: Option<&IdempotencyKey<'_>>,
+        respond: &(dyn for<'x> Fn(&'x [bool]) -> String + Send + Sync),
+    ) -> Result<BulkInsert, StoreError>;
     /// The hash and response recorded under an unexpired idempotency key.
     async fn find_idempotent(
         &self,
@@ -100,6 +110,17 @@ pub struct IdempotencyKey<'a> {
 pub enum Idempotent {
     Created,
     /// The key was used before: its request hash and recorded response.
+    Replay {
+        request_hash: String,
+        response: String,
+    },
+}
+
+/// The outcome of a bulk insert.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BulkInsert {
+    /// Per item: inserted, or skipped because its route key was taken.
+    Inserted(Vec<bool>),
     Replay {
         request_hash: String,
         response: String,

@@ -39,7 +39,7 @@ impl SegmentSource for Db {
     async fn next_segment(&self, name: &str) -> Result<Range<u64>, StoreError> {
         let at = now_ms();
         // Both dialects accept `$n` placeholders in sqlx.
-        crate::on_pool!(self, pool => {
+        crate::on_writer!(self, pool => {
             let mut tx = pool.begin().await?;
             let (max_id, step): (i64, i64) = sqlx::query_as(ADVANCE)
                 .bind(name)

@@ -78,6 +78,11 @@ impl TestDb {
 
     /// Every backend available here: SQLite, and PostgreSQL when reachable.
     pub async fn all(test: &str) -> Vec<TestDb> {
+        // Server-side errors are logged, not answered: show them with a failing test.
+        let _ = tracing_subscriber::fmt()
+            .with_test_writer()
+            .with_env_filter("warn")
+            .try_init();
         let mut dbs = vec![TestDb::sqlite().await];
         dbs.extend(TestDb::postgres(test).await);
         dbs
@@ -89,7 +94,7 @@ impl TestDb {
 
     /// Closes the pool and drops a PostgreSQL database.
     pub async fn cleanup(self) {
-        origin_api::on_pool!(&self.db, pool => pool.close().await);
+        self.db.close().await;
         if let Cleanup::Postgres { admin, name } = self.cleanup {
             sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
                 .execute(&admin)

@@ -1,0 +1,153 @@
+//! Bulk creation: up to 10,000 links in one call, each judged on its own, all written in
+//! one transaction, answered in request order. One idempotency key covers the batch.
+
+use super::create::{prepare_link, IDEMPOTENCY_TTL_MS};
+use super::lookups::Lookups;
+use super::{CreateLink, Link, LinkView};
+use crate::error::AppError;
+use crate::store::{now_ms, BulkInsert, IdempotencyKey, LinkStore};
+use crate::AppState;
+use serde::{Deserialize, Serialize};
+
+/// The most links one bulk call may carry.
+pub const MAX_BULK: usize = 10_000;
+
+/// The body of `POST /v1/links/bulk`. Items are parsed one by one, so that one bad item
+/// is reported in its place instead of refusing the batch.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BulkCreate {
+    pub links: Vec<serde_json::Value>,
+}
+
+/// One item's outcome.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum BulkResult {
+    Ok { ok: bool, link: Box<LinkView> },
+    Err { ok: bool, error: serde_json::Value },
+}
+
+/// The answer to a bulk call.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BulkResponse {
+    pub results: Vec<BulkResult>,
+}
+
+/// What a bulk call produced: fresh results, or the recorded answer of the earlier call
+/// with the same idempotency key (JSON).
+#[derive(Debug, Clone)]
+pub enum BulkOutcome {
+    New(BulkResponse),
+    Replayed(String),
+}
+
+fn failure(e: &AppError) -> BulkResult {
+    BulkResult::Err {
+        ok: false,
+        error: e.problem(),
+    }
+}
+
+/// Creates the batch for `owner`.
+pub async fn create_bulk(
+    state: &AppState,
+    owner: &str,
+    body: BulkCreate,
+    key: Option<&str>,
+) -> Result<BulkOutcome, AppError> {
+    if body.links.is_empty() || body.links.len() > MAX_BULK {
+        return Err(AppError::invalid(
+            "links",
+            format!("send 1 to {MAX_BULK} links, not {}", body.links.len()),
+        ));
+    }
+    let request_hash =
+        key.map(|_| crate::keys::hash_secret(&serde_json::to_string(&body).unwrap_or_default()));
+    let idem = match (key, &request_hash) {
+        (Some(key), Some(hash)) => Some(IdempotencyKey {
+            owner_id: owner,
+            key,
+            request_hash: hash,
+            expired_before: now_ms() - IDEMPOTENCY_TTL_MS,
+        }),
+        _ => None,
+    };
+    if let Some(idem) = &idem {
+        if let Some((hash, response)) = state.db.find_idempotent(idem).await? {
+            return replay(idem.request_hash, hash, response);
+        }
+    }
+
+    // Judge every item; only client errors stay per item, anything else fails the call.
+    let mut lookups = Lookups::new(state);
+    let mut slots: Vec<Result<usize, BulkResult>> = Vec::with_capacity(body.links.len());
+    let mut ready: Vec<(Link, String)> = Vec::new();
+    for item in &body.links {
+        let parsed = CreateLink::deserialize(item).map_err(|e| AppError::invalid("links[]", e));
+        let prepared = match parsed {
+            Ok(req) => prepare_link(state, &mut lookups, owner, &req).await,
+            Err(e) => Err(e),
+        };
+        match prepared {
+            Ok((link, banned)) => {
+                let payload = link.edge_record(banned).to_json();
+                slots.push(Ok(ready.len()));
+                ready.push((link, payload));
+            }
+            Err(e) if e.status().is_client_error() => slots.push(Err(failure(&e))),
+            Err(e) => return Err(e),
+        }
+    }
+
+    let assemble = |inserted: &[bool]| -> BulkResponse {
+        let results = slots
+            .iter()
+            .map(|slot| match slot {
+                Err(failed) => failed.clone(),
+                Ok(i) => {
+                    let link = &ready[*i].0;
+                    if inserted.get(*i).copied().unwrap_or(false) {
+                        BulkResult::Ok {
+                            ok: true,
+                            link: Box::new(link.view()),
+                        }
+                    } else {
+                        failure(&AppError::Taken {
+                            route: link.route_key(),
+                        })
+                    }
+                }
+            })
+            .collect();
+        BulkResponse { results }
+    };
+    let respond =
+        |inserted: &[bool]| serde_json::to_string(&assemble(inserted)).unwrap_or_default();
+    match state
+        .db
+        .insert_links_bulk(&ready, idem.as_ref(), &respond)
+        .await?
+    {
+        BulkInsert::Inserted(inserted) => Ok(BulkOutcome::New(assemble(&inserted))),
+        BulkInsert::Replay {
+            request_hash,
+            response,
+        } => replay(
+            idem.as_ref().map(|k| k.request_hash).unwrap_or_default(),
+            request_hash,
+            response,
+        ),
+    }
+}
+
+fn replay(request_hash: &str, recorded: String, response: String) -> Result<BulkOutcome, AppError> {
+    if recorded == request_hash {
+        Ok(BulkOutcome::Replayed(response))
+    } else {
+        Err(AppError::invalid(
+            "Idempotency-Key",
+            "this key was used with a different request body; use a new key for a new request",
+        ))
+    }
+}
