@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod bans;
+pub mod cache;
 pub mod config;
 pub mod db;
 pub mod error;
@@ -24,6 +25,7 @@ pub struct AppState {
     pub db: Db,
     pub settings: Settings,
     pub allocator: SegmentAllocator,
+    pub cache: cache::RedirectCache,
 }
 
 impl AppState {
@@ -35,9 +37,13 @@ impl AppState {
             db,
             settings,
             allocator,
+            cache: cache::RedirectCache::new(REDIRECT_CACHE_ENTRIES),
         }
     }
 }
+
+/// Route keys the redirect cache holds at most (about 200 bytes each).
+pub const REDIRECT_CACHE_ENTRIES: u64 = 1_000_000;
 
 /// The `id_segments` row that numbers links.
 pub const LINK_SEQUENCE: &str = "links";

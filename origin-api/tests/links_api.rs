@@ -257,8 +257,10 @@ async fn custom_aliases_are_unique_per_domain_and_never_reissued() {
         assert_eq!(api.count("links").await, 2);
 
         // A tombstone keeps its code forever.
-        api.exec("UPDATE links SET status = 'deleted', version = 2 WHERE code = 'spring-sale' AND domain = 's.example'")
-            .await;
+        assert_eq!(
+            api.delete(&token, "s.example/spring-sale").await.status,
+            StatusCode::NO_CONTENT
+        );
         let visit = api.visit("GET", "s.example", "/spring-sale").await;
         assert_eq!(visit.status, StatusCode::GONE);
         let reuse = api
@@ -484,11 +486,40 @@ async fn the_origin_redirect_decides_like_the_edge() {
         ] {
             assert_eq!(api.create(&token, body).await.status, StatusCode::CREATED);
         }
-        let now = now_ms();
-        api.exec(&format!("INSERT INTO bans (kind, host, reason, created_by, created_at) VALUES ('host', 'evil.example', 'phishing', 'ops', {now})")).await;
-        api.exec(&format!("INSERT INTO bans (kind, domain, code, reason, created_by, created_at) VALUES ('code', 's.example', 'ban-code', 'malware', 'ops', {now})")).await;
-        api.exec("UPDATE links SET status = 'disabled' WHERE code = 'off-link'")
+        // Visited once before the changes, so the redirect cache holds every one of them.
+        for path in [
+            "/perm-link",
+            "/evil-link",
+            "/off-link",
+            "/ban-code",
+            "/nothing-here",
+        ] {
+            api.visit("GET", "s.example", path).await;
+        }
+        let ops = api.key("ops", true).await;
+        let res = api
+            .ban(
+                &ops,
+                json!({ "kind": "host", "host": "evil.example", "reason": "phishing" }),
+            )
             .await;
+        assert_eq!(res.status, StatusCode::CREATED);
+        let res = api
+            .ban(
+                &ops,
+                json!({ "kind": "code", "code": "ban-code", "reason": "malware" }),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED);
+        let res = api
+            .patch(
+                &token,
+                "s.example/off-link",
+                Some("\"1\""),
+                json!({ "status": "disabled" }),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::OK);
 
         let r = api.visit("GET", "s.example", "/perm-link").await;
         assert_eq!(
@@ -1401,6 +1432,37 @@ async fn the_incident_100000_concurrent_creates_give_100000_distinct_codes_each_
             t.kind(),
             started.elapsed()
         );
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_link_visited_before_it_existed_redirects_the_moment_it_is_created() {
+    for (api, t) in apis("negative cache").await {
+        let token = api.key("acme", false).await;
+        assert_eq!(
+            api.visit("GET", "s.example", "/launch-day").await.status,
+            StatusCode::NOT_FOUND
+        );
+        let res = api
+            .create(
+                &token,
+                json!({ "target_url": "https://e.example/launch", "code": "launch-day" }),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED);
+        let visit = api.visit("GET", "s.example", "/launch-day").await;
+        assert_eq!(visit.status, StatusCode::FOUND, "{}", t.kind());
+        // And an edit shows at once too.
+        api.patch(
+            &token,
+            "s.example/launch-day",
+            Some("\"1\""),
+            json!({ "target_url": "https://e.example/v2" }),
+        )
+        .await;
+        let visit = api.visit("GET", "s.example", "/launch-day").await;
+        assert_eq!(visit.headers[header::LOCATION], "https://e.example/v2");
         t.cleanup().await;
     }
 }

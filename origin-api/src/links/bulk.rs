@@ -83,6 +83,7 @@ pub async fn create_bulk(
     let mut lookups = Lookups::new(state);
     let mut slots: Vec<Result<usize, BulkResult>> = Vec::with_capacity(body.links.len());
     let mut ready: Vec<(Link, String)> = Vec::new();
+    let mut records = Vec::new();
     for item in &body.links {
         let parsed = CreateLink::deserialize(item).map_err(|e| AppError::invalid("links[]", e));
         let prepared = match parsed {
@@ -91,9 +92,10 @@ pub async fn create_bulk(
         };
         match prepared {
             Ok((link, banned)) => {
-                let payload = link.edge_record(banned).to_json();
+                let record = link.edge_record(banned);
                 slots.push(Ok(ready.len()));
-                ready.push((link, payload));
+                ready.push((link, record.to_json()));
+                records.push(record);
             }
             Err(e) if e.status().is_client_error() => slots.push(Err(failure(&e))),
             Err(e) => return Err(e),
@@ -129,7 +131,15 @@ pub async fn create_bulk(
         .insert_links_bulk(&ready, idem.as_ref(), &respond)
         .await?
     {
-        BulkInsert::Inserted(inserted) => Ok(BulkOutcome::New(assemble(&inserted))),
+        BulkInsert::Inserted(inserted) => {
+            // Replaces any negative entries visitors may have caused meanwhile.
+            for (((link, _), record), done) in ready.iter().zip(records).zip(&inserted) {
+                if *done {
+                    state.cache.fence(link.route_key(), record).await;
+                }
+            }
+            Ok(BulkOutcome::New(assemble(&inserted)))
+        }
         BulkInsert::Replay {
             request_hash,
             response,

@@ -61,7 +61,13 @@ pub async fn create_link_once(
         .insert_link_idempotent(&link, &link.edge_record(banned).to_json(), &idem, &response)
         .await
     {
-        Ok(Idempotent::Created) => Ok(Created::New(link)),
+        Ok(Idempotent::Created) => {
+            state
+                .cache
+                .fence(link.route_key(), link.edge_record(banned))
+                .await;
+            Ok(Created::New(link))
+        }
         Ok(Idempotent::Replay {
             request_hash: hash,
             response,
@@ -96,7 +102,13 @@ pub async fn create_link(state: &AppState, owner: &str, req: CreateLink) -> Resu
         .insert_link(&link, &link.edge_record(banned).to_json())
         .await
     {
-        Ok(()) => Ok(link),
+        Ok(()) => {
+            state
+                .cache
+                .fence(link.route_key(), link.edge_record(banned))
+                .await;
+            Ok(link)
+        }
         Err(StoreError::Taken) => Err(AppError::Taken {
             route: link.route_key(),
         }),

@@ -207,7 +207,13 @@ async fn write(
         .update_link(&next, expected, &next.edge_record(banned).to_json())
         .await
     {
-        Ok(()) => Ok(next),
+        Ok(()) => {
+            state
+                .cache
+                .fence(next.route_key(), next.edge_record(banned))
+                .await;
+            Ok(next)
+        }
         // Someone else wrote first; say which version is there now.
         Err(StoreError::Stale) => {
             let current = state

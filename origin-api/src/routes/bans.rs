@@ -34,6 +34,7 @@ pub(crate) async fn create(
         .db
         .insert_ban(&target, body.reason.trim(), &created_by, now_ms())
         .await?;
+    state.cache.clear();
     tracing::info!(ban = ban.ban_id, by = %created_by, "ban created");
     Ok((StatusCode::CREATED, Json(ban.view())))
 }
@@ -63,7 +64,9 @@ pub(crate) async fn lift(
     Path(id): Path<i64>,
 ) -> Result<StatusCode, AppError> {
     admin(&caller)?;
-    match state.db.lift_ban(id, now_ms()).await? {
+    let outcome = state.db.lift_ban(id, now_ms()).await?;
+    state.cache.clear();
+    match outcome {
         LiftOutcome::Lifted(_) | LiftOutcome::AlreadyLifted => Ok(StatusCode::NO_CONTENT),
         LiftOutcome::NotFound => Err(AppError::BanNotFound),
     }

@@ -1,7 +1,7 @@
 //! `GET|HEAD /{code}` on the origin: the same decision as the edge, from the database.
 
 use crate::error::AppError;
-use crate::store::{now_ms, LinkStore};
+use crate::store::now_ms;
 use crate::AppState;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
@@ -45,27 +45,20 @@ async fn resolve(
         .and_then(|h| h.to_str().ok())
         .and_then(|h| shared::normalize_domain(h).ok())
         .unwrap_or_else(|| state.settings.default_domain.clone());
-    let settings = state.db.domain_settings(&domain).await?;
+    let settings = state.cache.settings(&state.db, &domain).await?;
     let code = settings.canonical_code(code);
     let Some(route) = RouteKey::new(domain, code.as_ref()) else {
         return Ok(Decision::not_found(method));
     };
-    let link = state.db.get_link(route.domain(), route.code()).await?;
-    // The same denylist the edge would hold, narrowed to this visit.
+    let entry = state
+        .cache
+        .entry(&state.db, route.domain(), route.code())
+        .await?;
+    // The edge holds a denylist; here the entry already says whether a ban applies.
     let mut snapshot = DenylistSnapshot::default();
-    if state.db.code_banned(route.domain(), route.code()).await? {
+    if entry.code_banned {
         snapshot.codes.push(route.to_string());
     }
-    if let Some(host) = link
-        .as_ref()
-        .and_then(|l| url::Url::parse(&l.target_url).ok())
-        .and_then(|u| u.host_str().map(str::to_owned))
-    {
-        if state.db.host_banned(&host).await? {
-            snapshot.hosts.push(host);
-        }
-    }
-    let record = link.map(|l| l.edge_record(false));
     let visit = Visit {
         method,
         route: &route,
@@ -74,7 +67,7 @@ async fn resolve(
     };
     Ok(decide(
         &visit,
-        record.as_ref(),
+        entry.record.as_ref(),
         &Denylist::from(snapshot),
         &settings,
     ))
