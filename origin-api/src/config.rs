@@ -77,6 +77,10 @@ pub struct Settings {
     #[arg(long, env = "HOP_EDGE_SYNC_URL", value_parser = parse_http_url, global = true)]
     pub edge_sync_url: Option<url::Url>,
 
+    /// Links an API key may create per second (bursts of twice as many); more get 429.
+    #[arg(long, env = "HOP_CREATE_RATE", default_value = "10000", global = true)]
+    pub create_rate: std::num::NonZeroU32,
+
     /// Permutation keys for generated codes, `VERSION:32-HEX[,…]`; the highest version
     /// makes new codes. Required to create links; read from the environment only.
     #[arg(env = "HOP_PERMUTATION_KEYS", hide_env_values = true, hide = true, value_parser = parse_keys, global = true, long = "permutation-keys")]

@@ -40,6 +40,8 @@ pub enum AppError {
     Stale { current: u64 },
     #[error("the link is deleted; a deleted link cannot be changed")]
     Deleted,
+    #[error("this key creates links faster than allowed; retry in {retry_after_s} s")]
+    RateLimited { retry_after_s: u64 },
 }
 
 impl AppError {
@@ -84,6 +86,7 @@ impl AppError {
             AppError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             AppError::PreconditionRequired => StatusCode::PRECONDITION_REQUIRED,
             AppError::Deleted => StatusCode::GONE,
+            AppError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 
@@ -103,6 +106,7 @@ impl AppError {
             AppError::UnsupportedMediaType(_) => "unsupported-media-type",
             AppError::PreconditionRequired => "precondition-required",
             AppError::Deleted => "deleted",
+            AppError::RateLimited { .. } => "rate-limited",
         }
     }
 }
@@ -142,12 +146,17 @@ impl IntoResponse for AppError {
             },
         };
         let body = serde_json::to_string(&problem).unwrap_or_default();
-        (
+        let mut res = (
             status,
             [(header::CONTENT_TYPE, "application/problem+json")],
             body,
         )
-            .into_response()
+            .into_response();
+        if let AppError::RateLimited { retry_after_s } = self {
+            res.headers_mut()
+                .insert(header::RETRY_AFTER, retry_after_s.into());
+        }
+        res
     }
 }
 

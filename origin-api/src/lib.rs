@@ -9,6 +9,7 @@ pub mod db;
 pub mod error;
 pub mod keys;
 pub mod links;
+pub mod ratelimit;
 pub mod routes;
 pub mod segments;
 pub mod store;
@@ -26,11 +27,13 @@ pub struct AppState {
     pub settings: Settings,
     pub allocator: SegmentAllocator,
     pub cache: cache::RedirectCache,
+    pub create_limit: ratelimit::CreateLimit,
 }
 
 impl AppState {
     /// The state of a serving origin over a migrated database.
     pub fn new(db: Db, settings: Settings) -> Self {
+        let settings_rate = settings.create_rate;
         let allocator =
             SegmentAllocator::new(Arc::new(db.clone()), LINK_SEQUENCE, DEFAULT_SEGMENT_MAX_AGE);
         AppState {
@@ -38,6 +41,7 @@ impl AppState {
             settings,
             allocator,
             cache: cache::RedirectCache::new(REDIRECT_CACHE_ENTRIES),
+            create_limit: ratelimit::CreateLimit::new(settings_rate),
         }
     }
 }
@@ -61,7 +65,18 @@ pub async fn serve(
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, routes::router(state))
+    // Idle keys' rate budgets are dropped once a minute.
+    let limit = state.create_limit.clone();
+    let sweeper = tokio::spawn(async move {
+        let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
+        loop {
+            every.tick().await;
+            limit.shrink();
+        }
+    });
+    let served = axum::serve(listener, routes::router(state))
         .with_graceful_shutdown(shutdown)
-        .await
+        .await;
+    sweeper.abort();
+    served
 }

@@ -1466,3 +1466,54 @@ async fn a_link_visited_before_it_existed_redirects_the_moment_it_is_created() {
         t.cleanup().await;
     }
 }
+
+#[tokio::test]
+async fn creating_too_fast_gets_429_with_retry_after_per_key() {
+    let t = TestDb::sqlite().await;
+    let api = Api {
+        state: common::app_state_with(&t, &["--create-rate", "2"]),
+    };
+    let token = api.key("acme", false).await;
+    for i in 0..4 {
+        let res = api
+            .create(
+                &token,
+                json!({ "target_url": format!("https://e.example/{i}") }),
+            )
+            .await;
+        assert_eq!(
+            res.status,
+            StatusCode::CREATED,
+            "burst of twice the rate: {}",
+            res.text
+        );
+    }
+    let res = api
+        .create(&token, json!({ "target_url": "https://e.example/x" }))
+        .await;
+    assert_eq!(res.status, StatusCode::TOO_MANY_REQUESTS, "{}", res.text);
+    assert_eq!(res.headers[header::RETRY_AFTER], "1");
+    assert_eq!(
+        res.headers[header::CONTENT_TYPE],
+        "application/problem+json"
+    );
+    let res = api
+        .bulk(
+            &token,
+            None,
+            json!({ "links": [{ "target_url": "https://e.example/y" }] }),
+        )
+        .await;
+    assert_eq!(res.status, StatusCode::TOO_MANY_REQUESTS);
+    // Another key has its own budget; reads are not limited.
+    let other = api.key("globex", false).await;
+    assert_eq!(
+        api.create(&other, json!({ "target_url": "https://e.example/z" }))
+            .await
+            .status,
+        StatusCode::CREATED
+    );
+    assert_eq!(api.list(&token, "").await.status, StatusCode::OK);
+    assert_eq!(api.count("links").await, 3);
+    t.cleanup().await;
+}

@@ -35,6 +35,7 @@ pub(crate) async fn create(
     headers: HeaderMap,
     ApiJson(body): ApiJson<CreateLink>,
 ) -> Result<Response, AppError> {
+    state.create_limit.take(&caller.key_id, 1)?;
     let key = idempotency_key(&headers)?;
     let res = match create_link_once(&state, &caller.owner_id, body, key).await? {
         Created::New(link) => with_location(
@@ -67,6 +68,7 @@ pub(crate) async fn create_bulk(
     headers: HeaderMap,
     ApiJson(body): ApiJson<BulkCreate>,
 ) -> Result<Response, AppError> {
+    state.create_limit.take(&caller.key_id, body.links.len())?;
     let key = idempotency_key(&headers)?;
     Ok(
         match links::create_bulk(&state, &caller.owner_id, body, key).await? {

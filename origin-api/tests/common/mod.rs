@@ -110,7 +110,12 @@ pub const TEST_KEYS: &str = "1:000102030405060708090a0b0c0d0e0f";
 /// The router over `db`, as `hop-origin serve` builds it, with the default domain
 /// `s.example` and test permutation keys.
 pub fn app_state(t: &TestDb) -> origin_api::AppState {
-    let settings = Cli::try_parse_from([
+    app_state_with(t, &[])
+}
+
+/// As [`app_state`], with more flags.
+pub fn app_state_with(t: &TestDb, extra: &[&str]) -> origin_api::AppState {
+    let mut args = vec![
         "hop-origin",
         "--database-url",
         &t.url,
@@ -118,8 +123,8 @@ pub fn app_state(t: &TestDb) -> origin_api::AppState {
         "s.example",
         "--permutation-keys",
         TEST_KEYS,
-    ])
-    .expect("valid flags")
-    .settings;
+    ];
+    args.extend_from_slice(extra);
+    let settings = Cli::try_parse_from(args).expect("valid flags").settings;
     origin_api::AppState::new(t.db.clone(), settings)
 }
