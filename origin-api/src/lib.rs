@@ -9,6 +9,7 @@ pub mod db;
 pub mod error;
 pub mod keys;
 pub mod links;
+pub mod metrics;
 pub mod ratelimit;
 pub mod routes;
 pub mod segments;
@@ -28,20 +29,28 @@ pub struct AppState {
     pub allocator: SegmentAllocator,
     pub cache: cache::RedirectCache,
     pub create_limit: ratelimit::CreateLimit,
+    pub metrics: metrics::Metrics,
 }
 
 impl AppState {
     /// The state of a serving origin over a migrated database.
     pub fn new(db: Db, settings: Settings) -> Self {
         let settings_rate = settings.create_rate;
-        let allocator =
-            SegmentAllocator::new(Arc::new(db.clone()), LINK_SEQUENCE, DEFAULT_SEGMENT_MAX_AGE);
+        let metrics = metrics::Metrics::default();
+        let allocator = SegmentAllocator::with_counters(
+            Arc::new(db.clone()),
+            LINK_SEQUENCE,
+            DEFAULT_SEGMENT_MAX_AGE,
+            metrics.segments_fetched.clone(),
+            metrics.ids_wasted.clone(),
+        );
         AppState {
             db,
             settings,
             allocator,
             cache: cache::RedirectCache::new(REDIRECT_CACHE_ENTRIES),
             create_limit: ratelimit::CreateLimit::new(settings_rate),
+            metrics,
         }
     }
 }

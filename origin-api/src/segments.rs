@@ -8,6 +8,7 @@
 //! unissued id can be, which the edge's activation window relies on.
 
 use crate::store::{SegmentSource, StoreError};
+use prometheus_client::metrics::counter::Counter;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -67,12 +68,29 @@ struct Inner {
     next: tokio::sync::Mutex<Option<Arc<Segment>>>,
     /// Serializes rotations so a segment boundary is crossed once.
     rotate: tokio::sync::Mutex<()>,
-    wasted: AtomicU64,
-    segments_fetched: AtomicU64,
+    wasted: Counter,
+    segments_fetched: Counter,
 }
 
 impl SegmentAllocator {
     pub fn new(source: Arc<dyn SegmentSource>, name: impl Into<String>, max_age: Duration) -> Self {
+        Self::with_counters(
+            source,
+            name,
+            max_age,
+            Counter::default(),
+            Counter::default(),
+        )
+    }
+
+    /// As [`SegmentAllocator::new`], counting into the given metrics.
+    pub fn with_counters(
+        source: Arc<dyn SegmentSource>,
+        name: impl Into<String>,
+        max_age: Duration,
+        segments_fetched: Counter,
+        wasted: Counter,
+    ) -> Self {
         SegmentAllocator {
             inner: Arc::new(Inner {
                 source,
@@ -81,8 +99,8 @@ impl SegmentAllocator {
                 current: RwLock::new(None),
                 next: tokio::sync::Mutex::new(None),
                 rotate: tokio::sync::Mutex::new(()),
-                wasted: AtomicU64::new(0),
-                segments_fetched: AtomicU64::new(0),
+                wasted,
+                segments_fetched,
             }),
         }
     }
@@ -115,12 +133,12 @@ impl SegmentAllocator {
 
     /// Ids wasted so far: the unissued rest of abandoned segments.
     pub fn wasted(&self) -> u64 {
-        self.inner.wasted.load(Ordering::Relaxed)
+        self.inner.wasted.get()
     }
 
     /// Segments taken from the database so far.
     pub fn segments_fetched(&self) -> u64 {
-        self.inner.segments_fetched.load(Ordering::Relaxed)
+        self.inner.segments_fetched.get()
     }
 
     fn current(&self) -> Option<Arc<Segment>> {
@@ -150,17 +168,13 @@ impl SegmentAllocator {
             return Ok(()); // another caller rotated meanwhile
         }
         if let Some(old) = &seen {
-            self.inner
-                .wasted
-                .fetch_add(old.remaining(), Ordering::Relaxed);
+            self.inner.wasted.inc_by(old.remaining());
         }
         let mut next = self.inner.next.lock().await;
         let fresh = match next.take() {
             Some(seg) if seg.born.elapsed() <= self.inner.max_age => seg,
             Some(stale) => {
-                self.inner
-                    .wasted
-                    .fetch_add(stale.remaining(), Ordering::Relaxed);
+                self.inner.wasted.inc_by(stale.remaining());
                 self.fetch().await?
             }
             None => self.fetch().await?,
@@ -187,7 +201,7 @@ impl SegmentAllocator {
 
     async fn fetch(&self) -> Result<Arc<Segment>, StoreError> {
         let range = self.inner.source.next_segment(&self.inner.name).await?;
-        self.inner.segments_fetched.fetch_add(1, Ordering::Relaxed);
+        self.inner.segments_fetched.inc();
         tracing::debug!(sequence = %self.inner.name, start = range.start, end = range.end, "segment allocated");
         Ok(Segment::new(range))
     }

@@ -1517,3 +1517,50 @@ async fn creating_too_fast_gets_429_with_retry_after_per_key() {
     assert_eq!(api.count("links").await, 3);
     t.cleanup().await;
 }
+
+#[tokio::test]
+async fn metrics_count_creations_redirects_segments_and_the_outbox_backlog() {
+    let t = TestDb::sqlite().await;
+    let api = Api {
+        state: common::app_state(&t),
+    };
+    let token = api.key("acme", false).await;
+    let made = api
+        .create(&token, json!({ "target_url": "https://e.example/1" }))
+        .await;
+    let code = made.body["code"].as_str().expect("code").to_owned();
+    let bulk = json!({ "links": [{ "target_url": "https://e.example/2" }, { "target_url": "ftp://bad" }] });
+    assert_eq!(api.bulk(&token, None, bulk).await.status, StatusCode::OK);
+    api.visit("GET", "s.example", &format!("/{code}")).await;
+    api.visit("GET", "s.example", "/nope-nope").await;
+    api.visit("GET", "s.example", "/robots.txt").await;
+
+    let res = api
+        .send(
+            Request::get("/metrics")
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await;
+    assert_eq!(res.status, StatusCode::OK);
+    assert!(res.headers[header::CONTENT_TYPE]
+        .to_str()
+        .unwrap_or_default()
+        .starts_with("application/openmetrics-text"));
+    for line in [
+        "hop_links_created_total 2",
+        "hop_redirects_total{outcome=\"redirect\"} 1",
+        "hop_redirects_total{outcome=\"not_found\"} 2",
+        "hop_id_segments_fetched_total 1",
+        "hop_ids_wasted_total 0",
+        "hop_outbox_pending{lane=\"normal\"} 2",
+        "hop_outbox_pending{lane=\"fast\"} 1",
+    ] {
+        assert!(
+            res.text.lines().any(|l| l == line),
+            "missing {line:?} in:\n{}",
+            res.text
+        );
+    }
+    t.cleanup().await;
+}

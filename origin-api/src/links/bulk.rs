@@ -136,6 +136,7 @@ pub async fn create_bulk(
             for (((link, _), record), done) in ready.iter().zip(records).zip(&inserted) {
                 if *done {
                     state.cache.fence(link.route_key(), record).await;
+                    state.metrics.links_created.inc();
                 }
             }
             Ok(BulkOutcome::New(assemble(&inserted)))

@@ -66,6 +66,7 @@ pub async fn create_link_once(
                 .cache
                 .fence(link.route_key(), link.edge_record(banned))
                 .await;
+            state.metrics.links_created.inc();
             Ok(Created::New(link))
         }
         Ok(Idempotent::Replay {
@@ -107,6 +108,7 @@ pub async fn create_link(state: &AppState, owner: &str, req: CreateLink) -> Resu
                 .cache
                 .fence(link.route_key(), link.edge_record(banned))
                 .await;
+            state.metrics.links_created.inc();
             Ok(link)
         }
         Err(StoreError::Taken) => Err(AppError::Taken {

@@ -24,6 +24,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
+        .route("/metrics", get(health::metrics))
         .route("/v1/links", post(links::create).get(links::list))
         .route("/v1/links/bulk", post(links::create_bulk))
         .route(

@@ -1,12 +1,15 @@
 //! `GET|HEAD /{code}` on the origin: the same decision as the edge, from the database.
 
 use crate::error::AppError;
+use crate::metrics::OutcomeLabel;
 use crate::store::now_ms;
 use crate::AppState;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use shared::{decide, reject_early, Body, Decision, Denylist, DenylistSnapshot, RouteKey, Visit};
+use shared::{
+    decide, reject_early, Body, Decision, Denylist, DenylistSnapshot, Outcome, RouteKey, Visit,
+};
 
 /// Answers every path the API does not claim.
 pub(crate) async fn redirect(
@@ -17,19 +20,24 @@ pub(crate) async fn redirect(
 ) -> Response {
     let method = shared::Method::parse(method.as_str());
     let code = uri.path().strip_prefix('/').unwrap_or_default();
-    if let Some(early) = reject_early(method, code) {
-        return write(early);
-    }
-    match resolve(&state, method, &headers, code, uri.query()).await {
-        Ok(decision) => write(decision),
-        Err(e) => {
-            tracing::error!(error = %e, "redirect lookup failed");
-            write(Decision::unavailable(
-                method,
-                shared::decision::RETRY_AFTER_S,
-            ))
-        }
-    }
+    let decision = match reject_early(method, code) {
+        Some(early) => early,
+        None => match resolve(&state, method, &headers, code, uri.query()).await {
+            Ok(decision) => decision,
+            Err(e) => {
+                tracing::error!(error = %e, "redirect lookup failed");
+                Decision::unavailable(method, shared::decision::RETRY_AFTER_S)
+            }
+        },
+    };
+    state
+        .metrics
+        .redirects
+        .get_or_create(&OutcomeLabel {
+            outcome: outcome_name(decision.outcome),
+        })
+        .inc();
+    write(decision)
 }
 
 async fn resolve(
@@ -71,6 +79,19 @@ async fn resolve(
         &Denylist::from(snapshot),
         &settings,
     ))
+}
+
+fn outcome_name(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Redirect => "redirect",
+        Outcome::NotFound => "not_found",
+        Outcome::Disabled => "disabled",
+        Outcome::Expired => "expired",
+        Outcome::Deleted => "deleted",
+        Outcome::Banned => "banned",
+        Outcome::Unavailable => "unavailable",
+        Outcome::MethodNotAllowed => "method_not_allowed",
+    }
 }
 
 fn write(decision: Decision) -> Response {

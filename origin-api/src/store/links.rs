@@ -545,6 +545,14 @@ impl LinkStore for Db {
         Ok(found.is_some())
     }
 
+    async fn outbox_pending(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        Ok(crate::on_pool!(self, pool => {
+            sqlx::query_as("SELECT lane, COUNT(*) FROM outbox WHERE published_at IS NULL GROUP BY lane")
+                .fetch_all(pool)
+                .await?
+        }))
+    }
+
     async fn insert_key(&self, key: &ApiKey) -> Result<(), StoreError> {
         crate::on_writer!(self, pool => {
             sqlx::query(

@@ -88,6 +88,8 @@ pub trait LinkStore: Send + Sync + Debug + 'static {
     /// Whether an active host ban covers `host` (the host itself or a parent).
     async fn host_banned(&self, host: &str) -> Result<bool, StoreError>;
     async fn code_banned(&self, domain: &str, code: &str) -> Result<bool, StoreError>;
+    /// Unpublished outbox rows per lane.
+    async fn outbox_pending(&self) -> Result<Vec<(String, i64)>, StoreError>;
     async fn insert_key(&self, key: &ApiKey) -> Result<(), StoreError>;
     async fn find_key(&self, key_id: &str) -> Result<Option<ApiKey>, StoreError>;
     /// Marks a key revoked; `false` when there is no such live key.

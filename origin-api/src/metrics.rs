@@ -1,0 +1,90 @@
+//! `/metrics` in the Prometheus text format: what an operator watches.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use std::sync::Arc;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabel {
+    pub outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LaneLabel {
+    pub lane: &'static str,
+}
+
+/// Every metric the origin exports. Cloning shares the same series.
+#[derive(Clone)]
+pub struct Metrics {
+    registry: Arc<Registry>,
+    pub redirects: Family<OutcomeLabel, Counter>,
+    pub links_created: Counter,
+    pub segments_fetched: Counter,
+    pub ids_wasted: Counter,
+    pub outbox_pending: Family<LaneLabel, Gauge>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics")
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("hop");
+        let redirects = Family::<OutcomeLabel, Counter>::default();
+        registry.register(
+            "redirects",
+            "Redirect requests answered by this origin, by outcome",
+            redirects.clone(),
+        );
+        let links_created = Counter::default();
+        registry.register(
+            "links_created",
+            "Links created through this origin",
+            links_created.clone(),
+        );
+        let segments_fetched = Counter::default();
+        registry.register(
+            "id_segments_fetched",
+            "Id segments reserved from the database",
+            segments_fetched.clone(),
+        );
+        let ids_wasted = Counter::default();
+        registry.register(
+            "ids_wasted",
+            "Ids never issued: the rest of segments abandoned for age",
+            ids_wasted.clone(),
+        );
+        let outbox_pending = Family::<LaneLabel, Gauge>::default();
+        registry.register(
+            "outbox_pending",
+            "Outbox rows not yet published, by lane",
+            outbox_pending.clone(),
+        );
+        Metrics {
+            registry: Arc::new(registry),
+            redirects,
+            links_created,
+            segments_fetched,
+            ids_wasted,
+            outbox_pending,
+        }
+    }
+}
+
+impl Metrics {
+    /// The text exposition.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+}
