@@ -112,23 +112,33 @@ impl SegmentAllocator {
         // loop always ends.
         let mut just_rotated = false;
         loop {
-            let segment = self.current();
-            if let Some(seg) = &segment {
-                if just_rotated || seg.born.elapsed() <= self.inner.max_age {
-                    let id = seg.cursor.fetch_add(1, Ordering::Relaxed);
-                    if id < seg.range.end {
-                        if id >= seg.prefetch_at
-                            && !seg.prefetch_started.swap(true, Ordering::AcqRel)
-                        {
-                            self.prefetch();
-                        }
-                        return Ok(id);
-                    }
-                }
+            if let Some(id) = self.take(just_rotated) {
+                return Ok(id);
             }
-            self.rotate(segment).await?;
+            self.rotate(self.current()).await?;
             just_rotated = true;
         }
+    }
+
+    /// The fast path: an id from the current segment under the read lock, without
+    /// touching the segment's reference count. `None`: the segment is spent or too old.
+    fn take(&self, fresh: bool) -> Option<u64> {
+        let guard = match self.inner.current.read() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let seg = guard.as_ref()?;
+        if !fresh && seg.born.elapsed() > self.inner.max_age {
+            return None;
+        }
+        let id = seg.cursor.fetch_add(1, Ordering::Relaxed);
+        if id >= seg.range.end {
+            return None;
+        }
+        if id >= seg.prefetch_at && !seg.prefetch_started.swap(true, Ordering::AcqRel) {
+            self.prefetch();
+        }
+        Some(id)
     }
 
     /// Ids wasted so far: the unissued rest of abandoned segments.
