@@ -106,7 +106,7 @@ impl Db {
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
             let pool = PgPoolOptions::new()
                 .max_connections(16)
-                .acquire_timeout(Duration::from_secs(5))
+                .acquire_timeout(Duration::from_secs(30))
                 .connect(url)
                 .await
                 .map_err(DbError::Connect)?;

@@ -93,6 +93,10 @@ struct DomainRow {
     max_age_s: i64,
 }
 
+/// Links per multi-row statement in a bulk insert: 17 parameters each stays well under
+/// SQLite's 32,766 and PostgreSQL's 65,535.
+const BULK_CHUNK: usize = 500;
+
 /// A link's values in the database's types.
 struct NewLinkRow {
     link_id: i64,
@@ -253,10 +257,6 @@ impl LinkStore for Db {
             .iter()
             .map(|(l, _)| NewLinkRow::new(l))
             .collect::<Result<_, _>>()?;
-        let insert = format!(
-            "INSERT INTO links ({LINK_COLUMNS}, target_host) VALUES \
-             ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) ON CONFLICT DO NOTHING"
-        );
         let now = items.first().map(|(l, _)| l.created_at).unwrap_or_default();
         crate::on_writer!(self, pool => {
             let mut tx = pool.begin().await?;
@@ -289,43 +289,54 @@ impl LinkStore for Db {
                     return Ok(BulkInsert::Replay { request_hash, response: response.unwrap_or_default() });
                 }
             }
-            let mut inserted = Vec::with_capacity(items.len());
-            for ((link, payload), row) in items.iter().zip(&rows) {
-                let done = sqlx::query(&insert)
-                    .bind(row.link_id)
-                    .bind(&link.domain)
-                    .bind(&link.code)
-                    .bind(&link.target_url)
-                    .bind(&link.owner_id)
-                    .bind(link.status.as_str())
-                    .bind(i64::from(link.redirect.code()))
-                    .bind(link.expires_at)
-                    .bind(row.version)
-                    .bind(link.key_version.map(i64::from))
-                    .bind(row.code_kind)
-                    .bind(link.forward_query)
-                    .bind(&link.title)
-                    .bind(&row.tags)
-                    .bind(link.created_at)
-                    .bind(link.updated_at)
-                    .bind(link.target_host())
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected()
-                    == 1;
-                if done {
-                    sqlx::query(
-                        "INSERT INTO outbox (lane, kind, route_key, version, payload, created_at) \
-                         VALUES ('normal', 'link', $1, $2, $3, $4)",
-                    )
-                    .bind(link.route_key())
-                    .bind(row.version)
-                    .bind(payload)
-                    .bind(link.created_at)
-                    .execute(&mut *tx)
-                    .await?;
+            // Multi-row statements, a chunk at a time: one round trip per chunk instead of
+            // two per link. RETURNING tells which rows went in (the rest were taken).
+            let mut inserted = vec![false; items.len()];
+            for (chunk_no, chunk) in items.chunks(BULK_CHUNK).enumerate() {
+                let base = chunk_no * BULK_CHUNK;
+                let chunk_rows = &rows[base..base + chunk.len()];
+                let mut insert = sqlx::QueryBuilder::new(format!("INSERT INTO links ({LINK_COLUMNS}, target_host) "));
+                insert.push_values(chunk.iter().zip(chunk_rows), |mut b, ((link, _), row)| {
+                    b.push_bind(row.link_id)
+                        .push_bind(link.domain.clone())
+                        .push_bind(link.code.clone())
+                        .push_bind(link.target_url.clone())
+                        .push_bind(link.owner_id.clone())
+                        .push_bind(link.status.as_str())
+                        .push_bind(i64::from(link.redirect.code()))
+                        .push_bind(link.expires_at)
+                        .push_bind(row.version)
+                        .push_bind(link.key_version.map(i64::from))
+                        .push_bind(row.code_kind)
+                        .push_bind(link.forward_query)
+                        .push_bind(link.title.clone())
+                        .push_bind(row.tags.clone())
+                        .push_bind(link.created_at)
+                        .push_bind(link.updated_at)
+                        .push_bind(link.target_host());
+                });
+                insert.push(" ON CONFLICT DO NOTHING RETURNING link_id");
+                let ids: Vec<i64> = insert.build_query_scalar().fetch_all(&mut *tx).await?;
+                let ids: std::collections::HashSet<i64> = ids.into_iter().collect();
+                let mut outbox = sqlx::QueryBuilder::new(
+                    "INSERT INTO outbox (lane, kind, route_key, version, payload, created_at) ",
+                );
+                let went_in: Vec<usize> = (0..chunk.len()).filter(|i| ids.contains(&chunk_rows[*i].link_id)).collect();
+                if !went_in.is_empty() {
+                    outbox.push_values(&went_in, |mut b, &i| {
+                        let (link, payload) = &chunk[i];
+                        b.push_bind("normal")
+                            .push_bind("link")
+                            .push_bind(link.route_key())
+                            .push_bind(chunk_rows[i].version)
+                            .push_bind(payload.clone())
+                            .push_bind(link.created_at);
+                    });
+                    outbox.build().execute(&mut *tx).await?;
                 }
-                inserted.push(done);
+                for i in went_in {
+                    inserted[base + i] = true;
+                }
             }
             if let Some(key) = key {
                 sqlx::query("UPDATE idempotency SET response = $1 WHERE owner_id = $2 AND key = $3")
