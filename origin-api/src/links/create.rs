@@ -2,13 +2,14 @@
 //! unique index arbitrates. Bad input is refused with the field and the reason, and
 //! nothing is stored.
 
+use super::fields;
 use super::lookups::Lookups;
-use super::{parse_rfc3339, CreateLink, Link, LinkState, MAX_TAGS, MAX_TAG_CHARS, MAX_TITLE_CHARS};
+use super::{CreateLink, Link, LinkState};
 use crate::error::AppError;
 use crate::store::{now_ms, IdempotencyKey, Idempotent, LinkStore, StoreError};
 use crate::AppState;
 use shared::codes::{is_reserved, validate_alias};
-use shared::{normalize_domain, validate_target, CodeCodec, CodeKind, RedirectStatus};
+use shared::{normalize_domain, CodeCodec, CodeKind};
 
 /// How long an idempotency key is remembered.
 pub const IDEMPOTENCY_TTL_MS: i64 = 24 * 3600 * 1000;
@@ -133,71 +134,18 @@ pub(crate) async fn prepare_link(
     };
     let settings = lookups.settings(&domain).await?;
 
-    let target =
-        validate_target(&req.target_url).map_err(|e| AppError::invalid("target_url", e))?;
-    if target.host() == domain || lookups.is_own_domain(target.host()).await? {
-        return Err(AppError::invalid(
-            "target_url",
-            format!(
-                "{} is one of this shortener's own domains; a link to it would loop",
-                target.host()
-            ),
-        ));
-    }
-    if lookups.deny().await?.blocks_host(target.host()) {
-        return Err(AppError::invalid(
-            "target_url",
-            format!(
-                "links to {} are not allowed: the host is banned",
-                target.host()
-            ),
-        ));
-    }
-
-    let expires_at = match &req.expires_at {
-        None => None,
-        Some(s) => {
-            let ms = parse_rfc3339(s).ok_or_else(|| {
-                AppError::invalid("expires_at", "use RFC 3339, e.g. 2030-01-31T23:59:59Z")
-            })?;
-            if ms <= now {
-                return Err(AppError::invalid("expires_at", "is in the past"));
-            }
-            Some(ms)
-        }
-    };
+    let target_url = fields::target(lookups, &domain, &req.target_url).await?;
+    let expires_at = req
+        .expires_at
+        .as_deref()
+        .map(|e| fields::expiry(e, now))
+        .transpose()?;
     let redirect = match req.redirect {
         None => settings.default_redirect,
-        Some(code) => {
-            RedirectStatus::try_from(code).map_err(|e| AppError::invalid("redirect", e))?
-        }
+        Some(code) => fields::redirect(code)?,
     };
-    let title = req.title.clone().filter(|t| !t.is_empty());
-    if title
-        .as_ref()
-        .is_some_and(|t| t.chars().count() > MAX_TITLE_CHARS)
-    {
-        return Err(AppError::invalid(
-            "title",
-            format!("at most {MAX_TITLE_CHARS} characters"),
-        ));
-    }
-    let tags = req.tags.clone().unwrap_or_default();
-    if tags.len() > MAX_TAGS {
-        return Err(AppError::invalid(
-            "tags",
-            format!("at most {MAX_TAGS} tags"),
-        ));
-    }
-    if let Some(bad) = tags
-        .iter()
-        .find(|t| t.is_empty() || t.chars().count() > MAX_TAG_CHARS)
-    {
-        return Err(AppError::invalid(
-            "tags",
-            format!("{bad:?}: a tag has 1 to {MAX_TAG_CHARS} characters"),
-        ));
-    }
+    let title = fields::title(req.title.clone())?;
+    let tags = fields::tags(req.tags.clone().unwrap_or_default())?;
 
     // Validate a custom alias before spending an id on it.
     let alias = match &req.code {
@@ -238,7 +186,7 @@ pub(crate) async fn prepare_link(
         link_id,
         domain,
         code,
-        target_url: target.as_str().to_owned(),
+        target_url,
         owner_id: owner.to_owned(),
         status: LinkState::Active,
         redirect,

@@ -2,6 +2,7 @@
 
 mod bulk;
 mod create;
+mod fields;
 mod list;
 mod lookups;
 mod update;

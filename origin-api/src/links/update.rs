@@ -2,12 +2,13 @@
 //! which version it saw (`If-Match`); the write succeeds only if that is still the
 //! version in the database, and bumps it.
 
-use super::{parse_rfc3339, Link, LinkState, MAX_TAGS, MAX_TAG_CHARS, MAX_TITLE_CHARS};
+use super::fields;
+use super::lookups::Lookups;
+use super::{Link, LinkState};
 use crate::error::AppError;
 use crate::store::{now_ms, LinkStore, StoreError};
 use crate::AppState;
 use serde::{Deserialize, Deserializer, Serialize};
-use shared::{validate_target, RedirectStatus};
 
 /// The body of `PATCH /v1/links/{domain}/{code}`. Absent fields stay as they are;
 /// `expires_at` and `title` may be set to `null` to clear them.
@@ -88,45 +89,18 @@ pub async fn update_link(
     }
     let now = now_ms();
     let mut next = current.clone();
+    let mut lookups = Lookups::new(state);
     if let Some(target) = &changes.target_url {
-        let target = validate_target(target).map_err(|e| AppError::invalid("target_url", e))?;
-        if target.host() == next.domain
-            || target.host() == state.settings.default_domain
-            || state.db.is_own_domain(target.host()).await?
-        {
-            return Err(AppError::invalid(
-                "target_url",
-                format!("{} is one of this shortener's own domains", target.host()),
-            ));
-        }
-        if state.db.host_banned(target.host()).await? {
-            return Err(AppError::invalid(
-                "target_url",
-                format!(
-                    "links to {} are not allowed: the host is banned",
-                    target.host()
-                ),
-            ));
-        }
-        next.target_url = target.as_str().to_owned();
+        next.target_url = fields::target(&mut lookups, &next.domain, target).await?;
     }
     if let Some(expires_at) = &changes.expires_at {
-        next.expires_at = match expires_at {
-            None => None,
-            Some(s) => {
-                let ms = parse_rfc3339(s).ok_or_else(|| {
-                    AppError::invalid("expires_at", "use RFC 3339, e.g. 2030-01-31T23:59:59Z")
-                })?;
-                if ms <= now {
-                    return Err(AppError::invalid("expires_at", "is in the past"));
-                }
-                Some(ms)
-            }
-        };
+        next.expires_at = expires_at
+            .as_deref()
+            .map(|e| fields::expiry(e, now))
+            .transpose()?;
     }
     if let Some(code) = changes.redirect {
-        next.redirect =
-            RedirectStatus::try_from(code).map_err(|e| AppError::invalid("redirect", e))?;
+        next.redirect = fields::redirect(code)?;
     }
     match changes.status {
         None => {}
@@ -136,35 +110,10 @@ pub async fn update_link(
         Some(s) => next.status = s,
     }
     if let Some(title) = &changes.title {
-        let title = title.clone().filter(|t| !t.is_empty());
-        if title
-            .as_ref()
-            .is_some_and(|t| t.chars().count() > MAX_TITLE_CHARS)
-        {
-            return Err(AppError::invalid(
-                "title",
-                format!("at most {MAX_TITLE_CHARS} characters"),
-            ));
-        }
-        next.title = title;
+        next.title = fields::title(title.clone())?;
     }
     if let Some(tags) = &changes.tags {
-        if tags.len() > MAX_TAGS {
-            return Err(AppError::invalid(
-                "tags",
-                format!("at most {MAX_TAGS} tags"),
-            ));
-        }
-        if let Some(bad) = tags
-            .iter()
-            .find(|t| t.is_empty() || t.chars().count() > MAX_TAG_CHARS)
-        {
-            return Err(AppError::invalid(
-                "tags",
-                format!("{bad:?}: a tag has 1 to {MAX_TAG_CHARS} characters"),
-            ));
-        }
-        next.tags = tags.clone();
+        next.tags = fields::tags(tags.clone())?;
     }
     if let Some(f) = changes.forward_query {
         next.forward_query = f;

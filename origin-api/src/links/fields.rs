@@ -1,0 +1,85 @@
+//! The rules for a link's fields, shared by creating and changing links: each refusal
+//! names the field and says what to send instead.
+
+use super::lookups::Lookups;
+use super::{parse_rfc3339, MAX_TAGS, MAX_TAG_CHARS, MAX_TITLE_CHARS};
+use crate::error::AppError;
+use shared::{validate_target, RedirectStatus};
+
+/// A valid target for a link on `domain`: a real http(s) URL, not on one of this
+/// shortener's own domains (a loop), not on a banned host. Returns the normalized URL.
+pub(crate) async fn target(
+    lookups: &mut Lookups<'_>,
+    domain: &str,
+    raw: &str,
+) -> Result<String, AppError> {
+    let target = validate_target(raw).map_err(|e| AppError::invalid("target_url", e))?;
+    if target.host() == domain || lookups.is_own_domain(target.host()).await? {
+        return Err(AppError::invalid(
+            "target_url",
+            format!(
+                "{} is one of this shortener's own domains; a link to it would loop",
+                target.host()
+            ),
+        ));
+    }
+    if lookups.deny().await?.blocks_host(target.host()) {
+        return Err(AppError::invalid(
+            "target_url",
+            format!(
+                "links to {} are not allowed: the host is banned",
+                target.host()
+            ),
+        ));
+    }
+    Ok(target.as_str().to_owned())
+}
+
+/// An expiry in the future, as Unix milliseconds.
+pub(crate) fn expiry(raw: &str, now: i64) -> Result<i64, AppError> {
+    let ms = parse_rfc3339(raw).ok_or_else(|| {
+        AppError::invalid("expires_at", "use RFC 3339, e.g. 2030-01-31T23:59:59Z")
+    })?;
+    if ms <= now {
+        return Err(AppError::invalid("expires_at", "is in the past"));
+    }
+    Ok(ms)
+}
+
+pub(crate) fn redirect(code: u16) -> Result<RedirectStatus, AppError> {
+    RedirectStatus::try_from(code).map_err(|e| AppError::invalid("redirect", e))
+}
+
+/// A title; empty means none.
+pub(crate) fn title(raw: Option<String>) -> Result<Option<String>, AppError> {
+    let title = raw.filter(|t| !t.is_empty());
+    if title
+        .as_ref()
+        .is_some_and(|t| t.chars().count() > MAX_TITLE_CHARS)
+    {
+        return Err(AppError::invalid(
+            "title",
+            format!("at most {MAX_TITLE_CHARS} characters"),
+        ));
+    }
+    Ok(title)
+}
+
+pub(crate) fn tags(tags: Vec<String>) -> Result<Vec<String>, AppError> {
+    if tags.len() > MAX_TAGS {
+        return Err(AppError::invalid(
+            "tags",
+            format!("at most {MAX_TAGS} tags"),
+        ));
+    }
+    if let Some(bad) = tags
+        .iter()
+        .find(|t| t.is_empty() || t.chars().count() > MAX_TAG_CHARS)
+    {
+        return Err(AppError::invalid(
+            "tags",
+            format!("{bad:?}: a tag has 1 to {MAX_TAG_CHARS} characters"),
+        ));
+    }
+    Ok(tags)
+}
