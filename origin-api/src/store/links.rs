@@ -119,6 +119,45 @@ impl NewLinkRow {
     }
 }
 
+/// Claims an idempotency key inside `tx` (after forgetting it if expired). Evaluates to
+/// `None` when this transaction now holds the key, or to the earlier request's hash and
+/// recorded response when another holds it (a concurrent claim waits on the unique
+/// index until the holder commits).
+macro_rules! claim_key {
+    ($tx:expr, $key:expr, $link_id:expr, $response:expr, $now:expr) => {{
+        sqlx::query("DELETE FROM idempotency WHERE owner_id = $1 AND key = $2 AND created_at < $3")
+            .bind($key.owner_id)
+            .bind($key.key)
+            .bind($key.expired_before)
+            .execute(&mut *$tx)
+            .await?;
+        let claimed = sqlx::query(
+            "INSERT INTO idempotency (owner_id, key, request_hash, state, link_id, response, created_at) \
+             VALUES ($1, $2, $3, 'succeeded', $4, $5, $6) ON CONFLICT (owner_id, key) DO NOTHING",
+        )
+        .bind($key.owner_id)
+        .bind($key.key)
+        .bind($key.request_hash)
+        .bind($link_id)
+        .bind($response)
+        .bind($now)
+        .execute(&mut *$tx)
+        .await?
+        .rows_affected();
+        if claimed == 0 {
+            let (hash, response): (String, Option<String>) =
+                sqlx::query_as("SELECT request_hash, response FROM idempotency WHERE owner_id = $1 AND key = $2")
+                    .bind($key.owner_id)
+                    .bind($key.key)
+                    .fetch_one(&mut *$tx)
+                    .await?;
+            Some((hash, response.unwrap_or_default()))
+        } else {
+            None
+        }
+    }};
+}
+
 /// Inserts the link and its outbox row inside `tx`; returns `Taken` from the enclosing
 /// function when the route key exists.
 macro_rules! insert_in_tx {
@@ -209,37 +248,10 @@ impl LinkStore for Db {
         let row = NewLinkRow::new(link)?;
         crate::on_writer!(self, pool => {
             let mut tx = pool.begin().await?;
-            sqlx::query("DELETE FROM idempotency WHERE owner_id = $1 AND key = $2 AND created_at < $3")
-                .bind(key.owner_id)
-                .bind(key.key)
-                .bind(key.expired_before)
-                .execute(&mut *tx)
-                .await?;
-            let claimed = sqlx::query(
-                "INSERT INTO idempotency (owner_id, key, request_hash, state, link_id, response, created_at) \
-                 VALUES ($1, $2, $3, 'succeeded', $4, $5, $6) ON CONFLICT (owner_id, key) DO NOTHING",
-            )
-            .bind(key.owner_id)
-            .bind(key.key)
-            .bind(key.request_hash)
-            .bind(row.link_id)
-            .bind(response)
-            .bind(link.created_at)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            if claimed == 0 {
-                let (request_hash, response): (String, Option<String>) = sqlx::query_as(
-                    "SELECT request_hash, response FROM idempotency WHERE owner_id = $1 AND key = $2",
-                )
-                .bind(key.owner_id)
-                .bind(key.key)
-                .fetch_one(&mut *tx)
-                .await?;
-                return Ok(Idempotent::Replay {
-                    request_hash,
-                    response: response.unwrap_or_default(),
-                });
+            if let Some((request_hash, response)) =
+                claim_key!(tx, key, Some(row.link_id), Some(response), link.created_at)
+            {
+                return Ok(Idempotent::Replay { request_hash, response });
             }
             insert_in_tx!(tx, row, link, edge_payload);
             tx.commit().await?;
@@ -261,32 +273,8 @@ impl LinkStore for Db {
         crate::on_writer!(self, pool => {
             let mut tx = pool.begin().await?;
             if let Some(key) = key {
-                sqlx::query("DELETE FROM idempotency WHERE owner_id = $1 AND key = $2 AND created_at < $3")
-                    .bind(key.owner_id)
-                    .bind(key.key)
-                    .bind(key.expired_before)
-                    .execute(&mut *tx)
-                    .await?;
-                let claimed = sqlx::query(
-                    "INSERT INTO idempotency (owner_id, key, request_hash, state, created_at) \
-                     VALUES ($1, $2, $3, 'succeeded', $4) ON CONFLICT (owner_id, key) DO NOTHING",
-                )
-                .bind(key.owner_id)
-                .bind(key.key)
-                .bind(key.request_hash)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-                if claimed == 0 {
-                    let (request_hash, response): (String, Option<String>) = sqlx::query_as(
-                        "SELECT request_hash, response FROM idempotency WHERE owner_id = $1 AND key = $2",
-                    )
-                    .bind(key.owner_id)
-                    .bind(key.key)
-                    .fetch_one(&mut *tx)
-                    .await?;
-                    return Ok(BulkInsert::Replay { request_hash, response: response.unwrap_or_default() });
+                if let Some((request_hash, response)) = claim_key!(tx, key, None::<i64>, None::<&str>, now) {
+                    return Ok(BulkInsert::Replay { request_hash, response });
                 }
             }
             // Multi-row statements, a chunk at a time: one round trip per chunk instead of
