@@ -112,33 +112,38 @@ impl SegmentAllocator {
         // loop always ends.
         let mut just_rotated = false;
         loop {
-            if let Some(id) = self.take(just_rotated) {
-                return Ok(id);
+            match self.take(just_rotated) {
+                Ok(id) => return Ok(id),
+                // Rotate away from the segment that failed, not whatever is current by
+                // now: another caller may already have installed a fresh one.
+                Err(spent) => self.rotate(spent).await?,
             }
-            self.rotate(self.current()).await?;
             just_rotated = true;
         }
     }
 
     /// The fast path: an id from the current segment under the read lock, without
-    /// touching the segment's reference count. `None`: the segment is spent or too old.
-    fn take(&self, fresh: bool) -> Option<u64> {
+    /// touching the segment's reference count. On failure (spent or too old), the
+    /// segment that failed.
+    fn take(&self, fresh: bool) -> Result<u64, Option<Arc<Segment>>> {
         let guard = match self.inner.current.read() {
             Ok(guard) => guard,
             Err(poisoned) => poisoned.into_inner(),
         };
-        let seg = guard.as_ref()?;
+        let Some(seg) = guard.as_ref() else {
+            return Err(None);
+        };
         if !fresh && seg.born.elapsed() > self.inner.max_age {
-            return None;
+            return Err(Some(Arc::clone(seg)));
         }
         let id = seg.cursor.fetch_add(1, Ordering::Relaxed);
         if id >= seg.range.end {
-            return None;
+            return Err(Some(Arc::clone(seg)));
         }
         if id >= seg.prefetch_at && !seg.prefetch_started.swap(true, Ordering::AcqRel) {
             self.prefetch();
         }
-        Some(id)
+        Ok(id)
     }
 
     /// Ids wasted so far: the unissued rest of abandoned segments.
