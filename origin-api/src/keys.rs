@@ -86,7 +86,12 @@ pub fn parse_token(token: &str) -> Option<(&str, &str)> {
 
 /// SHA-256 of the secret, lowercase hex.
 pub fn hash_secret(secret: &str) -> String {
-    hex(&Sha256::digest(secret.as_bytes()))
+    sha256_hex(secret)
+}
+
+/// SHA-256 of any text, lowercase hex (also the fingerprint of an idempotent request).
+pub fn sha256_hex(text: &str) -> String {
+    hex(&Sha256::digest(text.as_bytes()))
 }
 
 fn random_hex<const N: usize>() -> Result<String, KeyError> {

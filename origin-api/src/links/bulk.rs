@@ -1,7 +1,7 @@
 //! Bulk creation: up to 10,000 links in one call, each judged on its own, all written in
 //! one transaction, answered in request order. One idempotency key covers the batch.
 
-use super::create::{prepare_link, IDEMPOTENCY_TTL_MS};
+use super::create::{prepare_link, stored, IDEMPOTENCY_TTL_MS};
 use super::lookups::Lookups;
 use super::{CreateLink, Link, LinkView};
 use crate::error::AppError;
@@ -63,7 +63,7 @@ pub async fn create_bulk(
         ));
     }
     let request_hash =
-        key.map(|_| crate::keys::hash_secret(&serde_json::to_string(&body).unwrap_or_default()));
+        key.map(|_| crate::keys::sha256_hex(&serde_json::to_string(&body).unwrap_or_default()));
     let idem = match (key, &request_hash) {
         (Some(key), Some(hash)) => Some(IdempotencyKey {
             owner_id: owner,
@@ -83,7 +83,7 @@ pub async fn create_bulk(
     let mut lookups = Lookups::new(state);
     let mut slots: Vec<Result<usize, BulkResult>> = Vec::with_capacity(body.links.len());
     let mut ready: Vec<(Link, String)> = Vec::new();
-    let mut records = Vec::new();
+    let mut banned = Vec::new();
     for item in &body.links {
         let parsed = CreateLink::deserialize(item).map_err(|e| AppError::invalid("links[]", e));
         let prepared = match parsed {
@@ -91,11 +91,11 @@ pub async fn create_bulk(
             Err(e) => Err(e),
         };
         match prepared {
-            Ok((link, banned)) => {
-                let record = link.edge_record(banned);
+            Ok((link, is_banned)) => {
                 slots.push(Ok(ready.len()));
-                ready.push((link, record.to_json()));
-                records.push(record);
+                let payload = link.edge_record(is_banned).to_json();
+                ready.push((link, payload));
+                banned.push(is_banned);
             }
             Err(e) if e.status().is_client_error() => slots.push(Err(failure(&e))),
             Err(e) => return Err(e),
@@ -133,10 +133,9 @@ pub async fn create_bulk(
     {
         BulkInsert::Inserted(inserted) => {
             // Replaces any negative entries visitors may have caused meanwhile.
-            for (((link, _), record), done) in ready.iter().zip(records).zip(&inserted) {
+            for (((link, _), banned), done) in ready.iter().zip(&banned).zip(&inserted) {
                 if *done {
-                    state.cache.fence(link.route_key(), record).await;
-                    state.metrics.links_created.inc();
+                    stored(state, link, *banned).await;
                 }
             }
             Ok(BulkOutcome::New(assemble(&inserted)))

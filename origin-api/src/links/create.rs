@@ -44,7 +44,7 @@ pub async fn create_link_once(
     let Some(key) = idempotency_key else {
         return create_link(state, owner, req).await.map(Created::New);
     };
-    let request_hash = crate::keys::hash_secret(&serde_json::to_string(&req).unwrap_or_default());
+    let request_hash = crate::keys::sha256_hex(&serde_json::to_string(&req).unwrap_or_default());
     let idem = IdempotencyKey {
         owner_id: owner,
         key,
@@ -63,11 +63,7 @@ pub async fn create_link_once(
         .await
     {
         Ok(Idempotent::Created) => {
-            state
-                .cache
-                .fence(link.route_key(), link.edge_record(banned))
-                .await;
-            state.metrics.links_created.inc();
+            stored(state, &link, banned).await;
             Ok(Created::New(link))
         }
         Ok(Idempotent::Replay {
@@ -105,11 +101,7 @@ pub async fn create_link(state: &AppState, owner: &str, req: CreateLink) -> Resu
         .await
     {
         Ok(()) => {
-            state
-                .cache
-                .fence(link.route_key(), link.edge_record(banned))
-                .await;
-            state.metrics.links_created.inc();
+            stored(state, &link, banned).await;
             Ok(link)
         }
         Err(StoreError::Taken) => Err(AppError::Taken {
@@ -117,6 +109,16 @@ pub async fn create_link(state: &AppState, owner: &str, req: CreateLink) -> Resu
         }),
         Err(e) => Err(e.into()),
     }
+}
+
+/// What follows a committed create: visitors of this origin see the link at once (it
+/// replaces any "unknown" the redirect cache held), and it is counted.
+pub(crate) async fn stored(state: &AppState, link: &Link, banned: bool) {
+    state
+        .cache
+        .fence(link.route_key(), link.edge_record(banned))
+        .await;
+    state.metrics.links_created.inc();
 }
 
 /// Validates the request and allocates the link's id and code, storing nothing. Also

@@ -132,17 +132,6 @@ impl Link {
     }
 }
 
-/// Whether a ban covers the link now (its code, or its target host): its record is then
-/// published marked `banned`.
-pub(crate) async fn is_banned(
-    state: &crate::AppState,
-    link: &Link,
-) -> Result<bool, crate::store::StoreError> {
-    use crate::store::LinkStore;
-    Ok(state.db.code_banned(&link.domain, &link.code).await?
-        || state.db.host_banned(&link.target_host()).await?)
-}
-
 /// The JSON form of a link.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct LinkView {

@@ -118,7 +118,7 @@ pub async fn update_link(
     if let Some(f) = changes.forward_query {
         next.forward_query = f;
     }
-    write(state, next, expected, now).await
+    write(state, &mut lookups, next, expected, now).await
 }
 
 /// Tombstones the link: status `deleted`, version bumped, code kept forever. Deleting a
@@ -139,18 +139,23 @@ pub async fn delete_link(
     }
     let mut next = current;
     next.status = LinkState::Deleted;
-    write(state, next, expected, now_ms()).await.map(drop)
+    write(state, &mut Lookups::new(state), next, expected, now_ms())
+        .await
+        .map(drop)
 }
 
 async fn write(
     state: &AppState,
+    lookups: &mut Lookups<'_>,
     mut next: Link,
     expected: u64,
     now: i64,
 ) -> Result<Link, AppError> {
     next.version = expected + 1;
     next.updated_at = now;
-    let banned = super::is_banned(state, &next).await?;
+    let banned = lookups
+        .is_banned(&next.domain, &next.code, &next.target_host())
+        .await?;
     match state
         .db
         .update_link(&next, expected, &next.edge_record(banned).to_json())
