@@ -24,6 +24,66 @@ pub enum Command {
     /// Manage API keys.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Create links from a CSV file through a running origin's API. Re-running the same
+    /// command resumes: rows already imported are skipped, nothing is created twice.
+    Import(ImportArgs),
+    /// Write the key owner's links, newest first, as CSV or JSON lines.
+    Export(ExportArgs),
+}
+
+/// How `import` and `export` reach an origin.
+#[derive(Debug, Clone, Args)]
+pub struct ApiArgs {
+    /// The origin's base URL; defaults to the address of `--listen`.
+    #[arg(long, env = "HOP_ORIGIN_URL", value_parser = parse_http_url)]
+    pub origin_url: Option<url::Url>,
+    /// An API key; its owner gets the links.
+    #[arg(long, env = "HOP_API_KEY", hide_env_values = true)]
+    pub api_key: String,
+    /// Seconds to keep retrying while the origin is unreachable, failing or busy.
+    #[arg(long, default_value = "60")]
+    pub retry_for: u64,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ImportArgs {
+    /// A CSV file with a header row. Columns: target_url (required), code, domain,
+    /// expires_at (RFC 3339), redirect, title, tags (comma-separated), forward_query.
+    pub file: std::path::PathBuf,
+    #[command(flatten)]
+    pub api: ApiArgs,
+    /// Where progress is recorded, so a re-run resumes [default: FILE.hop-import].
+    #[arg(long)]
+    pub journal: Option<std::path::PathBuf>,
+    /// The domain of rows without one [default: the origin's default domain].
+    #[arg(long, value_parser = parse_domain)]
+    pub domain: Option<String>,
+    /// Rows per bulk call.
+    #[arg(long, default_value = "1000", value_parser = clap::value_parser!(u16).range(1..=10_000))]
+    pub batch_size: u16,
+    /// Send again rows that an earlier run had refused (after fixing a ban, say).
+    #[arg(long)]
+    pub retry_failed: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub api: ApiArgs,
+    #[arg(long, value_enum, default_value = "csv")]
+    pub format: crate::cli::export::Format,
+    /// A file to write (complete or not at all); standard output without it.
+    #[arg(long, short)]
+    pub output: Option<std::path::PathBuf>,
+    /// Only links of this domain.
+    #[arg(long, value_parser = parse_domain)]
+    pub domain: Option<String>,
+    /// Only links with this tag.
+    #[arg(long)]
+    pub tag: Option<String>,
+    /// Deleted links too (after the others).
+    #[arg(long)]
+    pub include_deleted: bool,
 }
 
 #[derive(Debug, Subcommand)]

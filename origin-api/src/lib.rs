@@ -4,6 +4,7 @@
 pub mod auth;
 pub mod bans;
 pub mod cache;
+pub mod cli;
 pub mod config;
 pub mod db;
 pub mod error;

@@ -1,7 +1,7 @@
 use clap::Parser;
 use origin_api::config::{Cli, Command, KeysCommand};
 use origin_api::store::{now_ms, LinkStore};
-use origin_api::{keys, prepare, serve, AppState};
+use origin_api::{cli, keys, prepare, serve, AppState};
 use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
 
@@ -27,8 +27,14 @@ async fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     let settings = cli.settings;
+    // The API clients never touch the database.
+    let command = match cli.command.unwrap_or(Command::Serve) {
+        Command::Import(args) => return cli::run_import(args, settings.listen).await,
+        Command::Export(args) => return cli::run_export(args, settings.listen).await,
+        other => other,
+    };
     let db = prepare(&settings).await?;
-    match cli.command.unwrap_or(Command::Serve) {
+    match command {
         Command::Migrate => {
             tracing::info!(database = db.kind(), "migrations applied");
         }
@@ -67,6 +73,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             );
             serve(listener, AppState::new(db, settings), shutdown_signal()).await?;
         }
+        Command::Import(_) | Command::Export(_) => {}
     }
     Ok(())
 }

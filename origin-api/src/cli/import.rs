@@ -1,0 +1,558 @@
+//! `import FILE.csv`: creates one link per row through the bulk API of a running origin,
+//! and can be re-run until it has done everything, creating nothing twice.
+//!
+//! How it stays exactly-once:
+//! - the whole file is parsed and checked before anything is sent, so a malformed file
+//!   is refused and creates nothing;
+//! - rows go in fixed ranges of `batch_size` rows; each call carries an
+//!   `Idempotency-Key` made of the import's id, the range and a hash of the body, so a
+//!   call whose answer was lost (origin killed, connection cut) returns the links it
+//!   created when it is sent again, instead of creating them again;
+//! - each answered call appends one line to a journal next to the file, written and
+//!   synced before the next call. A re-run skips the rows the journal records and sends
+//!   the rest in the same ranges, hence with the same keys. A line cut short by a crash
+//!   is dropped (its call is then replayed through its key).
+
+use super::client::{ApiClient, ClientError};
+use crate::keys::sha256_hex;
+use crate::links::{BulkResult, CreateLink};
+use indicatif::ProgressBar;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+/// The columns a file may have; `target_url` is required.
+pub const COLUMNS: &[&str] = &[
+    "target_url",
+    "code",
+    "domain",
+    "expires_at",
+    "redirect",
+    "title",
+    "tags",
+    "forward_query",
+];
+
+/// The journal format this code writes and reads.
+const JOURNAL_VERSION: u32 = 1;
+
+/// What to import and how.
+#[derive(Debug, Clone)]
+pub struct ImportOptions {
+    pub file: PathBuf,
+    /// Defaults to `FILE.hop-import`.
+    pub journal: Option<PathBuf>,
+    /// The domain of rows that do not name one (else the origin's default).
+    pub domain: Option<String>,
+    /// Rows per bulk call, 1 to 10,000.
+    pub batch_size: usize,
+    /// Send again the rows a previous run recorded as refused.
+    pub retry_failed: bool,
+}
+
+/// Why an import stopped before it was done.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {detail}; nothing was sent")]
+    BadFile { path: String, detail: String },
+    #[error("{path}: {detail}")]
+    BadJournal { path: String, detail: String },
+    #[error("row {row} changed since it was imported as {route}; edit that link through the API instead, or import the file as new links with another --journal")]
+    RowChanged { row: usize, route: String },
+    #[error(transparent)]
+    Client(#[from] ClientError),
+}
+
+/// What an import run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub rows: usize,
+    /// Links created by this run.
+    pub created: usize,
+    /// Rows a previous run had already imported.
+    pub already: usize,
+    /// Rows refused (by this run or, unless retried, an earlier one).
+    pub failed: usize,
+    /// The first refusals: row number and the origin's reason.
+    pub failures: Vec<(usize, String)>,
+}
+
+/// How many refusals the summary spells out.
+const SHOWN_FAILURES: usize = 10;
+
+/// One data row: its number (1 is the first row after the header), the body to send or
+/// why it cannot be sent, and a fingerprint of its content.
+#[derive(Debug, Clone)]
+struct Row {
+    number: usize,
+    body: Result<CreateLink, String>,
+    fingerprint: String,
+}
+
+/// The journal's first line.
+#[derive(Debug, Serialize, Deserialize)]
+struct JournalHeader {
+    hop_import: u32,
+    /// Random, so two imports of one file (with two journals) are two sets of links.
+    import_id: String,
+    origin: String,
+}
+
+/// One answered call.
+#[derive(Debug, Serialize, Deserialize)]
+struct JournalBatch {
+    range: usize,
+    rows: Vec<RowResult>,
+}
+
+/// What became of one row.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct RowResult {
+    row: usize,
+    fp: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    route: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+/// The journal of one import: read once, then appended to.
+struct Journal {
+    path: PathBuf,
+    file: File,
+    import_id: String,
+    done: HashMap<usize, RowResult>,
+}
+
+impl Journal {
+    /// Opens the journal at `path`, creating it for `origin` if missing.
+    fn open(path: &Path, origin: &str) -> Result<Journal, ImportError> {
+        let io = |source| ImportError::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        let bad = |detail: String| ImportError::BadJournal {
+            path: path.display().to_string(),
+            detail,
+        };
+        if !path.exists() {
+            let header = JournalHeader {
+                hop_import: JOURNAL_VERSION,
+                import_id: random_id(),
+                origin: origin.to_owned(),
+            };
+            let mut file = File::create(path).map_err(io)?;
+            let line = serde_json::to_string(&header).map_err(|e| bad(e.to_string()))?;
+            file.write_all(format!("{line}\n").as_bytes())
+                .and_then(|()| file.sync_all())
+                .map_err(io)?;
+            return Ok(Journal {
+                path: path.to_owned(),
+                file,
+                import_id: header.import_id,
+                done: HashMap::new(),
+            });
+        }
+
+        let mut reader = BufReader::new(File::open(path).map_err(io)?);
+        let mut line = String::new();
+        let mut good_len = 0u64;
+        reader.read_line(&mut line).map_err(io)?;
+        let header: JournalHeader = serde_json::from_str(line.trim_end())
+            .ok()
+            .filter(|h: &JournalHeader| h.hop_import == JOURNAL_VERSION && line.ends_with('\n'))
+            .ok_or_else(|| bad("not a Hop import journal (delete it to start over)".into()))?;
+        if header.origin != origin {
+            return Err(bad(format!(
+                "this journal belongs to an import into {}, not {origin}; pass another --journal to import there",
+                header.origin
+            )));
+        }
+        good_len += line.len() as u64;
+        let mut done = HashMap::new();
+        loop {
+            line.clear();
+            if reader.read_line(&mut line).map_err(io)? == 0 {
+                break;
+            }
+            let complete = line.ends_with('\n');
+            match serde_json::from_str::<JournalBatch>(line.trim_end()) {
+                Ok(batch) if complete => {
+                    good_len += line.len() as u64;
+                    for result in batch.rows {
+                        done.insert(result.row, result);
+                    }
+                }
+                // A line cut short by a crash: its call is replayed by its key.
+                _ if !complete => break,
+                _ => return Err(bad(format!("line after byte {good_len} is damaged"))),
+            }
+        }
+        let file = OpenOptions::new().write(true).open(path).map_err(io)?;
+        file.set_len(good_len).map_err(io)?;
+        let mut file = file;
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::End(0)).map_err(io)?;
+        Ok(Journal {
+            path: path.to_owned(),
+            file,
+            import_id: header.import_id,
+            done,
+        })
+    }
+
+    /// Records one answered call durably.
+    fn append(&mut self, batch: &JournalBatch) -> Result<(), ImportError> {
+        let io = |source| ImportError::Io {
+            path: self.path.display().to_string(),
+            source,
+        };
+        let line = serde_json::to_string(batch).map_err(|e| ImportError::BadJournal {
+            path: self.path.display().to_string(),
+            detail: e.to_string(),
+        })?;
+        self.file
+            .write_all(format!("{line}\n").as_bytes())
+            .and_then(|()| self.file.sync_data())
+            .map_err(io)?;
+        for result in &batch.rows {
+            self.done.insert(result.row, result.clone());
+        }
+        Ok(())
+    }
+}
+
+/// Imports `options.file` through `client`, showing progress on `progress`.
+pub async fn import(
+    client: &ApiClient,
+    origin: &str,
+    options: &ImportOptions,
+    progress: &ProgressBar,
+) -> Result<Summary, ImportError> {
+    let bytes = std::fs::read(&options.file).map_err(|source| ImportError::Io {
+        path: options.file.display().to_string(),
+        source,
+    })?;
+    let rows = parse(&bytes, options.domain.as_deref()).map_err(|detail| ImportError::BadFile {
+        path: options.file.display().to_string(),
+        detail,
+    })?;
+    let journal_path = options.journal.clone().unwrap_or_else(|| {
+        let mut name = options.file.clone().into_os_string();
+        name.push(".hop-import");
+        PathBuf::from(name)
+    });
+    let mut journal = Journal::open(&journal_path, origin)?;
+
+    // Decide every row before sending anything.
+    let mut summary = Summary {
+        rows: rows.len(),
+        ..Summary::default()
+    };
+    let mut pending = Vec::new();
+    for row in &rows {
+        match journal.done.get(&row.number) {
+            Some(done) if done.fp == row.fingerprint => match (&done.route, &done.error) {
+                (Some(_), _) => summary.already += 1,
+                (None, error) if !options.retry_failed => {
+                    note_failure(&mut summary, row.number, error.as_deref().unwrap_or(""));
+                }
+                _ => pending.push(row),
+            },
+            Some(RowResult {
+                route: Some(route), ..
+            }) => {
+                return Err(ImportError::RowChanged {
+                    row: row.number,
+                    route: route.clone(),
+                })
+            }
+            _ => pending.push(row),
+        }
+    }
+    progress.set_length(rows.len() as u64);
+    progress.set_position((rows.len() - pending.len()) as u64);
+
+    let batch_size = options.batch_size.max(1);
+    let mut start = 0;
+    while start < pending.len() {
+        // The rows of one fixed range of the file, so a re-run sends the same call.
+        let range = (pending[start].number - 1) / batch_size;
+        let end = pending[start..]
+            .iter()
+            .position(|r| (r.number - 1) / batch_size != range)
+            .map_or(pending.len(), |n| start + n);
+        let batch = &pending[start..end];
+        start = end;
+
+        let mut results: Vec<RowResult> = Vec::with_capacity(batch.len());
+        let sendable: Vec<&CreateLink> =
+            batch.iter().filter_map(|r| r.body.as_ref().ok()).collect();
+        let mut answers = Vec::new().into_iter();
+        if !sendable.is_empty() {
+            let body = serde_json::json!({ "links": sendable }).to_string();
+            let key = format!(
+                "hop-import-{}-{range}-{}",
+                journal.import_id,
+                &sha256_hex(&body)[..16]
+            );
+            let response = client.create_bulk(body, &key).await?;
+            if response.results.len() != sendable.len() {
+                return Err(ClientError::BadResponse(format!(
+                    "{} results for {} links",
+                    response.results.len(),
+                    sendable.len()
+                ))
+                .into());
+            }
+            answers = response.results.into_iter();
+        }
+        for row in batch {
+            let (route, error) = match &row.body {
+                Err(local) => (None, Some(local.clone())),
+                Ok(_) => match answers.next() {
+                    Some(BulkResult::Ok { link, .. }) => {
+                        summary.created += 1;
+                        (Some(format!("{}/{}", link.domain, link.code)), None)
+                    }
+                    Some(BulkResult::Err { error, .. }) => (None, Some(problem_text(&error))),
+                    None => (None, Some("no answer for this row".into())),
+                },
+            };
+            if let Some(error) = &error {
+                note_failure(&mut summary, row.number, error);
+            }
+            results.push(RowResult {
+                row: row.number,
+                fp: row.fingerprint.clone(),
+                route,
+                error,
+            });
+        }
+        journal.append(&JournalBatch {
+            range,
+            rows: results,
+        })?;
+        progress.inc(batch.len() as u64);
+    }
+    Ok(summary)
+}
+
+fn note_failure(summary: &mut Summary, row: usize, error: &str) {
+    summary.failed += 1;
+    if summary.failures.len() < SHOWN_FAILURES {
+        summary.failures.push((row, error.to_owned()));
+    }
+}
+
+/// A problem document as one line: its detail, prefixed by the field it concerns.
+fn problem_text(problem: &serde_json::Value) -> String {
+    let detail = problem
+        .get("detail")
+        .and_then(|d| d.as_str())
+        .unwrap_or("refused");
+    // Details already name their field ("target_url: …").
+    detail.replace(['\n', '\r'], " ")
+}
+
+/// 128 random bits as hex.
+fn random_id() -> String {
+    let mut bytes = [0u8; 16];
+    // Without randomness, fall back to the clock: ids only need to differ per import.
+    if getrandom::getrandom(&mut bytes).is_err() {
+        bytes[..8].copy_from_slice(&crate::store::now_ms().to_le_bytes());
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Parses the file into rows, refusing it as a whole when its structure is wrong.
+fn parse(bytes: &[u8], default_domain: Option<&str>) -> Result<Vec<Row>, String> {
+    let mut reader = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .from_reader(bytes);
+    let headers = reader
+        .headers()
+        .map_err(|e| format!("cannot read the header row: {e}"))?
+        .clone();
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    for (i, name) in headers.iter().enumerate() {
+        let Some(&known) = COLUMNS.iter().find(|c| c.eq_ignore_ascii_case(name)) else {
+            return Err(format!(
+                "unknown column {name:?}; the columns are {}",
+                COLUMNS.join(", ")
+            ));
+        };
+        if index.insert(known, i).is_some() {
+            return Err(format!("column {known} appears twice"));
+        }
+    }
+    if !index.contains_key("target_url") {
+        return Err(format!(
+            "the header row must name a target_url column (columns: {})",
+            COLUMNS.join(", ")
+        ));
+    }
+    let mut rows = Vec::new();
+    for (i, record) in reader.records().enumerate() {
+        let number = i + 1;
+        let record = record.map_err(|e| format!("row {number}: {e}"))?;
+        let cell = |name: &str| {
+            index
+                .get(name)
+                .and_then(|&i| record.get(i))
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned)
+        };
+        let fingerprint = sha256_hex(
+            &serde_json::to_string(&record.iter().collect::<Vec<_>>()).unwrap_or_default(),
+        );
+        let body = row_body(&cell, default_domain);
+        rows.push(Row {
+            number,
+            body,
+            fingerprint: fingerprint[..32].to_owned(),
+        });
+    }
+    if rows.is_empty() {
+        return Err("the file has a header but no rows".into());
+    }
+    Ok(rows)
+}
+
+/// The create body of one row, or why the row cannot be sent.
+fn row_body(
+    cell: &dyn Fn(&str) -> Option<String>,
+    default_domain: Option<&str>,
+) -> Result<CreateLink, String> {
+    let target_url = cell("target_url").ok_or("target_url: the cell is empty")?;
+    let redirect = cell("redirect")
+        .map(|v| {
+            v.parse::<u16>()
+                .map_err(|_| format!("redirect: {v:?} is not one of 301, 302, 307, 308"))
+        })
+        .transpose()?;
+    let forward_query = cell("forward_query")
+        .map(|v| match v.to_ascii_lowercase().as_str() {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            _ => Err(format!("forward_query: {v:?} is neither true nor false")),
+        })
+        .transpose()?;
+    let tags = cell("tags").map(|v| {
+        v.split(',')
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+            .collect()
+    });
+    Ok(CreateLink {
+        target_url,
+        domain: cell("domain").or_else(|| default_domain.map(str::to_owned)),
+        code: cell("code"),
+        expires_at: cell("expires_at"),
+        redirect,
+        title: cell("title"),
+        tags,
+        forward_query,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_become_create_bodies_with_empty_cells_left_out() {
+        let file = b"Target_URL,code,tags,redirect,forward_query\n\
+            https://a.example/x,,\"spring, sale ,\",301,TRUE\n\
+            https://b.example/y,promo,,,\n";
+        let rows = parse(file, Some("s.example")).unwrap();
+        assert_eq!(rows.len(), 2);
+        let a = rows[0].body.as_ref().unwrap();
+        assert_eq!(a.target_url, "https://a.example/x");
+        assert_eq!(a.code, None);
+        assert_eq!(a.domain.as_deref(), Some("s.example"));
+        assert_eq!(a.tags, Some(vec!["spring".into(), "sale".into()]));
+        assert_eq!((a.redirect, a.forward_query), (Some(301), Some(true)));
+        let b = rows[1].body.as_ref().unwrap();
+        assert_eq!((b.code.as_deref(), b.tags.as_ref()), (Some("promo"), None));
+        assert_ne!(rows[0].fingerprint, rows[1].fingerprint);
+    }
+
+    #[test]
+    fn a_file_with_a_wrong_structure_is_refused_whole() {
+        let unknown = parse(b"target_url,expires\nhttps://a.example/,2030-01-01\n", None);
+        assert!(unknown.unwrap_err().contains("unknown column \"expires\""));
+        let missing = parse(b"code,title\nabc,t\n", None);
+        assert!(missing.unwrap_err().contains("target_url"));
+        let twice = parse(b"target_url,TARGET_URL\nx,y\n", None);
+        assert!(twice.unwrap_err().contains("twice"));
+        let ragged = parse(
+            b"target_url,code\nhttps://a.example/,a\nhttps://b.example/\n",
+            None,
+        );
+        assert!(ragged.unwrap_err().contains("row 2"));
+        assert!(parse(b"target_url\n", None).is_err());
+    }
+
+    #[test]
+    fn a_bad_cell_fails_its_row_only() {
+        let rows = parse(
+            b"target_url,redirect\nhttps://a.example/,30x\n,\nhttps://c.example/,307\n",
+            None,
+        )
+        .unwrap();
+        assert!(rows[0].body.as_ref().unwrap_err().contains("redirect"));
+        assert!(rows[1].body.as_ref().unwrap_err().contains("target_url"));
+        assert!(rows[2].body.is_ok());
+    }
+
+    #[test]
+    fn a_journal_line_cut_short_by_a_crash_is_dropped_and_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("links.csv.hop-import");
+        let mut journal = Journal::open(&path, "http://o/").unwrap();
+        let id = journal.import_id.clone();
+        journal
+            .append(&JournalBatch {
+                range: 0,
+                rows: vec![RowResult {
+                    row: 1,
+                    fp: "f".into(),
+                    route: Some("s.example/abc".into()),
+                    error: None,
+                }],
+            })
+            .unwrap();
+        drop(journal);
+        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        file.write_all(b"{\"range\":1,\"rows\":[{\"row\":2,\"fp\"")
+            .unwrap();
+        drop(file);
+
+        let mut journal = Journal::open(&path, "http://o/").unwrap();
+        assert_eq!(journal.import_id, id);
+        assert_eq!(journal.done.len(), 1);
+        assert_eq!(journal.done[&1].route.as_deref(), Some("s.example/abc"));
+        journal
+            .append(&JournalBatch {
+                range: 1,
+                rows: vec![],
+            })
+            .unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 3);
+        assert!(text.ends_with("{\"range\":1,\"rows\":[]}\n"));
+
+        let elsewhere = Journal::open(&path, "http://other/").err().unwrap();
+        assert!(elsewhere
+            .to_string()
+            .contains("belongs to an import into http://o/"));
+    }
+}

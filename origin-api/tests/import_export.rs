@@ -1,0 +1,361 @@
+//! `import` and `export` against a served origin, on SQLite and PostgreSQL: rows become
+//! links exactly once however often the import runs, and the export gives them back.
+
+mod common;
+
+use common::{app_state, TestDb};
+use indicatif::ProgressBar;
+use origin_api::cli::client::ApiClient;
+use origin_api::cli::export::{export, ExportOptions, Format};
+use origin_api::cli::import::{import, ImportError, ImportOptions};
+use origin_api::keys;
+use origin_api::store::{now_ms, LinkStore};
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::time::Duration;
+
+/// A served origin and a client of it with a fresh key.
+struct Served {
+    client: ApiClient,
+    origin: String,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+async fn serve(t: &TestDb, owner: &str) -> Served {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("test setup");
+    let origin = format!("http://{}/", listener.local_addr().expect("test setup"));
+    let state = app_state(t);
+    let (key, token) = keys::issue(owner, "import", false, now_ms()).expect("test setup");
+    state.db.insert_key(&key).await.expect("test setup");
+    let server = tokio::spawn(async move {
+        origin_api::serve(listener, state, std::future::pending())
+            .await
+            .expect("test setup");
+    });
+    let client = ApiClient::new(
+        origin.parse().expect("test setup"),
+        &token,
+        Duration::from_secs(5),
+    )
+    .expect("test setup");
+    Served {
+        client,
+        origin,
+        server,
+    }
+}
+
+fn options(file: &Path) -> ImportOptions {
+    ImportOptions {
+        file: file.to_owned(),
+        journal: None,
+        domain: None,
+        batch_size: 1000,
+        retry_failed: false,
+    }
+}
+
+async fn export_all(client: &ApiClient, format: Format) -> String {
+    let mut out = Vec::new();
+    let opts = ExportOptions {
+        format,
+        domain: None,
+        tag: None,
+        include_deleted: true,
+    };
+    export(client, &opts, &mut out, &ProgressBar::hidden())
+        .await
+        .expect("test setup");
+    String::from_utf8(out).expect("test setup")
+}
+
+/// The export as target → (code, title, tags), checking no target appears twice.
+fn by_target(csv_text: &str) -> HashMap<String, (String, String, String)> {
+    let mut reader = csv::Reader::from_reader(csv_text.as_bytes());
+    let headers = reader.headers().expect("test setup").clone();
+    let col = |name: &str| headers.iter().position(|h| h == name).expect("test setup");
+    let (t, c, ti, ta) = (col("target_url"), col("code"), col("title"), col("tags"));
+    let mut map = HashMap::new();
+    for record in reader.records() {
+        let r = record.expect("test setup");
+        let previous = map.insert(
+            r[t].to_owned(),
+            (r[c].to_owned(), r[ti].to_owned(), r[ta].to_owned()),
+        );
+        assert!(previous.is_none(), "{} exported twice", &r[t]);
+    }
+    map
+}
+
+#[tokio::test]
+async fn an_import_creates_each_row_once_however_often_it_runs_and_export_gives_them_back() {
+    for t in TestDb::all("import").await {
+        let served = serve(&t, "marketing").await;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("links.csv");
+        let mut csv_text = String::from("target_url,code,title,tags,expires_at\n");
+        for i in 0..2500u32 {
+            let code = if i.is_multiple_of(100) {
+                format!("promo-{i}")
+            } else {
+                String::new()
+            };
+            csv_text.push_str(&format!(
+                "https://dest.example/{i},{code},\"Row, {i}\",\"spring,row{i}\",\n"
+            ));
+        }
+        // Refused rows: by the origin (bad URL, past expiry) and before sending (empty URL).
+        csv_text.push_str("ftp://dest.example/x,,,,\n");
+        csv_text.push_str("https://dest.example/old,,,,2001-01-01T00:00:00Z\n");
+        csv_text.push_str(",,,,\n");
+        std::fs::write(&file, &csv_text).unwrap();
+
+        let first = import(
+            &served.client,
+            &served.origin,
+            &options(&file),
+            &ProgressBar::hidden(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            (first.rows, first.created, first.already, first.failed),
+            (2503, 2500, 0, 3),
+            "{}",
+            t.kind()
+        );
+        let reasons: Vec<_> = first
+            .failures
+            .iter()
+            .map(|(row, e)| (*row, e.as_str()))
+            .collect();
+        assert_eq!(reasons.len(), 3);
+        assert_eq!(reasons[0].0, 2501);
+        assert!(reasons[0].1.contains("target_url"), "{reasons:?}");
+        assert!(reasons[1].1.contains("expires_at"), "{reasons:?}");
+        assert!(reasons[2].1.contains("empty"), "{reasons:?}");
+
+        let again = import(
+            &served.client,
+            &served.origin,
+            &options(&file),
+            &ProgressBar::hidden(),
+        )
+        .await
+        .unwrap();
+        assert_eq!((again.created, again.already, again.failed), (0, 2500, 3));
+
+        let exported = by_target(&export_all(&served.client, Format::Csv).await);
+        assert_eq!(exported.len(), 2500, "{}", t.kind());
+        let codes: HashSet<_> = exported.values().map(|(code, _, _)| code).collect();
+        assert_eq!(codes.len(), 2500);
+        for i in [0u32, 1, 999, 1000, 2499] {
+            let (code, title, tags) = &exported[&format!("https://dest.example/{i}")];
+            if i.is_multiple_of(100) {
+                assert_eq!(code, &format!("promo-{i}"));
+            }
+            assert_eq!(title, &format!("Row, {i}"));
+            assert_eq!(tags, &format!("spring,row{i}"));
+        }
+        let lines = export_all(&served.client, Format::Jsonl).await;
+        assert_eq!(lines.lines().count(), 2500);
+        let first_line: serde_json::Value =
+            serde_json::from_str(lines.lines().next().unwrap()).unwrap();
+        assert_eq!(
+            first_line["target_url"], "https://dest.example/2499",
+            "newest first"
+        );
+
+        // A fixed row is sent on the next run; nothing else is.
+        std::fs::write(
+            &file,
+            csv_text.replace("ftp://dest.example/x", "https://dest.example/fixed"),
+        )
+        .unwrap();
+        let fixed = import(
+            &served.client,
+            &served.origin,
+            &options(&file),
+            &ProgressBar::hidden(),
+        )
+        .await
+        .unwrap();
+        assert_eq!((fixed.created, fixed.already, fixed.failed), (1, 2500, 2));
+        drop(served);
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_call_whose_answer_was_lost_is_replayed_not_repeated() {
+    for t in TestDb::all("import-replay").await {
+        let served = serve(&t, "marketing").await;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("links.csv");
+        let rows: String = (0..300)
+            .map(|i| format!("https://dest.example/{i}\n"))
+            .collect();
+        std::fs::write(&file, format!("target_url\n{rows}")).unwrap();
+        let mut opts = options(&file);
+        opts.batch_size = 100;
+        import(
+            &served.client,
+            &served.origin,
+            &opts,
+            &ProgressBar::hidden(),
+        )
+        .await
+        .unwrap();
+
+        // As if the importer died after the origin committed the last call but before the
+        // journal recorded it: drop that line, and cut the one before it in half.
+        let journal = dir.path().join("links.csv.hop-import");
+        let text = std::fs::read_to_string(&journal).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "a header and three calls");
+        let cut = &lines[2][..lines[2].len() / 2];
+        std::fs::write(&journal, format!("{}\n{}\n{cut}", lines[0], lines[1])).unwrap();
+
+        let resumed = import(
+            &served.client,
+            &served.origin,
+            &opts,
+            &ProgressBar::hidden(),
+        )
+        .await
+        .unwrap();
+        assert_eq!((resumed.already, resumed.failed), (100, 0));
+        let exported = by_target(&export_all(&served.client, Format::Csv).await);
+        assert_eq!(exported.len(), 300, "{}: no row created twice", t.kind());
+        drop(served);
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_changed_row_or_a_malformed_file_is_refused_before_anything_is_sent() {
+    let t = TestDb::sqlite().await;
+    let served = serve(&t, "marketing").await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("links.csv");
+    std::fs::write(
+        &file,
+        "target_url\nhttps://a.example/\nhttps://b.example/\n",
+    )
+    .unwrap();
+    import(
+        &served.client,
+        &served.origin,
+        &options(&file),
+        &ProgressBar::hidden(),
+    )
+    .await
+    .unwrap();
+
+    std::fs::write(
+        &file,
+        "target_url\nhttps://a.example/\nhttps://changed.example/\nhttps://c.example/\n",
+    )
+    .unwrap();
+    let changed = import(
+        &served.client,
+        &served.origin,
+        &options(&file),
+        &ProgressBar::hidden(),
+    )
+    .await;
+    assert!(
+        matches!(changed, Err(ImportError::RowChanged { row: 2, .. })),
+        "{changed:?}"
+    );
+
+    let other = dir.path().join("other.csv");
+    std::fs::write(
+        &other,
+        "target_url,expires\nhttps://d.example/,2030-01-01T00:00:00Z\n",
+    )
+    .unwrap();
+    let malformed = import(
+        &served.client,
+        &served.origin,
+        &options(&other),
+        &ProgressBar::hidden(),
+    )
+    .await;
+    let message = malformed.unwrap_err().to_string();
+    assert!(
+        message.contains("unknown column \"expires\"") && message.contains("nothing was sent"),
+        "{message}"
+    );
+
+    assert_eq!(
+        by_target(&export_all(&served.client, Format::Csv).await).len(),
+        2
+    );
+    drop(served);
+    t.cleanup().await;
+}
+
+#[tokio::test]
+async fn export_shows_only_the_keys_owner_and_tombstones_on_request() {
+    let t = TestDb::sqlite().await;
+    let mine = serve(&t, "mine").await;
+    let theirs = serve(&t, "theirs").await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("links.csv");
+    std::fs::write(
+        &file,
+        "target_url,code\nhttps://a.example/,gone\nhttps://b.example/,kept\n",
+    )
+    .unwrap();
+    import(
+        &mine.client,
+        &mine.origin,
+        &options(&file),
+        &ProgressBar::hidden(),
+    )
+    .await
+    .unwrap();
+    let state = app_state(&t);
+    let link = state
+        .db
+        .get_link("s.example", "gone")
+        .await
+        .unwrap()
+        .unwrap();
+    origin_api::links::delete_link(&state, link, None)
+        .await
+        .unwrap();
+
+    assert_eq!(export_all(&theirs.client, Format::Jsonl).await, "");
+    let mut live = Vec::new();
+    let opts = ExportOptions {
+        format: Format::Jsonl,
+        domain: Some("s.example".into()),
+        tag: None,
+        include_deleted: false,
+    };
+    export(&mine.client, &opts, &mut live, &ProgressBar::hidden())
+        .await
+        .unwrap();
+    let live = String::from_utf8(live).unwrap();
+    assert_eq!(live.lines().count(), 1);
+    assert!(live.contains("\"code\":\"kept\""));
+    let all = export_all(&mine.client, Format::Jsonl).await;
+    assert_eq!(all.lines().count(), 2);
+    assert!(all
+        .lines()
+        .nth(1)
+        .unwrap()
+        .contains("\"status\":\"deleted\""));
+    drop((mine, theirs));
+    t.cleanup().await;
+}

@@ -1,0 +1,215 @@
+//! The restart invariant with real processes: `hop-origin import` runs against a real
+//! `hop-origin serve`, the origin is killed (SIGKILL) mid-import, the import gives up,
+//! the origin comes back, and running the same import again completes it with every row
+//! a link exactly once — on SQLite and on PostgreSQL.
+
+mod common;
+
+use common::{TestDb, TEST_KEYS};
+use std::collections::HashSet;
+use std::fs::File;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_hop-origin");
+const ROWS: usize = 20_000;
+
+/// A child killed when the test ends, also when it fails.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn hop(db_url: &str) -> Command {
+    let mut command = Command::new(BIN);
+    command
+        .env("HOP_DATABASE_URL", db_url)
+        .env("HOP_PERMUTATION_KEYS", TEST_KEYS)
+        .env("HOP_DEFAULT_DOMAIN", "s.example")
+        .env("HOP_LOG", "warn")
+        .stdin(Stdio::null());
+    command
+}
+
+fn log_to(command: &mut Command, log: &Path) {
+    let out = File::options()
+        .create(true)
+        .append(true)
+        .open(log)
+        .expect("open log");
+    command
+        .stdout(out.try_clone().expect("clone log"))
+        .stderr(out);
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// Starts `serve` on `port` and waits until it answers.
+async fn start_origin(db_url: &str, port: u16, log: &Path) -> Running {
+    let mut command = hop(db_url);
+    command
+        .env("HOP_LISTEN", format!("127.0.0.1:{port}"))
+        .arg("serve");
+    log_to(&mut command, log);
+    let mut origin = Running(command.spawn().expect("start the origin"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let health = format!("http://127.0.0.1:{port}/healthz");
+    while reqwest::get(&health).await.is_err() {
+        if let Ok(Some(status)) = origin.0.try_wait() {
+            panic!(
+                "origin exited with {status}:\n{}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
+        }
+        assert!(Instant::now() < deadline, "origin did not start");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    origin
+}
+
+fn run_import(db_url: &str, origin: &str, token: &str, file: &Path) -> Command {
+    let mut command = hop(db_url);
+    command
+        .env("HOP_ORIGIN_URL", origin)
+        .env("HOP_API_KEY", token)
+        .arg("import")
+        .arg(file)
+        .args(["--batch-size", "250", "--retry-for", "2"]);
+    command
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[tokio::test]
+async fn killing_the_origin_mid_import_and_importing_again_loses_nothing_and_duplicates_nothing() {
+    for t in TestDb::all("import-restart").await {
+        let dir = tempfile::tempdir().unwrap();
+        let keys = hop(&t.url)
+            .args(["keys", "create", "--owner", "importer"])
+            .output()
+            .unwrap();
+        assert!(keys.status.success(), "{}", text(&keys));
+        let token = String::from_utf8(keys.stdout)
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap()
+            .to_owned();
+
+        let file = dir.path().join("campaign.csv");
+        let mut csv = String::from("target_url,code\n");
+        for i in 0..ROWS {
+            let alias = if i.is_multiple_of(50) {
+                format!("spring-{i}")
+            } else {
+                String::new()
+            };
+            csv.push_str(&format!("https://dest.example/{i},{alias}\n"));
+        }
+        std::fs::write(&file, csv).unwrap();
+        let journal = dir.path().join("campaign.csv.hop-import");
+
+        let port = free_port();
+        let origin_url = format!("http://127.0.0.1:{port}");
+        let origin_log = dir.path().join("origin.log");
+        let mut origin = start_origin(&t.url, port, &origin_log).await;
+
+        // Kill the origin once a few calls have been answered, with the import running.
+        let import_log = dir.path().join("import.log");
+        let mut first = run_import(&t.url, &origin_url, &token, &file);
+        log_to(&mut first, &import_log);
+        let mut first = Running(first.spawn().unwrap());
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let calls = std::fs::read_to_string(&journal)
+                .map(|j| j.lines().count())
+                .unwrap_or(0);
+            if calls > 4 {
+                break;
+            }
+            assert!(
+                first.0.try_wait().unwrap().is_none(),
+                "the import ended before the kill"
+            );
+            assert!(Instant::now() < deadline, "the import made no progress");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        origin.0.kill().unwrap();
+        origin.0.wait().unwrap();
+        let status = first.0.wait().unwrap();
+        let said = std::fs::read_to_string(&import_log).unwrap();
+        assert!(
+            !status.success(),
+            "{}: the import cannot have finished: {said}",
+            t.kind()
+        );
+        assert!(said.contains("Re-run the same command"), "{said}");
+        let recorded = std::fs::read_to_string(&journal).unwrap().lines().count() - 1;
+        assert!(
+            recorded < ROWS / 250,
+            "{recorded} calls recorded before the kill"
+        );
+
+        // Same origin address and database, same command.
+        let _origin = start_origin(&t.url, port, &origin_log).await;
+        let second = run_import(&t.url, &origin_url, &token, &file)
+            .output()
+            .unwrap();
+        let said = text(&second);
+        assert!(second.status.success(), "{}: {said}", t.kind());
+        assert!(
+            said.contains(&format!("{ROWS} rows: ")) && said.contains(" 0 refused"),
+            "{said}"
+        );
+
+        let export = dir.path().join("links.jsonl");
+        let exported = hop(&t.url)
+            .env("HOP_ORIGIN_URL", &origin_url)
+            .env("HOP_API_KEY", &token)
+            .args(["export", "--format", "jsonl", "--output"])
+            .arg(&export)
+            .output()
+            .unwrap();
+        assert!(exported.status.success(), "{}", text(&exported));
+        let mut targets = HashSet::new();
+        let mut codes = HashSet::new();
+        for line in std::fs::read_to_string(&export).unwrap().lines() {
+            let link: serde_json::Value = serde_json::from_str(line).unwrap();
+            let target = link["target_url"].as_str().unwrap().to_owned();
+            let i: usize = target.rsplit('/').next().unwrap().parse().unwrap();
+            if i.is_multiple_of(50) {
+                assert_eq!(link["code"], format!("spring-{i}"));
+            }
+            assert!(targets.insert(target), "{}: {line} duplicated", t.kind());
+            codes.insert(link["code"].as_str().unwrap().to_owned());
+        }
+        assert_eq!((targets.len(), codes.len()), (ROWS, ROWS), "{}", t.kind());
+
+        let third = run_import(&t.url, &origin_url, &token, &file)
+            .output()
+            .unwrap();
+        assert!(
+            text(&third).contains(&format!("0 created now, {ROWS} imported before")),
+            "{}",
+            text(&third)
+        );
+        drop(_origin);
+        t.cleanup().await;
+    }
+}
