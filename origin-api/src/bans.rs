@@ -30,7 +30,7 @@ pub struct Ban {
 }
 
 /// The body of `POST /v1/bans`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateBan {
     /// `code` or `host`.
@@ -45,7 +45,7 @@ pub struct CreateBan {
 }
 
 /// A ban as the API shows it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct BanView {
     pub id: i64,
     pub kind: String,

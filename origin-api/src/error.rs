@@ -54,17 +54,21 @@ impl AppError {
 
     /// The problem document of a client error, for per-item results of a bulk call.
     pub fn problem(&self) -> serde_json::Value {
+        serde_json::to_value(self.problem_parts()).unwrap_or_default()
+    }
+
+    fn problem_parts(&self) -> Problem {
         let status = self.status();
-        serde_json::json!({
-            "type": format!("/problems/{}", self.kind()),
-            "title": status.canonical_reason().unwrap_or("Error"),
-            "status": status.as_u16(),
-            "detail": self.to_string(),
-            "field": match self {
-                AppError::Invalid { field, .. } => Some(*field),
+        Problem {
+            kind: format!("/problems/{}", self.kind()),
+            title: status.canonical_reason().unwrap_or("Error").to_owned(),
+            status: status.as_u16(),
+            detail: self.to_string(),
+            field: match self {
+                AppError::Invalid { field, .. } => Some((*field).to_owned()),
                 _ => None,
             },
-        })
+        }
     }
 
     pub fn status(&self) -> StatusCode {
@@ -111,15 +115,20 @@ impl AppError {
     }
 }
 
-#[derive(Serialize)]
-struct Problem<'a> {
+/// An error as the API answers it (RFC 9457, `application/problem+json`).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Problem {
+    /// `/problems/<kind>`, stable: branch on this, not on `detail`.
     #[serde(rename = "type")]
-    kind: String,
-    title: &'a str,
-    status: u16,
-    detail: String,
+    #[schema(example = "/problems/invalid")]
+    pub kind: String,
+    pub title: String,
+    pub status: u16,
+    /// What went wrong and what to do about it, for a person.
+    pub detail: String,
+    /// The request field at fault, when one is.
     #[serde(skip_serializing_if = "Option::is_none")]
-    field: Option<&'a str>,
+    pub field: Option<String>,
 }
 
 impl IntoResponse for AppError {
@@ -136,14 +145,8 @@ impl IntoResponse for AppError {
             self.to_string()
         };
         let problem = Problem {
-            kind: format!("/problems/{}", self.kind()),
-            title: status.canonical_reason().unwrap_or("Error"),
-            status: status.as_u16(),
             detail,
-            field: match &self {
-                AppError::Invalid { field, .. } => Some(field),
-                _ => None,
-            },
+            ..self.problem_parts()
         };
         let body = serde_json::to_string(&problem).unwrap_or_default();
         let mut res = (

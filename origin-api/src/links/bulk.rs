@@ -14,22 +14,31 @@ pub const MAX_BULK: usize = 10_000;
 
 /// The body of `POST /v1/links/bulk`. Items are parsed one by one, so that one bad item
 /// is reported in its place instead of refusing the batch.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BulkCreate {
+    /// 1 to 10,000 create bodies.
+    #[schema(value_type = Vec<super::CreateLink>)]
     pub links: Vec<serde_json::Value>,
 }
 
 /// One item's outcome.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 #[serde(untagged)]
 pub enum BulkResult {
-    Ok { ok: bool, link: Box<LinkView> },
-    Err { ok: bool, error: serde_json::Value },
+    Ok {
+        ok: bool,
+        link: Box<LinkView>,
+    },
+    Err {
+        ok: bool,
+        #[schema(value_type = crate::error::Problem)]
+        error: serde_json::Value,
+    },
 }
 
 /// The answer to a bulk call.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct BulkResponse {
     pub results: Vec<BulkResult>,
 }

@@ -20,7 +20,7 @@ use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
 /// Where a link stands in the database. Bans are kept apart, in `bans`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum LinkState {
     Active,
@@ -133,17 +133,21 @@ impl Link {
 }
 
 /// The JSON form of a link.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct LinkView {
     pub domain: String,
     pub code: String,
     pub target_url: String,
     pub status: LinkState,
+    /// 301, 302, 307 or 308.
     pub redirect: u16,
+    /// RFC 3339, UTC.
     pub expires_at: Option<String>,
     pub title: Option<String>,
     pub tags: Vec<String>,
     pub forward_query: bool,
+    /// `generated` or `custom`.
+    #[schema(value_type = String, example = "generated")]
     pub code_kind: CodeKind,
     pub version: u64,
     pub created_at: String,
@@ -152,7 +156,7 @@ pub struct LinkView {
 }
 
 /// Where the link stands at the edge.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct EdgeView {
     pub state: EdgeState,
     pub published_at: Option<String>,
@@ -160,7 +164,7 @@ pub struct EdgeView {
 }
 
 /// Whether the edge has this version of the link.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum EdgeState {
     /// Not pushed yet: visible through the origin only (and through the edge's
@@ -185,7 +189,7 @@ pub fn parse_rfc3339(s: &str) -> Option<i64> {
 }
 
 /// The body of `POST /v1/links` (and each item of a bulk create).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateLink {
     pub target_url: String,

@@ -12,19 +12,23 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 /// The body of `PATCH /v1/links/{domain}/{code}`. Absent fields stay as they are;
 /// `expires_at` and `title` may be set to `null` to clear them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateLink {
     #[serde(default)]
     pub target_url: Option<String>,
+    /// RFC 3339; `null` removes the expiry.
     #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
     pub expires_at: Option<Option<String>>,
     #[serde(default)]
     pub redirect: Option<u16>,
     /// `active` or `disabled`; deleting is `DELETE`.
     #[serde(default)]
     pub status: Option<LinkState>,
+    /// `null` removes the title.
     #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
     pub title: Option<Option<String>>,
     #[serde(default)]
     pub tags: Option<Vec<String>>,

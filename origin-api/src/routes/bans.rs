@@ -3,7 +3,7 @@
 use super::links::{ApiJson, ApiQuery};
 use crate::auth::Caller;
 use crate::bans::{BanView, CreateBan};
-use crate::error::AppError;
+use crate::error::{AppError, Problem};
 use crate::store::{now_ms, BanStore, LiftOutcome};
 use crate::AppState;
 use axum::extract::{Path, State};
@@ -22,6 +22,12 @@ fn admin(caller: &Caller) -> Result<(), AppError> {
 }
 
 /// `POST /v1/bans`
+#[utoipa::path(post, path = "/v1/bans", operation_id = "create_ban", tag = "bans", request_body = CreateBan,
+    responses(
+        (status = 201, description = "The ban; the denylist and every covered link are re-published", body = BanView),
+        (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"), (status = 403, description = "not an admin key", body = Problem, content_type = "application/problem+json"), (status = 422, description = "a bad kind, code, host or reason", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = [])))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     caller: Caller,
@@ -39,14 +45,19 @@ pub(crate) async fn create(
     Ok((StatusCode::CREATED, Json(ban.view())))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct ListBans {
+    /// Lifted bans too.
     #[serde(default)]
     all: bool,
 }
 
 /// `GET /v1/bans[?all=true]`: active bans, or all of them.
+#[utoipa::path(get, path = "/v1/bans", operation_id = "list_bans", tag = "bans", params(ListBans),
+    responses((status = 200, description = "The bans", body = Vec<BanView>), (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"), (status = 403, description = "not an admin key", body = Problem, content_type = "application/problem+json")),
+    security(("api_key" = [])))]
 pub(crate) async fn list(
     State(state): State<AppState>,
     caller: Caller,
@@ -58,6 +69,12 @@ pub(crate) async fn list(
 }
 
 /// `DELETE /v1/bans/{id}`: lifts the ban.
+#[utoipa::path(delete, path = "/v1/bans/{id}", operation_id = "lift_ban", tag = "bans", params(("id" = i64, Path)),
+    responses(
+        (status = 204, description = "Lifted (or already lifted); what it covered is re-published"),
+        (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"), (status = 403, description = "not an admin key", body = Problem, content_type = "application/problem+json"), (status = 404, description = "no such ban", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = [])))]
 pub(crate) async fn lift(
     State(state): State<AppState>,
     caller: Caller,

@@ -1,11 +1,11 @@
 //! `/v1/links`: the marketers' API.
 
 use crate::auth::Caller;
-use crate::error::AppError;
+use crate::error::{AppError, Problem};
 use crate::links::{
     self, check_idempotency_key, create_link_once, delete_link, owned_link, parse_if_match,
-    update_link, BulkCreate, BulkOutcome, CreateLink, Created, Link, LinkView, ListFilter,
-    ListParams, Page, UpdateLink,
+    update_link, BulkCreate, BulkOutcome, BulkResponse, CreateLink, Created, Link, LinkView,
+    ListFilter, ListParams, Page, UpdateLink,
 };
 use crate::store::LinkStore;
 use crate::AppState;
@@ -29,6 +29,17 @@ fn link_response(status: StatusCode, link: &Link) -> Response {
 }
 
 /// `POST /v1/links`, with an optional `Idempotency-Key`.
+#[utoipa::path(post, path = "/v1/links", operation_id = "create_link", tag = "links", request_body = CreateLink,
+    params(("Idempotency-Key" = Option<String>, Header, description = "At most one link per owner and key for 24 hours; a retry with the same body gets the same link")),
+    responses(
+        (status = 201, description = "Created (or replayed, with `Idempotent-Replayed: true`)", body = LinkView,
+            headers(("ETag" = String, description = "The version, quoted"), ("Location" = String))),
+        (status = 400, description = "malformed JSON", body = Problem, content_type = "application/problem+json"), (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"), (status = 409, description = "the alias is taken", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "body too large", body = Problem, content_type = "application/problem+json"), (status = 415, description = "not JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "a field is invalid: bad URL, banned or own host, bad or reserved alias, past expiry, unknown field; or the key was used with another body", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "this key creates too fast; see Retry-After", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = [])))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     caller: Caller,
@@ -62,6 +73,15 @@ pub(crate) async fn create(
 }
 
 /// `POST /v1/links/bulk`: per-item results in request order.
+#[utoipa::path(post, path = "/v1/links/bulk", operation_id = "create_links_bulk", tag = "links", request_body = BulkCreate,
+    params(("Idempotency-Key" = Option<String>, Header, description = "Covers the whole batch")),
+    responses(
+        (status = 200, description = "One result per item, in request order", body = BulkResponse),
+        (status = 400, description = "malformed JSON", body = Problem, content_type = "application/problem+json"), (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"), (status = 413, description = "body too large", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "not 1 to 10,000 links, or the key was used with another body", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "this key creates too fast; see Retry-After", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = [])))]
 pub(crate) async fn create_bulk(
     State(state): State<AppState>,
     caller: Caller,
@@ -111,6 +131,12 @@ fn with_location(mut res: Response, domain: &str, code: &str) -> Response {
 pub(crate) struct ApiQuery<T>(pub(crate) T);
 
 /// `GET /v1/links?domain=&tag=&status=&cursor=&limit=`: the caller's links, newest first.
+#[utoipa::path(get, path = "/v1/links", operation_id = "list_links", tag = "links", params(ListParams),
+    responses(
+        (status = 200, description = "A page of links, newest first", body = Page<LinkView>),
+        (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"), (status = 422, description = "a bad filter, cursor or limit", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = [])))]
 pub(crate) async fn list(
     State(state): State<AppState>,
     caller: Caller,
@@ -126,6 +152,12 @@ pub(crate) async fn list(
 
 /// `GET /v1/links/{domain}/{code}`: tombstones too. Another owner's link is 404, so a
 /// key cannot learn which codes others hold.
+#[utoipa::path(get, path = "/v1/links/{domain}/{code}", operation_id = "read_link", tag = "links", params(("domain" = String, Path), ("code" = String, Path)),
+    responses(
+        (status = 200, description = "The link", body = LinkView, headers(("ETag" = String))),
+        (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"), (status = 404, description = "no such link for this owner", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = [])))]
 pub(crate) async fn read(
     State(state): State<AppState>,
     caller: Caller,
@@ -136,6 +168,17 @@ pub(crate) async fn read(
 }
 
 /// `PATCH /v1/links/{domain}/{code}` with `If-Match: "<version>"`.
+#[utoipa::path(patch, path = "/v1/links/{domain}/{code}", operation_id = "update_link", tag = "links",
+    params(("domain" = String, Path), ("code" = String, Path),
+        ("If-Match" = String, Header, description = "The version read, as its ETag: \"3\"")),
+    request_body = UpdateLink,
+    responses(
+        (status = 200, description = "The changed link, version bumped", body = LinkView, headers(("ETag" = String))),
+        (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"), (status = 404, description = "no such link for this owner", body = Problem, content_type = "application/problem+json"), (status = 410, description = "the link is deleted", body = Problem, content_type = "application/problem+json"),
+        (status = 412, description = "the version moved on; the detail names the current one", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "a field is invalid", body = Problem, content_type = "application/problem+json"), (status = 428, description = "If-Match is missing", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = [])))]
 pub(crate) async fn update(
     State(state): State<AppState>,
     caller: Caller,
@@ -150,6 +193,14 @@ pub(crate) async fn update(
 }
 
 /// `DELETE /v1/links/{domain}/{code}`: a tombstone; `If-Match` is honoured when sent.
+#[utoipa::path(delete, path = "/v1/links/{domain}/{code}", operation_id = "delete_link", tag = "links",
+    params(("domain" = String, Path), ("code" = String, Path),
+        ("If-Match" = Option<String>, Header, description = "Optional: refuse with 412 if the version moved on")),
+    responses(
+        (status = 204, description = "Deleted (or already deleted); the code is kept for ever and visitors get 410"),
+        (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"), (status = 404, description = "no such link for this owner", body = Problem, content_type = "application/problem+json"), (status = 412, description = "the version moved on", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = [])))]
 pub(crate) async fn delete(
     State(state): State<AppState>,
     caller: Caller,

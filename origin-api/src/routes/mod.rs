@@ -3,6 +3,7 @@
 mod bans;
 mod health;
 mod links;
+pub mod openapi;
 mod redirect;
 
 use crate::AppState;
@@ -25,6 +26,7 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
+        .route("/openapi.json", get(openapi::openapi))
         .route("/v1/links", post(links::create).get(links::list))
         .route("/v1/links/bulk", post(links::create_bulk))
         .route(

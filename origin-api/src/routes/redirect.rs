@@ -12,6 +12,16 @@ use shared::{
 };
 
 /// Answers every path the API does not claim.
+#[utoipa::path(get, path = "/{code}", operation_id = "redirect", tag = "redirect",
+    params(("code" = String, Path), ("Host" = String, Header, description = "The short domain (the origin's default domain when it is not one of Hop's)")),
+    responses(
+        (status = 301, description = "Moved permanently (also 302, 307, 308 as the link says); `Location` is the target, with the visitor's query merged when the link forwards it"),
+        (status = 403, description = "Banned: a short notice, never a Location"),
+        (status = 404, description = "No such link, or disabled"),
+        (status = 405, description = "Neither GET nor HEAD"),
+        (status = 410, description = "Expired or deleted"),
+        (status = 503, description = "The database cannot answer now; see Retry-After"),
+    ))]
 pub(crate) async fn redirect(
     State(state): State<AppState>,
     method: Method,

@@ -1,0 +1,129 @@
+//! `/openapi.json` describes the API that is actually served: every documented operation
+//! is routed, and the documented link and problem shapes are the ones the API returns.
+
+mod common;
+
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use common::{app_state, TestDb};
+use http_body_util::BodyExt;
+use origin_api::keys;
+use origin_api::store::{now_ms, LinkStore};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use tower::ServiceExt;
+
+async fn call(state: &origin_api::AppState, req: Request<Body>) -> (StatusCode, Value) {
+    let res = origin_api::routes::router(state.clone())
+        .oneshot(req)
+        .await
+        .expect("infallible");
+    let status = res.status();
+    let bytes = res.into_body().collect().await.expect("body").to_bytes();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+/// The property names of a component schema.
+fn properties(doc: &Value, schema: &str) -> BTreeSet<String> {
+    doc["components"]["schemas"][schema]["properties"]
+        .as_object()
+        .unwrap_or_else(|| panic!("no schema {schema}"))
+        .keys()
+        .cloned()
+        .collect()
+}
+
+fn keys_of(v: &Value) -> BTreeSet<String> {
+    v.as_object().expect("an object").keys().cloned().collect()
+}
+
+#[tokio::test]
+async fn the_description_matches_the_routes_and_the_shapes_served() {
+    let t = TestDb::sqlite().await;
+    let state = app_state(&t);
+    let (status, doc) = call(
+        &state,
+        Request::get("/openapi.json").body(Body::empty()).unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
+    assert_eq!(
+        doc["components"]["securitySchemes"]["api_key"]["scheme"],
+        "bearer"
+    );
+
+    // Every documented operation is routed: /v1 ones ask for a key, the others answer.
+    let mut operations = Vec::new();
+    let mut operation_ids = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            operations.push(format!("{} {path}", method.to_uppercase()));
+            let id = operation["operationId"].as_str().unwrap();
+            assert!(operation_ids.insert(id.to_owned()), "{id} twice");
+            let uri = path
+                .replace("{domain}", "s.example")
+                .replace("{code}", "abc")
+                .replace("{id}", "1");
+            let req = Request::builder()
+                .method(method.to_uppercase().as_str())
+                .uri(&uri)
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from("{}"))
+                .unwrap();
+            let (status, _) = call(&state, req).await;
+            let expected = if path.starts_with("/v1/") {
+                StatusCode::UNAUTHORIZED
+            } else if path == "/{code}" {
+                StatusCode::NOT_FOUND
+            } else {
+                StatusCode::OK
+            };
+            assert_eq!(status, expected, "{method} {uri}");
+        }
+    }
+    operations.sort();
+    assert_eq!(
+        operations,
+        [
+            "DELETE /v1/bans/{id}",
+            "DELETE /v1/links/{domain}/{code}",
+            "GET /healthz",
+            "GET /metrics",
+            "GET /openapi.json",
+            "GET /readyz",
+            "GET /v1/bans",
+            "GET /v1/links",
+            "GET /v1/links/{domain}/{code}",
+            "GET /{code}",
+            "PATCH /v1/links/{domain}/{code}",
+            "POST /v1/bans",
+            "POST /v1/links",
+            "POST /v1/links/bulk",
+        ]
+    );
+
+    // The documented shapes are the served ones, field for field.
+    let (key, token) = keys::issue("o", "t", false, now_ms()).unwrap();
+    state.db.insert_key(&key).await.unwrap();
+    let create = |body: Value| {
+        Request::post("/v1/links")
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap()
+    };
+    let (status, link) = call(&state, create(json!({"target_url": "https://e.example/"}))).await;
+    assert_eq!(status, StatusCode::CREATED);
+    assert_eq!(keys_of(&link), properties(&doc, "LinkView"));
+    assert_eq!(keys_of(&link["edge"]), properties(&doc, "EdgeView"));
+    let (status, problem) = call(&state, create(json!({"target_url": "ftp://e.example/"}))).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(keys_of(&problem), properties(&doc, "Problem"));
+    let create_fields = properties(&doc, "CreateLink");
+    assert!(create_fields.contains("target_url") && create_fields.contains("forward_query"));
+    t.cleanup().await;
+}
