@@ -58,6 +58,18 @@ pub struct BanView {
     pub lifted_at: Option<String>,
 }
 
+/// The active bans as the denylist the edge and the redirect decision use.
+pub fn denylist(bans: Vec<Ban>) -> shared::Denylist {
+    let mut snap = shared::DenylistSnapshot::default();
+    for ban in bans {
+        match ban.target {
+            BanTarget::Code { domain, code } => snap.codes.push(format!("{domain}/{code}")),
+            BanTarget::Host { host } => snap.hosts.push(host),
+        }
+    }
+    shared::Denylist::from(snap)
+}
+
 impl Ban {
     pub fn view(&self) -> BanView {
         let (kind, domain, code, host) = match &self.target {

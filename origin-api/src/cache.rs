@@ -1,109 +1,142 @@
 //! The origin's redirect cache: what `GET /{code}` needs, kept in memory so a hot link
 //! costs no database round trip.
 //!
+//! - Entries live in `quick_cache` (S3-FIFO): a hit takes a shard's read lock and sets a
+//!   bit, with no per-read bookkeeping, so a read stays cheap with a million links held.
+//!   Each entry carries its own expiry, checked on read.
 //! - A miss is loaded once however many visitors ask at the same moment (single flight:
 //!   moka runs one loader per key and hands its result to every waiter).
-//! - Unknown codes are remembered briefly (a negative entry), so a scan of random codes
-//!   does not become a scan of the database.
+//! - Unknown codes are remembered briefly (a negative entry), and generated codes past
+//!   the id ceiling are answered without any read ([`crate::ceiling`]), so a scan of
+//!   random codes does not become a scan of the database.
 //! - This process's own writes put the new version in place at once, and never let an
 //!   older copy replace a newer one (the version fence); other processes' writes show
-//!   after at most `POSITIVE_TTL`.
+//!   after at most the positive TTL (`--redirect-cache-ttl`, [`POSITIVE_TTL`] by default).
+//! - Bans are not folded into entries: the active bans are held as one denylist,
+//!   exactly as the edge holds its snapshot, re-read every `DENYLIST_TTL` and at once
+//!   after this process changes a ban.
 
+use crate::bans::Ban;
+use crate::ceiling::IdCeiling;
 use crate::error::AppError;
 use crate::links::Link;
-use crate::store::{LinkStore, StoreError};
+use crate::store::{BanStore, LinkStore, SegmentSource, StoreError};
 use moka::future::Cache;
-use moka::ops::compute::Op;
-use moka::Expiry;
-use shared::{DomainSettings, EdgeRecord};
-use std::sync::Arc;
+use shared::{CodeCodec, CodeKind, Denylist, DomainSettings, EdgeRecord, KeyRing, PreparedRecord};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-/// How long a known link is served from memory without asking the database.
+/// How long a known link is served from memory without asking the database, unless
+/// configured otherwise.
 pub const POSITIVE_TTL: Duration = Duration::from_secs(60);
 /// How long an unknown code is remembered as unknown.
 pub const NEGATIVE_TTL: Duration = Duration::from_secs(10);
 /// Domain settings change rarely.
 pub const SETTINGS_TTL: Duration = Duration::from_secs(60);
+/// How long other processes' ban changes may take to reach this one's redirects.
+pub const DENYLIST_TTL: Duration = Duration::from_secs(5);
 
 /// What the redirect path knows about one route key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
-    /// The link's record, marked `banned` when a ban covers it; `None`: no such link.
-    pub record: Option<EdgeRecord>,
-    /// A ban names this code (it may have no link).
-    pub code_banned: bool,
+    /// The link's record, its target parsed once here rather than on every visit;
+    /// `None`: no such link.
+    pub record: Option<PreparedRecord>,
+    expires: Instant,
 }
 
 impl Entry {
+    fn new(record: Option<PreparedRecord>, positive_ttl: Duration) -> Self {
+        let ttl = if record.is_some() {
+            positive_ttl
+        } else {
+            NEGATIVE_TTL
+        };
+        Entry {
+            record,
+            expires: Instant::now() + ttl,
+        }
+    }
+
     fn version(&self) -> u64 {
-        self.record.as_ref().map_or(0, |r| r.version)
+        self.record.as_ref().map_or(0, |r| r.record.version)
+    }
+
+    fn fresh(&self) -> bool {
+        Instant::now() < self.expires
     }
 }
 
-/// The reads a cache miss needs; every [`LinkStore`] has them.
+/// Writes of one key are serialized on one of these, so that comparing versions and
+/// replacing is one step; reads take none.
+const WRITE_STRIPES: usize = 64;
+
+/// The reads the redirect path needs; the database has them.
 #[async_trait::async_trait]
 pub trait RedirectSource: Send + Sync {
     async fn get_link(&self, domain: &str, code: &str) -> Result<Option<Link>, StoreError>;
-    async fn code_banned(&self, domain: &str, code: &str) -> Result<bool, StoreError>;
-    async fn host_banned(&self, host: &str) -> Result<bool, StoreError>;
+    async fn active_bans(&self) -> Result<Vec<Ban>, StoreError>;
     async fn domain_settings(&self, domain: &str) -> Result<DomainSettings, StoreError>;
+    async fn link_ceiling(&self) -> Result<u64, StoreError>;
 }
 
 #[async_trait::async_trait]
-impl<S: LinkStore> RedirectSource for S {
+impl<S: LinkStore + BanStore + SegmentSource> RedirectSource for S {
     async fn get_link(&self, domain: &str, code: &str) -> Result<Option<Link>, StoreError> {
         LinkStore::get_link(self, domain, code).await
     }
-    async fn code_banned(&self, domain: &str, code: &str) -> Result<bool, StoreError> {
-        LinkStore::code_banned(self, domain, code).await
-    }
-    async fn host_banned(&self, host: &str) -> Result<bool, StoreError> {
-        LinkStore::host_banned(self, host).await
+    async fn active_bans(&self) -> Result<Vec<Ban>, StoreError> {
+        BanStore::list_bans(self, false).await
     }
     async fn domain_settings(&self, domain: &str) -> Result<DomainSettings, StoreError> {
         LinkStore::domain_settings(self, domain).await
     }
-}
-
-struct TtlByKind;
-
-impl Expiry<String, Arc<Entry>> for TtlByKind {
-    fn expire_after_create(
-        &self,
-        _key: &String,
-        value: &Arc<Entry>,
-        _now: Instant,
-    ) -> Option<Duration> {
-        Some(if value.record.is_none() && !value.code_banned {
-            NEGATIVE_TTL
-        } else {
-            POSITIVE_TTL
-        })
-    }
-
-    fn expire_after_update(
-        &self,
-        key: &String,
-        value: &Arc<Entry>,
-        now: Instant,
-        _current: Option<Duration>,
-    ) -> Option<Duration> {
-        self.expire_after_create(key, value, now)
+    async fn link_ceiling(&self) -> Result<u64, StoreError> {
+        SegmentSource::segment_ceiling(self, crate::LINK_SEQUENCE).await
     }
 }
 
-/// Route key (`domain/code`) → entry, plus domain settings.
+/// The active bans, held for [`DENYLIST_TTL`]; a generation counter keeps a read that
+/// started before a ban change from being kept after it.
+#[derive(Default)]
+struct DenyMemo {
+    held: RwLock<Option<(Arc<Denylist>, Instant)>>,
+    generation: AtomicU64,
+    reading: tokio::sync::Mutex<()>,
+}
+
+impl DenyMemo {
+    fn fresh(&self) -> Option<Arc<Denylist>> {
+        let held = self.held.read().unwrap_or_else(|e| e.into_inner());
+        held.as_ref()
+            .filter(|(_, at)| at.elapsed() < DENYLIST_TTL)
+            .map(|(deny, _)| deny.clone())
+    }
+}
+
+/// Route key (`domain/code`) → entry, plus domain settings, the denylist and the id
+/// ceiling. Cheap to clone; clones share everything.
 #[derive(Clone)]
 pub struct RedirectCache {
-    entries: Cache<String, Arc<Entry>>,
-    settings: Cache<String, DomainSettings>,
+    entries: Arc<quick_cache::sync::Cache<String, Arc<Entry>>>,
+    /// Only to run one load per key at a time: a result is dropped from here as soon as
+    /// its waiters have it, and kept in `entries`.
+    loads: Cache<String, Arc<Entry>>,
+    writes: Arc<[std::sync::Mutex<()>]>,
+    settings: Arc<RwLock<HashMap<String, (DomainSettings, Instant)>>>,
+    deny: Arc<DenyMemo>,
+    ceiling: IdCeiling,
+    /// Links read from the database on a miss.
+    lookups: prometheus_client::metrics::counter::Counter,
+    positive_ttl: Duration,
 }
 
 impl std::fmt::Debug for RedirectCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedirectCache")
-            .field("entries", &self.entries.entry_count())
+            .field("entries", &self.entries.len())
             .finish()
     }
 }
@@ -111,29 +144,144 @@ impl std::fmt::Debug for RedirectCache {
 impl RedirectCache {
     /// A cache of at most `capacity` route keys.
     pub fn new(capacity: u64) -> Self {
+        Self::counting(capacity, POSITIVE_TTL, Default::default())
+    }
+
+    /// As [`RedirectCache::new`], keeping known links for `positive_ttl` and counting the
+    /// database reads of misses into `lookups`.
+    pub fn counting(
+        capacity: u64,
+        positive_ttl: Duration,
+        lookups: prometheus_client::metrics::counter::Counter,
+    ) -> Self {
         RedirectCache {
-            entries: Cache::builder()
-                .max_capacity(capacity)
-                .expire_after(TtlByKind)
-                .build(),
-            settings: Cache::builder()
-                .max_capacity(10_000)
-                .time_to_live(SETTINGS_TTL)
-                .build(),
+            positive_ttl,
+            lookups,
+            entries: Arc::new(quick_cache::sync::Cache::new(
+                usize::try_from(capacity).unwrap_or(usize::MAX),
+            )),
+            loads: Cache::builder().max_capacity(100_000).build(),
+            writes: (0..WRITE_STRIPES)
+                .map(|_| std::sync::Mutex::new(()))
+                .collect(),
+            settings: Arc::default(),
+            deny: Arc::default(),
+            ceiling: IdCeiling::default(),
         }
     }
 
+    /// The ceiling this cache checks generated codes against; the allocator raises it.
+    pub fn ceiling(&self) -> &IdCeiling {
+        &self.ceiling
+    }
+
+    /// A domain's settings, read at most once per [`SETTINGS_TTL`] (domains are few, and
+    /// a read at expiry by several visitors at once is harmless).
     pub async fn settings<S: RedirectSource + ?Sized>(
         &self,
         store: &S,
         domain: &str,
     ) -> Result<DomainSettings, AppError> {
-        self.settings
-            .try_get_with(domain.to_owned(), async {
-                store.domain_settings(domain).await
-            })
-            .await
-            .map_err(|e: Arc<StoreError>| AppError::Store(StoreError::Corrupt(e.to_string())))
+        {
+            let held = self.settings.read().unwrap_or_else(|e| e.into_inner());
+            if let Some((settings, at)) = held.get(domain) {
+                if at.elapsed() < SETTINGS_TTL {
+                    return Ok(settings.clone());
+                }
+            }
+        }
+        let settings = store.domain_settings(domain).await?;
+        let mut held = self.settings.write().unwrap_or_else(|e| e.into_inner());
+        // Bounded: drop everything rather than grow with junk Host headers.
+        if held.len() >= 10_000 {
+            held.clear();
+        }
+        held.insert(domain.to_owned(), (settings.clone(), Instant::now()));
+        Ok(settings)
+    }
+
+    /// The active bans, read at most once per [`DENYLIST_TTL`] (and by one caller).
+    pub async fn denylist<S: RedirectSource + ?Sized>(
+        &self,
+        store: &S,
+    ) -> Result<Arc<Denylist>, AppError> {
+        if let Some(deny) = self.deny.fresh() {
+            return Ok(deny);
+        }
+        let _reading = self.deny.reading.lock().await;
+        if let Some(deny) = self.deny.fresh() {
+            return Ok(deny);
+        }
+        let generation = self.deny.generation.load(Ordering::Acquire);
+        let deny = Arc::new(crate::bans::denylist(store.active_bans().await?));
+        if self.deny.generation.load(Ordering::Acquire) == generation {
+            let mut held = self.deny.held.write().unwrap_or_else(|e| e.into_inner());
+            *held = Some((deny.clone(), Instant::now()));
+        }
+        Ok(deny)
+    }
+
+    /// The entry for `domain/code` if it is in memory and fresh.
+    pub fn cached(&self, domain: &str, code: &str) -> Option<Arc<Entry>> {
+        self.entries
+            .get(format!("{domain}/{code}").as_str())
+            .filter(|e| e.fresh())
+    }
+
+    fn stripe(&self, key: &str) -> std::sync::MutexGuard<'_, ()> {
+        use std::hash::{BuildHasher, RandomState};
+        // One fixed hasher per process is enough to spread keys over the stripes.
+        static STRIPES: std::sync::OnceLock<RandomState> = std::sync::OnceLock::new();
+        let hash = STRIPES.get_or_init(RandomState::new).hash_one(key);
+        let lock = &self.writes[(hash as usize) % self.writes.len()];
+        lock.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Keeps `entry` for `key` unless a fresh entry of a higher version (`strictly`:
+    /// of the same version too) is held; returns whichever is kept.
+    fn put(&self, key: String, entry: Arc<Entry>, strictly: bool) -> Arc<Entry> {
+        let _write = self.stripe(&key);
+        if let Some(held) = self.entries.get(key.as_str()).filter(|e| e.fresh()) {
+            let newer = if strictly {
+                held.version() < entry.version()
+            } else {
+                held.version() <= entry.version()
+            };
+            if !newer {
+                return held;
+            }
+        }
+        self.entries.insert(key, entry.clone());
+        entry
+    }
+
+    /// Whether a link may exist under `code`: `false` only for a generated code whose id
+    /// is past the ceiling under every key version.
+    pub async fn may_exist<S: RedirectSource + ?Sized>(
+        &self,
+        store: &S,
+        keys: Option<&KeyRing>,
+        settings: &DomainSettings,
+        code: &str,
+    ) -> Result<bool, AppError> {
+        let Some(keys) = keys else {
+            return Ok(true);
+        };
+        if shared::codes::classify(code, &settings.codes) != Some(CodeKind::Generated) {
+            return Ok(true);
+        }
+        for version in keys.versions_newest_first() {
+            let Ok(codec) = CodeCodec::new(keys, version, settings.codes) else {
+                continue;
+            };
+            let Ok(id) = codec.link_id_of(code) else {
+                continue;
+            };
+            if self.ceiling.admits(id, || store.link_ceiling()).await? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// The entry for `domain/code`, loading it once on a miss.
@@ -143,49 +291,42 @@ impl RedirectCache {
         domain: &str,
         code: &str,
     ) -> Result<Arc<Entry>, AppError> {
-        self.entries
-            .try_get_with(format!("{domain}/{code}"), async {
+        if let Some(entry) = self.cached(domain, code) {
+            return Ok(entry);
+        }
+        let key = format!("{domain}/{code}");
+        let loaded = self
+            .loads
+            .try_get_with(key.clone(), async {
+                self.lookups.inc();
                 let link = store.get_link(domain, code).await?;
-                let code_banned = store.code_banned(domain, code).await?;
-                let record = match link {
-                    None => None,
-                    Some(l) => {
-                        let banned = code_banned || store.host_banned(&l.target_host()).await?;
-                        Some(l.edge_record(banned))
-                    }
-                };
-                Ok::<_, StoreError>(Arc::new(Entry {
-                    record,
-                    code_banned,
-                }))
+                let record = link.map(|l| PreparedRecord::new(l.edge_record(false)));
+                Ok::<_, StoreError>(Arc::new(Entry::new(record, self.positive_ttl)))
             })
             .await
-            .map_err(|e: Arc<StoreError>| AppError::Store(StoreError::Corrupt(e.to_string())))
+            .map_err(|e: Arc<StoreError>| AppError::Store(StoreError::Corrupt(e.to_string())))?;
+        // The waiters have it; the next miss of this key reads again.
+        self.loads.invalidate(&key).await;
+        // A write this process made while the read was on its way wins over it.
+        Ok(self.put(key, loaded, false))
     }
 
     /// Puts a record this process just wrote, unless the cache holds a newer one.
     pub async fn fence(&self, route_key: String, record: EdgeRecord) {
-        self.entries
-            .entry(route_key)
-            .and_compute_with(|held| {
-                let held = held.map(|h| h.into_value());
-                let newer = held.as_ref().is_none_or(|h| h.version() < record.version);
-                std::future::ready(if newer {
-                    Op::Put(Arc::new(Entry {
-                        // A code ban stays known until a ban change clears the cache.
-                        code_banned: held.is_some_and(|h| h.code_banned),
-                        record: Some(record),
-                    }))
-                } else {
-                    Op::Nop
-                })
-            })
-            .await;
+        let entry = Arc::new(Entry::new(
+            Some(PreparedRecord::new(record)),
+            self.positive_ttl,
+        ));
+        self.put(route_key, entry, true);
     }
 
-    /// Forgets everything: after a ban or a lift, which may touch any number of links.
-    pub fn clear(&self) {
-        self.entries.invalidate_all();
+    /// After this process created or lifted a ban: the next visit reads the bans again,
+    /// and records this process marked `banned` when it wrote them are read again too.
+    pub fn bans_changed(&self) {
+        self.entries.clear();
+        self.deny.generation.fetch_add(1, Ordering::AcqRel);
+        let mut held = self.deny.held.write().unwrap_or_else(|e| e.into_inner());
+        *held = None;
     }
 }
 
@@ -215,14 +356,14 @@ mod tests {
                 .map_err(|e| StoreError::Corrupt(e.to_string()))?;
             Ok(self.link.clone())
         }
-        async fn code_banned(&self, _d: &str, _c: &str) -> Result<bool, StoreError> {
-            Ok(false)
-        }
-        async fn host_banned(&self, _h: &str) -> Result<bool, StoreError> {
-            Ok(false)
+        async fn active_bans(&self) -> Result<Vec<Ban>, StoreError> {
+            Ok(vec![])
         }
         async fn domain_settings(&self, _d: &str) -> Result<DomainSettings, StoreError> {
             Ok(DomainSettings::default())
+        }
+        async fn link_ceiling(&self) -> Result<u64, StoreError> {
+            Ok(u64::MAX)
         }
     }
 
@@ -278,7 +419,7 @@ mod tests {
         source.release.add_permits(Semaphore::MAX_PERMITS);
         for v in visitors {
             let entry = v.await.expect("task").expect("entry");
-            assert_eq!(entry.record.as_ref().map(|r| r.version), Some(1));
+            assert_eq!(entry.record.as_ref().map(|r| r.record.version), Some(1));
         }
         assert_eq!(source.loads.load(Ordering::SeqCst), 1);
     }
@@ -294,7 +435,7 @@ mod tests {
             .entry(source.as_ref(), "s.example", "abc1234")
             .await
             .expect("entry");
-        assert_eq!(entry.record.as_ref().map(|r| r.version), Some(3));
+        assert_eq!(entry.record.as_ref().map(|r| r.record.version), Some(3));
         assert_eq!(source.loads.load(Ordering::SeqCst), 0, "served from memory");
         cache.fence(key, link(4).edge_record(true)).await;
         let entry = cache
@@ -302,7 +443,7 @@ mod tests {
             .await
             .expect("entry");
         assert_eq!(
-            entry.record.as_ref().map(|r| r.status),
+            entry.record.as_ref().map(|r| r.record.status),
             Some(LinkStatus::Banned)
         );
     }
@@ -330,6 +471,6 @@ mod tests {
             .entry(source.as_ref(), "s.example", "abc1234")
             .await
             .expect("entry");
-        assert_eq!(entry.record.as_ref().map(|r| r.version), Some(1));
+        assert_eq!(entry.record.as_ref().map(|r| r.record.version), Some(1));
     }
 }

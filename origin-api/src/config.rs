@@ -137,6 +137,28 @@ pub struct Settings {
     #[arg(long, env = "HOP_EDGE_SYNC_URL", value_parser = parse_http_url, global = true)]
     pub edge_sync_url: Option<url::Url>,
 
+    /// Route keys the redirect cache holds (about 300 bytes each); size it to the links
+    /// visitors use, or every visit past it reads the database.
+    #[arg(
+        long,
+        env = "HOP_REDIRECT_CACHE_ENTRIES",
+        default_value = "1000000",
+        global = true
+    )]
+    pub redirect_cache_entries: u64,
+
+    /// Seconds the redirect serves a link from memory before reading it again: how long
+    /// other origin processes' changes may take to show here (this process's own show at
+    /// once). Longer means fewer database reads per link.
+    #[arg(
+        long,
+        env = "HOP_REDIRECT_CACHE_TTL",
+        default_value = "60",
+        value_parser = clap::value_parser!(u64).range(1..=86_400),
+        global = true
+    )]
+    pub redirect_cache_ttl: u64,
+
     /// Links an API key may create per second (bursts of twice as many); more get 429.
     #[arg(long, env = "HOP_CREATE_RATE", default_value = "10000", global = true)]
     pub create_rate: std::num::NonZeroU32,

@@ -4,6 +4,7 @@
 pub mod auth;
 pub mod bans;
 pub mod cache;
+pub mod ceiling;
 pub mod cli;
 pub mod config;
 pub mod db;
@@ -22,9 +23,22 @@ use segments::{SegmentAllocator, DEFAULT_SEGMENT_MAX_AGE};
 use std::sync::Arc;
 use tokio::net::TcpListener;
 
-/// What every handler can reach.
+/// What every handler can reach. Cloned for every request (axum's `State`), so it is one
+/// `Arc`: cloning the parts themselves cost the redirect path a dozen atomic operations
+/// and a few string copies per request.
 #[derive(Debug, Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// The parts of [`AppState`].
+#[derive(Debug)]
+pub struct Shared {
     pub db: Db,
     pub settings: Settings,
     pub allocator: SegmentAllocator,
@@ -38,26 +52,31 @@ impl AppState {
     pub fn new(db: Db, settings: Settings) -> Self {
         let settings_rate = settings.create_rate;
         let metrics = metrics::Metrics::default();
+        let cache = cache::RedirectCache::counting(
+            settings.redirect_cache_entries,
+            std::time::Duration::from_secs(settings.redirect_cache_ttl),
+            metrics.redirect_lookups.clone(),
+        );
         let allocator = SegmentAllocator::with_counters(
-            Arc::new(db.clone()),
+            Arc::new(ceiling::Raising {
+                source: db.clone(),
+                ceiling: cache.ceiling().clone(),
+            }),
             LINK_SEQUENCE,
             DEFAULT_SEGMENT_MAX_AGE,
             metrics.segments_fetched.clone(),
             metrics.ids_wasted.clone(),
         );
-        AppState {
+        AppState(Arc::new(Shared {
             db,
             settings,
             allocator,
-            cache: cache::RedirectCache::new(REDIRECT_CACHE_ENTRIES),
+            cache,
             create_limit: ratelimit::CreateLimit::new(settings_rate),
             metrics,
-        }
+        }))
     }
 }
-
-/// Route keys the redirect cache holds at most (about 200 bytes each).
-pub const REDIRECT_CACHE_ENTRIES: u64 = 1_000_000;
 
 /// The `id_segments` row that numbers links.
 pub const LINK_SEQUENCE: &str = "links";

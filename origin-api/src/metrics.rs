@@ -21,8 +21,11 @@ pub struct LaneLabel {
 #[derive(Clone)]
 pub struct Metrics {
     registry: Arc<Registry>,
-    pub redirects: Family<OutcomeLabel, Counter>,
+    /// `hop_redirects_total`, one counter per outcome of [`REDIRECT_OUTCOMES`], created
+    /// up front: the redirect path then bumps an atomic, without the family's lock.
+    redirects: Arc<[Counter]>,
     pub links_created: Counter,
+    pub redirect_lookups: Counter,
     pub segments_fetched: Counter,
     pub ids_wasted: Counter,
     pub outbox_pending: Family<LaneLabel, Gauge>,
@@ -42,6 +45,12 @@ impl Default for Metrics {
             "redirects",
             "Redirect requests answered by this origin, by outcome",
             redirects.clone(),
+        );
+        let redirect_lookups = Counter::default();
+        registry.register(
+            "redirect_lookups",
+            "Links the redirect path read from the database (cache misses of codes that may exist)",
+            redirect_lookups.clone(),
         );
         let links_created = Counter::default();
         registry.register(
@@ -67,10 +76,15 @@ impl Default for Metrics {
             "Outbox rows not yet published, by lane",
             outbox_pending.clone(),
         );
+        let redirects = REDIRECT_OUTCOMES
+            .iter()
+            .map(|&outcome| redirects.get_or_create(&OutcomeLabel { outcome }).clone())
+            .collect();
         Metrics {
             registry: Arc::new(registry),
             redirects,
             links_created,
+            redirect_lookups,
             segments_fetched,
             ids_wasted,
             outbox_pending,
@@ -78,7 +92,28 @@ impl Default for Metrics {
     }
 }
 
+/// The `outcome` labels of `hop_redirects_total`.
+pub const REDIRECT_OUTCOMES: [&str; 8] = [
+    "redirect",
+    "not_found",
+    "disabled",
+    "expired",
+    "deleted",
+    "banned",
+    "unavailable",
+    "method_not_allowed",
+];
+
 impl Metrics {
+    /// Counts one redirect request answered with `outcome` (one of [`REDIRECT_OUTCOMES`]).
+    pub fn redirect_answered(&self, outcome: &str) {
+        if let Some(i) = REDIRECT_OUTCOMES.iter().position(|o| *o == outcome) {
+            if let Some(counter) = self.redirects.get(i) {
+                counter.inc();
+            }
+        }
+    }
+
     /// The text exposition.
     pub fn encode(&self) -> String {
         let mut out = String::new();

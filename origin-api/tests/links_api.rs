@@ -561,6 +561,11 @@ async fn the_origin_redirect_decides_like_the_edge() {
             api.visit("GET", "t.example", "/perm-link").await.status,
             StatusCode::NOT_FOUND
         );
+        // An address is no short domain: the default domain answers.
+        for host in ["127.0.0.1:3000", "[::1]:3000"] {
+            let r = api.visit("GET", host, "/perm-link").await;
+            assert_eq!(r.status, StatusCode::MOVED_PERMANENTLY, "{host}");
+        }
         let post = api.visit("POST", "s.example", "/perm-link").await;
         assert_eq!(post.status, StatusCode::METHOD_NOT_ALLOWED);
         assert_eq!(post.headers[header::ALLOW], "GET, HEAD");
@@ -1557,6 +1562,7 @@ async fn metrics_count_creations_redirects_segments_and_the_outbox_backlog() {
         "hop_redirects_total{outcome=\"redirect\"} 1",
         "hop_redirects_total{outcome=\"not_found\"} 2",
         "hop_id_segments_fetched_total 1",
+        "hop_redirect_lookups_total 1",
         "hop_ids_wasted_total 0",
         "hop_outbox_pending{lane=\"normal\"} 2",
         "hop_outbox_pending{lane=\"fast\"} 1",
@@ -1568,4 +1574,72 @@ async fn metrics_count_creations_redirects_segments_and_the_outbox_backlog() {
         );
     }
     t.cleanup().await;
+}
+
+/// One line of `/metrics`'s value, e.g. `hop_redirect_lookups_total`.
+async fn metric(api: &Api, name: &str) -> u64 {
+    let res = api
+        .send(
+            Request::get("/metrics")
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await;
+    res.text
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in:\n{}", res.text))
+}
+
+#[tokio::test]
+async fn random_generated_codes_are_answered_404_without_reading_the_links_table() {
+    for (api, t) in apis("ceiling").await {
+        let token = api.key("acme", false).await;
+        // Another origin over the same database creates a link; this one has reserved
+        // no ids itself.
+        let other = Api {
+            state: common::app_state(&t),
+        };
+        let made = other
+            .create(&token, json!({ "target_url": "https://e.example/other" }))
+            .await;
+        assert_eq!(made.status, StatusCode::CREATED);
+        let code = made.body["code"].as_str().expect("code").to_owned();
+
+        // A thousand codes of the generated shape (7 base62 digits) nobody was given.
+        let alphabet = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..1000 {
+            let random: String = (0..7)
+                .map(|_| {
+                    x = x
+                        .wrapping_mul(6_364_136_223_846_793_005)
+                        .wrapping_add(1_442_695_040_888_963_407);
+                    char::from(alphabet[(x >> 33) as usize % alphabet.len()])
+                })
+                .collect();
+            if random == code {
+                continue;
+            }
+            let r = api.visit("GET", "s.example", &format!("/{random}")).await;
+            assert_eq!(r.status, StatusCode::NOT_FOUND, "{random}");
+        }
+        assert_eq!(
+            metric(&api, "hop_redirect_lookups_total").await,
+            0,
+            "{}: no random code was looked up",
+            t.kind()
+        );
+        // The other origin's link lies below the ceiling read here: it is found.
+        let r = api.visit("GET", "s.example", &format!("/{code}")).await;
+        assert_eq!(r.status, StatusCode::FOUND, "{}", t.kind());
+        assert_eq!(metric(&api, "hop_redirect_lookups_total").await, 1);
+        // An alias-shaped unknown code cannot be dated: it is looked up, then remembered.
+        for _ in 0..3 {
+            let r = api.visit("GET", "s.example", "/no-such-alias").await;
+            assert_eq!(r.status, StatusCode::NOT_FOUND);
+        }
+        assert_eq!(metric(&api, "hop_redirect_lookups_total").await, 2);
+        t.cleanup().await;
+    }
 }

@@ -6,6 +6,24 @@ use crate::denylist::Denylist;
 use crate::domain::{DomainSettings, RouteKey};
 use crate::record::{EdgeRecord, LinkStatus};
 use crate::target::merge_query;
+use std::borrow::Cow;
+use url::Url;
+
+/// A record with its target parsed once, for callers that keep records in memory (the
+/// origin's cache): deciding from it parses nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreparedRecord {
+    pub record: EdgeRecord,
+    /// `None`: the target does not parse (a corrupt copy).
+    target: Option<Url>,
+}
+
+impl PreparedRecord {
+    pub fn new(record: EdgeRecord) -> Self {
+        let target = Url::parse(&record.target).ok();
+        PreparedRecord { record, target }
+    }
+}
 
 /// The request methods the redirect path tells apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,6 +178,34 @@ pub fn decide(
     deny: &Denylist,
     settings: &DomainSettings,
 ) -> Decision {
+    let parse = || {
+        record
+            .and_then(|r| Url::parse(&r.target).ok())
+            .map(Cow::Owned)
+    };
+    decide_with(visit, record, parse, deny, settings)
+}
+
+/// [`decide`] for a record whose target is already parsed.
+pub fn decide_prepared(
+    visit: &Visit<'_>,
+    prepared: Option<&PreparedRecord>,
+    deny: &Denylist,
+    settings: &DomainSettings,
+) -> Decision {
+    let parsed = || prepared.and_then(|p| p.target.as_ref()).map(Cow::Borrowed);
+    decide_with(visit, prepared.map(|p| &p.record), parsed, deny, settings)
+}
+
+/// The decision itself; `target` parses the record's target, and is asked only once
+/// the record is known to be live enough to need it.
+fn decide_with<'u>(
+    visit: &Visit<'_>,
+    record: Option<&EdgeRecord>,
+    target: impl FnOnce() -> Option<Cow<'u, Url>>,
+    deny: &Denylist,
+    settings: &DomainSettings,
+) -> Decision {
     if let Some(early) = reject_early(visit.method, visit.route.code()) {
         return early;
     }
@@ -174,7 +220,7 @@ pub fn decide(
     }
     // The origin stored a validated URL; one that does not parse is a corrupt copy,
     // which the next publish repairs, so it is reported as temporary.
-    let Ok(mut target) = url::Url::parse(&record.target) else {
+    let Some(target) = target() else {
         return Decision::unavailable(visit.method, RETRY_AFTER_S);
     };
     if deny.blocks_host(target.host_str().unwrap_or_default()) {
@@ -196,14 +242,19 @@ pub fn decide(
         }
         max_age = max_age.min(expires_at - visit.now);
     }
-    if record.forward_query {
-        merge_query(&mut target, visit.query);
-    }
+    let location = match visit.query {
+        Some(query) if record.forward_query && !query.is_empty() => {
+            let mut merged = target.into_owned();
+            merge_query(&mut merged, Some(query));
+            String::from(merged)
+        }
+        _ => target.as_str().to_owned(),
+    };
     Decision {
         outcome: Outcome::Redirect,
         status: record.redirect.code(),
         headers: vec![
-            ("location", target.into()),
+            ("location", location),
             ("cache-control", format!("private, max-age={max_age}")),
         ],
         body: Body::Empty,
@@ -252,12 +303,16 @@ mod tests {
         deny: &Denylist,
     ) -> Decision {
         let route = route();
-        decide(
-            &visit(&route, method, query),
-            record,
-            deny,
-            &DomainSettings::default(),
-        )
+        let visit = visit(&route, method, query);
+        let settings = DomainSettings::default();
+        let decided = decide(&visit, record, deny, &settings);
+        // Every row of the table holds for a record parsed ahead of time too.
+        let prepared = record.cloned().map(PreparedRecord::new);
+        assert_eq!(
+            decide_prepared(&visit, prepared.as_ref(), deny, &settings),
+            decided
+        );
+        decided
     }
 
     fn deny(codes: &[&str], hosts: &[&str]) -> Denylist {

@@ -23,7 +23,9 @@ pub mod target;
 
 pub use alphabet::Alphabet;
 pub use codes::{CodeKind, CodeSpace};
-pub use decision::{decide, reject_early, Body, Decision, Method, Outcome, Visit};
+pub use decision::{
+    decide, decide_prepared, reject_early, Body, Decision, Method, Outcome, PreparedRecord, Visit,
+};
 pub use denylist::{Denylist, DenylistSnapshot};
 pub use domain::{normalize_domain, DomainSettings, RouteKey};
 pub use permutation::{CodeCodec, KeyRing};

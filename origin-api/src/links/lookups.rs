@@ -2,10 +2,9 @@
 //! are Hop's own, the active bans — read once per request (or per bulk batch) and then
 //! answered from memory.
 
-use crate::bans::BanTarget;
 use crate::store::{BanStore, LinkStore, StoreError};
 use crate::AppState;
-use shared::{Denylist, DenylistSnapshot, DomainSettings, RouteKey};
+use shared::{Denylist, DomainSettings, RouteKey};
 use std::collections::HashMap;
 
 pub(crate) struct Lookups<'a> {
@@ -51,14 +50,7 @@ impl<'a> Lookups<'a> {
     /// The active bans, as a denylist.
     pub(crate) async fn deny(&mut self) -> Result<&Denylist, StoreError> {
         if self.deny.is_none() {
-            let mut snap = DenylistSnapshot::default();
-            for ban in self.state.db.list_bans(false).await? {
-                match ban.target {
-                    BanTarget::Code { domain, code } => snap.codes.push(format!("{domain}/{code}")),
-                    BanTarget::Host { host } => snap.hosts.push(host),
-                }
-            }
-            self.deny = Some(Denylist::from(snap));
+            self.deny = Some(crate::bans::denylist(self.state.db.list_bans(false).await?));
         }
         Ok(self.deny.get_or_insert_with(Denylist::default))
     }

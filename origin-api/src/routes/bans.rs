@@ -40,7 +40,7 @@ pub(crate) async fn create(
         .db
         .insert_ban(&target, body.reason.trim(), &created_by, now_ms())
         .await?;
-    state.cache.clear();
+    state.cache.bans_changed();
     tracing::info!(ban = ban.ban_id, by = %created_by, "ban created");
     Ok((StatusCode::CREATED, Json(ban.view())))
 }
@@ -82,7 +82,7 @@ pub(crate) async fn lift(
 ) -> Result<StatusCode, AppError> {
     admin(&caller)?;
     let outcome = state.db.lift_ban(id, now_ms()).await?;
-    state.cache.clear();
+    state.cache.bans_changed();
     match outcome {
         LiftOutcome::Lifted(_) | LiftOutcome::AlreadyLifted => Ok(StatusCode::NO_CONTENT),
         LiftOutcome::NotFound => Err(AppError::BanNotFound),

@@ -21,6 +21,10 @@ pub const BODY_LIMIT_BYTES: usize = 32 * 1024 * 1024;
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The whole HTTP surface of the origin.
+///
+/// The request timeout guards the API's routes only. The redirect path (the fallback)
+/// reads one row by key at most, and a timer per request there cost about a tenth of its
+/// CPU (`scripts/bench-redirect`); its database waits are bounded by the pool's.
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(health::healthz))
@@ -35,12 +39,13 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/v1/bans", post(bans::create).get(bans::list))
         .route("/v1/bans/{id}", axum::routing::delete(bans::lift))
-        .fallback(redirect::redirect)
-        .layer(TraceLayer::new_for_http())
-        .layer(TimeoutLayer::with_status_code(
+        // `route_layer`: the routes above, not the fallback.
+        .route_layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             REQUEST_TIMEOUT,
         ))
+        .fallback(redirect::redirect)
+        .layer(TraceLayer::new_for_http())
         .layer(RequestBodyLimitLayer::new(BODY_LIMIT_BYTES))
         .with_state(state)
 }

@@ -1,15 +1,12 @@
 //! `GET|HEAD /{code}` on the origin: the same decision as the edge, from the database.
 
 use crate::error::AppError;
-use crate::metrics::OutcomeLabel;
 use crate::store::now_ms;
 use crate::AppState;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use shared::{
-    decide, reject_early, Body, Decision, Denylist, DenylistSnapshot, Outcome, RouteKey, Visit,
-};
+use shared::{decide_prepared, reject_early, Body, Decision, Outcome, RouteKey, Visit};
 
 /// Answers every path the API does not claim.
 #[utoipa::path(get, path = "/{code}", operation_id = "redirect", tag = "redirect",
@@ -42,11 +39,7 @@ pub(crate) async fn redirect(
     };
     state
         .metrics
-        .redirects
-        .get_or_create(&OutcomeLabel {
-            outcome: outcome_name(decision.outcome),
-        })
-        .inc();
+        .redirect_answered(outcome_name(decision.outcome));
     write(decision)
 }
 
@@ -57,36 +50,55 @@ async fn resolve(
     code: &str,
     query: Option<&str>,
 ) -> Result<Decision, AppError> {
-    // The short domain is the Host the visitor used; without one, the default.
+    // The short domain is the Host the visitor used. Without one, or with an address
+    // (a health checker, a curl at the origin's IP), it is the default domain: no short
+    // domain is an IP address.
     let domain = headers
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .and_then(|h| shared::normalize_domain(h).ok())
+        .filter(|d| !d.starts_with('[') && d.parse::<std::net::Ipv4Addr>().is_err())
         .unwrap_or_else(|| state.settings.default_domain.clone());
     let settings = state.cache.settings(&state.db, &domain).await?;
     let code = settings.canonical_code(code);
     let Some(route) = RouteKey::new(domain, code.as_ref()) else {
         return Ok(Decision::not_found(method));
     };
-    let entry = state
-        .cache
-        .entry(&state.db, route.domain(), route.code())
-        .await?;
-    // The edge holds a denylist; here the entry already says whether a ban applies.
-    let mut snapshot = DenylistSnapshot::default();
-    if entry.code_banned {
-        snapshot.codes.push(route.to_string());
-    }
+    let deny = state.cache.denylist(&state.db).await?;
+    // Memory first; then what can be answered without a read (a banned code, a generated
+    // code past the id ceiling); then the database, once per key however many ask.
+    let entry = match state.cache.cached(route.domain(), route.code()) {
+        Some(entry) => Some(entry),
+        None if deny.blocks_code(&route) => None,
+        None if !state
+            .cache
+            .may_exist(
+                &state.db,
+                state.settings.permutation_keys.as_ref(),
+                &settings,
+                route.code(),
+            )
+            .await? =>
+        {
+            None
+        }
+        None => Some(
+            state
+                .cache
+                .entry(&state.db, route.domain(), route.code())
+                .await?,
+        ),
+    };
     let visit = Visit {
         method,
         route: &route,
         query,
         now: now_ms().div_euclid(1000),
     };
-    Ok(decide(
+    Ok(decide_prepared(
         &visit,
-        entry.record.as_ref(),
-        &Denylist::from(snapshot),
+        entry.as_ref().and_then(|e| e.record.as_ref()),
+        &deny,
         &settings,
     ))
 }
@@ -104,6 +116,18 @@ fn outcome_name(outcome: Outcome) -> &'static str {
     }
 }
 
+/// The headers `shared::decide` writes, without parsing their names on every request.
+fn header_name(name: &str) -> Option<HeaderName> {
+    Some(match name {
+        "location" => header::LOCATION,
+        "cache-control" => header::CACHE_CONTROL,
+        "content-type" => header::CONTENT_TYPE,
+        "retry-after" => header::RETRY_AFTER,
+        "allow" => header::ALLOW,
+        other => return HeaderName::from_bytes(other.as_bytes()).ok(),
+    })
+}
+
 fn write(decision: Decision) -> Response {
     let status = StatusCode::from_u16(decision.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let body = match decision.body {
@@ -114,10 +138,7 @@ fn write(decision: Decision) -> Response {
     let headers = res.headers_mut();
     headers.remove(header::CONTENT_TYPE);
     for (name, value) in &decision.headers {
-        if let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(value),
-        ) {
+        if let (Some(name), Ok(value)) = (header_name(name), HeaderValue::from_str(value)) {
             headers.insert(name, value);
         }
     }

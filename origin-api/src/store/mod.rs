@@ -34,6 +34,12 @@ pub trait SegmentSource: Send + Sync + Debug + 'static {
     /// Reserves the next segment of the sequence `name`, writing its outbox row (fast
     /// lane: the edge's activation window needs it) in the same transaction.
     async fn next_segment(&self, name: &str) -> Result<Range<u64>, StoreError>;
+
+    /// The end of the newest segment of `name` (0 before the first): no id at or past it
+    /// has been issued. Unknown by default, which admits every id.
+    async fn segment_ceiling(&self, _name: &str) -> Result<u64, StoreError> {
+        Ok(u64::MAX)
+    }
 }
 
 /// Links, keys, domain settings and bans.

@@ -59,4 +59,15 @@ impl SegmentSource for Db {
             Ok(range)
         })
     }
+
+    async fn segment_ceiling(&self, name: &str) -> Result<u64, StoreError> {
+        let max_id: Option<i64> = crate::on_pool!(self, pool => {
+            sqlx::query_scalar("SELECT max_id FROM id_segments WHERE name = $1")
+                .bind(name)
+                .fetch_optional(pool)
+                .await?
+        });
+        u64::try_from(max_id.unwrap_or(0))
+            .map_err(|_| StoreError::Corrupt(format!("id_segments {name}: max_id {max_id:?}")))
+    }
 }
