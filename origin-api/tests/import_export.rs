@@ -7,7 +7,7 @@ use common::{app_state, TestDb};
 use indicatif::ProgressBar;
 use origin_api::cli::client::ApiClient;
 use origin_api::cli::export::{export, ExportOptions, Format};
-use origin_api::cli::import::{import, ImportError, ImportOptions};
+use origin_api::cli::import::{import, ImportError, ImportOptions, Summary};
 use origin_api::keys;
 use origin_api::store::{now_ms, LinkStore};
 use std::collections::{HashMap, HashSet};
@@ -19,6 +19,13 @@ struct Served {
     client: ApiClient,
     origin: String,
     server: tokio::task::JoinHandle<()>,
+}
+
+impl Served {
+    /// Runs an import through this origin.
+    async fn import(&self, options: &ImportOptions) -> Result<Summary, ImportError> {
+        import(&self.client, &self.origin, options, &ProgressBar::hidden()).await
+    }
 }
 
 impl Drop for Served {
@@ -118,14 +125,7 @@ async fn an_import_creates_each_row_once_however_often_it_runs_and_export_gives_
         csv_text.push_str(",,,,\n");
         std::fs::write(&file, &csv_text).unwrap();
 
-        let first = import(
-            &served.client,
-            &served.origin,
-            &options(&file),
-            &ProgressBar::hidden(),
-        )
-        .await
-        .unwrap();
+        let first = served.import(&options(&file)).await.unwrap();
         assert_eq!(
             (first.rows, first.created, first.already, first.failed),
             (2503, 2500, 0, 3),
@@ -143,14 +143,7 @@ async fn an_import_creates_each_row_once_however_often_it_runs_and_export_gives_
         assert!(reasons[1].1.contains("expires_at"), "{reasons:?}");
         assert!(reasons[2].1.contains("empty"), "{reasons:?}");
 
-        let again = import(
-            &served.client,
-            &served.origin,
-            &options(&file),
-            &ProgressBar::hidden(),
-        )
-        .await
-        .unwrap();
+        let again = served.import(&options(&file)).await.unwrap();
         assert_eq!((again.created, again.already, again.failed), (0, 2500, 3));
 
         let exported = by_target(&export_all(&served.client, Format::Csv).await);
@@ -180,14 +173,7 @@ async fn an_import_creates_each_row_once_however_often_it_runs_and_export_gives_
             csv_text.replace("ftp://dest.example/x", "https://dest.example/fixed"),
         )
         .unwrap();
-        let fixed = import(
-            &served.client,
-            &served.origin,
-            &options(&file),
-            &ProgressBar::hidden(),
-        )
-        .await
-        .unwrap();
+        let fixed = served.import(&options(&file)).await.unwrap();
         assert_eq!((fixed.created, fixed.already, fixed.failed), (1, 2500, 2));
         drop(served);
         t.cleanup().await;
@@ -206,14 +192,7 @@ async fn a_call_whose_answer_was_lost_is_replayed_not_repeated() {
         std::fs::write(&file, format!("target_url\n{rows}")).unwrap();
         let mut opts = options(&file);
         opts.batch_size = 100;
-        import(
-            &served.client,
-            &served.origin,
-            &opts,
-            &ProgressBar::hidden(),
-        )
-        .await
-        .unwrap();
+        served.import(&opts).await.unwrap();
 
         // As if the importer died after the origin committed the last call but before the
         // journal recorded it: drop that line, and cut the one before it in half.
@@ -224,14 +203,7 @@ async fn a_call_whose_answer_was_lost_is_replayed_not_repeated() {
         let cut = &lines[2][..lines[2].len() / 2];
         std::fs::write(&journal, format!("{}\n{}\n{cut}", lines[0], lines[1])).unwrap();
 
-        let resumed = import(
-            &served.client,
-            &served.origin,
-            &opts,
-            &ProgressBar::hidden(),
-        )
-        .await
-        .unwrap();
+        let resumed = served.import(&opts).await.unwrap();
         assert_eq!((resumed.already, resumed.failed), (100, 0));
         let exported = by_target(&export_all(&served.client, Format::Csv).await);
         assert_eq!(exported.len(), 300, "{}: no row created twice", t.kind());
@@ -251,27 +223,14 @@ async fn a_changed_row_or_a_malformed_file_is_refused_before_anything_is_sent() 
         "target_url\nhttps://a.example/\nhttps://b.example/\n",
     )
     .unwrap();
-    import(
-        &served.client,
-        &served.origin,
-        &options(&file),
-        &ProgressBar::hidden(),
-    )
-    .await
-    .unwrap();
+    served.import(&options(&file)).await.unwrap();
 
     std::fs::write(
         &file,
         "target_url\nhttps://a.example/\nhttps://changed.example/\nhttps://c.example/\n",
     )
     .unwrap();
-    let changed = import(
-        &served.client,
-        &served.origin,
-        &options(&file),
-        &ProgressBar::hidden(),
-    )
-    .await;
+    let changed = served.import(&options(&file)).await;
     assert!(
         matches!(changed, Err(ImportError::RowChanged { row: 2, .. })),
         "{changed:?}"
@@ -283,13 +242,7 @@ async fn a_changed_row_or_a_malformed_file_is_refused_before_anything_is_sent() 
         "target_url,expires\nhttps://d.example/,2030-01-01T00:00:00Z\n",
     )
     .unwrap();
-    let malformed = import(
-        &served.client,
-        &served.origin,
-        &options(&other),
-        &ProgressBar::hidden(),
-    )
-    .await;
+    let malformed = served.import(&options(&other)).await;
     let message = malformed.unwrap_err().to_string();
     assert!(
         message.contains("unknown column \"expires\"") && message.contains("nothing was sent"),
@@ -316,14 +269,7 @@ async fn export_shows_only_the_keys_owner_and_tombstones_on_request() {
         "target_url,code\nhttps://a.example/,gone\nhttps://b.example/,kept\n",
     )
     .unwrap();
-    import(
-        &mine.client,
-        &mine.origin,
-        &options(&file),
-        &ProgressBar::hidden(),
-    )
-    .await
-    .unwrap();
+    mine.import(&options(&file)).await.unwrap();
     let state = app_state(&t);
     let link = state
         .db

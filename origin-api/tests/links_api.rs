@@ -1545,13 +1545,7 @@ async fn metrics_count_creations_redirects_segments_and_the_outbox_backlog() {
     api.visit("GET", "s.example", "/nope-nope").await;
     api.visit("GET", "s.example", "/robots.txt").await;
 
-    let res = api
-        .send(
-            Request::get("/metrics")
-                .body(Body::empty())
-                .expect("request"),
-        )
-        .await;
+    let res = metrics(&api).await;
     assert_eq!(res.status, StatusCode::OK);
     assert!(res.headers[header::CONTENT_TYPE]
         .to_str()
@@ -1576,15 +1570,18 @@ async fn metrics_count_creations_redirects_segments_and_the_outbox_backlog() {
     t.cleanup().await;
 }
 
+async fn metrics(api: &Api) -> Reply {
+    api.send(
+        Request::get("/metrics")
+            .body(Body::empty())
+            .expect("request"),
+    )
+    .await
+}
+
 /// One line of `/metrics`'s value, e.g. `hop_redirect_lookups_total`.
 async fn metric(api: &Api, name: &str) -> u64 {
-    let res = api
-        .send(
-            Request::get("/metrics")
-                .body(Body::empty())
-                .expect("request"),
-        )
-        .await;
+    let res = metrics(api).await;
     res.text
         .lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
