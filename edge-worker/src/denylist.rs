@@ -1,13 +1,13 @@
 //! The denylist as this isolate holds it: read from KV under `deny`, kept in memory for
 //! a moment so that a busy isolate does not read it on every request.
 
+use shared::sync::DENY_KEY;
 use shared::Denylist;
 use std::cell::RefCell;
 use std::rc::Rc;
 use worker::kv::KvStore;
 use worker::{console_error, Date};
 
-const DENY_KEY: &str = "deny";
 /// How long this isolate trusts its copy before reading again. Short, because a ban
 /// must take effect everywhere within seconds.
 const HOLD_MS: u64 = 1_000;

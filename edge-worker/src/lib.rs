@@ -7,11 +7,15 @@
 mod denylist;
 mod redirect;
 mod respond;
+mod sync;
 
 use worker::{event, Context, Env, Request, Response, Result};
 
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
+    if req.path() == shared::sync::SYNC_PATH {
+        return sync::handle(req, &env).await;
+    }
     let decision = redirect::handle(&req, &env).await;
     respond::to_response(decision)
 }

@@ -6,7 +6,7 @@ use shared::{decide, reject_early, Decision, DomainSettings, EdgeRecord, Method,
 use worker::{console_error, Date, Env, Request};
 
 /// KV binding holding records and the denylist.
-const LINKS: &str = "LINKS";
+pub(crate) const LINKS: &str = "LINKS";
 
 /// How long a location may serve a cached record. Edits are allowed to take minutes
 /// (bans do not rely on this: they travel in the denylist).

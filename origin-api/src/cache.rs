@@ -385,6 +385,7 @@ mod tests {
             tags: vec![],
             created_at: 0,
             updated_at: 0,
+            published: None,
         }
     }
 

@@ -137,6 +137,17 @@ pub struct Settings {
     #[arg(long, env = "HOP_EDGE_SYNC_URL", value_parser = parse_http_url, global = true)]
     pub edge_sync_url: Option<url::Url>,
 
+    /// The edge worker's sync token (its `SYNC_TOKEN`); required with `--edge-sync-url`.
+    /// Read from the environment only.
+    #[arg(
+        env = "HOP_EDGE_SYNC_TOKEN",
+        hide_env_values = true,
+        hide = true,
+        long = "edge-sync-token",
+        global = true
+    )]
+    pub edge_sync_token: Option<String>,
+
     /// Route keys the redirect cache holds (about 300 bytes each); size it to the links
     /// visitors use, or every visit past it reads the database.
     #[arg(

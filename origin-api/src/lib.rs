@@ -12,7 +12,9 @@ pub mod error;
 pub mod keys;
 pub mod links;
 pub mod metrics;
+pub mod publisher;
 pub mod ratelimit;
+pub mod retry;
 pub mod routes;
 pub mod segments;
 pub mod store;
@@ -88,12 +90,39 @@ pub async fn prepare(settings: &Settings) -> Result<Db, db::DbError> {
     Ok(db)
 }
 
-/// Serves on `listener` until `shutdown` completes, then drains open requests.
+/// The publisher this origin runs, when it is configured to publish.
+pub fn publisher(state: &AppState) -> std::io::Result<Option<publisher::Publisher>> {
+    let Some(url) = &state.settings.edge_sync_url else {
+        return Ok(None);
+    };
+    let Some(token) = state
+        .settings
+        .edge_sync_token
+        .as_deref()
+        .filter(|t| !t.is_empty())
+    else {
+        return Err(std::io::Error::other(
+            "HOP_EDGE_SYNC_URL is set but HOP_EDGE_SYNC_TOKEN is not: set the worker's SYNC_TOKEN",
+        ));
+    };
+    let sink = publisher::sink::WorkerSync::new(url, token).map_err(std::io::Error::other)?;
+    Ok(Some(publisher::Publisher::new(
+        Arc::new(state.db.clone()),
+        Arc::new(sink),
+        state.metrics.clone(),
+    )))
+}
+
+/// Serves on `listener` until `shutdown` completes, then drains open requests. With an
+/// edge configured, the publisher runs alongside (leading or standing by) and gives its
+/// lease up on the way out.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let publishing = publisher(&state)?.map(|p| tokio::spawn(p.run(stopped)));
     // Idle keys' rate budgets are dropped once a minute.
     let limit = state.create_limit.clone();
     let sweeper = tokio::spawn(async move {
@@ -107,5 +136,9 @@ pub async fn serve(
         .with_graceful_shutdown(shutdown)
         .await;
     sweeper.abort();
+    let _ = stop.send(true);
+    if let Some(task) = publishing {
+        let _ = task.await;
+    }
     served
 }

@@ -29,6 +29,16 @@ pub struct Metrics {
     pub segments_fetched: Counter,
     pub ids_wasted: Counter,
     pub outbox_pending: Family<LaneLabel, Gauge>,
+    /// KV writes the edge acknowledged.
+    pub published: Counter,
+    /// Pushes that failed (and were retried).
+    pub publish_failures: Counter,
+    /// Values the edge refused for a reason other than holding a newer version.
+    pub publish_rejected: Counter,
+    /// 1 while this process holds the publisher lease.
+    pub publisher_leader: Gauge,
+    /// Age of the oldest undelivered outbox row, as the leader last saw it.
+    pub publisher_lag_ms: Gauge,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -80,7 +90,42 @@ impl Default for Metrics {
             .iter()
             .map(|&outcome| redirects.get_or_create(&OutcomeLabel { outcome }).clone())
             .collect();
+        let published = Counter::default();
+        registry.register(
+            "published",
+            "KV writes the edge acknowledged (written, not refused)",
+            published.clone(),
+        );
+        let publish_failures = Counter::default();
+        registry.register(
+            "publish_failures",
+            "Pushes to the edge that failed and will be retried",
+            publish_failures.clone(),
+        );
+        let publish_rejected = Counter::default();
+        registry.register(
+            "publish_rejected",
+            "Values the edge refused for a reason other than holding a newer version",
+            publish_rejected.clone(),
+        );
+        let publisher_leader = Gauge::default();
+        registry.register(
+            "publisher_leader",
+            "1 while this process holds the publisher lease",
+            publisher_leader.clone(),
+        );
+        let publisher_lag_ms = Gauge::default();
+        registry.register(
+            "publisher_lag_milliseconds",
+            "Age of the oldest undelivered outbox row, as the leader last saw it",
+            publisher_lag_ms.clone(),
+        );
         Metrics {
+            published,
+            publish_failures,
+            publish_rejected,
+            publisher_leader,
+            publisher_lag_ms,
             registry: Arc::new(registry),
             redirects,
             links_created,

@@ -58,12 +58,13 @@ async fn tables(db: &Db) -> Vec<String> {
     names
 }
 
-const TABLES: [&str; 7] = [
+const TABLES: [&str; 8] = [
     "api_keys",
     "bans",
     "domains",
     "id_segments",
     "idempotency",
+    "leases",
     "links",
     "outbox",
 ];

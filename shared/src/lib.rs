@@ -19,6 +19,7 @@ pub mod denylist;
 pub mod domain;
 pub mod permutation;
 pub mod record;
+pub mod sync;
 pub mod target;
 
 pub use alphabet::Alphabet;

@@ -188,6 +188,11 @@ impl Edge {
     /// Writes `seed` (KV key → value) into a fresh local KV, then starts `wrangler dev`
     /// on a free port over it.
     pub async fn start(seed: &[(&str, String)]) -> Edge {
+        Edge::start_with(seed, &[]).await
+    }
+
+    /// As [`Edge::start`], with the worker's variables and secrets `vars` (name, value).
+    pub async fn start_with(seed: &[(&str, String)], vars: &[(&str, &str)]) -> Edge {
         build_worker();
         let state = tempfile::tempdir().expect("temp dir");
         let persist = state.path().join("kv");
@@ -234,6 +239,9 @@ impl Edge {
             .args(["--inspector-port", &free_port().to_string()])
             .arg("--persist-to")
             .arg(&persist);
+        for (name, value) in vars {
+            command.arg("--var").arg(format!("{name}:{value}"));
+        }
         let mut process =
             Process::spawn("wrangler dev", command, state.path().join("wrangler.log"));
         let base = format!("http://127.0.0.1:{port}");

@@ -39,6 +39,50 @@ async fn scripts_dev_runs_origin_and_edge_and_stops_them() {
         "the origin uses the SQLite file under HOP_DEV_DIR"
     );
 
+    // The printed development key creates a link; the publisher pushes it to the edge's
+    // local KV, and the edge then redirects it.
+    let key = std::fs::read_to_string(dir.path().join("dev-key")).expect("dev key");
+    let created = client()
+        .post(format!("{origin}/v1/links"))
+        .bearer_auth(key.trim())
+        .json(&serde_json::json!({ "target_url": "https://example.com/published", "code": "e2e-published" }))
+        .send()
+        .await
+        .expect("create");
+    assert_eq!(created.status(), StatusCode::CREATED, "{}", dev.log());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let link: serde_json::Value = client()
+            .get(format!("{origin}/v1/links/localhost/e2e-published"))
+            .bearer_auth(key.trim())
+            .send()
+            .await
+            .expect("read")
+            .json()
+            .await
+            .expect("link");
+        if link["edge"]["state"] == "published" {
+            assert!(link["edge"]["visible_everywhere_by"].is_string(), "{link}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never published: {link}\n{}",
+            std::fs::read_to_string(dir.path().join("origin.log")).unwrap_or_default()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let res = client()
+        .get(format!("http://localhost:{edge_port}/e2e-published"))
+        .send()
+        .await
+        .expect("edge answers");
+    assert_eq!(res.status(), StatusCode::FOUND);
+    assert_eq!(
+        res.headers().get("location").and_then(|v| v.to_str().ok()),
+        Some("https://example.com/published")
+    );
+
     // Stopping the script stops what it started.
     dev.stop();
     assert!(

@@ -129,7 +129,7 @@ impl ApiClient {
                 Err(e) => (describe(&e), None),
             };
             let wait = wait
-                .unwrap_or_else(|| jittered(backoff))
+                .unwrap_or_else(|| crate::retry::jittered(backoff))
                 .min(MAX_BACKOFF * 6);
             if started.elapsed() + wait > self.retry_for {
                 return Err(ClientError::Unreachable {
@@ -173,17 +173,6 @@ fn describe(e: &reqwest::Error) -> String {
     text
 }
 
-/// "Equal jitter": a random wait between half of `d` and `d`, so that many clients
-/// retrying at once do not arrive together.
-fn jittered(d: Duration) -> Duration {
-    let mut byte = [0u8; 1];
-    let fraction = match getrandom::getrandom(&mut byte) {
-        Ok(()) => f64::from(byte[0]) / 255.0,
-        Err(_) => 1.0,
-    };
-    d.mul_f64(0.5 + fraction / 2.0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,13 +185,5 @@ mod tests {
         assert!(!retryable(StatusCode::UNPROCESSABLE_ENTITY));
         assert!(!retryable(StatusCode::UNAUTHORIZED));
         assert!(!retryable(StatusCode::PAYLOAD_TOO_LARGE));
-    }
-
-    #[test]
-    fn jitter_stays_between_half_and_all_of_the_backoff() {
-        for _ in 0..100 {
-            let d = jittered(Duration::from_millis(1000));
-            assert!(d >= Duration::from_millis(500) && d <= Duration::from_millis(1000));
-        }
     }
 }

@@ -17,7 +17,7 @@ pub const IDEMPOTENCY_TTL_MS: i64 = 24 * 3600 * 1000;
 /// What a create call produced.
 #[derive(Debug, Clone)]
 pub enum Created {
-    New(Link),
+    New(Box<Link>),
     /// An earlier request with the same idempotency key and body made the link; this is
     /// its recorded response (a link view in JSON).
     Replayed(String),
@@ -42,7 +42,9 @@ pub async fn create_link_once(
     idempotency_key: Option<&str>,
 ) -> Result<Created, AppError> {
     let Some(key) = idempotency_key else {
-        return create_link(state, owner, req).await.map(Created::New);
+        return create_link(state, owner, req)
+            .await
+            .map(|link| Created::New(Box::new(link)));
     };
     let request_hash = crate::keys::sha256_hex(&serde_json::to_string(&req).unwrap_or_default());
     let idem = IdempotencyKey {
@@ -64,7 +66,7 @@ pub async fn create_link_once(
     {
         Ok(Idempotent::Created) => {
             stored(state, &link, banned).await;
-            Ok(Created::New(link))
+            Ok(Created::New(Box::new(link)))
         }
         Ok(Idempotent::Replay {
             request_hash: hash,
@@ -201,6 +203,7 @@ pub(crate) async fn prepare_link(
         tags,
         created_at: now,
         updated_at: now,
+        published: None,
     };
     let banned = lookups
         .is_banned(&link.domain, &link.code, &link.target_host())

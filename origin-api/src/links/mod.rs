@@ -67,7 +67,20 @@ pub struct Link {
     pub tags: Vec<String>,
     pub created_at: i64,
     pub updated_at: i64,
+    /// The newest version the publisher delivered to the edge, if any.
+    pub published: Option<Published>,
 }
+
+/// A delivery to the edge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Published {
+    pub version: u64,
+    /// Unix milliseconds.
+    pub at: i64,
+}
+
+/// How long KV may take to show a write everywhere once it is accepted.
+pub const KV_PROPAGATION_MS: i64 = 60_000;
 
 impl Link {
     /// `domain/code`.
@@ -123,10 +136,18 @@ impl Link {
             version: self.version,
             created_at: rfc3339(self.created_at),
             updated_at: rfc3339(self.updated_at),
-            edge: EdgeView {
-                state: EdgeState::Pending,
-                published_at: None,
-                visible_everywhere_by: None,
+            edge: match self.published {
+                // Published means this version (or a newer one) reached the edge.
+                Some(p) if p.version >= self.version => EdgeView {
+                    state: EdgeState::Published,
+                    published_at: Some(rfc3339(p.at)),
+                    visible_everywhere_by: Some(rfc3339(p.at + KV_PROPAGATION_MS)),
+                },
+                _ => EdgeView {
+                    state: EdgeState::Pending,
+                    published_at: None,
+                    visible_everywhere_by: None,
+                },
             },
         }
     }
@@ -249,6 +270,7 @@ mod tests {
             tags: vec![],
             created_at: 0,
             updated_at: 0,
+            published: None,
         };
         assert_eq!(link.edge_record(false).expires_at, Some(2));
         link.expires_at = Some(2_000);

@@ -4,14 +4,19 @@
 use super::{BulkInsert, IdempotencyKey, Idempotent, LinkStore, StoreError};
 use crate::db::Db;
 use crate::keys::ApiKey;
-use crate::links::{Link, LinkState, ListFilter};
+use crate::links::{Link, LinkState, ListFilter, Published};
 use async_trait::async_trait;
 use shared::{Alphabet, CodeKind, CodeSpace, DomainSettings, RedirectStatus};
 
 /// The columns `LinkRow` reads, for queries built elsewhere in the store.
 pub(super) fn link_row_columns() -> &'static str {
-    LINK_COLUMNS
+    SELECT_COLUMNS
 }
+
+/// What a read selects: the written columns and what the publisher recorded.
+const SELECT_COLUMNS: &str = "link_id, domain, code, target_url, owner_id, status, redirect_status, \
+     expires_at, version, key_version, code_kind, forward_query, title, tags, created_at, updated_at, \
+     published_version, published_at";
 
 const LINK_COLUMNS: &str = "link_id, domain, code, target_url, owner_id, status, redirect_status, \
      expires_at, version, key_version, code_kind, forward_query, title, tags, created_at, updated_at";
@@ -34,6 +39,8 @@ pub(super) struct LinkRow {
     tags: String,
     created_at: i64,
     updated_at: i64,
+    published_version: Option<i64>,
+    published_at: Option<i64>,
 }
 
 impl TryFrom<LinkRow> for Link {
@@ -68,6 +75,13 @@ impl TryFrom<LinkRow> for Link {
             title: r.title,
             created_at: r.created_at,
             updated_at: r.updated_at,
+            published: match (r.published_version, r.published_at) {
+                (Some(v), Some(at)) => Some(Published {
+                    version: u64::try_from(v).map_err(|_| corrupt("published_version"))?,
+                    at,
+                }),
+                _ => None,
+            },
         })
     }
 }
@@ -408,7 +422,7 @@ impl LinkStore for Db {
     }
 
     async fn get_link(&self, domain: &str, code: &str) -> Result<Option<Link>, StoreError> {
-        let select = format!("SELECT {LINK_COLUMNS} FROM links WHERE domain = $1 AND code = $2");
+        let select = format!("SELECT {SELECT_COLUMNS} FROM links WHERE domain = $1 AND code = $2");
         let row: Option<LinkRow> = crate::on_pool!(self, pool => {
             sqlx::query_as(&select).bind(domain).bind(code).fetch_optional(pool).await?
         });
@@ -417,7 +431,7 @@ impl LinkStore for Db {
 
     async fn list_links(&self, filter: &ListFilter) -> Result<Vec<Link>, StoreError> {
         // Built from fixed fragments; every value is a bound parameter.
-        let mut sql = format!("SELECT {LINK_COLUMNS} FROM links WHERE owner_id = $1");
+        let mut sql = format!("SELECT {SELECT_COLUMNS} FROM links WHERE owner_id = $1");
         let mut n = 1;
         let mut next = |sql: &mut String, fragment: &str| {
             n += 1;

@@ -3,6 +3,7 @@
 
 mod bans;
 mod links;
+mod outbox;
 mod segments;
 
 use crate::bans::{Ban, BanTarget};
@@ -40,6 +41,48 @@ pub trait SegmentSource: Send + Sync + Debug + 'static {
     async fn segment_ceiling(&self, _name: &str) -> Result<u64, StoreError> {
         Ok(u64::MAX)
     }
+}
+
+/// One change waiting in (or delivered from) the outbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxRow {
+    pub seq: i64,
+    pub lane: String,
+    /// `link`, `deny` or `segment`.
+    pub kind: String,
+    /// `domain/code` for links; `deny`; the sequence name for segments.
+    pub route_key: String,
+    pub version: i64,
+    pub payload: String,
+    pub created_at: i64,
+}
+
+/// What the publisher reads and writes.
+#[async_trait]
+pub trait OutboxStore: Send + Sync + Debug + 'static {
+    /// Takes or renews the lease `name` for `holder` until `until` (Unix ms); `false` when
+    /// another holder's lease is still running at `now`.
+    async fn take_lease(
+        &self,
+        name: &str,
+        holder: &str,
+        until: i64,
+        now: i64,
+    ) -> Result<bool, StoreError>;
+    /// Gives the lease up (on shutdown), so a standby need not wait for it to lapse.
+    async fn release_lease(&self, name: &str, holder: &str) -> Result<(), StoreError>;
+    /// Up to `limit` undelivered rows: the whole fast lane first, then the normal lane,
+    /// each in `seq` order.
+    async fn pending(&self, limit: i64) -> Result<Vec<OutboxRow>, StoreError>;
+    /// Records rows as delivered (and, for links, what the edge now has), in one
+    /// transaction.
+    async fn mark_published(&self, rows: &[OutboxRow], at: i64) -> Result<(), StoreError>;
+    /// Counts a failed attempt on each row.
+    async fn mark_failed(&self, rows: &[OutboxRow], error: &str) -> Result<(), StoreError>;
+    /// The payloads of the segments reserved since `since` (Unix ms), oldest first.
+    async fn segments_since(&self, since: i64) -> Result<Vec<String>, StoreError>;
+    /// When the oldest undelivered row was written.
+    async fn oldest_pending(&self) -> Result<Option<i64>, StoreError>;
 }
 
 /// Links, keys, domain settings and bans.

@@ -1,0 +1,76 @@
+//! `POST /_hop/sync`: the origin's publisher writes KV through the worker. This is how
+//! the origin feeds `wrangler dev`'s local KV, and it serves small deployments (large
+//! ones use Cloudflare's KV bulk API). The push is authenticated by `SYNC_TOKEN`, and an
+//! item is written only when it is newer than what KV holds (`shared::sync::judge`).
+//!
+//! KV has no compare-and-swap: two pushes of one key at the same moment could both pass
+//! the check. The publisher (one leader, newest version per key, in order) is what keeps
+//! versions moving forward; this check catches late and replayed pushes.
+
+use shared::sync::{judge, tokens_match, SyncBatch, SyncReply, MAX_SYNC_ITEMS};
+use worker::{console_error, Env, Method, Request, Response, Result};
+
+use crate::redirect::LINKS;
+
+fn problem(status: u16, detail: &str) -> Result<Response> {
+    let body = format!(
+        r#"{{"type":"/problems/sync","title":"sync refused","status":{status},"detail":{}}}"#,
+        serde_json::Value::from(detail)
+    );
+    let response = Response::ok(body)?.with_status(status);
+    response
+        .headers()
+        .set("content-type", "application/problem+json")?;
+    Ok(response)
+}
+
+pub(crate) async fn handle(mut req: Request, env: &Env) -> Result<Response> {
+    if req.method() != Method::Post {
+        let response = problem(405, "POST a batch of items")?;
+        response.headers().set("allow", "POST")?;
+        return Ok(response);
+    }
+    let Ok(expected) = env.secret("SYNC_TOKEN").map(|s| s.to_string()) else {
+        return problem(
+            503,
+            "this worker has no SYNC_TOKEN, so it accepts no pushes",
+        );
+    };
+    let given = req.headers().get("authorization")?.unwrap_or_default();
+    let authorized = given
+        .strip_prefix("Bearer ")
+        .is_some_and(|token| tokens_match(token, &expected));
+    if !authorized {
+        return problem(401, "send Authorization: Bearer <the SYNC_TOKEN>");
+    }
+    let batch: SyncBatch = match req.json().await {
+        Ok(batch) => batch,
+        Err(e) => return problem(400, &format!("not a sync batch: {e}")),
+    };
+    if batch.items.len() > MAX_SYNC_ITEMS {
+        return problem(413, &format!("at most {MAX_SYNC_ITEMS} items per push"));
+    }
+    let kv = env.kv(LINKS)?;
+    let mut reply = SyncReply::default();
+    for item in batch.items {
+        // Uncached: the check must see the latest value this location knows.
+        let held = kv.get(&item.key).text().await?;
+        match judge(&item, held.as_deref()) {
+            Ok(()) => {
+                let mut put = kv.put(&item.key, &item.value)?;
+                if let Some(at) = item.expiration.and_then(|at| u64::try_from(at).ok()) {
+                    put = put.expiration(at);
+                }
+                if let Err(e) = put.execute().await {
+                    // What was written stays written; a retry finds it and refuses it as
+                    // already held, which the publisher counts as delivered.
+                    console_error!("sync: writing {}: {e}", item.key);
+                    return problem(503, "KV refused a write; push the batch again");
+                }
+                reply.written.push(item.key);
+            }
+            Err(refusal) => reply.refused.push(refusal),
+        }
+    }
+    Response::from_json(&reply)
+}

@@ -1,0 +1,185 @@
+//! The worker sync contract: how the origin's publisher pushes KV writes to the edge
+//! worker (`POST /_hop/sync`), and how the worker decides which to refuse.
+//!
+//! Every value the publisher writes carries a version: a link record its `v`, the
+//! denylist snapshot its `v`, the activation meta its `high`. The worker writes an item
+//! only if it is newer than what KV holds under that key, and says which it refused and
+//! why. The publisher's ordering (one leader, newest version per key) is the real fence;
+//! this check keeps a late or replayed push from ever turning a key back.
+
+use serde::{Deserialize, Serialize};
+
+/// Where the worker accepts pushes.
+pub const SYNC_PATH: &str = "/_hop/sync";
+/// The most items one push may carry (the worker writes them one by one).
+pub const MAX_SYNC_ITEMS: usize = 1_000;
+/// The KV key of the denylist snapshot.
+pub const DENY_KEY: &str = "deny";
+/// The KV key of the activation meta.
+pub const ACTIVATION_KEY: &str = "meta:activation";
+
+/// One KV write.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SyncItem {
+    pub key: String,
+    /// The value as stored (JSON text).
+    pub value: String,
+    /// The version `value` carries; must agree with it.
+    pub version: u64,
+    /// Unix seconds after which KV may drop the key (expired links, well after expiry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expiration: Option<i64>,
+}
+
+/// The body of a push.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SyncBatch {
+    pub items: Vec<SyncItem>,
+}
+
+/// Why one item was not written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refusal {
+    pub key: String,
+    pub offered: u64,
+    /// The version KV holds, when that is the reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<u64>,
+    pub reason: String,
+}
+
+/// The answer to a push: the keys written and the items refused, in request order.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncReply {
+    pub written: Vec<String>,
+    pub refused: Vec<Refusal>,
+}
+
+/// The version a stored value carries, by the kind of its key; `None` for a key Hop does
+/// not write or a value that does not parse.
+pub fn version_of(key: &str, value: &str) -> Option<u64> {
+    #[derive(Deserialize)]
+    struct V {
+        v: u64,
+    }
+    #[derive(Deserialize)]
+    struct High {
+        high: u64,
+    }
+    if key.starts_with("l:") || key == DENY_KEY || key.starts_with("cfg:") {
+        serde_json::from_str::<V>(value).ok().map(|x| x.v)
+    } else if key == ACTIVATION_KEY {
+        serde_json::from_str::<High>(value).ok().map(|x| x.high)
+    } else {
+        None
+    }
+}
+
+/// What the worker does with `item` when KV holds `held` (the stored value, if any).
+pub fn judge(item: &SyncItem, held: Option<&str>) -> Result<(), Refusal> {
+    let refuse = |held: Option<u64>, reason: &str| Refusal {
+        key: item.key.clone(),
+        offered: item.version,
+        held,
+        reason: reason.to_owned(),
+    };
+    match version_of(&item.key, &item.value) {
+        None => {
+            return Err(refuse(
+                None,
+                "not a key Hop writes, or a value that does not parse",
+            ))
+        }
+        Some(v) if v != item.version => {
+            return Err(refuse(
+                None,
+                "the value's own version differs from `version`",
+            ))
+        }
+        Some(_) => {}
+    }
+    // A held value that does not parse is corrupt: replacing it repairs it.
+    match held.and_then(|h| version_of(&item.key, h)) {
+        Some(held) if held >= item.version => {
+            Err(refuse(Some(held), "KV holds this version or a newer one"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Compares two secrets in time that depends on their lengths only, not on where they
+/// first differ.
+pub fn tokens_match(given: &str, expected: &str) -> bool {
+    let (a, b) = (given.as_bytes(), expected.as_bytes());
+    if a.len() != b.len() || b.is_empty() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(key: &str, value: &str, version: u64) -> SyncItem {
+        SyncItem {
+            key: key.into(),
+            value: value.into(),
+            version,
+            expiration: None,
+        }
+    }
+
+    const RECORD_V2: &str =
+        r#"{"t":"https://e.example/","s":"active","r":302,"x":null,"v":2,"q":false}"#;
+    const RECORD_V3: &str =
+        r#"{"t":"https://e.example/b","s":"active","r":302,"x":null,"v":3,"q":false}"#;
+
+    #[test]
+    fn each_kind_of_key_has_its_version() {
+        assert_eq!(version_of("l:s.example/abc", RECORD_V2), Some(2));
+        assert_eq!(
+            version_of("deny", r#"{"v":7,"codes":[],"hosts":[]}"#),
+            Some(7)
+        );
+        assert_eq!(
+            version_of(
+                "meta:activation",
+                r#"{"low":0,"high":20000,"headroom":10000,"at":1}"#
+            ),
+            Some(20_000)
+        );
+        assert_eq!(version_of("other", RECORD_V2), None);
+        assert_eq!(version_of("l:s.example/abc", "not json"), None);
+    }
+
+    #[test]
+    fn only_a_newer_version_is_written() {
+        let key = "l:s.example/abc";
+        assert_eq!(judge(&item(key, RECORD_V2, 2), None), Ok(()));
+        assert_eq!(judge(&item(key, RECORD_V3, 3), Some(RECORD_V2)), Ok(()));
+        let older = judge(&item(key, RECORD_V2, 2), Some(RECORD_V3)).unwrap_err();
+        assert_eq!((older.held, older.offered), (Some(3), 2));
+        let same = judge(&item(key, RECORD_V3, 3), Some(RECORD_V3)).unwrap_err();
+        assert_eq!(same.held, Some(3));
+        // A corrupt held value is replaced.
+        assert_eq!(judge(&item(key, RECORD_V2, 2), Some("garbage")), Ok(()));
+    }
+
+    #[test]
+    fn an_item_must_carry_the_version_it_claims_and_a_known_key() {
+        assert!(judge(&item("l:s.example/abc", RECORD_V2, 9), None).is_err());
+        assert!(judge(&item("elsewhere", RECORD_V2, 2), None).is_err());
+        assert!(judge(&item("l:s.example/abc", "{}", 0), None).is_err());
+    }
+
+    #[test]
+    fn tokens_match_exactly_and_never_when_empty() {
+        assert!(tokens_match("s3cret-token", "s3cret-token"));
+        assert!(!tokens_match("s3cret-tokeN", "s3cret-token"));
+        assert!(!tokens_match("s3cret", "s3cret-token"));
+        assert!(!tokens_match("", ""));
+    }
+}
