@@ -5,6 +5,7 @@
 //! may panic: a panic in WebAssembly poisons the isolate for every later request.
 
 mod denylist;
+mod fallback;
 mod redirect;
 mod respond;
 mod sync;

@@ -1,6 +1,7 @@
 //! The redirect path: request line → early checks → denylist → record → decision.
 
 use crate::denylist;
+use crate::fallback::{self, Ask, Resolved};
 use shared::decision::RETRY_AFTER_S;
 use shared::{decide, reject_early, Decision, DomainSettings, EdgeRecord, Method, RouteKey, Visit};
 use worker::{console_error, Date, Env, Request};
@@ -48,7 +49,15 @@ pub(crate) async fn handle(req: &Request, env: &Env) -> Decision {
         return decide(&visit, None, &deny, &settings);
     }
     match read_record(&kv, &route).await {
-        Ok(record) => decide(&visit, record.as_ref(), &deny, &settings),
+        Ok(Some(record)) => decide(&visit, Some(&record), &deny, &settings),
+        Ok(None) => match fallback::worth_asking(env, &kv, &route, &settings.codes).await {
+            Ask::No => decide(&visit, None, &deny, &settings),
+            ask => match fallback::resolve(env, &route, ask).await {
+                Resolved::Found(record) => decide(&visit, Some(&record), &deny, &settings),
+                Resolved::Unknown => decide(&visit, None, &deny, &settings),
+                Resolved::Unavailable => Decision::unavailable(method, RETRY_AFTER_S),
+            },
+        },
         Err(e) => {
             console_error!("reading {route}: {e}");
             Decision::unavailable(method, RETRY_AFTER_S)

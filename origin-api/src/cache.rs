@@ -22,7 +22,7 @@ use crate::error::AppError;
 use crate::links::Link;
 use crate::store::{BanStore, LinkStore, SegmentSource, StoreError};
 use moka::future::Cache;
-use shared::{CodeCodec, CodeKind, Denylist, DomainSettings, EdgeRecord, KeyRing, PreparedRecord};
+use shared::{CodeKind, Denylist, DomainSettings, EdgeRecord, KeyRing, PreparedRecord};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -270,13 +270,7 @@ impl RedirectCache {
         if shared::codes::classify(code, &settings.codes) != Some(CodeKind::Generated) {
             return Ok(true);
         }
-        for version in keys.versions_newest_first() {
-            let Ok(codec) = CodeCodec::new(keys, version, settings.codes) else {
-                continue;
-            };
-            let Ok(id) = codec.link_id_of(code) else {
-                continue;
-            };
+        for id in shared::activation::link_ids(code, &settings.codes, keys) {
             if self.ceiling.admits(id, || store.link_ceiling()).await? {
                 return Ok(true);
             }

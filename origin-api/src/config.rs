@@ -137,6 +137,17 @@ pub struct Settings {
     #[arg(long, env = "HOP_EDGE_SYNC_URL", value_parser = parse_http_url, global = true)]
     pub edge_sync_url: Option<url::Url>,
 
+    /// The token the edge worker sends when it asks the origin about a link (its
+    /// `ORIGIN_TOKEN`); without it, `/v1/edge/*` answers 503. Read from the environment only.
+    #[arg(
+        env = "HOP_EDGE_TOKEN",
+        hide_env_values = true,
+        hide = true,
+        long = "edge-token",
+        global = true
+    )]
+    pub edge_token: Option<String>,
+
     /// The edge worker's sync token (its `SYNC_TOKEN`); required with `--edge-sync-url`.
     /// Read from the environment only.
     #[arg(

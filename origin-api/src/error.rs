@@ -16,6 +16,8 @@ pub enum AppError {
     Store(#[from] StoreError),
     #[error("missing or invalid API key: send Authorization: Bearer hop_…")]
     Unauthorized,
+    #[error("this endpoint is for the edge worker: send Authorization: Bearer <HOP_EDGE_TOKEN>")]
+    EdgeUnauthorized,
     #[error("{0}")]
     Forbidden(&'static str),
     #[error("no such link")]
@@ -81,7 +83,7 @@ impl AppError {
                 StatusCode::PRECONDITION_FAILED
             }
             AppError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
-            AppError::Unauthorized => StatusCode::UNAUTHORIZED,
+            AppError::Unauthorized | AppError::EdgeUnauthorized => StatusCode::UNAUTHORIZED,
             AppError::Forbidden(_) => StatusCode::FORBIDDEN,
             AppError::NotFound | AppError::BanNotFound => StatusCode::NOT_FOUND,
             AppError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
@@ -101,7 +103,7 @@ impl AppError {
             AppError::Store(StoreError::Taken) | AppError::Taken { .. } => "code-taken",
             AppError::Stale { .. } | AppError::Store(StoreError::Stale) => "stale-version",
             AppError::Store(_) => "internal",
-            AppError::Unauthorized => "unauthorized",
+            AppError::Unauthorized | AppError::EdgeUnauthorized => "unauthorized",
             AppError::Forbidden(_) => "forbidden",
             AppError::NotFound | AppError::BanNotFound => "not-found",
             AppError::Invalid { .. } => "invalid-field",

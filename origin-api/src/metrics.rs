@@ -29,6 +29,8 @@ pub struct Metrics {
     pub segments_fetched: Counter,
     pub ids_wasted: Counter,
     pub outbox_pending: Family<LaneLabel, Gauge>,
+    /// Calls of `/v1/edge/resolve`.
+    pub edge_resolves: Counter,
     /// KV writes the edge acknowledged.
     pub published: Counter,
     /// Pushes that failed (and were retried).
@@ -90,6 +92,12 @@ impl Default for Metrics {
             .iter()
             .map(|&outcome| redirects.get_or_create(&OutcomeLabel { outcome }).clone())
             .collect();
+        let edge_resolves = Counter::default();
+        registry.register(
+            "edge_resolves",
+            "Links the edge asked the origin about (codes KV did not hold yet)",
+            edge_resolves.clone(),
+        );
         let published = Counter::default();
         registry.register(
             "published",
@@ -121,6 +129,7 @@ impl Default for Metrics {
             publisher_lag_ms.clone(),
         );
         Metrics {
+            edge_resolves,
             published,
             publish_failures,
             publish_rejected,

@@ -1640,3 +1640,87 @@ async fn random_generated_codes_are_answered_404_without_reading_the_links_table
         t.cleanup().await;
     }
 }
+
+#[tokio::test]
+async fn the_edge_resolves_a_link_with_its_token_only_and_sees_bans_on_the_record() {
+    for (api, t) in apis_with("edge-resolve", &["--edge-token", "edge-secret-token"]).await {
+        let token = api.key("acme", false).await;
+        let admin = api.key("ops", true).await;
+        let made = api
+            .create(
+                &token,
+                json!({ "target_url": "https://dest.example/r", "code": "fresh-link" }),
+            )
+            .await;
+        assert_eq!(made.status, StatusCode::CREATED);
+        let resolve = |auth: Option<&'static str>, code: &str| {
+            let mut req = Request::get(format!("/v1/edge/resolve/s.example/{code}"));
+            if let Some(auth) = auth {
+                req = req.header(header::AUTHORIZATION, format!("Bearer {auth}"));
+            }
+            req.body(Body::empty()).expect("request")
+        };
+        for auth in [
+            None,
+            Some("edge-secret-tokeN"),
+            Some("hop_not_an_edge_token"),
+        ] {
+            let r = api.send(resolve(auth, "fresh-link")).await;
+            assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{auth:?}");
+        }
+        let r = api
+            .send(resolve(Some("edge-secret-token"), "fresh-link"))
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", t.kind());
+        assert_eq!(r.headers[header::CACHE_CONTROL], "no-store");
+        assert_eq!(
+            (
+                r.body["t"].clone(),
+                r.body["s"].clone(),
+                r.body["v"].clone()
+            ),
+            (json!("https://dest.example/r"), json!("active"), json!(1))
+        );
+        let r = api
+            .send(resolve(Some("edge-secret-token"), "never-made"))
+            .await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND);
+
+        // A host ban shows on the record at once, before anything is published.
+        let ban = api
+            .ban(
+                &admin,
+                json!({ "kind": "host", "host": "dest.example", "reason": "phishing" }),
+            )
+            .await;
+        assert_eq!(ban.status, StatusCode::CREATED);
+        let r = api
+            .send(resolve(Some("edge-secret-token"), "fresh-link"))
+            .await;
+        assert_eq!(r.body["s"], json!("banned"), "{}", t.kind());
+        assert_eq!(metric(&api, "hop_edge_resolves_total").await, 3);
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn without_an_edge_token_the_resolve_endpoint_says_it_is_not_configured() {
+    let t = TestDb::sqlite().await;
+    let api = Api {
+        state: common::app_state(&t),
+    };
+    let r = api
+        .send(
+            Request::get("/v1/edge/resolve/s.example/abc")
+                .header(header::AUTHORIZATION, "Bearer anything")
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(r.body["detail"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("HOP_EDGE_TOKEN"));
+    t.cleanup().await;
+}

@@ -5,7 +5,7 @@ mod common;
 
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
-use common::{app_state, TestDb};
+use common::TestDb;
 use http_body_util::BodyExt;
 use origin_api::keys;
 use origin_api::store::{now_ms, LinkStore};
@@ -43,7 +43,7 @@ fn keys_of(v: &Value) -> BTreeSet<String> {
 #[tokio::test]
 async fn the_description_matches_the_routes_and_the_shapes_served() {
     let t = TestDb::sqlite().await;
-    let state = app_state(&t);
+    let state = common::app_state_with(&t, &["--edge-token", "edge-test-token"]);
     let (status, doc) = call(
         &state,
         Request::get("/openapi.json").body(Body::empty()).unwrap(),
@@ -96,6 +96,7 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
             "GET /openapi.json",
             "GET /readyz",
             "GET /v1/bans",
+            "GET /v1/edge/resolve/{domain}/{code}",
             "GET /v1/links",
             "GET /v1/links/{domain}/{code}",
             "GET /{code}",

@@ -12,6 +12,7 @@
 //!
 //! No I/O happens here.
 
+pub mod activation;
 pub mod alphabet;
 pub mod codes;
 pub mod decision;

@@ -239,6 +239,13 @@ impl Edge {
             .args(["--inspector-port", &free_port().to_string()])
             .arg("--persist-to")
             .arg(&persist);
+        // The worker's secrets are the test's to give: a developer's .dev.vars (which
+        // scripts/dev writes) must not leak in, so every one is set, empty if not given.
+        for name in ["ORIGIN_TOKEN", "SYNC_TOKEN", "PERMUTATION_KEYS"] {
+            if !vars.iter().any(|(given, _)| *given == name) {
+                command.arg("--var").arg(format!("{name}:"));
+            }
+        }
         for (name, value) in vars {
             command.arg("--var").arg(format!("{name}:{value}"));
         }
@@ -268,5 +275,93 @@ impl Edge {
     /// The directory holding this edge's local state.
     pub fn state_dir(&self) -> &Path {
         self.state.path()
+    }
+}
+
+/// The origin binary `scripts/test` builds (`cargo build -p origin-api`).
+fn origin_binary() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target"));
+    let bin = target.join("debug/hop-origin");
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo build -p origin-api` (scripts/test does)",
+        bin.display()
+    );
+    bin
+}
+
+/// A running `hop-origin serve` on a free port.
+#[derive(Debug)]
+pub struct Origin {
+    process: Process,
+    base: String,
+}
+
+impl Origin {
+    /// Starts the origin with `env` (HOP_* variables) on `port`, logging to `log`.
+    pub async fn start(port: u16, env: &[(&str, String)], log: PathBuf) -> Origin {
+        let mut command = Command::new(origin_binary());
+        command
+            .arg("serve")
+            .env("HOP_LISTEN", format!("127.0.0.1:{port}"))
+            .env("HOP_LOG", "warn");
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let mut process = Process::spawn("hop-origin", command, log);
+        let base = format!("http://127.0.0.1:{port}");
+        process
+            .wait_until_answering(&format!("{base}/healthz"))
+            .await;
+        Origin { process, base }
+    }
+
+    /// Runs `hop-origin ARGS` to completion with `env`, returning its standard output.
+    pub fn run(args: &[&str], env: &[(&str, String)]) -> String {
+        let mut command = Command::new(origin_binary());
+        command.args(args);
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let output = command.output().expect("run hop-origin");
+        assert!(
+            output.status.success(),
+            "hop-origin {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// The URL of `path` on this origin.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// What the origin logged so far.
+    pub fn log(&self) -> String {
+        self.process.log()
+    }
+
+    /// Kills the origin at once (SIGKILL), as a crash would.
+    pub fn kill(mut self) {
+        self.process.signal_group(Signal::SIGKILL);
+        let _ = self.process.child.wait();
+    }
+
+    /// The value of one counter or gauge of `/metrics`.
+    pub async fn metric(&self, name: &str) -> u64 {
+        let text = client()
+            .get(self.url("/metrics"))
+            .send()
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("metrics text");
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in /metrics:\n{text}"))
     }
 }

@@ -1,6 +1,7 @@
 //! HTTP routes. Handlers are thin: they parse, call a service, and shape the answer.
 
 mod bans;
+mod edge;
 mod health;
 mod links;
 pub mod openapi;
@@ -39,6 +40,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/v1/bans", post(bans::create).get(bans::list))
         .route("/v1/bans/{id}", axum::routing::delete(bans::lift))
+        .route("/v1/edge/resolve/{domain}/{code}", get(edge::resolve))
         // `route_layer`: the routes above, not the fallback.
         .route_layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,

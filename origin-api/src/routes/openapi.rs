@@ -1,7 +1,7 @@
 //! `/openapi.json`: the API description, generated from the handlers' annotations and
 //! the request and response types themselves, so it changes when they do.
 
-use super::{bans, health, links, redirect};
+use super::{bans, edge, health, links, redirect};
 use axum::http::header;
 use axum::response::IntoResponse;
 use std::sync::LazyLock;
@@ -24,6 +24,7 @@ use utoipa::{Modify, OpenApi};
         bans::create,
         bans::list,
         bans::lift,
+        edge::resolve,
         health::healthz,
         health::readyz,
         health::metrics,
@@ -34,6 +35,7 @@ use utoipa::{Modify, OpenApi};
     tags(
         (name = "links", description = "Marketers' links, isolated per owner"),
         (name = "bans", description = "Trust & safety; admin keys only"),
+        (name = "edge", description = "What the edge worker asks the origin; edge token only"),
         (name = "operations", description = "Health, metrics and this description"),
         (name = "redirect", description = "The origin's own redirect, decided as at the edge"),
     )
@@ -54,6 +56,10 @@ impl Modify for BearerKey {
                     .bearer_format("hop_<key id>_<secret>")
                     .build(),
             ),
+        );
+        components.add_security_scheme(
+            "edge_token",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
         );
     }
 }

@@ -1,0 +1,240 @@
+//! Asking the origin about codes KV does not hold yet (ARCHITECTURE §6.4).
+//!
+//! KV lags behind the origin, so a link created a moment ago is missing here. Only codes
+//! that may be new are asked about: a generated code whose id lies in the activation
+//! window (`meta:activation`), or a custom alias, which cannot be dated. Everything else
+//! — random and enumerated codes — is answered 404 without calling anyone. The origin's
+//! answers are kept in this isolate for a few seconds; alias lookups are rate-limited per
+//! isolate; and an origin that does not answer in time gives the visitor a 503 with
+//! `Retry-After`, never a 404 for a link that may exist.
+
+use futures_util::future::{select, Either};
+use shared::activation::{may_be_new, ActivationMeta};
+use shared::sync::ACTIVATION_KEY;
+use shared::{CodeKind, CodeSpace, EdgeRecord, KeyRing, RouteKey};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::time::Duration;
+use worker::kv::KvStore;
+use worker::{console_error, Date, Delay, Env, Fetch, Headers, Method, Request, RequestInit};
+
+/// How long this isolate trusts its copy of the activation meta.
+const META_HOLD_MS: u64 = 2_000;
+/// Cloudflare's smallest per-location KV cache.
+const META_CACHE_TTL_S: u64 = 30;
+/// How long an origin answer is kept: a found link (KV will hold it soon) and an
+/// unknown code alike.
+const ANSWER_HOLD_MS: u64 = 10_000;
+/// Answers kept at most; the oldest half goes when full.
+const MAX_ANSWERS: usize = 10_000;
+/// The longest a visitor waits for the origin.
+const ORIGIN_TIMEOUT: Duration = Duration::from_secs(3);
+/// Lookups of codes that cannot be dated this isolate may send per second (a scan of
+/// alias-shaped codes must not become a flood at the origin).
+const UNDATED_LOOKUPS_PER_S: u32 = 50;
+
+/// What the origin said about a code.
+pub(crate) enum Resolved {
+    Found(EdgeRecord),
+    Unknown,
+    /// The origin could not be asked or did not answer in time.
+    Unavailable,
+}
+
+#[derive(Default)]
+struct State {
+    keys: Option<Option<KeyRing>>,
+    meta: Option<(Option<ActivationMeta>, u64)>,
+    answers: HashMap<String, (Option<EdgeRecord>, u64)>,
+    alias_window: (u64, u32),
+}
+
+thread_local! {
+    // Workers isolates run one thread; this is per-isolate memory.
+    static STATE: RefCell<State> = RefCell::new(State::default());
+}
+
+fn keys(env: &Env) -> Option<KeyRing> {
+    STATE.with_borrow_mut(|s| {
+        s.keys
+            .get_or_insert_with(|| {
+                let ring = env.secret("PERMUTATION_KEYS").ok()?.to_string();
+                KeyRing::parse(&ring)
+                    .map_err(|e| console_error!("PERMUTATION_KEYS: {e}"))
+                    .ok()
+            })
+            .clone()
+    })
+}
+
+async fn meta(kv: &KvStore) -> Option<ActivationMeta> {
+    let now = Date::now().as_millis();
+    let held = STATE.with_borrow(|s| {
+        s.meta
+            .as_ref()
+            .filter(|(_, at)| now.saturating_sub(*at) < META_HOLD_MS)
+            .map(|(m, _)| *m)
+    });
+    if let Some(meta) = held {
+        return meta;
+    }
+    let read = kv
+        .get(ACTIVATION_KEY)
+        .cache_ttl(META_CACHE_TTL_S)
+        .text()
+        .await;
+    let meta = match read {
+        Ok(Some(json)) => ActivationMeta::from_json(&json)
+            .map_err(|e| console_error!("corrupt {ACTIVATION_KEY}: {e}"))
+            .ok(),
+        Ok(None) => None,
+        Err(e) => {
+            console_error!("reading {ACTIVATION_KEY}: {e}");
+            None
+        }
+    };
+    STATE.with_borrow_mut(|s| s.meta = Some((meta, now)));
+    meta
+}
+
+/// Whether to ask the origin about a code KV does not hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ask {
+    /// It cannot be a new link: answer 404 here.
+    No,
+    /// A generated code in the activation window.
+    Dated,
+    /// A custom alias, or a generated code without a meta or keys to date it: asked
+    /// within a per-isolate budget, so a scan cannot flood the origin.
+    Undated,
+}
+
+/// Whether `route` may name a link KV does not hold yet.
+pub(crate) async fn worth_asking(
+    env: &Env,
+    kv: &KvStore,
+    route: &RouteKey,
+    space: &CodeSpace,
+) -> Ask {
+    // Without a token there is no origin to ask: the edge serves from KV alone.
+    let has_origin = env
+        .secret("ORIGIN_TOKEN")
+        .is_ok_and(|t| !t.to_string().is_empty());
+    if !has_origin {
+        return Ask::No;
+    }
+    let code = route.code();
+    match shared::codes::classify(code, space) {
+        None => Ask::No,
+        Some(CodeKind::Custom) => Ask::Undated,
+        Some(CodeKind::Generated) => {
+            let (Some(keys), Some(meta)) = (keys(env), meta(kv).await) else {
+                return Ask::Undated;
+            };
+            if may_be_new(code, space, Some(&keys), Some(&meta)) {
+                Ask::Dated
+            } else {
+                Ask::No
+            }
+        }
+    }
+}
+
+/// The origin's answer about `route`, from this isolate's memory when it has one.
+pub(crate) async fn resolve(env: &Env, route: &RouteKey, ask: Ask) -> Resolved {
+    let key = route.to_string();
+    let now = Date::now().as_millis();
+    let held = STATE.with_borrow(|s| {
+        s.answers
+            .get(&key)
+            .filter(|(_, until)| now < *until)
+            .map(|(record, _)| record.clone())
+    });
+    if let Some(record) = held {
+        return record.map_or(Resolved::Unknown, Resolved::Found);
+    }
+    if ask == Ask::Undated && !undated_budget(now) {
+        // Over the budget, such a code is unknown for now rather than a flood at the
+        // origin; the link, if it exists, is found once KV holds it.
+        return Resolved::Unknown;
+    }
+    let answer = ask_origin(env, route).await;
+    let record = match &answer {
+        Resolved::Found(record) => Some(record.clone()),
+        Resolved::Unknown => None,
+        Resolved::Unavailable => return answer,
+    };
+    STATE.with_borrow_mut(|s| {
+        if s.answers.len() >= MAX_ANSWERS {
+            s.answers.retain(|_, (_, until)| *until > now);
+            if s.answers.len() >= MAX_ANSWERS {
+                s.answers.clear();
+            }
+        }
+        s.answers.insert(key, (record, now + ANSWER_HOLD_MS));
+    });
+    answer
+}
+
+fn undated_budget(now: u64) -> bool {
+    STATE.with_borrow_mut(|s| {
+        let (second, used) = &mut s.alias_window;
+        if *second != now / 1000 {
+            *second = now / 1000;
+            *used = 0;
+        }
+        *used += 1;
+        *used <= UNDATED_LOOKUPS_PER_S
+    })
+}
+
+async fn ask_origin(env: &Env, route: &RouteKey) -> Resolved {
+    let (Ok(origin), Ok(token)) = (env.var("ORIGIN_URL"), env.secret("ORIGIN_TOKEN")) else {
+        console_error!("ORIGIN_URL or ORIGIN_TOKEN is not set: cannot ask the origin");
+        return Resolved::Unavailable;
+    };
+    let url = format!(
+        "{}/v1/edge/resolve/{}/{}",
+        origin.to_string().trim_end_matches('/'),
+        route.domain(),
+        route.code()
+    );
+    let headers = Headers::new();
+    if headers
+        .set("authorization", &format!("Bearer {token}"))
+        .is_err()
+    {
+        return Resolved::Unavailable;
+    }
+    let mut init = RequestInit::new();
+    init.with_method(Method::Get).with_headers(headers);
+    let Ok(request) = Request::new_with_init(&url, &init) else {
+        return Resolved::Unavailable;
+    };
+    let fetcher = Fetch::Request(request);
+    let fetch = fetcher.send();
+    let timeout = Delay::from(ORIGIN_TIMEOUT);
+    let response = match select(Box::pin(fetch), Box::pin(timeout)).await {
+        Either::Left((Ok(response), _)) => response,
+        Either::Left((Err(e), _)) => {
+            console_error!("asking the origin about {route}: {e}");
+            return Resolved::Unavailable;
+        }
+        Either::Right(_) => {
+            console_error!("the origin did not answer about {route} within {ORIGIN_TIMEOUT:?}");
+            return Resolved::Unavailable;
+        }
+    };
+    let mut response = response;
+    match response.status_code() {
+        200 => match response.text().await.map(|t| EdgeRecord::from_json(&t)) {
+            Ok(Ok(record)) => Resolved::Found(record),
+            _ => Resolved::Unavailable,
+        },
+        404 => Resolved::Unknown,
+        status => {
+            console_error!("the origin answered {status} about {route}");
+            Resolved::Unavailable
+        }
+    }
+}
