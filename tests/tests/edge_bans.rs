@@ -1,0 +1,114 @@
+//! Bans reach the real edge fast: the real origin publishes the denylist on the fast lane
+//! to the real `wrangler dev`. Fifty bans, of codes and of target hosts, each checked at
+//! the edge from the moment the API call returns; the distribution is printed (speed is
+//! reported, not asserted: every ban must simply take effect).
+
+use hop_e2e::{client, free_port, Edge, Origin};
+use reqwest::StatusCode;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+const EDGE_TOKEN: &str = "edge-token-0123456789abcdef";
+const SYNC_TOKEN: &str = "sync-token-0123456789abcdef";
+const KEYS: &str = "1:000102030405060708090a0b0c0d0e0f";
+const BANS: usize = 50;
+
+async fn status(edge: &Edge, code: &str) -> StatusCode {
+    client()
+        .get(edge.url(&format!("/{code}")))
+        .header("host", "s.example")
+        .send()
+        .await
+        .expect("edge answers")
+        .status()
+}
+
+#[tokio::test]
+async fn fifty_bans_of_codes_and_hosts_block_at_the_edge() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let origin_port = free_port();
+    let edge = Edge::start_with(
+        &[],
+        &[
+            ("ORIGIN_URL", &format!("http://127.0.0.1:{origin_port}")),
+            ("ORIGIN_TOKEN", EDGE_TOKEN),
+            ("SYNC_TOKEN", SYNC_TOKEN),
+            ("PERMUTATION_KEYS", KEYS),
+        ],
+    )
+    .await;
+    let env = vec![
+        (
+            "HOP_DATABASE_URL",
+            format!("sqlite://{}", dir.path().join("hop.db").display()),
+        ),
+        ("HOP_DEFAULT_DOMAIN", "s.example".to_owned()),
+        ("HOP_PERMUTATION_KEYS", KEYS.to_owned()),
+        ("HOP_EDGE_TOKEN", EDGE_TOKEN.to_owned()),
+        ("HOP_EDGE_SYNC_URL", edge.url("")),
+        ("HOP_EDGE_SYNC_TOKEN", SYNC_TOKEN.to_owned()),
+    ];
+    let admin = Origin::run(&["keys", "create", "--owner", "ops", "--admin"], &env)
+        .lines()
+        .last()
+        .expect("key")
+        .to_owned();
+    let origin = Origin::start(origin_port, &env, dir.path().join("origin.log")).await;
+
+    // Half the links are banned by code, half by their target's host.
+    let links: Vec<serde_json::Value> = (0..BANS)
+        .map(|i| json!({ "target_url": format!("https://h{i}.dest.example/"), "code": format!("ban-me-{i}") }))
+        .collect();
+    let created = client()
+        .post(origin.url("/v1/links/bulk"))
+        .bearer_auth(&admin)
+        .json(&json!({ "links": links }))
+        .send()
+        .await
+        .expect("bulk");
+    assert_eq!(created.status(), StatusCode::OK);
+    // Every link is at the edge before the bans start (published, or through the
+    // fallback; either way a redirect).
+    for i in 0..BANS {
+        assert_eq!(
+            status(&edge, &format!("ban-me-{i}")).await,
+            StatusCode::FOUND
+        );
+    }
+
+    let mut took = Vec::with_capacity(BANS);
+    for i in 0..BANS {
+        let ban = if i % 2 == 0 {
+            json!({ "kind": "code", "code": format!("ban-me-{i}"), "reason": "test" })
+        } else {
+            json!({ "kind": "host", "host": format!("h{i}.dest.example"), "reason": "test" })
+        };
+        let res = client()
+            .post(origin.url("/v1/bans"))
+            .bearer_auth(&admin)
+            .json(&ban)
+            .send()
+            .await
+            .expect("ban");
+        assert_eq!(res.status(), StatusCode::CREATED);
+        let returned = Instant::now();
+        while status(&edge, &format!("ban-me-{i}")).await != StatusCode::FORBIDDEN {
+            assert!(
+                returned.elapsed() < Duration::from_secs(15),
+                "ban {i} never took effect:\n{}",
+                origin.log()
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        took.push(returned.elapsed());
+    }
+    took.sort();
+    let at = |q: f64| took[((took.len() as f64 * q).ceil() as usize).clamp(1, took.len()) - 1];
+    eprintln!(
+        "ban propagation over {BANS} bans (API return → 403 at the edge): p50 {:?}, p90 {:?}, p99 {:?}, max {:?}",
+        at(0.5),
+        at(0.9),
+        at(0.99),
+        took[took.len() - 1]
+    );
+}
