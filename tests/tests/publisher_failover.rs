@@ -1,0 +1,124 @@
+//! Two real origins share one database and publish to the real `wrangler dev`: one leads,
+//! the other stands by. The leader is killed in the middle of publishing a bulk import
+//! and its edits; the standby takes the lease over and the edge ends with every link at
+//! its newest version (the worker never lets a key go back to an older one).
+
+use hop_e2e::{client, free_port, Edge, Origin};
+use reqwest::header::LOCATION;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+const SYNC_TOKEN: &str = "sync-token-0123456789abcdef";
+const KEYS: &str = "1:000102030405060708090a0b0c0d0e0f";
+const LINKS: usize = 2_000;
+
+#[tokio::test]
+async fn the_standby_takes_over_when_the_leader_dies_mid_batch() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let edge = Edge::start_with(&[], &[("SYNC_TOKEN", SYNC_TOKEN)]).await;
+    let env = vec![
+        (
+            "HOP_DATABASE_URL",
+            format!("sqlite://{}", dir.path().join("hop.db").display()),
+        ),
+        ("HOP_DEFAULT_DOMAIN", "s.example".to_owned()),
+        ("HOP_PERMUTATION_KEYS", KEYS.to_owned()),
+        ("HOP_CREATE_RATE", "1000000".to_owned()),
+        ("HOP_EDGE_SYNC_URL", edge.url("")),
+        ("HOP_EDGE_SYNC_TOKEN", SYNC_TOKEN.to_owned()),
+    ];
+    let key = Origin::run(&["keys", "create", "--owner", "e2e"], &env)
+        .lines()
+        .last()
+        .expect("key")
+        .to_owned();
+    let leader = Origin::start(free_port(), &env, dir.path().join("a.log")).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while leader.metric("hop_publisher_leader").await != 1 {
+        assert!(Instant::now() < deadline, "the first origin never led");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let standby = Origin::start(free_port(), &env, dir.path().join("b.log")).await;
+    assert_eq!(standby.metric("hop_publisher_leader").await, 0);
+
+    // A bulk import, then a second version of every tenth link, all through the leader.
+    let links: Vec<Value> = (0..LINKS)
+        .map(|i| json!({ "target_url": format!("https://dest.example/{i}/v1"), "code": format!("fo-{i}") }))
+        .collect();
+    let res = client()
+        .post(leader.url("/v1/links/bulk"))
+        .bearer_auth(&key)
+        .json(&json!({ "links": links }))
+        .send()
+        .await
+        .expect("bulk");
+    assert_eq!(res.status(), StatusCode::OK);
+    for i in (0..LINKS).step_by(10) {
+        let res = client()
+            .patch(leader.url(&format!("/v1/links/s.example/fo-{i}")))
+            .bearer_auth(&key)
+            .header("if-match", "\"1\"")
+            .json(&json!({ "target_url": format!("https://dest.example/{i}/v2") }))
+            .send()
+            .await
+            .expect("patch");
+        assert_eq!(res.status(), StatusCode::OK);
+    }
+    // Killed while it works through the backlog.
+    let published_before = leader.metric("hop_published_total").await;
+    leader.kill();
+    assert!(
+        (published_before as usize) < LINKS,
+        "the leader finished before it was killed ({published_before} written)"
+    );
+
+    // The standby takes the lease once it lapses and delivers everything.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let lag = standby.metric("hop_publisher_lag_milliseconds").await;
+        let leads = standby.metric("hop_publisher_leader").await;
+        let pending = client()
+            .get(standby.url("/metrics"))
+            .send()
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("text")
+            .lines()
+            .filter(|l| l.starts_with("hop_outbox_pending"))
+            .map(|l| {
+                l.rsplit(' ')
+                    .next()
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .unwrap_or(1)
+            })
+            .sum::<u64>();
+        if leads == 1 && pending == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the standby did not finish (leader {leads}, lag {lag} ms, pending {pending}):\n{}",
+            standby.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Every link is at the edge, at its newest version.
+    for i in (0..LINKS).step_by(7) {
+        let res = client()
+            .get(edge.url(&format!("/fo-{i}")))
+            .header("host", "s.example")
+            .send()
+            .await
+            .expect("edge");
+        assert_eq!(res.status(), StatusCode::FOUND, "fo-{i}");
+        let version = if i % 10 == 0 { "v2" } else { "v1" };
+        assert_eq!(
+            res.headers()[LOCATION],
+            format!("https://dest.example/{i}/{version}").as_str(),
+            "fo-{i}"
+        );
+    }
+}
