@@ -137,6 +137,28 @@ pub struct Settings {
     #[arg(long, env = "HOP_EDGE_SYNC_URL", value_parser = parse_http_url, global = true)]
     pub edge_sync_url: Option<url::Url>,
 
+    /// Publish through Cloudflare's KV bulk API instead of the worker: the account id.
+    #[arg(long, env = "HOP_CF_ACCOUNT_ID", global = true)]
+    pub cf_account_id: Option<String>,
+
+    /// The KV namespace the worker's `LINKS` binding names.
+    #[arg(long, env = "HOP_CF_KV_NAMESPACE_ID", global = true)]
+    pub cf_kv_namespace_id: Option<String>,
+
+    /// An API token allowed to write that namespace. Read from the environment only.
+    #[arg(
+        env = "HOP_CF_API_TOKEN",
+        hide_env_values = true,
+        hide = true,
+        long = "cf-api-token",
+        global = true
+    )]
+    pub cf_api_token: Option<String>,
+
+    /// Cloudflare's API base URL (a test server can stand in for it).
+    #[arg(long, env = "HOP_CF_API_URL", default_value = "https://api.cloudflare.com/client/v4", value_parser = parse_http_url, global = true)]
+    pub cf_api_url: url::Url,
+
     /// The token the edge worker sends when it asks the origin about a link (its
     /// `ORIGIN_TOKEN`); without it, `/v1/edge/*` answers 503. Read from the environment only.
     #[arg(

@@ -92,23 +92,44 @@ pub async fn prepare(settings: &Settings) -> Result<Db, db::DbError> {
 
 /// The publisher this origin runs, when it is configured to publish.
 pub fn publisher(state: &AppState) -> std::io::Result<Option<publisher::Publisher>> {
-    let Some(url) = &state.settings.edge_sync_url else {
-        return Ok(None);
+    use publisher::sink::{KvBulk, Sink, WorkerSync};
+    let s = &state.settings;
+    let kv = (s.cf_account_id.as_deref(), s.cf_kv_namespace_id.as_deref());
+    let sink: Arc<dyn Sink> = match (&s.edge_sync_url, kv) {
+        (None, (None, None)) => return Ok(None),
+        (Some(_), (Some(_), _) | (_, Some(_))) => {
+            return Err(std::io::Error::other(
+                "publish either to the worker (HOP_EDGE_SYNC_URL) or to KV (HOP_CF_*), not both",
+            ))
+        }
+        (Some(url), _) => {
+            let Some(token) = s.edge_sync_token.as_deref().filter(|t| !t.is_empty()) else {
+                return Err(std::io::Error::other(
+                    "HOP_EDGE_SYNC_URL is set but HOP_EDGE_SYNC_TOKEN is not: set the worker's SYNC_TOKEN",
+                ));
+            };
+            Arc::new(WorkerSync::new(url, token).map_err(std::io::Error::other)?)
+        }
+        (None, (Some(account), Some(namespace))) => {
+            let Some(token) = s.cf_api_token.as_deref().filter(|t| !t.is_empty()) else {
+                return Err(std::io::Error::other(
+                    "HOP_CF_ACCOUNT_ID and HOP_CF_KV_NAMESPACE_ID need HOP_CF_API_TOKEN",
+                ));
+            };
+            Arc::new(
+                KvBulk::new(&s.cf_api_url, account, namespace, token)
+                    .map_err(std::io::Error::other)?,
+            )
+        }
+        (None, _) => {
+            return Err(std::io::Error::other(
+                "set both HOP_CF_ACCOUNT_ID and HOP_CF_KV_NAMESPACE_ID to publish to KV",
+            ))
+        }
     };
-    let Some(token) = state
-        .settings
-        .edge_sync_token
-        .as_deref()
-        .filter(|t| !t.is_empty())
-    else {
-        return Err(std::io::Error::other(
-            "HOP_EDGE_SYNC_URL is set but HOP_EDGE_SYNC_TOKEN is not: set the worker's SYNC_TOKEN",
-        ));
-    };
-    let sink = publisher::sink::WorkerSync::new(url, token).map_err(std::io::Error::other)?;
     Ok(Some(publisher::Publisher::new(
         Arc::new(state.db.clone()),
-        Arc::new(sink),
+        sink,
         state.metrics.clone(),
     )))
 }

@@ -277,3 +277,206 @@ async fn one_leader_at_a_time_and_a_standby_takes_over_when_the_lease_lapses_or_
         t.cleanup().await;
     }
 }
+
+/// A stand-in for Cloudflare's API that checks what the KV bulk write documents:
+/// `PUT /accounts/{account}/storage/kv/namespaces/{namespace}/bulk` with a bearer token
+/// and a JSON array of at most 10,000 `{key, value, expiration?}` (keys of 1 to 512
+/// bytes, values strings, expirations integers), answering as Cloudflare does.
+#[derive(Default)]
+struct FakeCloudflare {
+    kv: Mutex<HashMap<String, (String, Option<i64>)>>,
+    problems: Mutex<Vec<String>>,
+    calls: Mutex<usize>,
+}
+
+async fn kv_bulk(
+    axum::extract::State(cf): axum::extract::State<Arc<FakeCloudflare>>,
+    axum::extract::Path((account, namespace)): axum::extract::Path<(String, String)>,
+    headers: axum::http::HeaderMap,
+    body: String,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    *cf.calls.lock().expect("lock") += 1;
+    let mut problems = Vec::new();
+    if (account.as_str(), namespace.as_str()) != ("acct123", "ns456") {
+        problems.push(format!("wrong account or namespace: {account}/{namespace}"));
+    }
+    if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some("Bearer cf-token") {
+        problems.push("missing or wrong bearer token".into());
+    }
+    if headers.get("content-type").and_then(|v| v.to_str().ok()) != Some("application/json") {
+        problems.push("not JSON".into());
+    }
+    let pairs: Vec<Value> = serde_json::from_str(&body).unwrap_or_else(|_| {
+        problems.push("the body is not a JSON array".into());
+        vec![]
+    });
+    if pairs.len() > 10_000 {
+        problems.push("more than 10,000 pairs".into());
+    }
+    let mut good = Vec::new();
+    for pair in &pairs {
+        let Some(obj) = pair.as_object() else {
+            problems.push(format!("not an object: {pair}"));
+            continue;
+        };
+        if let Some(extra) = obj.keys().find(|k| {
+            ![
+                "key",
+                "value",
+                "expiration",
+                "expiration_ttl",
+                "metadata",
+                "base64",
+            ]
+            .contains(&k.as_str())
+        }) {
+            problems.push(format!("unknown field {extra}"));
+        }
+        let key = obj.get("key").and_then(Value::as_str).unwrap_or_default();
+        if key.is_empty() || key.len() > 512 {
+            problems.push(format!("bad key {key:?}"));
+        }
+        let Some(value) = obj.get("value").and_then(Value::as_str) else {
+            problems.push(format!("value of {key} is not a string"));
+            continue;
+        };
+        let expiration = match obj.get("expiration") {
+            None => None,
+            Some(e) => match e.as_i64() {
+                Some(e) => Some(e),
+                None => {
+                    problems.push(format!("expiration of {key} is not an integer"));
+                    None
+                }
+            },
+        };
+        good.push((key.to_owned(), (value.to_owned(), expiration)));
+    }
+    if !problems.is_empty() {
+        cf.problems.lock().expect("lock").extend(problems.clone());
+        let errors: Vec<Value> = problems
+            .iter()
+            .map(|p| json!({ "code": 10001, "message": p }))
+            .collect();
+        return (
+            axum::http::StatusCode::BAD_REQUEST,
+            axum::Json(
+                json!({ "success": false, "errors": errors, "messages": [], "result": null }),
+            ),
+        )
+            .into_response();
+    }
+    let count = good.len();
+    cf.kv.lock().expect("lock").extend(good);
+    axum::Json(json!({
+        "success": true, "errors": [], "messages": [],
+        "result": { "successful_key_count": count, "unsuccessful_keys": [] }
+    }))
+    .into_response()
+}
+
+#[tokio::test]
+async fn the_kv_bulk_sink_sends_what_cloudflare_documents_and_never_an_older_version() {
+    for t in TestDb::all("publisher-kv").await {
+        let cf = Arc::new(FakeCloudflare::default());
+        let app = axum::Router::new()
+            .route(
+                "/client/v4/accounts/{account}/storage/kv/namespaces/{namespace}/bulk",
+                axum::routing::put(kv_bulk),
+            )
+            .with_state(cf.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let api: url::Url = format!("http://{}/client/v4", listener.local_addr().expect("addr"))
+            .parse()
+            .expect("url");
+        let server = tokio::spawn(async move {
+            axum::serve(listener, app).await.expect("serve");
+        });
+        let state = common::app_state(&t);
+        let sink = origin_api::publisher::sink::KvBulk::new(&api, "acct123", "ns456", "cf-token")
+            .expect("sink");
+        let publisher = Publisher::new(
+            Arc::new(state.db.clone()),
+            Arc::new(sink),
+            state.metrics.clone(),
+        );
+        let s = Setup {
+            state,
+            edge: Arc::new(MemoryEdge::default()),
+            publisher,
+            owner: "acme".into(),
+        };
+        let expires = "2099-01-01T00:00:00Z";
+        create(&s, json!({ "target_url": "https://dest.example/a", "code": "kv-a", "expires_at": expires })).await;
+        create(
+            &s,
+            json!({ "target_url": "https://dest.example/b", "code": "kv-b" }),
+        )
+        .await;
+        drain(&s).await;
+        assert_eq!(
+            cf.problems.lock().expect("lock").clone(),
+            Vec::<String>::new(),
+            "{}",
+            t.kind()
+        );
+        {
+            let kv = cf.kv.lock().expect("lock");
+            let (value, expiration) = kv.get("l:s.example/kv-a").expect("kv-a").clone();
+            assert_eq!(
+                serde_json::from_str::<Value>(&value).expect("record")["v"],
+                json!(1)
+            );
+            // Kept 30 days past the link's own expiry, so it answers 410 until then.
+            assert_eq!(expiration, Some(4_070_908_800 + 30 * 24 * 3600));
+            assert_eq!(kv.get("l:s.example/kv-b").map(|(_, e)| *e), Some(None));
+            assert!(kv.contains_key("meta:activation"));
+        }
+
+        // A row of version 1 that committed after version 2 was delivered is retired,
+        // never sent: KV would take it, having no versions of its own.
+        let link = s
+            .state
+            .db
+            .get_link("s.example", "kv-b")
+            .await
+            .expect("read")
+            .expect("link");
+        let changes: links::UpdateLink =
+            serde_json::from_value(json!({ "target_url": "https://dest.example/b2" }))
+                .expect("changes");
+        links::update_link(&s.state, link.clone(), link.version, changes)
+            .await
+            .expect("update");
+        drain(&s).await;
+        let late = link.edge_record(false).to_json().replace('\'', "''");
+        let sql = format!(
+            "INSERT INTO outbox (lane, kind, route_key, version, payload, created_at) \
+             VALUES ('normal', 'link', 's.example/kv-b', 1, '{late}', {})",
+            now_ms()
+        );
+        origin_api::on_writer!(&s.state.db, pool => {
+            sqlx::query(&sql).execute(pool).await.expect("insert");
+        });
+        let calls = *cf.calls.lock().expect("lock");
+        drain(&s).await;
+        assert_eq!(
+            *cf.calls.lock().expect("lock"),
+            calls,
+            "{}: nothing was sent",
+            t.kind()
+        );
+        let held = cf.kv.lock().expect("lock").get("l:s.example/kv-b").cloned();
+        let (value, _) = held.expect("kv-b");
+        assert_eq!(
+            serde_json::from_str::<Value>(&value).expect("record")["v"],
+            json!(2)
+        );
+        assert!(s.state.db.pending(10).await.expect("pending").is_empty());
+        server.abort();
+        t.cleanup().await;
+    }
+}

@@ -141,7 +141,10 @@ impl Publisher {
 
     /// Delivers one batch of rows; returns how many rows it delivered.
     pub async fn step(&self) -> Result<usize, PublishError> {
-        let rows = self.store.pending(BATCH_ROWS).await?;
+        let mut rows = self.store.pending(BATCH_ROWS).await?;
+        if !rows.is_empty() && self.store.retire_superseded(now_ms()).await? > 0 {
+            rows = self.store.pending(BATCH_ROWS).await?;
+        }
         let lag_ms = rows
             .iter()
             .map(|r| r.created_at)

@@ -77,6 +77,9 @@ pub trait OutboxStore: Send + Sync + Debug + 'static {
     /// Records rows as delivered (and, for links, what the edge now has), in one
     /// transaction.
     async fn mark_published(&self, rows: &[OutboxRow], at: i64) -> Result<(), StoreError>;
+    /// Marks delivered, without pushing them, the undelivered rows of a key for which a
+    /// newer version was already delivered; returns how many.
+    async fn retire_superseded(&self, at: i64) -> Result<u64, StoreError>;
     /// Counts a failed attempt on each row.
     async fn mark_failed(&self, rows: &[OutboxRow], error: &str) -> Result<(), StoreError>;
     /// The payloads of the segments reserved since `since` (Unix ms), oldest first.

@@ -100,6 +100,23 @@ impl OutboxStore for Db {
         Ok(())
     }
 
+    async fn retire_superseded(&self, at: i64) -> Result<u64, StoreError> {
+        let done = crate::on_writer!(self, pool => {
+            sqlx::query(
+                "UPDATE outbox SET published_at = $1 \
+                 WHERE published_at IS NULL AND kind IN ('link', 'deny') AND EXISTS ( \
+                   SELECT 1 FROM outbox AS newer WHERE newer.kind = outbox.kind \
+                   AND newer.route_key = outbox.route_key AND newer.version > outbox.version \
+                   AND newer.published_at IS NOT NULL)",
+            )
+            .bind(at)
+            .execute(pool)
+            .await?
+            .rows_affected()
+        });
+        Ok(done)
+    }
+
     async fn mark_failed(&self, rows: &[OutboxRow], error: &str) -> Result<(), StoreError> {
         crate::on_writer!(self, pool => {
             let mut tx = pool.begin().await?;
