@@ -7,7 +7,9 @@
 //! the check. The publisher (one leader, newest version per key, in order) is what keeps
 //! versions moving forward; this check catches late and replayed pushes.
 
-use shared::sync::{judge, tokens_match, SyncBatch, SyncReply, MAX_SYNC_ITEMS};
+use futures_util::future::join_all;
+use shared::sync::{judge, tokens_match, Refusal, SyncBatch, SyncItem, SyncReply, MAX_SYNC_ITEMS};
+use worker::kv::KvStore;
 use worker::{console_error, Env, Method, Request, Response, Result};
 
 use crate::redirect::LINKS;
@@ -22,6 +24,21 @@ fn problem(status: u16, detail: &str) -> Result<Response> {
         .headers()
         .set("content-type", "application/problem+json")?;
     Ok(response)
+}
+
+/// Writes one item if it is newer than what KV holds: the key written, or why not.
+async fn write(kv: &KvStore, item: SyncItem) -> Result<std::result::Result<String, Refusal>> {
+    // Uncached: the check must see the latest value this location knows.
+    let held = kv.get(&item.key).text().await?;
+    if let Err(refusal) = judge(&item, held.as_deref()) {
+        return Ok(Err(refusal));
+    }
+    let mut put = kv.put(&item.key, &item.value)?;
+    if let Some(at) = item.expiration.and_then(|at| u64::try_from(at).ok()) {
+        put = put.expiration(at);
+    }
+    put.execute().await?;
+    Ok(Ok(item.key))
 }
 
 pub(crate) async fn handle(mut req: Request, env: &Env) -> Result<Response> {
@@ -51,25 +68,34 @@ pub(crate) async fn handle(mut req: Request, env: &Env) -> Result<Response> {
         return problem(413, &format!("at most {MAX_SYNC_ITEMS} items per push"));
     }
     let kv = env.kv(LINKS)?;
+    // The publisher's pushes name each key once (it coalesces), and those are written
+    // concurrently: one by one, local KV managed under a thousand a second. A push that
+    // names a key twice is written in order, so its later items see its earlier ones.
+    let mut seen = std::collections::HashSet::new();
+    let distinct = batch
+        .items
+        .iter()
+        .all(|item| seen.insert(item.key.as_str()));
+    let outcomes = if distinct {
+        join_all(batch.items.into_iter().map(|item| write(&kv, item))).await
+    } else {
+        let mut outcomes = Vec::with_capacity(batch.items.len());
+        for item in batch.items {
+            outcomes.push(write(&kv, item).await);
+        }
+        outcomes
+    };
     let mut reply = SyncReply::default();
-    for item in batch.items {
-        // Uncached: the check must see the latest value this location knows.
-        let held = kv.get(&item.key).text().await?;
-        match judge(&item, held.as_deref()) {
-            Ok(()) => {
-                let mut put = kv.put(&item.key, &item.value)?;
-                if let Some(at) = item.expiration.and_then(|at| u64::try_from(at).ok()) {
-                    put = put.expiration(at);
-                }
-                if let Err(e) = put.execute().await {
-                    // What was written stays written; a retry finds it and refuses it as
-                    // already held, which the publisher counts as delivered.
-                    console_error!("sync: writing {}: {e}", item.key);
-                    return problem(503, "KV refused a write; push the batch again");
-                }
-                reply.written.push(item.key);
+    for outcome in outcomes {
+        match outcome {
+            Ok(Ok(key)) => reply.written.push(key),
+            Ok(Err(refusal)) => reply.refused.push(refusal),
+            Err(e) => {
+                // What was written stays written; a retry finds it and refuses it as
+                // already held, which the publisher counts as delivered.
+                console_error!("sync: {e}");
+                return problem(503, "KV refused a read or a write; push the batch again");
             }
-            Err(refusal) => reply.refused.push(refusal),
         }
     }
     Response::from_json(&reply)

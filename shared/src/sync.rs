@@ -11,8 +11,9 @@ use serde::{Deserialize, Serialize};
 
 /// Where the worker accepts pushes.
 pub const SYNC_PATH: &str = "/_hop/sync";
-/// The most items one push may carry (the worker writes them one by one).
-pub const MAX_SYNC_ITEMS: usize = 1_000;
+/// The most items one push may carry. Each costs the worker a KV read and a write, and
+/// a Workers invocation may make 1,000 KV operations.
+pub const MAX_SYNC_ITEMS: usize = 400;
 /// The KV key of the denylist snapshot.
 pub const DENY_KEY: &str = "deny";
 /// The KV key of the activation meta.

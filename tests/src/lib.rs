@@ -352,16 +352,86 @@ impl Origin {
 
     /// The value of one counter or gauge of `/metrics`.
     pub async fn metric(&self, name: &str) -> u64 {
-        let text = client()
+        let text = self.metrics_text().await;
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in /metrics:\n{text}"))
+    }
+
+    /// The sum of every series of `/metrics` whose line starts with `prefix` (all the
+    /// labels of one metric).
+    pub async fn metric_sum(&self, prefix: &str) -> u64 {
+        self.metrics_text()
+            .await
+            .lines()
+            .filter(|l| l.starts_with(prefix))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum()
+    }
+
+    async fn metrics_text(&self) -> String {
+        client()
             .get(self.url("/metrics"))
             .send()
             .await
             .expect("metrics")
             .text()
             .await
-            .expect("metrics text");
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-            .unwrap_or_else(|| panic!("no {name} in /metrics:\n{text}"))
+            .expect("metrics text")
     }
+}
+
+/// The edge token both sides of a wired test use.
+pub const EDGE_TOKEN: &str = "edge-token-0123456789abcdef";
+/// The sync token both sides of a wired test use.
+pub const SYNC_TOKEN: &str = "sync-token-0123456789abcdef";
+/// The permutation keys both sides of a wired test use.
+pub const PERMUTATION_KEYS: &str = "1:000102030405060708090a0b0c0d0e0f";
+
+/// A `wrangler dev` wired to the origin that will listen on `origin_port`: it asks that
+/// origin about new links and accepts its pushes.
+pub async fn wired_edge(origin_port: u16) -> Edge {
+    Edge::start_with(
+        &[],
+        &[
+            ("ORIGIN_URL", &format!("http://127.0.0.1:{origin_port}")),
+            ("ORIGIN_TOKEN", EDGE_TOKEN),
+            ("SYNC_TOKEN", SYNC_TOKEN),
+            ("PERMUTATION_KEYS", PERMUTATION_KEYS),
+        ],
+    )
+    .await
+}
+
+/// The origin's settings for a wired test: SQLite in `dir`, domain `s.example`, and,
+/// given an edge, publishing to it.
+pub fn origin_env(dir: &Path, publish_to: Option<&Edge>) -> Vec<(&'static str, String)> {
+    let mut env = vec![
+        (
+            "HOP_DATABASE_URL",
+            format!("sqlite://{}", dir.join("hop.db").display()),
+        ),
+        ("HOP_DEFAULT_DOMAIN", "s.example".to_owned()),
+        ("HOP_PERMUTATION_KEYS", PERMUTATION_KEYS.to_owned()),
+        ("HOP_EDGE_TOKEN", EDGE_TOKEN.to_owned()),
+        ("HOP_CREATE_RATE", "1000000".to_owned()),
+    ];
+    if let Some(edge) = publish_to {
+        env.push(("HOP_EDGE_SYNC_URL", edge.url("")));
+        env.push(("HOP_EDGE_SYNC_TOKEN", SYNC_TOKEN.to_owned()));
+    }
+    env
+}
+
+/// A new API key for `owner` in the database `env` names.
+pub fn api_key(env: &[(&str, String)], owner: &str, admin: bool) -> String {
+    let mut args = vec!["keys", "create", "--owner", owner];
+    if admin {
+        args.push("--admin");
+    }
+    Origin::run(&args, env)
+        .lines()
+        .last()
+        .expect("the secret on the last line")
+        .to_owned()
 }

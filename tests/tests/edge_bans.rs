@@ -3,14 +3,11 @@
 //! the edge from the moment the API call returns; the distribution is printed (speed is
 //! reported, not asserted: every ban must simply take effect).
 
-use hop_e2e::{client, free_port, Edge, Origin};
+use hop_e2e::{api_key, client, free_port, origin_env, wired_edge, Edge, Origin};
 use reqwest::StatusCode;
 use serde_json::json;
 use std::time::{Duration, Instant};
 
-const EDGE_TOKEN: &str = "edge-token-0123456789abcdef";
-const SYNC_TOKEN: &str = "sync-token-0123456789abcdef";
-const KEYS: &str = "1:000102030405060708090a0b0c0d0e0f";
 const BANS: usize = 50;
 
 async fn status(edge: &Edge, code: &str) -> StatusCode {
@@ -27,32 +24,9 @@ async fn status(edge: &Edge, code: &str) -> StatusCode {
 async fn fifty_bans_of_codes_and_hosts_block_at_the_edge() {
     let dir = tempfile::tempdir().expect("temp dir");
     let origin_port = free_port();
-    let edge = Edge::start_with(
-        &[],
-        &[
-            ("ORIGIN_URL", &format!("http://127.0.0.1:{origin_port}")),
-            ("ORIGIN_TOKEN", EDGE_TOKEN),
-            ("SYNC_TOKEN", SYNC_TOKEN),
-            ("PERMUTATION_KEYS", KEYS),
-        ],
-    )
-    .await;
-    let env = vec![
-        (
-            "HOP_DATABASE_URL",
-            format!("sqlite://{}", dir.path().join("hop.db").display()),
-        ),
-        ("HOP_DEFAULT_DOMAIN", "s.example".to_owned()),
-        ("HOP_PERMUTATION_KEYS", KEYS.to_owned()),
-        ("HOP_EDGE_TOKEN", EDGE_TOKEN.to_owned()),
-        ("HOP_EDGE_SYNC_URL", edge.url("")),
-        ("HOP_EDGE_SYNC_TOKEN", SYNC_TOKEN.to_owned()),
-    ];
-    let admin = Origin::run(&["keys", "create", "--owner", "ops", "--admin"], &env)
-        .lines()
-        .last()
-        .expect("key")
-        .to_owned();
+    let edge = wired_edge(origin_port).await;
+    let env = origin_env(dir.path(), Some(&edge));
+    let admin = api_key(&env, "ops", true);
     let origin = Origin::start(origin_port, &env, dir.path().join("origin.log")).await;
 
     // Half the links are banned by code, half by their target's host.

@@ -4,15 +4,11 @@
 //! never reach the origin; and with the origin dead, KV links still redirect while a
 //! possibly-new code gets 503 with Retry-After.
 
-use hop_e2e::{client, free_port, Edge, Origin};
+use hop_e2e::{api_key, client, free_port, origin_env, wired_edge, Edge, Origin};
 use reqwest::header::{LOCATION, RETRY_AFTER};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
-
-const EDGE_TOKEN: &str = "edge-token-0123456789abcdef";
-const SYNC_TOKEN: &str = "sync-token-0123456789abcdef";
-const KEYS: &str = "1:000102030405060708090a0b0c0d0e0f";
 
 async fn visit(edge: &Edge, code: &str) -> reqwest::Response {
     client()
@@ -63,30 +59,9 @@ async fn wait_published(origin: &Origin, key: &str, code: &str) {
 async fn new_links_redirect_at_once_published_ones_come_from_kv_and_the_origin_may_die() {
     let dir = tempfile::tempdir().expect("temp dir");
     let origin_port = free_port();
-    let edge = Edge::start_with(
-        &[],
-        &[
-            ("ORIGIN_URL", &format!("http://127.0.0.1:{origin_port}")),
-            ("ORIGIN_TOKEN", EDGE_TOKEN),
-            ("SYNC_TOKEN", SYNC_TOKEN),
-            ("PERMUTATION_KEYS", KEYS),
-        ],
-    )
-    .await;
-    let mut env = vec![
-        (
-            "HOP_DATABASE_URL",
-            format!("sqlite://{}", dir.path().join("hop.db").display()),
-        ),
-        ("HOP_DEFAULT_DOMAIN", "s.example".to_owned()),
-        ("HOP_PERMUTATION_KEYS", KEYS.to_owned()),
-        ("HOP_EDGE_TOKEN", EDGE_TOKEN.to_owned()),
-    ];
-    let key = Origin::run(&["keys", "create", "--owner", "e2e"], &env)
-        .lines()
-        .last()
-        .expect("key")
-        .to_owned();
+    let edge = wired_edge(origin_port).await;
+    let env = origin_env(dir.path(), None);
+    let key = api_key(&env, "e2e", false);
 
     // 1. Nothing is published yet: a new link redirects through the fallback at once.
     // (An alias: asking about a generated code would make the edge read the activation
@@ -107,8 +82,7 @@ async fn new_links_redirect_at_once_published_ones_come_from_kv_and_the_origin_m
     origin.kill();
 
     // 2. With publishing on, a link is served from KV once published: no origin call.
-    env.push(("HOP_EDGE_SYNC_URL", edge.url("")));
-    env.push(("HOP_EDGE_SYNC_TOKEN", SYNC_TOKEN.to_owned()));
+    let env = origin_env(dir.path(), Some(&edge));
     let origin = Origin::start(origin_port, &env, dir.path().join("origin-2.log")).await;
     let second = create(
         &origin,

@@ -3,36 +3,20 @@
 //! and its edits; the standby takes the lease over and the edge ends with every link at
 //! its newest version (the worker never lets a key go back to an older one).
 
-use hop_e2e::{client, free_port, Edge, Origin};
+use hop_e2e::{api_key, client, free_port, origin_env, Edge, Origin, SYNC_TOKEN};
 use reqwest::header::LOCATION;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
-const SYNC_TOKEN: &str = "sync-token-0123456789abcdef";
-const KEYS: &str = "1:000102030405060708090a0b0c0d0e0f";
 const LINKS: usize = 2_000;
 
 #[tokio::test]
 async fn the_standby_takes_over_when_the_leader_dies_mid_batch() {
     let dir = tempfile::tempdir().expect("temp dir");
     let edge = Edge::start_with(&[], &[("SYNC_TOKEN", SYNC_TOKEN)]).await;
-    let env = vec![
-        (
-            "HOP_DATABASE_URL",
-            format!("sqlite://{}", dir.path().join("hop.db").display()),
-        ),
-        ("HOP_DEFAULT_DOMAIN", "s.example".to_owned()),
-        ("HOP_PERMUTATION_KEYS", KEYS.to_owned()),
-        ("HOP_CREATE_RATE", "1000000".to_owned()),
-        ("HOP_EDGE_SYNC_URL", edge.url("")),
-        ("HOP_EDGE_SYNC_TOKEN", SYNC_TOKEN.to_owned()),
-    ];
-    let key = Origin::run(&["keys", "create", "--owner", "e2e"], &env)
-        .lines()
-        .last()
-        .expect("key")
-        .to_owned();
+    let env = origin_env(dir.path(), Some(&edge));
+    let key = api_key(&env, "e2e", false);
     let leader = Origin::start(free_port(), &env, dir.path().join("a.log")).await;
     let deadline = Instant::now() + Duration::from_secs(30);
     while leader.metric("hop_publisher_leader").await != 1 {
@@ -78,23 +62,7 @@ async fn the_standby_takes_over_when_the_leader_dies_mid_batch() {
     loop {
         let lag = standby.metric("hop_publisher_lag_milliseconds").await;
         let leads = standby.metric("hop_publisher_leader").await;
-        let pending = client()
-            .get(standby.url("/metrics"))
-            .send()
-            .await
-            .expect("metrics")
-            .text()
-            .await
-            .expect("text")
-            .lines()
-            .filter(|l| l.starts_with("hop_outbox_pending"))
-            .map(|l| {
-                l.rsplit(' ')
-                    .next()
-                    .and_then(|n| n.parse::<u64>().ok())
-                    .unwrap_or(1)
-            })
-            .sum::<u64>();
+        let pending = standby.metric_sum("hop_outbox_pending").await;
         if leads == 1 && pending == 0 {
             break;
         }

@@ -73,12 +73,17 @@ impl OutboxStore for Db {
     async fn mark_published(&self, rows: &[OutboxRow], at: i64) -> Result<(), StoreError> {
         crate::on_writer!(self, pool => {
             let mut tx = pool.begin().await?;
+            for chunk in rows.chunks(500) {
+                let mut update = sqlx::QueryBuilder::new("UPDATE outbox SET published_at = ");
+                update.push_bind(at).push(" WHERE seq IN (");
+                let mut seqs = update.separated(", ");
+                for row in chunk {
+                    seqs.push_bind(row.seq);
+                }
+                update.push(")");
+                update.build().execute(&mut *tx).await?;
+            }
             for row in rows {
-                sqlx::query("UPDATE outbox SET published_at = $1 WHERE seq = $2")
-                    .bind(at)
-                    .bind(row.seq)
-                    .execute(&mut *tx)
-                    .await?;
                 if row.kind == "link" {
                     if let Some((domain, code)) = row.route_key.split_once('/') {
                         sqlx::query(
