@@ -105,7 +105,7 @@ async fn new_links_redirect_at_once_published_ones_come_from_kv_and_the_origin_m
     // 3. Random codes of the generated shape: 404, and (nearly) none reach the origin.
     let alphabet = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
     let mut x: u64 = 0x2545_F491_4F6C_DD1D;
-    let randoms = 2_000;
+    let randoms = 10_000;
     for _ in 0..randoms {
         let random: String = (0..7)
             .map(|_| {
@@ -124,10 +124,49 @@ async fn new_links_redirect_at_once_published_ones_come_from_kv_and_the_origin_m
         "{asked} of {randoms} random codes reached the origin"
     );
 
-    // 4. The origin dies: KV links still redirect; a code that may be new gets 503.
+    // A deleted link answers 410 once its tombstone is published; a banned one 403.
+    let deleted = client()
+        .delete(origin.url(&format!("/v1/links/s.example/{code}")))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .expect("delete");
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    wait_published(&origin, &key, &code).await;
+    assert_eq!(visit(&edge, &code).await.status(), StatusCode::GONE);
+    let admin = api_key(&env, "ops", true);
+    let banned = client()
+        .post(origin.url("/v1/bans"))
+        .bearer_auth(&admin)
+        .json(&json!({ "kind": "code", "code": "second-link", "reason": "e2e" }))
+        .send()
+        .await
+        .expect("ban");
+    assert_eq!(banned.status(), StatusCode::CREATED);
+    let third = create(
+        &origin,
+        &key,
+        json!({ "target_url": "https://dest.example/third", "code": "third-link" }),
+    )
+    .await;
+    assert_eq!(third["code"], "third-link");
+    wait_published(&origin, &key, "third-link").await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while visit(&edge, "second-link").await.status() != StatusCode::FORBIDDEN {
+        assert!(Instant::now() < deadline, "the ban never reached the edge");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // 4. The origin dies: KV links still redirect, bans still block, tombstones still
+    // answer 410, and a code that may be new gets 503.
     origin.kill();
-    let res = visit(&edge, "second-link").await;
+    let res = visit(&edge, "third-link").await;
     assert_eq!(res.status(), StatusCode::FOUND);
+    assert_eq!(
+        visit(&edge, "second-link").await.status(),
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(visit(&edge, &code).await.status(), StatusCode::GONE);
     let res = visit(&edge, "maybe-brand-new").await;
     assert_eq!(
         res.status(),
