@@ -272,6 +272,16 @@ impl Edge {
         self.process.log()
     }
 
+    /// A visitor's `GET /{code}` on the short domain `s.example`.
+    pub async fn visit(&self, code: &str) -> reqwest::Response {
+        client()
+            .get(self.url(&format!("/{code}")))
+            .header("host", "s.example")
+            .send()
+            .await
+            .expect("edge answers")
+    }
+
     /// The directory holding this edge's local state.
     pub fn state_dir(&self) -> &Path {
         self.state.path()
@@ -434,4 +444,27 @@ pub fn api_key(env: &[(&str, String)], owner: &str, admin: bool) -> String {
         .last()
         .expect("the secret on the last line")
         .to_owned()
+}
+
+/// Waits (up to a minute) until the origin at `origin` reports `{domain}/{code}` as
+/// published to the edge.
+pub async fn wait_published(origin: &str, key: &str, domain: &str, code: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let link: serde_json::Value = client()
+            .get(format!("{origin}/v1/links/{domain}/{code}"))
+            .bearer_auth(key)
+            .send()
+            .await
+            .expect("read")
+            .json()
+            .await
+            .expect("link");
+        if link["edge"]["state"] == "published" {
+            assert!(link["edge"]["visible_everywhere_by"].is_string(), "{link}");
+            return;
+        }
+        assert!(Instant::now() < deadline, "{code} never published: {link}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

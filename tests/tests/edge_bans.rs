@@ -3,22 +3,12 @@
 //! the edge from the moment the API call returns; the distribution is printed (speed is
 //! reported, not asserted: every ban must simply take effect).
 
-use hop_e2e::{api_key, client, free_port, origin_env, wired_edge, Edge, Origin};
+use hop_e2e::{api_key, client, free_port, origin_env, wired_edge, Origin};
 use reqwest::StatusCode;
 use serde_json::json;
 use std::time::{Duration, Instant};
 
 const BANS: usize = 50;
-
-async fn status(edge: &Edge, code: &str) -> StatusCode {
-    client()
-        .get(edge.url(&format!("/{code}")))
-        .header("host", "s.example")
-        .send()
-        .await
-        .expect("edge answers")
-        .status()
-}
 
 #[tokio::test]
 async fn fifty_bans_of_codes_and_hosts_block_at_the_edge() {
@@ -45,7 +35,7 @@ async fn fifty_bans_of_codes_and_hosts_block_at_the_edge() {
     // fallback; either way a redirect).
     for i in 0..BANS {
         assert_eq!(
-            status(&edge, &format!("ban-me-{i}")).await,
+            edge.visit(&format!("ban-me-{i}")).await.status(),
             StatusCode::FOUND
         );
     }
@@ -66,7 +56,7 @@ async fn fifty_bans_of_codes_and_hosts_block_at_the_edge() {
             .expect("ban");
         assert_eq!(res.status(), StatusCode::CREATED);
         let returned = Instant::now();
-        while status(&edge, &format!("ban-me-{i}")).await != StatusCode::FORBIDDEN {
+        while edge.visit(&format!("ban-me-{i}")).await.status() != StatusCode::FORBIDDEN {
             assert!(
                 returned.elapsed() < Duration::from_secs(15),
                 "ban {i} never took effect:\n{}",

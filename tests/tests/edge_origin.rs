@@ -4,20 +4,11 @@
 //! never reach the origin; and with the origin dead, KV links still redirect while a
 //! possibly-new code gets 503 with Retry-After.
 
-use hop_e2e::{api_key, client, free_port, origin_env, wired_edge, Edge, Origin};
+use hop_e2e::{api_key, client, free_port, origin_env, wait_published, wired_edge, Origin};
 use reqwest::header::{LOCATION, RETRY_AFTER};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
-
-async fn visit(edge: &Edge, code: &str) -> reqwest::Response {
-    client()
-        .get(edge.url(&format!("/{code}")))
-        .header("host", "s.example")
-        .send()
-        .await
-        .expect("edge answers")
-}
 
 async fn create(origin: &Origin, key: &str, body: Value) -> Value {
     let res = client()
@@ -29,30 +20,6 @@ async fn create(origin: &Origin, key: &str, body: Value) -> Value {
         .expect("create");
     assert_eq!(res.status(), StatusCode::CREATED);
     res.json().await.expect("link")
-}
-
-async fn wait_published(origin: &Origin, key: &str, code: &str) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let link: Value = client()
-            .get(origin.url(&format!("/v1/links/s.example/{code}")))
-            .bearer_auth(key)
-            .send()
-            .await
-            .expect("read")
-            .json()
-            .await
-            .expect("link");
-        if link["edge"]["state"] == "published" {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{code} never published:\n{}",
-            origin.log()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[tokio::test]
@@ -75,7 +42,7 @@ async fn new_links_redirect_at_once_published_ones_come_from_kv_and_the_origin_m
     )
     .await;
     let code = first["code"].as_str().expect("code").to_owned();
-    let res = visit(&edge, &code).await;
+    let res = edge.visit(&code).await;
     assert_eq!(res.status(), StatusCode::FOUND, "{}", edge.log());
     assert_eq!(res.headers()[LOCATION], "https://dest.example/first");
     assert_eq!(origin.metric("hop_edge_resolves_total").await, 1);
@@ -91,9 +58,9 @@ async fn new_links_redirect_at_once_published_ones_come_from_kv_and_the_origin_m
     )
     .await;
     assert_eq!(second["edge"]["state"], "pending");
-    wait_published(&origin, &key, "second-link").await;
-    wait_published(&origin, &key, &code).await;
-    let res = visit(&edge, "second-link").await;
+    wait_published(&origin.url(""), &key, "s.example", "second-link").await;
+    wait_published(&origin.url(""), &key, "s.example", &code).await;
+    let res = edge.visit("second-link").await;
     assert_eq!(res.status(), StatusCode::FOUND);
     assert_eq!(res.headers()[LOCATION], "https://dest.example/second");
     assert_eq!(
@@ -115,7 +82,7 @@ async fn new_links_redirect_at_once_published_ones_come_from_kv_and_the_origin_m
                 char::from(alphabet[(x % 62) as usize])
             })
             .collect();
-        let res = visit(&edge, &random).await;
+        let res = edge.visit(&random).await;
         assert_eq!(res.status(), StatusCode::NOT_FOUND, "{random}");
     }
     let asked = origin.metric("hop_edge_resolves_total").await;
@@ -132,8 +99,8 @@ async fn new_links_redirect_at_once_published_ones_come_from_kv_and_the_origin_m
         .await
         .expect("delete");
     assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
-    wait_published(&origin, &key, &code).await;
-    assert_eq!(visit(&edge, &code).await.status(), StatusCode::GONE);
+    wait_published(&origin.url(""), &key, "s.example", &code).await;
+    assert_eq!(edge.visit(&code).await.status(), StatusCode::GONE);
     let admin = api_key(&env, "ops", true);
     let banned = client()
         .post(origin.url("/v1/bans"))
@@ -150,9 +117,9 @@ async fn new_links_redirect_at_once_published_ones_come_from_kv_and_the_origin_m
     )
     .await;
     assert_eq!(third["code"], "third-link");
-    wait_published(&origin, &key, "third-link").await;
+    wait_published(&origin.url(""), &key, "s.example", "third-link").await;
     let deadline = Instant::now() + Duration::from_secs(10);
-    while visit(&edge, "second-link").await.status() != StatusCode::FORBIDDEN {
+    while edge.visit("second-link").await.status() != StatusCode::FORBIDDEN {
         assert!(Instant::now() < deadline, "the ban never reached the edge");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -160,14 +127,14 @@ async fn new_links_redirect_at_once_published_ones_come_from_kv_and_the_origin_m
     // 4. The origin dies: KV links still redirect, bans still block, tombstones still
     // answer 410, and a code that may be new gets 503.
     origin.kill();
-    let res = visit(&edge, "third-link").await;
+    let res = edge.visit("third-link").await;
     assert_eq!(res.status(), StatusCode::FOUND);
     assert_eq!(
-        visit(&edge, "second-link").await.status(),
+        edge.visit("second-link").await.status(),
         StatusCode::FORBIDDEN
     );
-    assert_eq!(visit(&edge, &code).await.status(), StatusCode::GONE);
-    let res = visit(&edge, "maybe-brand-new").await;
+    assert_eq!(edge.visit(&code).await.status(), StatusCode::GONE);
+    let res = edge.visit("maybe-brand-new").await;
     assert_eq!(
         res.status(),
         StatusCode::SERVICE_UNAVAILABLE,

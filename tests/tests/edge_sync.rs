@@ -24,15 +24,6 @@ async fn push(edge: &Edge, token: Option<&str>, items: Value) -> (StatusCode, Va
     (status, res.json().await.unwrap_or(Value::Null))
 }
 
-async fn visit(edge: &Edge, code: &str) -> reqwest::Response {
-    client()
-        .get(edge.url(&format!("/{code}")))
-        .header("host", "s.example")
-        .send()
-        .await
-        .expect("visit")
-}
-
 #[tokio::test]
 async fn pushes_are_authenticated_written_and_never_turned_back() {
     let edge = Edge::start_with(&[], &[("SYNC_TOKEN", TOKEN)]).await;
@@ -44,14 +35,14 @@ async fn pushes_are_authenticated_written_and_never_turned_back() {
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{token:?}");
     }
     assert_eq!(
-        visit(&edge, "spring-sale").await.status(),
+        edge.visit("spring-sale").await.status(),
         StatusCode::NOT_FOUND
     );
 
     let (status, reply) = push(&edge, Some(TOKEN), v2.clone()).await;
     assert_eq!(status, StatusCode::OK, "{reply}");
     assert_eq!(reply["written"], json!([key]));
-    let res = visit(&edge, "spring-sale").await;
+    let res = edge.visit("spring-sale").await;
     assert_eq!(res.status(), StatusCode::FOUND, "{}", edge.log());
     assert_eq!(res.headers()[LOCATION], "https://dest.example/v2");
 
@@ -72,7 +63,7 @@ async fn pushes_are_authenticated_written_and_never_turned_back() {
         (json!(3), json!(3))
     );
     assert_eq!(
-        visit(&edge, "spring-sale").await.headers()[LOCATION],
+        edge.visit("spring-sale").await.headers()[LOCATION],
         "https://dest.example/v3"
     );
 
@@ -103,7 +94,7 @@ async fn pushes_are_authenticated_written_and_never_turned_back() {
     .await;
     assert_eq!(reply["written"], json!(["deny"]));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while visit(&edge, "spring-sale").await.status() != StatusCode::FORBIDDEN {
+    while edge.visit("spring-sale").await.status() != StatusCode::FORBIDDEN {
         assert!(
             std::time::Instant::now() < deadline,
             "the ban never took effect"

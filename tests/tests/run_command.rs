@@ -50,28 +50,7 @@ async fn scripts_dev_runs_origin_and_edge_and_stops_them() {
         .await
         .expect("create");
     assert_eq!(created.status(), StatusCode::CREATED, "{}", dev.log());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        let link: serde_json::Value = client()
-            .get(format!("{origin}/v1/links/localhost/e2e-published"))
-            .bearer_auth(key.trim())
-            .send()
-            .await
-            .expect("read")
-            .json()
-            .await
-            .expect("link");
-        if link["edge"]["state"] == "published" {
-            assert!(link["edge"]["visible_everywhere_by"].is_string(), "{link}");
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "never published: {link}\n{}",
-            std::fs::read_to_string(dir.path().join("origin.log")).unwrap_or_default()
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    hop_e2e::wait_published(&origin, key.trim(), "localhost", "e2e-published").await;
     let res = client()
         .get(format!("http://localhost:{edge_port}/e2e-published"))
         .send()
