@@ -90,6 +90,14 @@ async fn create(s: &Setup, body: Value) -> links::Link {
     }
 }
 
+/// Applies `changes` (a PATCH body) to `link` at its current version.
+async fn edit(s: &Setup, link: &links::Link, changes: Value) -> links::Link {
+    let changes: links::UpdateLink = serde_json::from_value(changes).expect("changes");
+    links::update_link(&s.state, link.clone(), link.version, changes)
+        .await
+        .expect("update")
+}
+
 async fn drain(s: &Setup) {
     while s.publisher.step().await.expect("step") > 0 {}
 }
@@ -107,11 +115,7 @@ async fn creates_edits_and_bans_reach_the_edge_coalesced_with_the_fast_lane_firs
         // Two edits before anything is published: the edge gets version 3 only.
         let mut current = link;
         for target in ["https://dest.example/b", "https://dest.example/c"] {
-            let changes: links::UpdateLink =
-                serde_json::from_value(json!({ "target_url": target })).expect("changes");
-            current = links::update_link(&s.state, current.clone(), current.version, changes)
-                .await
-                .expect("update");
+            current = edit(&s, &current, json!({ "target_url": target })).await;
         }
         assert_eq!(current.version, 3);
         // A ban, on the fast lane.
@@ -168,11 +172,7 @@ async fn creates_edits_and_bans_reach_the_edge_coalesced_with_the_fast_lane_firs
         assert_eq!(s.publisher.step().await.expect("idle step"), 0);
 
         // A further edit makes it pending again until it is delivered.
-        let changes: links::UpdateLink =
-            serde_json::from_value(json!({ "title": "Spring" })).expect("changes");
-        let edited = links::update_link(&s.state, read.clone(), read.version, changes)
-            .await
-            .expect("update");
+        let edited = edit(&s, &read, json!({ "title": "Spring" })).await;
         let again = s
             .state
             .db
@@ -224,11 +224,7 @@ async fn a_failed_push_is_retried_and_an_older_version_never_replaces_a_newer_on
             .await
             .expect("read")
             .expect("link");
-        let changes: links::UpdateLink =
-            serde_json::from_value(json!({ "title": "t" })).expect("changes");
-        links::update_link(&s.state, link.clone(), link.version, changes)
-            .await
-            .expect("update");
+        edit(&s, &link, json!({ "title": "t" })).await;
         drain(&s).await;
         assert_eq!(
             s.edge.value("l:s.example/retry-me").expect("record")["v"],
@@ -445,12 +441,12 @@ async fn the_kv_bulk_sink_sends_what_cloudflare_documents_and_never_an_older_ver
             .await
             .expect("read")
             .expect("link");
-        let changes: links::UpdateLink =
-            serde_json::from_value(json!({ "target_url": "https://dest.example/b2" }))
-                .expect("changes");
-        links::update_link(&s.state, link.clone(), link.version, changes)
-            .await
-            .expect("update");
+        edit(
+            &s,
+            &link,
+            json!({ "target_url": "https://dest.example/b2" }),
+        )
+        .await;
         drain(&s).await;
         let late = link.edge_record(false).to_json().replace('\'', "''");
         let sql = format!(

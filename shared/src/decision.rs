@@ -23,6 +23,14 @@ impl PreparedRecord {
         let target = Url::parse(&record.target).ok();
         PreparedRecord { record, target }
     }
+
+    /// The target's host, as host bans match it (empty for a corrupt target).
+    pub fn target_host(&self) -> &str {
+        self.target
+            .as_ref()
+            .and_then(Url::host_str)
+            .unwrap_or_default()
+    }
 }
 
 /// The request methods the redirect path tells apart.

@@ -14,8 +14,10 @@ use std::time::{Duration, Instant};
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 /// The first backoff; it doubles per attempt up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(200);
-/// The longest wait between two attempts.
+/// The longest wait between two attempts of our own choosing.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// The longest `Retry-After` honoured as given; longer ones are cut to this.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 
 /// Why a call failed for good.
 #[derive(Debug, thiserror::Error)]
@@ -130,7 +132,7 @@ impl ApiClient {
             };
             let wait = wait
                 .unwrap_or_else(|| crate::retry::jittered(backoff))
-                .min(MAX_BACKOFF * 6);
+                .min(MAX_RETRY_AFTER);
             if started.elapsed() + wait > self.retry_for {
                 return Err(ClientError::Unreachable {
                     url: self.base.to_string(),

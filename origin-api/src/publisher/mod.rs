@@ -169,8 +169,18 @@ impl Publisher {
         let mut items: Vec<SyncItem> = Vec::new();
         let mut slot: HashMap<String, usize> = HashMap::new();
         let mut unknown = Vec::new();
+        // Every segment row of a batch stands for the same meta: computed once.
+        let mut activation: Option<SyncItem> = None;
         for row in &rows {
-            let Some(item) = self.item_of(row).await? else {
+            let item = if row.kind == "segment" {
+                if activation.is_none() {
+                    activation = Some(self.activation().await?);
+                }
+                activation.clone()
+            } else {
+                item_of(row)
+            };
+            let Some(item) = item else {
                 unknown.push(row.seq);
                 continue;
             };
@@ -205,35 +215,6 @@ impl Publisher {
         Ok(())
     }
 
-    /// The KV write a row stands for.
-    async fn item_of(&self, row: &OutboxRow) -> Result<Option<SyncItem>, StoreError> {
-        let version = u64::try_from(row.version).unwrap_or_default();
-        Ok(match row.kind.as_str() {
-            "link" => {
-                let expiration = EdgeRecord::from_json(&row.payload)
-                    .ok()
-                    .and_then(|r| r.expires_at)
-                    .map(|x| x + EXPIRED_KEPT_S)
-                    // KV refuses expirations less than a minute away.
-                    .filter(|at| *at > now_ms() / 1000 + 120);
-                Some(SyncItem {
-                    key: format!("l:{}", row.route_key),
-                    value: row.payload.clone(),
-                    version,
-                    expiration,
-                })
-            }
-            "deny" => Some(SyncItem {
-                key: DENY_KEY.to_owned(),
-                value: row.payload.clone(),
-                version,
-                expiration: None,
-            }),
-            "segment" => Some(self.activation().await?),
-            _ => None,
-        })
-    }
-
     /// `meta:activation` from the segments reserved within the activation window.
     async fn activation(&self) -> Result<SyncItem, StoreError> {
         #[derive(Deserialize)]
@@ -262,5 +243,34 @@ impl Publisher {
             version: high,
             expiration: None,
         })
+    }
+}
+
+/// The KV write a link or denylist row stands for (segment rows stand for the
+/// activation meta, which needs the database).
+fn item_of(row: &OutboxRow) -> Option<SyncItem> {
+    let version = u64::try_from(row.version).unwrap_or_default();
+    match row.kind.as_str() {
+        "link" => {
+            let expiration = EdgeRecord::from_json(&row.payload)
+                .ok()
+                .and_then(|r| r.expires_at)
+                .map(|x| x + EXPIRED_KEPT_S)
+                // KV refuses expirations less than a minute away.
+                .filter(|at| *at > now_ms() / 1000 + 120);
+            Some(SyncItem {
+                key: format!("l:{}", row.route_key),
+                value: row.payload.clone(),
+                version,
+                expiration,
+            })
+        }
+        "deny" => Some(SyncItem {
+            key: DENY_KEY.to_owned(),
+            value: row.payload.clone(),
+            version,
+            expiration: None,
+        }),
+        _ => None,
     }
 }

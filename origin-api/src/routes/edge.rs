@@ -61,11 +61,7 @@ pub(crate) async fn resolve(
         .await?;
     let prepared = entry.record.as_ref().ok_or(AppError::NotFound)?;
     let mut record = prepared.record.clone();
-    let host = url::Url::parse(&record.target)
-        .ok()
-        .and_then(|u| u.host_str().map(str::to_owned))
-        .unwrap_or_default();
-    if deny.blocks_code(&route) || deny.blocks_host(&host) {
+    if deny.blocks_code(&route) || deny.blocks_host(prepared.target_host()) {
         record.status = LinkStatus::Banned;
     }
     Ok((
