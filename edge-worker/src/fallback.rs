@@ -4,10 +4,12 @@
 //! that may be new are asked about: a generated code whose id lies in the activation
 //! window (`meta:activation`), or a custom alias, which cannot be dated. Everything else
 //! — random and enumerated codes — is answered 404 without calling anyone. The origin's
-//! answers are kept in this isolate for a few seconds; alias lookups are rate-limited per
-//! isolate; and an origin that does not answer in time gives the visitor a 503 with
+//! answers are kept for a few seconds, in this isolate and in the location's cache
+//! (`answer_cache`); alias lookups are rate-limited per isolate; and an origin that does not answer in time gives the visitor a 503 with
 //! `Retry-After`, never a 404 for a link that may exist.
 
+use crate::answer_cache;
+use crate::kv::Kv;
 use futures_util::future::{select, Either};
 use shared::activation::{may_be_new, ActivationMeta};
 use shared::sync::ACTIVATION_KEY;
@@ -15,16 +17,18 @@ use shared::{CodeKind, CodeSpace, EdgeRecord, KeyRing, RouteKey};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::time::Duration;
-use worker::kv::KvStore;
-use worker::{console_error, Date, Delay, Env, Fetch, Headers, Method, Request, RequestInit};
+use worker::{
+    console_error, Context, Date, Delay, Env, Fetch, Headers, Method, Request, RequestInit,
+};
 
 /// How long this isolate trusts its copy of the activation meta.
 const META_HOLD_MS: u64 = 2_000;
 /// Cloudflare's smallest per-location KV cache.
-const META_CACHE_TTL_S: u64 = 30;
-/// How long an origin answer is kept: a found link (KV will hold it soon) and an
-/// unknown code alike.
-const ANSWER_HOLD_MS: u64 = 10_000;
+const META_CACHE_TTL_S: u32 = 30;
+/// How long an origin answer is kept, in this isolate and in the location's cache: a
+/// found link (KV will hold it soon) and an unknown code alike. `ANSWER_HOLD_S` in the
+/// worker's vars overrides it.
+const ANSWER_HOLD_S: u64 = 10;
 /// Answers kept at most; the oldest half goes when full.
 const MAX_ANSWERS: usize = 10_000;
 /// The longest a visitor waits for the origin.
@@ -67,7 +71,7 @@ fn keys(env: &Env) -> Option<KeyRing> {
     })
 }
 
-async fn meta(kv: &KvStore) -> Option<ActivationMeta> {
+async fn meta(kv: &Kv) -> Option<ActivationMeta> {
     let now = Date::now().as_millis();
     let held = STATE.with_borrow(|s| {
         s.meta
@@ -78,11 +82,7 @@ async fn meta(kv: &KvStore) -> Option<ActivationMeta> {
     if let Some(meta) = held {
         return meta;
     }
-    let read = kv
-        .get(ACTIVATION_KEY)
-        .cache_ttl(META_CACHE_TTL_S)
-        .text()
-        .await;
+    let read = kv.text(ACTIVATION_KEY, META_CACHE_TTL_S).await;
     let meta = match read {
         Ok(Some(json)) => ActivationMeta::from_json(&json)
             .map_err(|e| console_error!("corrupt {ACTIVATION_KEY}: {e}"))
@@ -110,12 +110,7 @@ pub(crate) enum Ask {
 }
 
 /// Whether `route` may name a link KV does not hold yet.
-pub(crate) async fn worth_asking(
-    env: &Env,
-    kv: &KvStore,
-    route: &RouteKey,
-    space: &CodeSpace,
-) -> Ask {
+pub(crate) async fn worth_asking(env: &Env, kv: &Kv, route: &RouteKey, space: &CodeSpace) -> Ask {
     // Without a token there is no origin to ask: the edge serves from KV alone.
     let has_origin = env
         .secret("ORIGIN_TOKEN")
@@ -140,8 +135,16 @@ pub(crate) async fn worth_asking(
     }
 }
 
-/// The origin's answer about `route`, from this isolate's memory when it has one.
-pub(crate) async fn resolve(env: &Env, route: &RouteKey, ask: Ask) -> Resolved {
+fn answer_hold_s(env: &Env) -> u64 {
+    env.var("ANSWER_HOLD_S")
+        .ok()
+        .and_then(|v| v.to_string().parse().ok())
+        .unwrap_or(ANSWER_HOLD_S)
+}
+
+/// The origin's answer about `route`: from this isolate's memory, else from the
+/// location's cache, else from the origin.
+pub(crate) async fn resolve(env: &Env, ctx: &Context, route: &RouteKey, ask: Ask) -> Resolved {
     let key = route.to_string();
     let now = Date::now().as_millis();
     let held = STATE.with_borrow(|s| {
@@ -153,16 +156,23 @@ pub(crate) async fn resolve(env: &Env, route: &RouteKey, ask: Ask) -> Resolved {
     if let Some(record) = held {
         return record.map_or(Resolved::Unknown, Resolved::Found);
     }
-    if ask == Ask::Undated && !undated_budget(now) {
-        // Over the budget, such a code is unknown for now rather than a flood at the
-        // origin; the link, if it exists, is found once KV holds it.
-        return Resolved::Unknown;
-    }
-    let answer = ask_origin(env, route).await;
-    let record = match &answer {
-        Resolved::Found(record) => Some(record.clone()),
-        Resolved::Unknown => None,
-        Resolved::Unavailable => return answer,
+    let hold_s = answer_hold_s(env);
+    let record = match answer_cache::get(route).await {
+        Some(record) => record,
+        None => {
+            if ask == Ask::Undated && !undated_budget(now) {
+                // Over the budget, such a code is unknown for now rather than a flood at
+                // the origin; the link, if it exists, is found once KV holds it.
+                return Resolved::Unknown;
+            }
+            let record = match ask_origin(env, route).await {
+                Resolved::Found(record) => Some(record),
+                Resolved::Unknown => None,
+                Resolved::Unavailable => return Resolved::Unavailable,
+            };
+            answer_cache::put(ctx, route, record.as_ref(), hold_s);
+            record
+        }
     };
     STATE.with_borrow_mut(|s| {
         if s.answers.len() >= MAX_ANSWERS {
@@ -171,9 +181,9 @@ pub(crate) async fn resolve(env: &Env, route: &RouteKey, ask: Ask) -> Resolved {
                 s.answers.clear();
             }
         }
-        s.answers.insert(key, (record, now + ANSWER_HOLD_MS));
+        s.answers.insert(key, (record.clone(), now + hold_s * 1000));
     });
-    answer
+    record.map_or(Resolved::Unknown, Resolved::Found)
 }
 
 fn undated_budget(now: u64) -> bool {

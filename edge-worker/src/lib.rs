@@ -3,20 +3,41 @@
 //! The fetch handler is a thin adapter. Every decision is made by `shared`, the same
 //! code the origin runs; this crate only reads KV and writes the response. Nothing here
 //! may panic: a panic in WebAssembly poisons the isolate for every later request.
+//!
+//! The handler is exported by hand rather than through `#[event(fetch)]`, for speed
+//! measured in docs/benchmarks.md: it takes the runtime's own request (converting it to
+//! `worker::Request` reads `request.cf`, which the runtime builds afresh on each access,
+//! and was the largest single cost of a redirect), and it returns a promise that the
+//! redirect path builds as a chain rather than through an async executor (`redirect`).
+//! worker-build wires an exported `fetch` exactly as it wires the macro's.
 
+mod answer_cache;
 mod denylist;
 mod fallback;
+mod kv;
+mod names;
 mod redirect;
 mod respond;
 mod sync;
 
-use worker::{event, Context, Env, Request, Response, Result};
+use shared::{Decision, Method, VisitUrl};
+use wasm_bindgen::prelude::*;
+use worker::js_sys::Promise;
+use worker::wasm_bindgen_futures::future_to_promise;
+use worker::{web_sys, Context, Env};
 
-#[event(fetch)]
-async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
-    if req.path() == shared::sync::SYNC_PATH {
-        return sync::handle(req, &env).await;
+#[wasm_bindgen]
+pub fn fetch(req: web_sys::Request, env: Env, ctx: worker::worker_sys::Context) -> Promise {
+    let method = Method::parse(&req.method());
+    let href = req.url();
+    let Some(url) = VisitUrl::from_serialized(&href) else {
+        return respond::settled(&Decision::not_found(method));
+    };
+    if url.path == shared::sync::SYNC_PATH {
+        return future_to_promise(async move {
+            let response = sync::handle(req.into(), &env).await?;
+            Ok(web_sys::Response::from(response).into())
+        });
     }
-    let decision = redirect::handle(&req, &env).await;
-    respond::to_response(decision)
+    redirect::handle(method, url, env, Context::new(ctx))
 }

@@ -1,80 +1,161 @@
 //! The redirect path: request line → early checks → denylist → record → decision.
+//!
+//! Written as a promise chain rather than an `async fn`. Under wasm-bindgen's executor
+//! every `.await` on a JavaScript promise costs two closures and a `queueMicrotask`, and
+//! starting the task costs another microtask: together the largest part of what the Rust
+//! worker spent beyond a minimal JavaScript one (docs/benchmarks.md). A redirect served
+//! from KV makes one read, so here it is one `then` with one closure. The rare paths that
+//! need more reads (refreshing the denylist, asking the origin) are plain `async` code.
 
-use crate::denylist;
 use crate::fallback::{self, Ask, Resolved};
+use crate::kv::Kv;
+use crate::{denylist, respond};
 use shared::decision::RETRY_AFTER_S;
-use shared::{decide, reject_early, Decision, DomainSettings, EdgeRecord, Method, RouteKey, Visit};
-use worker::{console_error, Date, Env, Request};
+use shared::{
+    decide, reject_early, Decision, Denylist, DomainSettings, EdgeRecord, Method, RouteKey, Visit,
+    VisitUrl,
+};
+use std::rc::Rc;
+use wasm_bindgen::prelude::*;
+use worker::js_sys::Promise;
+use worker::wasm_bindgen_futures::{future_to_promise, JsFuture};
+use worker::{console_error, Context, Date, Env};
 
 /// KV binding holding records and the denylist.
 pub(crate) const LINKS: &str = "LINKS";
 
 /// How long a location may serve a cached record. Edits are allowed to take minutes
 /// (bans do not rely on this: they travel in the denylist).
-const RECORD_CACHE_TTL_S: u64 = 60;
+const RECORD_CACHE_TTL_S: u32 = 60;
 
-pub(crate) async fn handle(req: &Request, env: &Env) -> Decision {
-    let method = Method::parse(req.method().as_ref());
-    let url = match req.url() {
-        Ok(url) => url,
-        Err(_) => return Decision::not_found(method),
-    };
-    let code = url.path().strip_prefix('/').unwrap_or_default();
-    if let Some(early) = reject_early(method, code) {
-        return early;
+/// A visit being answered, owned so that it can wait for KV.
+struct Pending {
+    method: Method,
+    route: RouteKey,
+    query: Option<String>,
+    now_ms: u64,
+    kv: Kv,
+    env: Env,
+    ctx: Context,
+}
+
+impl Pending {
+    /// Per-domain settings (`cfg:{domain}`) are read here once the origin publishes
+    /// them; until then every domain has the defaults.
+    fn settings(&self) -> DomainSettings {
+        DomainSettings::default()
     }
-    // The runtime's URL parser already lowercased the host and converted it to punycode.
-    let host = url.host_str().unwrap_or_default();
-    let Some(route) = RouteKey::new(host.trim_end_matches('.'), code) else {
-        return Decision::not_found(method);
-    };
-    let kv = match env.kv(LINKS) {
-        Ok(kv) => kv,
-        Err(e) => {
-            console_error!("KV binding {LINKS} missing: {e}");
-            return Decision::unavailable(method, RETRY_AFTER_S);
-        }
-    };
-    let deny = denylist::current(&kv).await;
-    let visit = Visit {
-        method,
-        route: &route,
-        query: url.query(),
-        now: (Date::now().as_millis() / 1000) as i64,
-    };
-    // Per-domain settings (`cfg:{domain}`) are read here once the origin publishes
-    // them; until then every domain has the defaults.
-    let settings = DomainSettings::default();
-    if deny.blocks_code(&route) {
-        return decide(&visit, None, &deny, &settings);
-    }
-    match read_record(&kv, &route).await {
-        Ok(Some(record)) => decide(&visit, Some(&record), &deny, &settings),
-        Ok(None) => match fallback::worth_asking(env, &kv, &route, &settings.codes).await {
-            Ask::No => decide(&visit, None, &deny, &settings),
-            ask => match fallback::resolve(env, &route, ask).await {
-                Resolved::Found(record) => decide(&visit, Some(&record), &deny, &settings),
-                Resolved::Unknown => decide(&visit, None, &deny, &settings),
-                Resolved::Unavailable => Decision::unavailable(method, RETRY_AFTER_S),
-            },
-        },
-        Err(e) => {
-            console_error!("reading {route}: {e}");
-            Decision::unavailable(method, RETRY_AFTER_S)
-        }
+
+    fn decide(&self, record: Option<&EdgeRecord>, deny: &Denylist) -> Decision {
+        let visit = Visit {
+            method: self.method,
+            route: &self.route,
+            query: self.query.as_deref(),
+            now: (self.now_ms / 1000) as i64,
+        };
+        decide(&visit, record, deny, &self.settings())
     }
 }
 
-async fn read_record(
-    kv: &worker::kv::KvStore,
-    route: &RouteKey,
-) -> Result<Option<EdgeRecord>, String> {
-    let text = kv
-        .get(&route.kv_key())
-        .cache_ttl(RECORD_CACHE_TTL_S)
-        .text()
-        .await
-        .map_err(|e| e.to_string())?;
-    text.map(|json| EdgeRecord::from_json(&json).map_err(|e| format!("corrupt record: {e}")))
-        .transpose()
+/// The response to `GET|HEAD url`, as a promise for the runtime.
+pub(crate) fn handle(method: Method, url: VisitUrl<'_>, env: Env, ctx: Context) -> Promise {
+    let code = url.path.strip_prefix('/').unwrap_or_default();
+    if let Some(early) = reject_early(method, code) {
+        return respond::settled(&early);
+    }
+    // The runtime's URL parser already lowercased the host and converted it to punycode.
+    let Some(route) = RouteKey::new(url.host.trim_end_matches('.'), code) else {
+        return respond::settled(&Decision::not_found(method));
+    };
+    let kv = match Kv::bind(&env, LINKS) {
+        Ok(kv) => kv,
+        Err(e) => {
+            console_error!("{e}");
+            return respond::settled(&Decision::unavailable(method, RETRY_AFTER_S));
+        }
+    };
+    let now_ms = Date::now().as_millis();
+    let visit = Pending {
+        method,
+        route,
+        query: url.query.map(str::to_owned),
+        now_ms,
+        kv,
+        env,
+        ctx,
+    };
+    match denylist::held(now_ms) {
+        Some(deny) => lookup(visit, deny),
+        None => future_to_promise(async move {
+            let deny = denylist::refresh(&visit.kv, now_ms).await;
+            JsFuture::from(lookup(visit, deny)).await
+        }),
+    }
+}
+
+/// With the denylist in hand: the record, then the decision.
+fn lookup(visit: Pending, deny: Rc<Denylist>) -> Promise {
+    if deny.blocks_code(&visit.route) {
+        return respond::settled(&visit.decide(None, &deny));
+    }
+    let method = visit.method;
+    let read = match visit.kv.read(&visit.route.kv_key(), RECORD_CACHE_TTL_S) {
+        Ok(read) => read,
+        Err(e) => {
+            console_error!("{e}");
+            return respond::settled(&Decision::unavailable(method, RETRY_AFTER_S));
+        }
+    };
+    let on_read = Closure::once_into_js(move |value: JsValue| -> Result<JsValue, JsValue> {
+        let Some(json) = value.as_string() else {
+            // Not in KV: it may be a link too new to be there.
+            return Ok(future_to_promise(async move {
+                respond::to_response(&unknown(visit, deny).await).map(JsValue::from)
+            })
+            .into());
+        };
+        let decision = match EdgeRecord::from_json(&json) {
+            Ok(record) => visit.decide(Some(&record), &deny),
+            Err(e) => {
+                console_error!("corrupt record {}: {e}", visit.route);
+                Decision::unavailable(method, RETRY_AFTER_S)
+            }
+        };
+        respond::to_response(&decision).map(JsValue::from)
+    });
+    READ_FAILED.with(|failed| {
+        read.then_or(
+            &on_read,
+            failed[usize::from(method == Method::Head)].as_ref(),
+        )
+    })
+}
+
+type Handler = Closure<dyn FnMut(JsValue) -> Result<JsValue, JsValue>>;
+
+thread_local! {
+    // What a failed read answers, for GET and for HEAD: made once per isolate, because a
+    // closure per request would cost what the promise chain saves.
+    static READ_FAILED: [Handler; 2] = [read_failed(Method::Get), read_failed(Method::Head)];
+}
+
+fn read_failed(method: Method) -> Handler {
+    Closure::new(move |error: JsValue| {
+        console_error!("KV read failed: {error:?}");
+        respond::to_response(&Decision::unavailable(method, RETRY_AFTER_S)).map(JsValue::from)
+    })
+}
+
+/// The decision for a code KV does not hold: 404, unless the origin knows it.
+async fn unknown(visit: Pending, deny: Rc<Denylist>) -> Decision {
+    let codes = visit.settings().codes;
+    let ask = fallback::worth_asking(&visit.env, &visit.kv, &visit.route, &codes).await;
+    if ask == Ask::No {
+        return visit.decide(None, &deny);
+    }
+    match fallback::resolve(&visit.env, &visit.ctx, &visit.route, ask).await {
+        Resolved::Found(record) => visit.decide(Some(&record), &deny),
+        Resolved::Unknown => visit.decide(None, &deny),
+        Resolved::Unavailable => Decision::unavailable(visit.method, RETRY_AFTER_S),
+    }
 }

@@ -1,17 +1,37 @@
-//! Writes a `shared` decision out as a Workers response.
+//! Writes a `shared` decision out as a runtime response.
+//!
+//! Built on the runtime's own `Response` rather than `worker::Response`: that wrapper
+//! makes a `Headers` object of its own that this replaces, and converting it back costs
+//! more calls into JavaScript. (`Response.redirect` would not do either: its headers are
+//! immutable.)
 
+use crate::names;
 use shared::{Body, Decision};
-use worker::{Headers, Response, Result};
+use worker::js_sys::{Object, Promise, Reflect};
+use worker::wasm_bindgen::JsValue;
+use worker::web_sys::{Response, ResponseInit};
 
-pub(crate) fn to_response(decision: Decision) -> Result<Response> {
-    let headers = Headers::new();
-    for (name, value) in &decision.headers {
-        headers.set(name, value)?;
+/// A promise already settled with the response for `decision`.
+pub(crate) fn settled(decision: &Decision) -> Promise {
+    match to_response(decision) {
+        Ok(response) => Promise::resolve(&JsValue::from(response)),
+        Err(e) => Promise::reject(&e),
     }
-    // Built by hand: `Response::redirect` returns immutable headers.
-    let response = match decision.body {
-        Body::Empty => Response::empty()?,
-        Body::Text(text) | Body::Html(text) => Response::ok(text)?,
+}
+
+pub(crate) fn to_response(decision: &Decision) -> Result<Response, JsValue> {
+    // A plain object: the runtime reads it into the response's headers in one call,
+    // where `Headers.set` would cost a call into the runtime per header.
+    let headers = Object::new();
+    for (name, value) in &decision.headers {
+        Reflect::set(&headers, &names::js(name), &JsValue::from_str(value))?;
+    }
+    let init = ResponseInit::new();
+    init.set_status(decision.status);
+    init.set_headers(&headers);
+    let body = match &decision.body {
+        Body::Empty => None,
+        Body::Text(text) | Body::Html(text) => Some(*text),
     };
-    Ok(response.with_status(decision.status).with_headers(headers))
+    Response::new_with_opt_str_and_init(body, &init)
 }

@@ -2,19 +2,23 @@
 // proxy caps throughput and hides the worker's own cost), with a local KV seeded with
 // the links listed in CODES_FILE, on 127.0.0.1:PORT.
 //   node scripts/bench/edge-worker.mjs rust|js PORT CODES_FILE
+// With HOP_INSPECTOR_PORT set, V8's inspector is exposed on that port for the worker
+// named "hop" (scripts/profile-edge uses it to take a CPU profile).
 import { Miniflare } from "miniflare";
 import { readFileSync } from "node:fs";
 
 const [which, port, codesFile] = process.argv.slice(2);
 
-// The JavaScript reference: the least an edge redirect does (a KV read and a 302).
+// The JavaScript reference: the least an edge redirect does (a KV read and a 302), with
+// the same response headers as the Rust worker sends for these links, so that both put
+// the same bytes on the wire.
 const js = `export default {
   async fetch(request, env) {
     const url = new URL(request.url);
     const record = await env.LINKS.get("l:" + url.hostname + url.pathname, { cacheTtl: 60 });
     if (record === null) return new Response("Not found", { status: 404 });
     const r = JSON.parse(record);
-    return new Response(null, { status: r.r || 302, headers: { location: r.t } });
+    return new Response(null, { status: r.r || 302, headers: { location: r.t, "cache-control": "private, max-age=3600" } });
   },
 };`;
 
@@ -25,6 +29,10 @@ const common = {
   compatibilityDate: "2026-04-01",
   cf: false,
   modules: true,
+  name: "hop",
+  ...(process.env.HOP_INSPECTOR_PORT
+    ? { inspectorPort: Number(process.env.HOP_INSPECTOR_PORT), unsafeInspectorProxy: true }
+    : {}),
 };
 const mf =
   which === "rust"

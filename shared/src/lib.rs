@@ -8,6 +8,7 @@
 //! - [`domain`]: domain normalization, per-domain settings, route keys;
 //! - [`record`] and [`denylist`]: what the edge stores in KV;
 //! - [`target`]: target URL validation and the visitor's query merge;
+//! - [`visit_url`]: the parts of a visited URL, read off the runtime's serialization;
 //! - [`decision`]: the response to a visit.
 //!
 //! No I/O happens here.
@@ -22,6 +23,7 @@ pub mod permutation;
 pub mod record;
 pub mod sync;
 pub mod target;
+pub mod visit_url;
 
 pub use alphabet::Alphabet;
 pub use codes::{CodeKind, CodeSpace};
@@ -33,3 +35,4 @@ pub use domain::{normalize_domain, DomainSettings, RouteKey};
 pub use permutation::{CodeCodec, KeyRing};
 pub use record::{EdgeRecord, LinkStatus, RedirectStatus};
 pub use target::{validate_target, TargetUrl};
+pub use visit_url::VisitUrl;

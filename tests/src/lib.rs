@@ -182,6 +182,7 @@ pub struct Edge {
     process: Process,
     state: tempfile::TempDir,
     base: String,
+    vars: Vec<(String, String)>,
 }
 
 impl Edge {
@@ -225,8 +226,23 @@ impl Edge {
                 String::from_utf8_lossy(&output.stderr)
             );
         }
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.to_string()))
+            .collect();
+        let (process, base) = Edge::serve(state.path(), &vars).await;
+        Edge {
+            process,
+            state,
+            base,
+            vars,
+        }
+    }
+
+    /// Starts `wrangler dev` on a free port over the local state in `state`.
+    async fn serve(state: &Path, vars: &[(String, String)]) -> (Process, String) {
         let port = free_port();
-        let mut command = wrangler_command(state.path());
+        let mut command = wrangler_command(state);
         command
             .args([
                 "dev",
@@ -238,28 +254,32 @@ impl Edge {
             .args(["--port", &port.to_string()])
             .args(["--inspector-port", &free_port().to_string()])
             .arg("--persist-to")
-            .arg(&persist);
+            .arg(state.join("kv"));
         // The worker's secrets are the test's to give: a developer's .dev.vars (which
         // scripts/dev writes) must not leak in, so every one is set, empty if not given.
         for name in ["ORIGIN_TOKEN", "SYNC_TOKEN", "PERMUTATION_KEYS"] {
-            if !vars.iter().any(|(given, _)| *given == name) {
+            if !vars.iter().any(|(given, _)| given == name) {
                 command.arg("--var").arg(format!("{name}:"));
             }
         }
         for (name, value) in vars {
             command.arg("--var").arg(format!("{name}:{value}"));
         }
-        let mut process =
-            Process::spawn("wrangler dev", command, state.path().join("wrangler.log"));
+        let mut process = Process::spawn("wrangler dev", command, state.join("wrangler.log"));
         let base = format!("http://127.0.0.1:{port}");
         process
             .wait_until_answering(&format!("{base}/_hop/ready"))
             .await;
-        Edge {
-            process,
-            state,
-            base,
-        }
+        (process, base)
+    }
+
+    /// Stops `wrangler dev` and starts it again over the same local state (KV and the
+    /// Cache API keep what they hold; isolate memory starts empty), on a new port.
+    pub async fn restart(&mut self) {
+        self.process.stop();
+        let (process, base) = Edge::serve(self.state.path(), &self.vars).await;
+        self.process = process;
+        self.base = base;
     }
 
     /// The URL of `path` on this edge.

@@ -1,14 +1,49 @@
 //! The real origin and the real `wrangler dev`, wired as in production (nothing mocked
 //! between them): a new link redirects at the edge at once through the activation
 //! fallback; once published it is served from KV without asking the origin; random codes
-//! never reach the origin; and with the origin dead, KV links still redirect while a
-//! possibly-new code gets 503 with Retry-After.
+//! never reach the origin; an expired link answers 410 through the fallback and from KV;
+//! and with the origin dead, KV links still redirect while a possibly-new code gets 503
+//! with Retry-After.
 
 use hop_e2e::{api_key, client, free_port, origin_env, wait_published, wired_edge, Origin};
 use reqwest::header::{LOCATION, RETRY_AFTER};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+
+/// How long the expiring links live: long enough to be created and published first.
+const SHORT_LIFE: Duration = Duration::from_secs(3);
+
+/// Creates the alias `code`, expiring at the first whole second at least
+/// [`SHORT_LIFE`] from now, and returns that moment. (The edge works in whole seconds
+/// and rounds an expiry up, so a fraction would end the link later.)
+async fn create_expiring(origin: &Origin, key: &str, code: &str) -> SystemTime {
+    let at = SystemTime::now() + SHORT_LIFE;
+    let secs = at
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs()
+        + 1;
+    let at = SystemTime::UNIX_EPOCH + Duration::from_secs(secs);
+    let expires_at = OffsetDateTime::from(at).format(&Rfc3339).expect("format");
+    let target = format!("https://dest.example/{code}");
+    create(
+        origin,
+        key,
+        json!({ "target_url": target, "code": code, "expires_at": expires_at }),
+    )
+    .await;
+    at
+}
+
+/// Waits until the clock is past `at`: the passing of time is what is tested.
+async fn outlive(at: SystemTime) {
+    if let Ok(left) = at.duration_since(SystemTime::now()) {
+        tokio::time::sleep(left + Duration::from_millis(50)).await;
+    }
+}
 
 async fn create(origin: &Origin, key: &str, body: Value) -> Value {
     let res = client()
@@ -42,10 +77,15 @@ async fn new_links_redirect_at_once_published_ones_come_from_kv_and_the_origin_m
     )
     .await;
     let code = first["code"].as_str().expect("code").to_owned();
+    let expiry = create_expiring(&origin, &key, "brief-link").await;
     let res = edge.visit(&code).await;
     assert_eq!(res.status(), StatusCode::FOUND, "{}", edge.log());
     assert_eq!(res.headers()[LOCATION], "https://dest.example/first");
     assert_eq!(origin.metric("hop_edge_resolves_total").await, 1);
+    // Expired before it was ever published: the origin's answer makes it 410, not 404.
+    outlive(expiry).await;
+    assert_eq!(edge.visit("brief-link").await.status(), StatusCode::GONE);
+    assert_eq!(origin.metric("hop_edge_resolves_total").await, 2);
     origin.kill();
 
     // 2. With publishing on, a link is served from KV once published: no origin call.
@@ -60,6 +100,8 @@ async fn new_links_redirect_at_once_published_ones_come_from_kv_and_the_origin_m
     assert_eq!(second["edge"]["state"], "pending");
     wait_published(&origin.url(""), &key, "s.example", "second-link").await;
     wait_published(&origin.url(""), &key, "s.example", &code).await;
+    let expiry = create_expiring(&origin, &key, "fleeting-link").await;
+    wait_published(&origin.url(""), &key, "s.example", "fleeting-link").await;
     let res = edge.visit("second-link").await;
     assert_eq!(res.status(), StatusCode::FOUND);
     assert_eq!(res.headers()[LOCATION], "https://dest.example/second");
@@ -92,6 +134,11 @@ async fn new_links_redirect_at_once_published_ones_come_from_kv_and_the_origin_m
     );
 
     // A deleted link answers 410 once its tombstone is published; a banned one 403.
+    // A published link that expires answers 410 from its KV record (checked after the
+    // random codes, which gave it time to expire).
+    outlive(expiry).await;
+    assert_eq!(edge.visit("fleeting-link").await.status(), StatusCode::GONE);
+    assert_eq!(origin.metric("hop_edge_resolves_total").await, asked);
     let deleted = client()
         .delete(origin.url(&format!("/v1/links/s.example/{code}")))
         .bearer_auth(&key)

@@ -1,0 +1,96 @@
+//! The origin's answers, shared by one location's isolates through the Cache API.
+//!
+//! Isolate memory (`fallback`) keeps one isolate from asking the origin twice about a
+//! code, but a busy location runs many isolates, and a link shared widely the moment it
+//! is created would make each of them ask. The Cache API is shared by a location's
+//! isolates, so the location asks about once per hold time. It works on custom domains
+//! and locally under `wrangler dev`; on `workers.dev` it stores nothing, so it is not
+//! used there at all. Failures here are logged and ignored: the cache only saves calls.
+
+use shared::{EdgeRecord, RouteKey};
+use wasm_bindgen::{JsCast, JsValue};
+use worker::js_sys::{self, Object, Reflect};
+use worker::wasm_bindgen_futures::JsFuture;
+use worker::web_sys::{Cache, Response, ResponseInit};
+use worker::{console_error, Context};
+
+/// Entries live under this path of the link's own domain: no code contains a `/`, so
+/// no visitor's URL is ever one of them.
+const KEY_PATH: &str = "/_hop/answer/";
+
+fn usable(route: &RouteKey) -> bool {
+    !route.domain().ends_with(".workers.dev")
+}
+
+fn key(route: &RouteKey) -> String {
+    format!("https://{}{KEY_PATH}{}", route.domain(), route.code())
+}
+
+/// The runtime's default cache; `None` where there is none.
+fn cache() -> Option<Cache> {
+    let caches = Reflect::get(&js_sys::global(), &JsValue::from_str("caches")).ok()?;
+    let default = Reflect::get(&caches, &JsValue::from_str("default")).ok()?;
+    default.dyn_into::<Cache>().ok()
+}
+
+/// What this location holds about `route`: `Some(Some(record))` for a link, `Some(None)`
+/// for a code the origin did not know, `None` when it holds nothing.
+pub(crate) async fn get(route: &RouteKey) -> Option<Option<EdgeRecord>> {
+    if !usable(route) {
+        return None;
+    }
+    let held = JsFuture::from(cache()?.match_with_str(&key(route)))
+        .await
+        .map_err(|e| console_error!("cache match for {route}: {e:?}"))
+        .ok()?;
+    let response = held.dyn_into::<Response>().ok()?;
+    if response.status() == 404 {
+        return Some(None);
+    }
+    let text = JsFuture::from(response.text().ok()?)
+        .await
+        .ok()?
+        .as_string()?;
+    EdgeRecord::from_json(&text).ok().map(Some)
+}
+
+/// Keeps the origin's answer about `route` for `hold_s` seconds, after the response
+/// (the visitor does not wait for the write).
+pub(crate) fn put(ctx: &Context, route: &RouteKey, answer: Option<&EdgeRecord>, hold_s: u64) {
+    if !usable(route) {
+        return;
+    }
+    let Some(cache) = cache() else {
+        return;
+    };
+    let (status, body) = match answer {
+        Some(record) => (200, Some(record.to_json())),
+        None => (404, None),
+    };
+    let stored = (|| {
+        let headers = Object::new();
+        Reflect::set(
+            &headers,
+            &JsValue::from_str("cache-control"),
+            &JsValue::from_str(&format!("max-age={hold_s}")),
+        )?;
+        let init = ResponseInit::new();
+        init.set_status(status);
+        init.set_headers(&headers);
+        Response::new_with_opt_str_and_init(body.as_deref(), &init)
+    })();
+    let response = match stored {
+        Ok(response) => response,
+        Err(e) => {
+            console_error!("caching the answer for {route}: {e:?}");
+            return;
+        }
+    };
+    let write = JsFuture::from(cache.put_with_str(&key(route), &response));
+    let route = route.to_string();
+    ctx.wait_until(async move {
+        if let Err(e) = write.await {
+            console_error!("caching the answer for {route}: {e:?}");
+        }
+    });
+}

@@ -1,0 +1,61 @@
+// Takes a V8 CPU profile of one worker through workerd's inspector, for SECONDS, and
+// prints where the time went: self time by function, with wasm and JS told apart.
+//   node scripts/bench/cpu-profile.mjs ws://127.0.0.1:PORT/hop SECONDS OUT.cpuprofile
+// The .cpuprofile file opens in Chrome DevTools (Performance tab) for the call tree.
+import WebSocket from "ws";
+import { writeFileSync } from "node:fs";
+
+const [url, seconds, out] = process.argv.slice(2);
+const ws = new WebSocket(url);
+await new Promise((ok, fail) => {
+  ws.once("open", ok);
+  ws.once("error", fail);
+});
+let next = 0;
+const pending = new Map();
+ws.on("message", (data) => {
+  const msg = JSON.parse(data);
+  if (msg.id !== undefined && pending.has(msg.id)) {
+    pending.get(msg.id)(msg);
+    pending.delete(msg.id);
+  }
+});
+const call = (method, params = {}) =>
+  new Promise((ok, fail) => {
+    const id = ++next;
+    pending.set(id, (msg) => (msg.error ? fail(new Error(`${method}: ${msg.error.message}`)) : ok(msg.result)));
+    ws.send(JSON.stringify({ id, method, params }));
+  });
+
+await call("Profiler.enable");
+await call("Profiler.setSamplingInterval", { interval: 50 });
+await call("Profiler.start");
+console.log("profiling");
+await new Promise((ok) => setTimeout(ok, Number(seconds) * 1000));
+const { profile } = await call("Profiler.stop");
+ws.close();
+writeFileSync(out, JSON.stringify(profile));
+
+// Self time per function: each sample is charged to the node it landed in.
+const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+const self = new Map();
+let total = 0;
+for (let i = 0; i < profile.samples.length; i++) {
+  const dt = profile.timeDeltas[i] ?? 0;
+  const node = byId.get(profile.samples[i]);
+  const f = node.callFrame;
+  const where = f.url.startsWith("wasm://") ? "wasm" : f.url ? f.url.split("/").pop() : "";
+  const key = `${f.functionName || "(anonymous)"}\t${where}`;
+  self.set(key, (self.get(key) ?? 0) + dt);
+  total += dt;
+}
+const busy = total - (self.get("(idle)\t") ?? 0);
+const share = (us) => ((100 * us) / busy).toFixed(1).padStart(5);
+let wasm = 0;
+for (const [key, us] of self) if (key.endsWith("\twasm")) wasm += us;
+console.log(`busy ${(busy / 1000).toFixed(0)} ms of ${(total / 1000).toFixed(0)} ms; wasm ${share(wasm)}%`);
+console.log("self%  function  [where]");
+for (const [key, us] of [...self].filter(([k]) => k !== "(idle)\t").sort((a, b) => b[1] - a[1]).slice(0, 40)) {
+  const [name, where] = key.split("\t");
+  console.log(`${share(us)}%  ${name}  [${where}]`);
+}
