@@ -1,11 +1,14 @@
 //! The real origin and the real `wrangler dev`, wired as in production (nothing mocked
 //! between them): a new link redirects at the edge at once through the activation
-//! fallback; once published it is served from KV without asking the origin; random codes
+//! fallback; once published it is served from KV without asking the origin, and an edit
+//! replaces it there while a late push of the older version is refused; random codes
 //! never reach the origin; an expired link answers 410 through the fallback and from KV;
 //! and with the origin dead, KV links still redirect while a possibly-new code gets 503
 //! with Retry-After.
 
-use hop_e2e::{api_key, client, free_port, origin_env, wait_published, wired_edge, Origin};
+use hop_e2e::{
+    api_key, client, free_port, origin_env, wait_published, wired_edge, Origin, SYNC_TOKEN,
+};
 use reqwest::header::{LOCATION, RETRY_AFTER};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -110,6 +113,38 @@ async fn new_links_redirect_at_once_published_ones_come_from_kv_and_the_origin_m
         0,
         "served from KV"
     );
+    // An edit reaches the edge once the publisher reports it published, and a late push
+    // of the older version is refused by the worker.
+    let patched = client()
+        .patch(origin.url("/v1/links/s.example/second-link"))
+        .bearer_auth(&key)
+        .header("if-match", "\"1\"")
+        .json(&json!({ "target_url": "https://dest.example/second-v2" }))
+        .send()
+        .await
+        .expect("patch");
+    assert_eq!(patched.status(), StatusCode::OK);
+    wait_published(&origin.url(""), &key, "s.example", "second-link").await;
+    let res = edge.visit("second-link").await;
+    assert_eq!(res.headers()[LOCATION], "https://dest.example/second-v2");
+    let stale = json!({ "t": "https://dest.example/second", "s": "active", "r": 302, "x": null, "v": 1, "q": false });
+    let reply: Value = client()
+        .post(edge.url("/_hop/sync"))
+        .bearer_auth(SYNC_TOKEN)
+        .json(&json!({ "items": [{ "key": "l:s.example/second-link", "value": stale.to_string(), "version": 1 }] }))
+        .send()
+        .await
+        .expect("push")
+        .json()
+        .await
+        .expect("reply");
+    assert_eq!(
+        reply["refused"][0]["key"], "l:s.example/second-link",
+        "{reply}"
+    );
+    assert_eq!(reply["refused"][0]["held"], 2, "{reply}");
+    let res = edge.visit("second-link").await;
+    assert_eq!(res.headers()[LOCATION], "https://dest.example/second-v2");
 
     // 3. Random codes of the generated shape: 404, and (nearly) none reach the origin.
     let alphabet = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
