@@ -98,6 +98,16 @@ async fn edit(s: &Setup, link: &links::Link, changes: Value) -> links::Link {
         .expect("update")
 }
 
+/// The link `code` of `s.example`, as the database holds it.
+async fn stored(s: &Setup, code: &str) -> links::Link {
+    s.state
+        .db
+        .get_link("s.example", code)
+        .await
+        .expect("read")
+        .expect("link")
+}
+
 async fn drain(s: &Setup) {
     while s.publisher.step().await.expect("step") > 0 {}
 }
@@ -158,13 +168,7 @@ async fn creates_edits_and_bans_reach_the_edge_coalesced_with_the_fast_lane_firs
         assert!(meta["high"].as_u64() > Some(0) && meta["low"].as_u64() < meta["high"].as_u64());
 
         // The link says so, with when it will be visible everywhere.
-        let read = s
-            .state
-            .db
-            .get_link("s.example", "spring")
-            .await
-            .expect("read")
-            .expect("link");
+        let read = stored(&s, "spring").await;
         let view = read.view();
         assert_eq!(view.edge.state, links::EdgeState::Published, "{}", t.kind());
         assert!(view.edge.published_at.is_some() && view.edge.visible_everywhere_by.is_some());
@@ -173,13 +177,7 @@ async fn creates_edits_and_bans_reach_the_edge_coalesced_with_the_fast_lane_firs
 
         // A further edit makes it pending again until it is delivered.
         let edited = edit(&s, &read, json!({ "title": "Spring" })).await;
-        let again = s
-            .state
-            .db
-            .get_link("s.example", "spring")
-            .await
-            .expect("read")
-            .expect("link");
+        let again = stored(&s, "spring").await;
         assert_eq!(again.view().edge.state, links::EdgeState::Pending);
         drain(&s).await;
         let record = s.edge.value("l:s.example/spring").expect("record");
