@@ -7,11 +7,12 @@
 //! and locally under `wrangler dev`; on `workers.dev` it stores nothing, so it is not
 //! used there at all. Failures here are logged and ignored: the cache only saves calls.
 
+use crate::respond;
 use shared::{EdgeRecord, RouteKey};
 use wasm_bindgen::{JsCast, JsValue};
-use worker::js_sys::{self, Object, Reflect};
+use worker::js_sys::{self, Reflect};
 use worker::wasm_bindgen_futures::JsFuture;
-use worker::web_sys::{Cache, Response, ResponseInit};
+use worker::web_sys::{Cache, Response};
 use worker::{console_error, Context};
 
 /// Entries live under this path of the link's own domain: no code contains a `/`, so
@@ -67,19 +68,12 @@ pub(crate) fn put(ctx: &Context, route: &RouteKey, answer: Option<&EdgeRecord>, 
         Some(record) => (200, Some(record.to_json())),
         None => (404, None),
     };
-    let stored = (|| {
-        let headers = Object::new();
-        Reflect::set(
-            &headers,
-            &JsValue::from_str("cache-control"),
-            &JsValue::from_str(&format!("max-age={hold_s}")),
-        )?;
-        let init = ResponseInit::new();
-        init.set_status(status);
-        init.set_headers(&headers);
-        Response::new_with_opt_str_and_init(body.as_deref(), &init)
-    })();
-    let response = match stored {
+    let max_age = format!("max-age={hold_s}");
+    let response = match respond::build(
+        status,
+        [("cache-control", max_age.as_str())],
+        body.as_deref(),
+    ) {
         Ok(response) => response,
         Err(e) => {
             console_error!("caching the answer for {route}: {e:?}");

@@ -20,18 +20,28 @@ pub(crate) fn settled(decision: &Decision) -> Promise {
 }
 
 pub(crate) fn to_response(decision: &Decision) -> Result<Response, JsValue> {
-    // A plain object: the runtime reads it into the response's headers in one call,
-    // where `Headers.set` would cost a call into the runtime per header.
-    let headers = Object::new();
-    for (name, value) in &decision.headers {
-        Reflect::set(&headers, &names::js(name), &JsValue::from_str(value))?;
-    }
-    let init = ResponseInit::new();
-    init.set_status(decision.status);
-    init.set_headers(&headers);
     let body = match &decision.body {
         Body::Empty => None,
         Body::Text(text) | Body::Html(text) => Some(*text),
     };
+    let headers = decision.headers.iter().map(|(n, v)| (*n, v.as_str()));
+    build(decision.status, headers, body)
+}
+
+/// A runtime response with `status`, `headers` (name, value) and `body`.
+pub(crate) fn build<'a>(
+    status: u16,
+    headers: impl IntoIterator<Item = (&'static str, &'a str)>,
+    body: Option<&str>,
+) -> Result<Response, JsValue> {
+    // A plain object: the runtime reads it into the response's headers in one call,
+    // where `Headers.set` would cost a call into the runtime per header.
+    let object = Object::new();
+    for (name, value) in headers {
+        Reflect::set(&object, &names::js(name), &JsValue::from_str(value))?;
+    }
+    let init = ResponseInit::new();
+    init.set_status(status);
+    init.set_headers(&object);
     Response::new_with_opt_str_and_init(body, &init)
 }

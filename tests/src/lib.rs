@@ -330,6 +330,19 @@ pub struct Origin {
 }
 
 impl Origin {
+    /// Creates `links` (link bodies as the API takes them) in one bulk call with `key`,
+    /// asserting that the origin accepted them.
+    pub async fn create_bulk(&self, key: &str, links: Vec<serde_json::Value>) {
+        let res = client()
+            .post(self.url("/v1/links/bulk"))
+            .bearer_auth(key)
+            .json(&serde_json::json!({ "links": links }))
+            .send()
+            .await
+            .expect("bulk create");
+        assert_eq!(res.status(), reqwest::StatusCode::OK, "bulk create");
+    }
+
     /// Starts the origin with `env` (HOP_* variables) on `port`, logging to `log`.
     pub async fn start(port: u16, env: &[(&str, String)], log: PathBuf) -> Origin {
         let mut command = Command::new(origin_binary());

@@ -23,14 +23,7 @@ async fn fifty_bans_of_codes_and_hosts_block_at_the_edge() {
     let links: Vec<serde_json::Value> = (0..BANS)
         .map(|i| json!({ "target_url": format!("https://h{i}.dest.example/"), "code": format!("ban-me-{i}") }))
         .collect();
-    let created = client()
-        .post(origin.url("/v1/links/bulk"))
-        .bearer_auth(&admin)
-        .json(&json!({ "links": links }))
-        .send()
-        .await
-        .expect("bulk");
-    assert_eq!(created.status(), StatusCode::OK);
+    origin.create_bulk(&admin, links).await;
     // Every link is at the edge before the bans start (published, or through the
     // fallback; either way a redirect).
     for i in 0..BANS {

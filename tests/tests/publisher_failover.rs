@@ -30,14 +30,7 @@ async fn the_standby_takes_over_when_the_leader_dies_mid_batch() {
     let links: Vec<Value> = (0..LINKS)
         .map(|i| json!({ "target_url": format!("https://dest.example/{i}/v1"), "code": format!("fo-{i}") }))
         .collect();
-    let res = client()
-        .post(leader.url("/v1/links/bulk"))
-        .bearer_auth(&key)
-        .json(&json!({ "links": links }))
-        .send()
-        .await
-        .expect("bulk");
-    assert_eq!(res.status(), StatusCode::OK);
+    leader.create_bulk(&key, links).await;
     for i in (0..LINKS).step_by(10) {
         let res = client()
             .patch(leader.url(&format!("/v1/links/s.example/fo-{i}")))
