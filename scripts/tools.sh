@@ -19,6 +19,15 @@ need_wrk() {
 }
 
 # A TCP port free on loopback at the time of asking.
+# A free port below Linux's ephemeral range (32768+), which processes binding port 0
+# (wrangler, workerd) never get: a port chosen here stays ours until we use it.
 free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+  python3 -c '
+import random, socket
+for _ in range(1000):
+    p = random.randint(20000, 32767)
+    try:
+        socket.socket().bind(("127.0.0.1", p)); print(p); break
+    except OSError:
+        pass'
 }

@@ -10,10 +10,11 @@
 use crate::respond;
 use shared::{EdgeRecord, RouteKey};
 use wasm_bindgen::{JsCast, JsValue};
+use worker::console_error;
 use worker::js_sys::{self, Reflect};
-use worker::wasm_bindgen_futures::JsFuture;
+use worker::wasm_bindgen_futures::{future_to_promise, JsFuture};
 use worker::web_sys::{Cache, Response};
-use worker::{console_error, Context};
+use worker::worker_sys::Context;
 
 /// Entries live under this path of the link's own domain: no code contains a `/`, so
 /// no visitor's URL is ever one of them.
@@ -82,9 +83,13 @@ pub(crate) fn put(ctx: &Context, route: &RouteKey, answer: Option<&EdgeRecord>, 
     };
     let write = JsFuture::from(cache.put_with_str(&key(route), &response));
     let route = route.to_string();
-    ctx.wait_until(async move {
+    let write = future_to_promise(async move {
         if let Err(e) = write.await {
             console_error!("caching the answer for {route}: {e:?}");
         }
+        Ok(JsValue::UNDEFINED)
     });
+    if let Err(e) = ctx.wait_until(&write) {
+        console_error!("caching an answer: {e:?}");
+    }
 }

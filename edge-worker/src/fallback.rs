@@ -17,9 +17,8 @@ use shared::{CodeKind, CodeSpace, EdgeRecord, KeyRing, RouteKey};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::time::Duration;
-use worker::{
-    console_error, Context, Date, Delay, Env, Fetch, Headers, Method, Request, RequestInit,
-};
+use worker::worker_sys::Context;
+use worker::{console_error, Date, Delay, Env, Fetch, Headers, Method, Request, RequestInit};
 
 /// How long this isolate trusts its copy of the activation meta.
 const META_HOLD_MS: u64 = 2_000;

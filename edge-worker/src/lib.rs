@@ -12,6 +12,7 @@
 //! worker-build wires an exported `fetch` exactly as it wires the macro's.
 
 mod answer_cache;
+mod clicks;
 mod denylist;
 mod fallback;
 mod kv;
@@ -24,7 +25,7 @@ use shared::{Decision, Method, VisitUrl};
 use wasm_bindgen::prelude::*;
 use worker::js_sys::Promise;
 use worker::wasm_bindgen_futures::future_to_promise;
-use worker::{web_sys, Context, Env};
+use worker::{web_sys, Env};
 
 #[wasm_bindgen]
 pub fn fetch(req: web_sys::Request, env: Env, ctx: worker::worker_sys::Context) -> Promise {
@@ -39,5 +40,14 @@ pub fn fetch(req: web_sys::Request, env: Env, ctx: worker::worker_sys::Context) 
             Ok(web_sys::Response::from(response).into())
         });
     }
-    redirect::handle(method, url, env, Context::new(ctx))
+    redirect::handle(method, url, req, env, ctx)
+}
+
+/// The queue consumer: click events, posted in batches to the origin.
+#[wasm_bindgen]
+pub fn queue(batch: clicks::MessageBatch, env: Env, _ctx: worker::worker_sys::Context) -> Promise {
+    future_to_promise(async move {
+        clicks::consume(batch, env).await?;
+        Ok(JsValue::UNDEFINED)
+    })
 }

@@ -7,9 +7,11 @@
 //! from KV makes one read, so here it is one `then` with one closure. The rare paths that
 //! need more reads (refreshing the denylist, asking the origin) are plain `async` code.
 
+use crate::clicks::{self, Click};
 use crate::fallback::{self, Ask, Resolved};
 use crate::kv::Kv;
 use crate::{denylist, respond};
+use shared::clicks::counts_as_click;
 use shared::decision::RETRY_AFTER_S;
 use shared::{
     decide, reject_early, Decision, Denylist, DomainSettings, EdgeRecord, Method, RouteKey, Visit,
@@ -19,7 +21,8 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use worker::js_sys::Promise;
 use worker::wasm_bindgen_futures::{future_to_promise, JsFuture};
-use worker::{console_error, Context, Date, Env};
+use worker::worker_sys::Context;
+use worker::{console_error, web_sys, Date, Env};
 
 /// KV binding holding records and the denylist.
 pub(crate) const LINKS: &str = "LINKS";
@@ -35,6 +38,7 @@ struct Pending {
     query: Option<String>,
     now_ms: u64,
     kv: Kv,
+    request: web_sys::Request,
     env: Env,
     ctx: Context,
 }
@@ -46,6 +50,7 @@ impl Pending {
         DomainSettings::default()
     }
 
+    /// The decision, with the click reported when the visit is one.
     fn decide(&self, record: Option<&EdgeRecord>, deny: &Denylist) -> Decision {
         let visit = Visit {
             method: self.method,
@@ -53,12 +58,28 @@ impl Pending {
             query: self.query.as_deref(),
             now: (self.now_ms / 1000) as i64,
         };
-        decide(&visit, record, deny, &self.settings())
+        let decision = decide(&visit, record, deny, &self.settings());
+        if counts_as_click(self.method, decision.outcome) {
+            let click = Click {
+                route: &self.route,
+                version: record.map(|r| r.version),
+                status: decision.status,
+                at_ms: self.now_ms,
+            };
+            clicks::report(&self.env, &self.ctx, &self.request, click);
+        }
+        decision
     }
 }
 
 /// The response to `GET|HEAD url`, as a promise for the runtime.
-pub(crate) fn handle(method: Method, url: VisitUrl<'_>, env: Env, ctx: Context) -> Promise {
+pub(crate) fn handle(
+    method: Method,
+    url: VisitUrl<'_>,
+    request: web_sys::Request,
+    env: Env,
+    ctx: Context,
+) -> Promise {
     let code = url.path.strip_prefix('/').unwrap_or_default();
     if let Some(early) = reject_early(method, code) {
         return respond::settled(&early);
@@ -81,6 +102,7 @@ pub(crate) fn handle(method: Method, url: VisitUrl<'_>, env: Env, ctx: Context) 
         query: url.query.map(str::to_owned),
         now_ms,
         kv,
+        request,
         env,
         ctx,
     };

@@ -207,6 +207,23 @@ pub struct Settings {
     #[arg(long, env = "HOP_CREATE_RATE", default_value = "10000", global = true)]
     pub create_rate: std::num::NonZeroU32,
 
+    /// Whether the origin's own redirect path records clicks (the edge's arrive through
+    /// `/v1/edge/clicks` either way).
+    #[arg(long, env = "HOP_RECORD_CLICKS", default_value = "true", action = clap::ArgAction::Set, global = true)]
+    pub record_clicks: bool,
+
+    /// Hours a click event's id is kept to refuse it a second time; events older than
+    /// this are refused, since they could no longer be told from a replay. It must cover
+    /// how long the edge's queue may hold and retry a batch (4 days on Cloudflare).
+    #[arg(
+        long,
+        env = "HOP_CLICK_ID_RETENTION_H",
+        default_value = "96",
+        value_parser = clap::value_parser!(u64).range(1..=8_760),
+        global = true
+    )]
+    pub click_id_retention_h: u64,
+
     /// Permutation keys for generated codes, `VERSION:32-HEX[,…]`; the highest version
     /// makes new codes. Required to create links; read from the environment only.
     #[arg(env = "HOP_PERMUTATION_KEYS", hide_env_values = true, hide = true, value_parser = parse_keys, global = true, long = "permutation-keys")]
@@ -245,6 +262,8 @@ mod tests {
         assert_eq!(cli.settings.database_url, "sqlite://hop.db");
         assert_eq!(cli.settings.default_domain, "localhost");
         assert!(cli.settings.edge_sync_url.is_none());
+        assert!(cli.settings.record_clicks);
+        assert_eq!(cli.settings.click_id_retention_h, 96);
         assert!(cli.command.is_none());
     }
 
@@ -263,5 +282,12 @@ mod tests {
         assert!(parse(&["--listen", "localhost"]).is_err());
         assert!(parse(&["--edge-sync-url", "ftp://x"]).is_err());
         assert!(parse(&["--default-domain", "a/b"]).is_err());
+        assert!(
+            !parse(&["--record-clicks", "false"])
+                .unwrap()
+                .settings
+                .record_clicks
+        );
+        assert!(parse(&["--click-id-retention-h", "0"]).is_err());
     }
 }

@@ -6,6 +6,7 @@ pub mod bans;
 pub mod cache;
 pub mod ceiling;
 pub mod cli;
+pub mod clicks;
 pub mod config;
 pub mod db;
 pub mod error;
@@ -47,6 +48,8 @@ pub struct Shared {
     pub cache: cache::RedirectCache,
     pub create_limit: ratelimit::CreateLimit,
     pub metrics: metrics::Metrics,
+    pub clicks: clicks::Clicks,
+    pub recorder: clicks::recorder::Recorder,
 }
 
 impl AppState {
@@ -70,6 +73,8 @@ impl AppState {
             metrics.ids_wasted.clone(),
         );
         AppState(Arc::new(Shared {
+            clicks: clicks::Clicks::new(settings.click_id_retention_h, metrics.clone()),
+            recorder: clicks::recorder::Recorder::new(settings.record_clicks, metrics.clone()),
             db,
             settings,
             allocator,
@@ -144,20 +149,36 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let publishing = publisher(&state)?.map(|p| tokio::spawn(p.run(stopped)));
-    // Idle keys' rate budgets are dropped once a minute.
-    let limit = state.create_limit.clone();
-    let sweeper = tokio::spawn(async move {
-        let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
-        loop {
-            every.tick().await;
-            limit.shrink();
-        }
-    });
+    // The origin's own clicks are written in the background, and what is queued at
+    // shutdown is written before the process exits.
+    let recording = {
+        let state = state.clone();
+        let stopped = stop.subscribe();
+        tokio::spawn(async move { state.recorder.run(&state.clicks, &state.db, stopped).await })
+    };
+    // Once a minute: idle keys' rate budgets are dropped, and click ids past their
+    // retention forgotten.
+    let sweeper = {
+        let state = state.clone();
+        tokio::spawn(async move {
+            use store::ClickStore;
+            let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
+            loop {
+                every.tick().await;
+                state.create_limit.shrink();
+                let before = store::now_ms() - state.clicks.retention_ms();
+                if let Err(e) = state.db.forget_click_ids(before).await {
+                    tracing::warn!(error = %e, "forgetting old click ids failed; will retry");
+                }
+            }
+        })
+    };
     let served = axum::serve(listener, routes::router(state))
         .with_graceful_shutdown(shutdown)
         .await;
     sweeper.abort();
     let _ = stop.send(true);
+    let _ = recording.await;
     if let Some(task) = publishing {
         let _ = task.await;
     }

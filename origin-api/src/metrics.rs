@@ -13,6 +13,11 @@ pub struct OutcomeLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResultLabel {
+    pub result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct LaneLabel {
     pub lane: &'static str,
 }
@@ -41,6 +46,11 @@ pub struct Metrics {
     pub publisher_leader: Gauge,
     /// Age of the oldest undelivered outbox row, as the leader last saw it.
     pub publisher_lag_ms: Gauge,
+    /// Click events ingested, by what became of them.
+    pub clicks: Family<ResultLabel, Counter>,
+    /// Clicks of this origin's own redirects dropped: the recorder's queue was full, or
+    /// the database refused them for longer than the recorder retries.
+    pub clicks_dropped: Counter,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -128,7 +138,21 @@ impl Default for Metrics {
             "Age of the oldest undelivered outbox row, as the leader last saw it",
             publisher_lag_ms.clone(),
         );
+        let clicks = Family::<ResultLabel, Counter>::default();
+        registry.register(
+            "clicks",
+            "Click events ingested, by result: counted, duplicate (a retry or replay), unknown_link, refused",
+            clicks.clone(),
+        );
+        let clicks_dropped = Counter::default();
+        registry.register(
+            "clicks_dropped",
+            "Clicks of this origin's own redirects dropped (recorder queue full, or the database failing)",
+            clicks_dropped.clone(),
+        );
         Metrics {
+            clicks,
+            clicks_dropped,
             edge_resolves,
             published,
             publish_failures,
@@ -164,6 +188,20 @@ impl Metrics {
         if let Some(i) = REDIRECT_OUTCOMES.iter().position(|o| *o == outcome) {
             if let Some(counter) = self.redirects.get(i) {
                 counter.inc();
+            }
+        }
+    }
+
+    /// Counts what became of a batch of click events.
+    pub fn clicks_ingested(&self, receipt: &shared::clicks::ClickReceipt) {
+        for (result, n) in [
+            ("counted", receipt.counted),
+            ("duplicate", receipt.duplicates),
+            ("unknown_link", receipt.unknown_links),
+            ("refused", receipt.refused),
+        ] {
+            if n > 0 {
+                self.clicks.get_or_create(&ResultLabel { result }).inc_by(n);
             }
         }
     }

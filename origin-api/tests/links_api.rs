@@ -5,115 +5,11 @@ mod common;
 
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
-use common::TestDb;
-use http_body_util::BodyExt;
+use common::{apis, apis_with, Api, Reply, TestDb};
 use origin_api::keys;
 use origin_api::store::{now_ms, LinkStore};
-use origin_api::AppState;
 use serde_json::{json, Value};
 use std::collections::HashSet;
-use tower::ServiceExt;
-
-struct Api {
-    state: AppState,
-}
-
-struct Reply {
-    status: StatusCode,
-    headers: axum::http::HeaderMap,
-    body: Value,
-    text: String,
-}
-
-impl Api {
-    async fn key(&self, owner: &str, admin: bool) -> String {
-        let (key, token) = keys::issue(owner, "test", admin, now_ms()).expect("issue");
-        self.state.db.insert_key(&key).await.expect("store key");
-        token
-    }
-
-    async fn send(&self, req: Request<Body>) -> Reply {
-        let res = origin_api::routes::router(self.state.clone())
-            .oneshot(req)
-            .await
-            .expect("infallible");
-        let status = res.status();
-        let headers = res.headers().clone();
-        let bytes = res.into_body().collect().await.expect("body").to_bytes();
-        let text = String::from_utf8_lossy(&bytes).into_owned();
-        Reply {
-            status,
-            headers,
-            body: serde_json::from_str(&text).unwrap_or(Value::Null),
-            text,
-        }
-    }
-
-    async fn create(&self, token: &str, body: Value) -> Reply {
-        self.send(
-            Request::post("/v1/links")
-                .header(header::AUTHORIZATION, format!("Bearer {token}"))
-                .header(header::CONTENT_TYPE, "application/json")
-                .body(Body::from(body.to_string()))
-                .expect("request"),
-        )
-        .await
-    }
-
-    async fn read(&self, token: &str, domain: &str, code: &str) -> Reply {
-        self.send(
-            Request::get(format!("/v1/links/{domain}/{code}"))
-                .header(header::AUTHORIZATION, format!("Bearer {token}"))
-                .body(Body::empty())
-                .expect("request"),
-        )
-        .await
-    }
-
-    async fn visit(&self, method: &str, host: &str, path: &str) -> Reply {
-        self.send(
-            Request::builder()
-                .method(method)
-                .uri(path)
-                .header(header::HOST, host)
-                .body(Body::empty())
-                .expect("request"),
-        )
-        .await
-    }
-
-    async fn count(&self, table: &str) -> i64 {
-        let sql = format!("SELECT COUNT(*) FROM {table}");
-        origin_api::on_pool!(&self.state.db, pool => {
-            sqlx::query_scalar(&sql).fetch_one(pool).await.expect("count")
-        })
-    }
-
-    async fn exec(&self, sql: &str) {
-        origin_api::on_writer!(&self.state.db, pool => {
-            sqlx::query(sql).execute(pool).await.expect("exec");
-        });
-    }
-}
-
-async fn apis(test: &str) -> Vec<(Api, TestDb)> {
-    apis_with(test, &[]).await
-}
-
-async fn apis_with(test: &str, flags: &[&str]) -> Vec<(Api, TestDb)> {
-    TestDb::all(test)
-        .await
-        .into_iter()
-        .map(|t| {
-            (
-                Api {
-                    state: common::app_state_with(&t, flags),
-                },
-                t,
-            )
-        })
-        .collect()
-}
 
 #[tokio::test]
 async fn a_created_link_is_readable_by_its_owner_only_and_redirects_at_once() {

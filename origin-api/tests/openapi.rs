@@ -99,9 +99,12 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
             "GET /v1/edge/resolve/{domain}/{code}",
             "GET /v1/links",
             "GET /v1/links/{domain}/{code}",
+            "GET /v1/links/{domain}/{code}/stats",
+            "GET /v1/stats",
             "GET /{code}",
             "PATCH /v1/links/{domain}/{code}",
             "POST /v1/bans",
+            "POST /v1/edge/clicks",
             "POST /v1/links",
             "POST /v1/links/bulk",
         ]
@@ -124,6 +127,25 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
     let (status, problem) = call(&state, create(json!({"target_url": "ftp://e.example/"}))).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(keys_of(&problem), properties(&doc, "Problem"));
+    let req = Request::get("/v1/stats")
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .body(Body::empty())
+        .unwrap();
+    let (status, summary) = call(&state, req).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(keys_of(&summary), properties(&doc, "OwnerStats"));
+    let req = Request::get(format!(
+        "/v1/links/{}/{}/stats",
+        link["domain"].as_str().unwrap(),
+        link["code"].as_str().unwrap()
+    ))
+    .header(header::AUTHORIZATION, format!("Bearer {token}"))
+    .body(Body::empty())
+    .unwrap();
+    let (status, stats) = call(&state, req).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(keys_of(&stats), properties(&doc, "LinkStats"));
+    assert_eq!(keys_of(&stats["top"]), properties(&doc, "Top"));
     let create_fields = properties(&doc, "CreateLink");
     assert!(create_fields.contains("target_url") && create_fields.contains("forward_query"));
     t.cleanup().await;

@@ -58,9 +58,12 @@ async fn tables(db: &Db) -> Vec<String> {
     names
 }
 
-const TABLES: [&str; 8] = [
+const TABLES: [&str; 11] = [
     "api_keys",
     "bans",
+    "click_dims",
+    "click_hours",
+    "click_seen",
     "domains",
     "id_segments",
     "idempotency",

@@ -95,6 +95,12 @@ impl RouteKey {
         Some(RouteKey { domain, code })
     }
 
+    /// Reads a key written by `Display`: `domain/code`.
+    pub fn parse(key: &str) -> Option<Self> {
+        let (domain, code) = key.split_once('/')?;
+        RouteKey::new(domain, code)
+    }
+
     pub fn domain(&self) -> &str {
         &self.domain
     }

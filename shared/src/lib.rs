@@ -9,12 +9,14 @@
 //! - [`record`] and [`denylist`]: what the edge stores in KV;
 //! - [`target`]: target URL validation and the visitor's query merge;
 //! - [`visit_url`]: the parts of a visited URL, read off the runtime's serialization;
-//! - [`decision`]: the response to a visit.
+//! - [`decision`]: the response to a visit;
+//! - [`clicks`]: the click event a visit reports, reduced to coarse dimensions.
 //!
 //! No I/O happens here.
 
 pub mod activation;
 pub mod alphabet;
+pub mod clicks;
 pub mod codes;
 pub mod decision;
 pub mod denylist;

@@ -22,12 +22,27 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// A port that was free a moment ago on 127.0.0.1.
+/// A port that was free a moment ago on 127.0.0.1, below Linux's ephemeral range.
+///
+/// A port handed out by the kernel (binding port 0) is in the ephemeral range, and the
+/// kernel may hand it out again to anyone binding port 0 once it is released: wrangler
+/// and workerd open several such sockets as they start, and one of them once took the
+/// port a test had chosen for the origin before starting the edge. Ports from
+/// 20000–32767 are never handed out that way, so only a process told the port can take
+/// it; tests running at once pick at random among 12,768 of them.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("bind an ephemeral port")
-        .port()
+    use std::hash::{BuildHasher, RandomState};
+    const LOW: u16 = 20_000;
+    const HIGH: u16 = 32_767;
+    for attempt in 0u32..1_000 {
+        // A fresh random seed per call and attempt, without a random-number crate.
+        let roll = RandomState::new().hash_one(attempt);
+        let port = LOW + (roll % u64::from(HIGH - LOW + 1)) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port between {LOW} and {HIGH}");
 }
 
 /// A child process in its own process group, killed with its whole group on drop.
@@ -434,16 +449,19 @@ pub const PERMUTATION_KEYS: &str = "1:000102030405060708090a0b0c0d0e0f";
 /// A `wrangler dev` wired to the origin that will listen on `origin_port`: it asks that
 /// origin about new links and accepts its pushes.
 pub async fn wired_edge(origin_port: u16) -> Edge {
-    Edge::start_with(
-        &[],
-        &[
-            ("ORIGIN_URL", &format!("http://127.0.0.1:{origin_port}")),
-            ("ORIGIN_TOKEN", EDGE_TOKEN),
-            ("SYNC_TOKEN", SYNC_TOKEN),
-            ("PERMUTATION_KEYS", PERMUTATION_KEYS),
-        ],
-    )
-    .await
+    wired_edge_to(&format!("http://127.0.0.1:{origin_port}"), &[]).await
+}
+
+/// As [`wired_edge`], for an origin at `origin_url`, with more worker variables.
+pub async fn wired_edge_to(origin_url: &str, more: &[(&str, &str)]) -> Edge {
+    let mut vars = vec![
+        ("ORIGIN_URL", origin_url),
+        ("ORIGIN_TOKEN", EDGE_TOKEN),
+        ("SYNC_TOKEN", SYNC_TOKEN),
+        ("PERMUTATION_KEYS", PERMUTATION_KEYS),
+    ];
+    vars.extend_from_slice(more);
+    Edge::start_with(&[], &vars).await
 }
 
 /// The origin's settings for a wired test: SQLite in `dir`, domain `s.example`, and,

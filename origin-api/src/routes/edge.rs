@@ -1,33 +1,46 @@
 //! `/v1/edge/*`: what the edge worker asks the origin. Authenticated by the edge token
 //! (`HOP_EDGE_TOKEN`, the worker's `ORIGIN_TOKEN`), not by an API key.
 
+use super::links::ApiJson;
 use crate::error::{AppError, Problem};
 use crate::AppState;
-use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::Json;
+use shared::clicks::{ClickBatch, ClickReceipt, MAX_CLICK_BATCH};
 use shared::{LinkStatus, RouteKey};
 
-fn edge_auth(state: &AppState, headers: &HeaderMap) -> Result<(), AppError> {
-    let Some(expected) = state
-        .settings
-        .edge_token
-        .as_deref()
-        .filter(|t| !t.is_empty())
-    else {
-        return Err(AppError::NotConfigured(
-            "answer the edge: set HOP_EDGE_TOKEN to the worker's ORIGIN_TOKEN",
-        ));
-    };
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or_default();
-    if shared::sync::tokens_match(given, expected) {
-        Ok(())
-    } else {
-        Err(AppError::EdgeUnauthorized)
+/// A request carrying the edge token. Checked before the body is read, so a caller
+/// without the token learns nothing about what the endpoints accept.
+pub(crate) struct EdgeCaller;
+
+impl FromRequestParts<AppState> for EdgeCaller {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+        let Some(expected) = state
+            .settings
+            .edge_token
+            .as_deref()
+            .filter(|t| !t.is_empty())
+        else {
+            return Err(AppError::NotConfigured(
+                "answer the edge: set HOP_EDGE_TOKEN to the worker's ORIGIN_TOKEN",
+            ));
+        };
+        let given = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or_default();
+        if shared::sync::tokens_match(given, expected) {
+            Ok(EdgeCaller)
+        } else {
+            Err(AppError::EdgeUnauthorized)
+        }
     }
 }
 
@@ -45,10 +58,9 @@ fn edge_auth(state: &AppState, headers: &HeaderMap) -> Result<(), AppError> {
     security(("edge_token" = [])))]
 pub(crate) async fn resolve(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    _edge: EdgeCaller,
     Path((domain, code)): Path<(String, String)>,
 ) -> Result<Response, AppError> {
-    edge_auth(&state, &headers)?;
     state.metrics.edge_resolves.inc();
     let domain = shared::normalize_domain(&domain).map_err(|_| AppError::NotFound)?;
     let settings = state.cache.settings(&state.db, &domain).await?;
@@ -73,4 +85,53 @@ pub(crate) async fn resolve(
         record.to_json(),
     )
         .into_response())
+}
+
+/// `POST /v1/edge/clicks`: a batch of click events from the edge's queue consumer. Safe
+/// to repeat: an event is counted once, by its id, however often it arrives. Events that
+/// cannot be counted (malformed, too old, about no link) are acknowledged, not retried.
+#[utoipa::path(post, path = "/v1/edge/clicks", operation_id = "edge_clicks", tag = "edge",
+    request_body(content = inline(ClickBatchDoc), description = "Up to 1,000 events"),
+    responses(
+        (status = 200, description = "What was counted, and what was not and why", body = inline(ClickReceiptDoc)),
+        (status = 400, description = "Not a batch of events, or more than 1,000", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "No or a wrong edge token", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "No edge token configured, or the database cannot write now: send again", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("edge_token" = [])))]
+pub(crate) async fn clicks(
+    State(state): State<AppState>,
+    _edge: EdgeCaller,
+    ApiJson(batch): ApiJson<ClickBatch>,
+) -> Result<Json<ClickReceipt>, AppError> {
+    if batch.events.len() > MAX_CLICK_BATCH {
+        return Err(AppError::BadRequest(format!(
+            "at most {MAX_CLICK_BATCH} events per batch, not {}",
+            batch.events.len()
+        )));
+    }
+    let receipt = state
+        .clicks
+        .ingest(&state.db, &batch.events, crate::store::now_ms())
+        .await?;
+    Ok(Json(receipt))
+}
+
+/// The body of `POST /v1/edge/clicks`, for the API description.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct ClickBatchDoc {
+    /// Each: `event_id`, `link` (domain/code), `version`, `at` (Unix ms), `country`,
+    /// `referrer_host`, `device` (desktop, mobile, tablet, other), `bot`, `status`.
+    events: Vec<serde_json::Value>,
+}
+
+/// The answer of `POST /v1/edge/clicks`, for the API description.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct ClickReceiptDoc {
+    counted: u64,
+    duplicates: u64,
+    unknown_links: u64,
+    refused: u64,
 }

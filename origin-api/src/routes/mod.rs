@@ -6,6 +6,7 @@ mod health;
 mod links;
 pub mod openapi;
 mod redirect;
+mod stats;
 
 use crate::AppState;
 use axum::http::StatusCode;
@@ -38,9 +39,12 @@ pub fn router(state: AppState) -> Router {
             "/v1/links/{domain}/{code}",
             get(links::read).patch(links::update).delete(links::delete),
         )
+        .route("/v1/links/{domain}/{code}/stats", get(stats::link))
+        .route("/v1/stats", get(stats::owner))
         .route("/v1/bans", post(bans::create).get(bans::list))
         .route("/v1/bans/{id}", axum::routing::delete(bans::lift))
         .route("/v1/edge/resolve/{domain}/{code}", get(edge::resolve))
+        .route("/v1/edge/clicks", post(edge::clicks))
         // `route_layer`: the routes above, not the fallback.
         .route_layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,

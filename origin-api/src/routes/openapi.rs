@@ -1,7 +1,7 @@
 //! `/openapi.json`: the API description, generated from the handlers' annotations and
 //! the request and response types themselves, so it changes when they do.
 
-use super::{bans, edge, health, links, redirect};
+use super::{bans, edge, health, links, redirect, stats};
 use axum::http::header;
 use axum::response::IntoResponse;
 use std::sync::LazyLock;
@@ -21,10 +21,13 @@ use utoipa::{Modify, OpenApi};
         links::read,
         links::update,
         links::delete,
+        stats::link,
+        stats::owner,
         bans::create,
         bans::list,
         bans::lift,
         edge::resolve,
+        edge::clicks,
         health::healthz,
         health::readyz,
         health::metrics,
@@ -34,6 +37,7 @@ use utoipa::{Modify, OpenApi};
     modifiers(&BearerKey),
     tags(
         (name = "links", description = "Marketers' links, isolated per owner"),
+        (name = "stats", description = "Clicks on the caller's links: time series, top dimensions, account summary"),
         (name = "bans", description = "Trust & safety; admin keys only"),
         (name = "edge", description = "What the edge worker asks the origin; edge token only"),
         (name = "operations", description = "Health, metrics and this description"),

@@ -1,11 +1,13 @@
 //! `GET|HEAD /{code}` on the origin: the same decision as the edge, from the database.
 
+use crate::clicks::recorder::OwnClick;
 use crate::error::AppError;
 use crate::store::now_ms;
 use crate::AppState;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use shared::clicks::counts_as_click;
 use shared::{decide_prepared, reject_early, Body, Decision, Outcome, RouteKey, Visit};
 
 /// Answers every path the API does not claim.
@@ -30,7 +32,12 @@ pub(crate) async fn redirect(
     let decision = match reject_early(method, code) {
         Some(early) => early,
         None => match resolve(&state, method, &headers, code, uri.query()).await {
-            Ok(decision) => decision,
+            Ok((decision, visited)) => {
+                if let Some((route, version, at)) = visited {
+                    record_click(&state, &decision, route, version, at, &headers);
+                }
+                decision
+            }
             Err(e) => {
                 tracing::error!(error = %e, "redirect lookup failed");
                 Decision::unavailable(method, shared::decision::RETRY_AFTER_S)
@@ -43,13 +50,40 @@ pub(crate) async fn redirect(
     write(decision)
 }
 
+/// Queues the click, when the visit was one, for the background writer: the response
+/// does not wait for it.
+fn record_click(
+    state: &AppState,
+    decision: &Decision,
+    route: RouteKey,
+    version: Option<u64>,
+    at: i64,
+    headers: &HeaderMap,
+) {
+    if !state.recorder.enabled() || !counts_as_click(shared::Method::Get, decision.outcome) {
+        return;
+    }
+    state.recorder.record(OwnClick {
+        route,
+        version,
+        at,
+        status: decision.status,
+        user_agent: headers.get(header::USER_AGENT).cloned(),
+        referer: headers.get(header::REFERER).cloned(),
+        country: headers.get(CF_IPCOUNTRY).cloned(),
+    });
+}
+
+/// The visitor's country, when Cloudflare proxies the origin.
+const CF_IPCOUNTRY: &str = "cf-ipcountry";
+
 async fn resolve(
     state: &AppState,
     method: shared::Method,
     headers: &HeaderMap,
     code: &str,
     query: Option<&str>,
-) -> Result<Decision, AppError> {
+) -> Result<(Decision, Option<Visited>), AppError> {
     // The short domain is the Host the visitor used. Without one, or with an address
     // (a health checker, a curl at the origin's IP), it is the default domain: no short
     // domain is an IP address.
@@ -62,7 +96,7 @@ async fn resolve(
     let settings = state.cache.settings(&state.db, &domain).await?;
     let code = settings.canonical_code(code);
     let Some(route) = RouteKey::new(domain, code.as_ref()) else {
-        return Ok(Decision::not_found(method));
+        return Ok((Decision::not_found(method), None));
     };
     let deny = state.cache.denylist(&state.db).await?;
     // Memory first; then what can be answered without a read (a banned code, a generated
@@ -89,19 +123,22 @@ async fn resolve(
                 .await?,
         ),
     };
+    let now = now_ms();
     let visit = Visit {
         method,
         route: &route,
         query,
-        now: now_ms().div_euclid(1000),
+        now: now.div_euclid(1000),
     };
-    Ok(decide_prepared(
-        &visit,
-        entry.as_ref().and_then(|e| e.record.as_ref()),
-        &deny,
-        &settings,
-    ))
+    let record = entry.as_ref().and_then(|e| e.record.as_ref());
+    let decision = decide_prepared(&visit, record, &deny, &settings);
+    let version = record.map(|r| r.record.version);
+    let visited = (method == shared::Method::Get).then_some((route, version, now));
+    Ok((decision, visited))
 }
+
+/// The link a `GET` visited (its route key and the version answered from) and when.
+type Visited = (RouteKey, Option<u64>, i64);
 
 fn outcome_name(outcome: Outcome) -> &'static str {
     match outcome {

@@ -2,6 +2,7 @@
 //! the same conformance tests (`tests/store_conformance.rs`).
 
 mod bans;
+mod clicks;
 mod links;
 mod outbox;
 mod segments;
@@ -203,6 +204,93 @@ pub trait BanStore: Send + Sync + Debug + 'static {
     async fn lift_ban(&self, ban_id: i64, now: i64) -> Result<LiftOutcome, StoreError>;
     /// Newest first; lifted ones only when asked.
     async fn list_bans(&self, include_lifted: bool) -> Result<Vec<Ban>, StoreError>;
+}
+
+/// A link as click ingestion and stats need it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkRef {
+    pub link_id: u64,
+    pub domain: String,
+    pub code: String,
+    pub owner_id: String,
+}
+
+/// An event and the link it is about.
+#[derive(Debug, Clone, Copy)]
+pub struct Attributed<'a> {
+    pub link_id: u64,
+    pub owner_id: &'a str,
+    pub event: &'a shared::clicks::ClickEvent,
+}
+
+/// Visits and the redirects among them, of people and of bots.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub visits: i64,
+    pub redirects: i64,
+    pub bots: i64,
+    pub bot_redirects: i64,
+}
+
+/// One bucket's counts for bots or for people.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rollup {
+    /// Unix ms of the bucket's start.
+    pub start: i64,
+    pub bot: bool,
+    pub visits: i64,
+    pub redirects: i64,
+}
+
+/// Visits with one value of one dimension (`country`, `referrer`, `device`, `status`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DimCount {
+    pub dim: String,
+    /// Empty when unknown (no country, no referrer).
+    pub value: String,
+    pub visits: i64,
+}
+
+/// Click rollups: hourly counts per link and dimension, with no foreign key to links.
+#[async_trait]
+pub trait ClickStore: Send + Sync + Debug + 'static {
+    /// The links some route keys name (tombstones included); unknown keys are absent.
+    async fn link_refs(&self, keys: &[shared::RouteKey]) -> Result<Vec<LinkRef>, StoreError>;
+    /// The links some ids name.
+    async fn link_refs_by_id(&self, ids: &[u64]) -> Result<Vec<LinkRef>, StoreError>;
+    /// Counts the events whose ids were never counted, in one transaction with claiming
+    /// those ids; returns how many were counted.
+    async fn record_clicks(&self, events: &[Attributed<'_>], now: i64) -> Result<u64, StoreError>;
+    /// Forgets the ids of events received before `before` (Unix ms); returns how many.
+    async fn forget_click_ids(&self, before: i64) -> Result<u64, StoreError>;
+    /// A link's counts in `[from, to)` per bucket of `bucket_ms` and bot flag, oldest
+    /// first; empty buckets are absent.
+    async fn click_series(
+        &self,
+        link: u64,
+        from: i64,
+        to: i64,
+        bucket_ms: i64,
+    ) -> Result<Vec<Rollup>, StoreError>;
+    /// A link's visits in `[from, to)` per dimension value, most first.
+    async fn click_dims(
+        &self,
+        link: u64,
+        from: i64,
+        to: i64,
+        include_bots: bool,
+    ) -> Result<Vec<DimCount>, StoreError>;
+    /// An owner's most visited links in `[from, to)`.
+    async fn owner_top_links(
+        &self,
+        owner: &str,
+        from: i64,
+        to: i64,
+        include_bots: bool,
+        limit: i64,
+    ) -> Result<Vec<(u64, Totals)>, StoreError>;
+    /// All of an owner's visits in `[from, to)`.
+    async fn owner_totals(&self, owner: &str, from: i64, to: i64) -> Result<Totals, StoreError>;
 }
 
 /// Current time as Unix milliseconds, the unit of every time column.

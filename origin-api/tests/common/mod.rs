@@ -3,11 +3,19 @@
 
 #![allow(dead_code, unreachable_pub)] // a helper module: each test file uses its own part
 
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
 use clap::Parser;
+use http_body_util::BodyExt;
 use origin_api::config::{Cli, Settings};
 use origin_api::db::Db;
+use origin_api::keys;
 use origin_api::prepare;
+use origin_api::store::{now_ms, LinkStore};
+use origin_api::AppState;
+use serde_json::Value;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tower::ServiceExt;
 
 pub fn settings(database_url: &str) -> Settings {
     Cli::try_parse_from(["hop-origin", "--database-url", database_url])
@@ -127,4 +135,106 @@ pub fn app_state_with(t: &TestDb, extra: &[&str]) -> origin_api::AppState {
     args.extend_from_slice(extra);
     let settings = Cli::try_parse_from(args).expect("valid flags").settings;
     origin_api::AppState::new(t.db.clone(), settings)
+}
+
+/// The API of one origin, through its real router.
+pub struct Api {
+    pub state: AppState,
+}
+
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: axum::http::HeaderMap,
+    pub body: Value,
+    pub text: String,
+}
+
+impl Api {
+    pub async fn key(&self, owner: &str, admin: bool) -> String {
+        let (key, token) = keys::issue(owner, "test", admin, now_ms()).expect("issue");
+        self.state.db.insert_key(&key).await.expect("store key");
+        token
+    }
+
+    pub async fn send(&self, req: Request<Body>) -> Reply {
+        let res = origin_api::routes::router(self.state.clone())
+            .oneshot(req)
+            .await
+            .expect("infallible");
+        let status = res.status();
+        let headers = res.headers().clone();
+        let bytes = res.into_body().collect().await.expect("body").to_bytes();
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        Reply {
+            status,
+            headers,
+            body: serde_json::from_str(&text).unwrap_or(Value::Null),
+            text,
+        }
+    }
+
+    pub async fn create(&self, token: &str, body: Value) -> Reply {
+        self.send(
+            Request::post("/v1/links")
+                .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(body.to_string()))
+                .expect("request"),
+        )
+        .await
+    }
+
+    pub async fn read(&self, token: &str, domain: &str, code: &str) -> Reply {
+        self.send(
+            Request::get(format!("/v1/links/{domain}/{code}"))
+                .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await
+    }
+
+    pub async fn visit(&self, method: &str, host: &str, path: &str) -> Reply {
+        self.send(
+            Request::builder()
+                .method(method)
+                .uri(path)
+                .header(header::HOST, host)
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await
+    }
+
+    pub async fn count(&self, table: &str) -> i64 {
+        let sql = format!("SELECT COUNT(*) FROM {table}");
+        origin_api::on_pool!(&self.state.db, pool => {
+            sqlx::query_scalar(&sql).fetch_one(pool).await.expect("count")
+        })
+    }
+
+    pub async fn exec(&self, sql: &str) {
+        origin_api::on_writer!(&self.state.db, pool => {
+            sqlx::query(sql).execute(pool).await.expect("exec");
+        });
+    }
+}
+
+pub async fn apis(test: &str) -> Vec<(Api, TestDb)> {
+    apis_with(test, &[]).await
+}
+
+pub async fn apis_with(test: &str, flags: &[&str]) -> Vec<(Api, TestDb)> {
+    TestDb::all(test)
+        .await
+        .into_iter()
+        .map(|t| {
+            (
+                Api {
+                    state: app_state_with(&t, flags),
+                },
+                t,
+            )
+        })
+        .collect()
 }

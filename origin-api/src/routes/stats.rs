@@ -1,0 +1,51 @@
+//! `/v1/links/{domain}/{code}/stats` and `/v1/stats`: what marketers' links did.
+
+use super::links::ApiQuery;
+use crate::auth::Caller;
+use crate::clicks::stats::{link_stats, owner_stats, LinkStats, OwnerStats, Range, StatsParams};
+use crate::error::{AppError, Problem};
+use crate::links::owned_link;
+use crate::store::now_ms;
+use crate::AppState;
+use axum::extract::{Path, State};
+use axum::Json;
+
+/// `GET /v1/links/{domain}/{code}/stats`: a link's visits over time and its top
+/// countries, referrers, devices and statuses. Deleted links keep their history.
+#[utoipa::path(get, path = "/v1/links/{domain}/{code}/stats", operation_id = "link_stats", tag = "stats",
+    params(("domain" = String, Path), ("code" = String, Path), StatsParams),
+    responses(
+        (status = 200, description = "The link's stats; bots are excluded from visits unless include_bots, and always counted in bots", body = LinkStats),
+        (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "no such link for this owner", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "a bad range, granularity or top", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = [])))]
+pub(crate) async fn link(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((domain, code)): Path<(String, String)>,
+    ApiQuery(params): ApiQuery<StatsParams>,
+) -> Result<Json<LinkStats>, AppError> {
+    let range = Range::new(&params, now_ms())?;
+    let link = owned_link(&state, &caller.owner_id, &domain, &code).await?;
+    Ok(Json(link_stats(&state.db, &link, range).await?))
+}
+
+/// `GET /v1/stats`: the caller's totals and most visited links.
+#[utoipa::path(get, path = "/v1/stats", operation_id = "owner_stats", tag = "stats",
+    params(StatsParams),
+    responses(
+        (status = 200, description = "Totals over every link of the caller, and the top links", body = OwnerStats),
+        (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "a bad range or top", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = [])))]
+pub(crate) async fn owner(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiQuery(params): ApiQuery<StatsParams>,
+) -> Result<Json<OwnerStats>, AppError> {
+    let range = Range::new(&params, now_ms())?;
+    Ok(Json(owner_stats(&state.db, &caller.owner_id, range).await?))
+}

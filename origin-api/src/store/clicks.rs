@@ -1,0 +1,317 @@
+//! Click rollups: counting new events exactly once, and reading the counts back.
+
+use super::{Attributed, ClickStore, DimCount, LinkRef, Rollup, StoreError, Totals};
+use crate::db::Db;
+use async_trait::async_trait;
+use shared::RouteKey;
+use std::collections::{BTreeMap, HashSet};
+
+/// Rows per multi-row statement: well under both databases' limits on bound values.
+const CHUNK: usize = 500;
+const HOUR_MS: i64 = 3_600_000;
+
+type HourKey = (u64, i64, bool);
+type DimKey = (u64, &'static str, i64, bool, String);
+
+/// The rollup rows a set of new events adds to, keyed so that each row is written once
+/// per statement and, across concurrent batches, in one global order (no deadlocks).
+#[derive(Default)]
+struct Increments {
+    hours: BTreeMap<HourKey, (String, i64, i64)>,
+    dims: BTreeMap<DimKey, i64>,
+}
+
+impl Increments {
+    fn add(&mut self, a: &Attributed<'_>) {
+        let e = a.event;
+        let hour = e.at.div_euclid(HOUR_MS) * HOUR_MS;
+        let redirect = i64::from((300..400).contains(&e.status));
+        let h = self
+            .hours
+            .entry((a.link_id, hour, e.bot))
+            .or_insert_with(|| (a.owner_id.to_owned(), 0, 0));
+        h.1 += 1;
+        h.2 += redirect;
+        for (dim, value) in [
+            ("country", e.country.clone().unwrap_or_default()),
+            ("referrer", e.referrer_host.clone().unwrap_or_default()),
+            ("device", e.device.as_str().to_owned()),
+            ("status", e.status.to_string()),
+        ] {
+            *self
+                .dims
+                .entry((a.link_id, dim, hour, e.bot, value))
+                .or_default() += 1;
+        }
+    }
+}
+
+fn link_id(v: i64) -> Result<u64, StoreError> {
+    u64::try_from(v).map_err(|_| StoreError::Corrupt(format!("link_id {v}")))
+}
+
+#[async_trait]
+impl ClickStore for Db {
+    async fn link_refs(&self, keys: &[RouteKey]) -> Result<Vec<LinkRef>, StoreError> {
+        let mut found = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(CHUNK) {
+            let rows: Vec<(i64, String, String, String)> = crate::on_pool!(self, pool => {
+                let mut q = sqlx::QueryBuilder::new(
+                    "SELECT link_id, domain, code, owner_id FROM links WHERE (domain, code) IN (",
+                );
+                let mut list = q.separated(", ");
+                for key in chunk {
+                    list.push("(")
+                        .push_bind_unseparated(key.domain())
+                        .push_unseparated(", ")
+                        .push_bind_unseparated(key.code())
+                        .push_unseparated(")");
+                }
+                q.push(")");
+                q.build_query_as().fetch_all(pool).await?
+            });
+            for (id, domain, code, owner_id) in rows {
+                found.push(LinkRef {
+                    link_id: link_id(id)?,
+                    domain,
+                    code,
+                    owner_id,
+                });
+            }
+        }
+        Ok(found)
+    }
+
+    async fn link_refs_by_id(&self, ids: &[u64]) -> Result<Vec<LinkRef>, StoreError> {
+        let mut found = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(CHUNK) {
+            let rows: Vec<(i64, String, String, String)> = crate::on_pool!(self, pool => {
+                let mut q = sqlx::QueryBuilder::new(
+                    "SELECT link_id, domain, code, owner_id FROM links WHERE link_id IN (",
+                );
+                let mut list = q.separated(", ");
+                for id in chunk {
+                    list.push_bind(*id as i64);
+                }
+                q.push(")");
+                q.build_query_as().fetch_all(pool).await?
+            });
+            for (id, domain, code, owner_id) in rows {
+                found.push(LinkRef {
+                    link_id: link_id(id)?,
+                    domain,
+                    code,
+                    owner_id,
+                });
+            }
+        }
+        Ok(found)
+    }
+
+    async fn record_clicks(&self, events: &[Attributed<'_>], now: i64) -> Result<u64, StoreError> {
+        // One id once, even within a batch.
+        let mut ids = HashSet::with_capacity(events.len());
+        let events: Vec<&Attributed<'_>> = events
+            .iter()
+            .filter(|a| ids.insert(a.event.event_id.as_str()))
+            .collect();
+        if events.is_empty() {
+            return Ok(0);
+        }
+        crate::on_writer!(self, pool => {
+            let mut tx = pool.begin().await?;
+            // Claim the ids: only those nobody claimed before are counted. A concurrent
+            // batch holding one of them waits for us on its unique index.
+            let mut fresh: HashSet<String> = HashSet::with_capacity(events.len());
+            for chunk in events.chunks(CHUNK) {
+                let mut q = sqlx::QueryBuilder::new("INSERT INTO click_seen (event_id, received_at) ");
+                q.push_values(chunk, |mut row, a| {
+                    row.push_bind(a.event.event_id.as_str()).push_bind(now);
+                });
+                q.push(" ON CONFLICT (event_id) DO NOTHING RETURNING event_id");
+                let claimed: Vec<String> = q.build_query_scalar().fetch_all(&mut *tx).await?;
+                fresh.extend(claimed);
+            }
+            let mut inc = Increments::default();
+            for a in events.iter().filter(|a| fresh.contains(&a.event.event_id)) {
+                inc.add(a);
+            }
+            let hours: Vec<_> = inc.hours.into_iter().collect();
+            for chunk in hours.chunks(CHUNK) {
+                let mut q = sqlx::QueryBuilder::new(
+                    "INSERT INTO click_hours (link_id, hour, bot, owner_id, visits, redirects) ",
+                );
+                q.push_values(chunk, |mut row, ((link, hour, bot), (owner, visits, redirects))| {
+                    row.push_bind(*link as i64)
+                        .push_bind(*hour)
+                        .push_bind(*bot)
+                        .push_bind(owner.as_str())
+                        .push_bind(*visits)
+                        .push_bind(*redirects);
+                });
+                q.push(
+                    " ON CONFLICT (link_id, hour, bot) DO UPDATE SET \
+                     visits = click_hours.visits + excluded.visits, \
+                     redirects = click_hours.redirects + excluded.redirects",
+                );
+                q.build().execute(&mut *tx).await?;
+            }
+            let dims: Vec<_> = inc.dims.into_iter().collect();
+            for chunk in dims.chunks(CHUNK) {
+                let mut q = sqlx::QueryBuilder::new(
+                    "INSERT INTO click_dims (link_id, dim, hour, bot, value, visits) ",
+                );
+                q.push_values(chunk, |mut row, ((link, dim, hour, bot, value), visits)| {
+                    row.push_bind(*link as i64)
+                        .push_bind(*dim)
+                        .push_bind(*hour)
+                        .push_bind(*bot)
+                        .push_bind(value.as_str())
+                        .push_bind(*visits);
+                });
+                q.push(
+                    " ON CONFLICT (link_id, dim, hour, bot, value) DO UPDATE SET \
+                     visits = click_dims.visits + excluded.visits",
+                );
+                q.build().execute(&mut *tx).await?;
+            }
+            tx.commit().await?;
+            Ok(fresh.len() as u64)
+        })
+    }
+
+    async fn forget_click_ids(&self, before: i64) -> Result<u64, StoreError> {
+        let done = crate::on_writer!(self, pool => {
+            sqlx::query("DELETE FROM click_seen WHERE received_at < $1")
+                .bind(before)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        Ok(done)
+    }
+
+    async fn click_series(
+        &self,
+        link: u64,
+        from: i64,
+        to: i64,
+        bucket_ms: i64,
+    ) -> Result<Vec<Rollup>, StoreError> {
+        let rows: Vec<(i64, bool, i64, i64)> = crate::on_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT hour - (hour % $4) AS bucket, bot, \
+                 CAST(SUM(visits) AS BIGINT), CAST(SUM(redirects) AS BIGINT) \
+                 FROM click_hours WHERE link_id = $1 AND hour >= $2 AND hour < $3 \
+                 GROUP BY bucket, bot ORDER BY bucket",
+            )
+            .bind(link as i64)
+            .bind(from)
+            .bind(to)
+            .bind(bucket_ms)
+            .fetch_all(pool)
+            .await?
+        });
+        Ok(rows
+            .into_iter()
+            .map(|(start, bot, visits, redirects)| Rollup {
+                start,
+                bot,
+                visits,
+                redirects,
+            })
+            .collect())
+    }
+
+    async fn click_dims(
+        &self,
+        link: u64,
+        from: i64,
+        to: i64,
+        include_bots: bool,
+    ) -> Result<Vec<DimCount>, StoreError> {
+        let rows: Vec<(String, String, i64)> = crate::on_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT dim, value, CAST(SUM(visits) AS BIGINT) AS n FROM click_dims \
+                 WHERE link_id = $1 AND hour >= $2 AND hour < $3 AND (bot = FALSE OR $4) \
+                 GROUP BY dim, value ORDER BY n DESC, value",
+            )
+            .bind(link as i64)
+            .bind(from)
+            .bind(to)
+            .bind(include_bots)
+            .fetch_all(pool)
+            .await?
+        });
+        Ok(rows
+            .into_iter()
+            .map(|(dim, value, visits)| DimCount { dim, value, visits })
+            .collect())
+    }
+
+    async fn owner_top_links(
+        &self,
+        owner: &str,
+        from: i64,
+        to: i64,
+        include_bots: bool,
+        limit: i64,
+    ) -> Result<Vec<(u64, Totals)>, StoreError> {
+        let rows: Vec<(i64, i64, i64, i64, i64)> = crate::on_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT link_id, \
+                 CAST(SUM(CASE WHEN bot THEN 0 ELSE visits END) AS BIGINT) AS humans, \
+                 CAST(SUM(CASE WHEN bot THEN 0 ELSE redirects END) AS BIGINT), \
+                 CAST(SUM(CASE WHEN bot THEN visits ELSE 0 END) AS BIGINT), \
+                 CAST(SUM(CASE WHEN bot THEN redirects ELSE 0 END) AS BIGINT) \
+                 FROM click_hours WHERE owner_id = $1 AND hour >= $2 AND hour < $3 \
+                 GROUP BY link_id \
+                 ORDER BY CASE WHEN $4 THEN SUM(visits) ELSE SUM(CASE WHEN bot THEN 0 ELSE visits END) END DESC, link_id \
+                 LIMIT $5",
+            )
+            .bind(owner)
+            .bind(from)
+            .bind(to)
+            .bind(include_bots)
+            .bind(limit)
+            .fetch_all(pool)
+            .await?
+        });
+        rows.into_iter()
+            .map(|(id, visits, redirects, bots, bot_redirects)| {
+                Ok((
+                    link_id(id)?,
+                    Totals {
+                        visits,
+                        redirects,
+                        bots,
+                        bot_redirects,
+                    },
+                ))
+            })
+            .collect()
+    }
+
+    async fn owner_totals(&self, owner: &str, from: i64, to: i64) -> Result<Totals, StoreError> {
+        let row: (Option<i64>, Option<i64>, Option<i64>, Option<i64>) = crate::on_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT CAST(SUM(CASE WHEN bot THEN 0 ELSE visits END) AS BIGINT), \
+                 CAST(SUM(CASE WHEN bot THEN 0 ELSE redirects END) AS BIGINT), \
+                 CAST(SUM(CASE WHEN bot THEN visits ELSE 0 END) AS BIGINT), \
+                 CAST(SUM(CASE WHEN bot THEN redirects ELSE 0 END) AS BIGINT) \
+                 FROM click_hours WHERE owner_id = $1 AND hour >= $2 AND hour < $3",
+            )
+            .bind(owner)
+            .bind(from)
+            .bind(to)
+            .fetch_one(pool)
+            .await?
+        });
+        Ok(Totals {
+            visits: row.0.unwrap_or_default(),
+            redirects: row.1.unwrap_or_default(),
+            bots: row.2.unwrap_or_default(),
+            bot_redirects: row.3.unwrap_or_default(),
+        })
+    }
+}

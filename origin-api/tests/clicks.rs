@@ -1,0 +1,467 @@
+//! Click analytics through the real router, on every database available: edge batches
+//! counted exactly once, the origin's own redirects counted the same way, and the stats
+//! API reading the rollups back per owner.
+
+mod common;
+
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use common::{apis_with, Api, Reply};
+use origin_api::store::now_ms;
+use serde_json::{json, Value};
+
+const EDGE_TOKEN: &str = "edge-click-token";
+const FLAGS: &[&str] = &["--edge-token", EDGE_TOKEN];
+const HUMAN_UA: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1";
+const BOT_UA: &str = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+
+impl Api {
+    async fn post_clicks(&self, token: &str, body: &Value) -> Reply {
+        self.send(
+            Request::post("/v1/edge/clicks")
+                .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(body.to_string()))
+                .expect("request"),
+        )
+        .await
+    }
+
+    async fn get_as(&self, token: &str, path: &str) -> Reply {
+        self.send(
+            Request::get(path)
+                .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await
+    }
+
+    /// A new link of `token`'s owner: its route key.
+    async fn link(&self, token: &str, alias: &str) -> String {
+        let r = self
+            .create(
+                token,
+                json!({"target_url": "https://example.com/landing", "code": alias}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+        format!("s.example/{alias}")
+    }
+
+    async fn visit_as(&self, method: &str, path: &str, ua: &str, referer: &str) -> StatusCode {
+        self.send(
+            Request::builder()
+                .method(method)
+                .uri(path)
+                .header(header::HOST, "s.example")
+                .header(header::USER_AGENT, ua)
+                .header(header::REFERER, referer)
+                .header("cf-ipcountry", "NL")
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await
+        .status
+    }
+}
+
+fn event(id: &str, link: &str, country: &str, bot: bool, status: u16) -> Value {
+    json!({
+        "event_id": id, "link": link, "version": 1, "at": now_ms(),
+        "country": country, "referrer_host": "news.example", "device": if bot { "other" } else { "mobile" },
+        "bot": bot, "status": status,
+    })
+}
+
+fn counts(v: &Value) -> (i64, i64, i64) {
+    (
+        v["visits"].as_i64().unwrap_or(-1),
+        v["redirects"].as_i64().unwrap_or(-1),
+        v["bots"].as_i64().unwrap_or(-1),
+    )
+}
+
+fn ranked(list: &Value) -> Vec<(Option<String>, i64)> {
+    list.as_array()
+        .map(|a| {
+            a.iter()
+                .map(|r| {
+                    (
+                        r["value"].as_str().map(str::to_owned),
+                        r["visits"].as_i64().unwrap_or(-1),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn an_edge_batch_counts_once_however_often_it_arrives() {
+    for (api, t) in apis_with("clicks-once", FLAGS).await {
+        let owner = api.key("ana", false).await;
+        let link = api.link(&owner, "spring-sale").await;
+        let batch = json!({"events": [
+            event("e-1", &link, "DE", false, 302),
+            event("e-2", &link, "DE", false, 302),
+            event("e-3", &link, "US", false, 410),
+            event("e-4", &link, "US", true, 302),
+            event("e-5", "s.example/no-such-link", "US", false, 302),
+        ]});
+        let first = api.post_clicks(EDGE_TOKEN, &batch).await;
+        assert_eq!(first.status, StatusCode::OK, "{}", first.text);
+        assert_eq!(
+            first.body,
+            json!({"counted": 4, "duplicates": 0, "unknown_links": 1, "refused": 0}),
+            "{}",
+            t.kind()
+        );
+        let replay = api.post_clicks(EDGE_TOKEN, &batch).await;
+        assert_eq!(
+            replay.body,
+            json!({"counted": 0, "duplicates": 4, "unknown_links": 1, "refused": 0})
+        );
+
+        let stats = api
+            .get_as(&owner, "/v1/links/s.example/spring-sale/stats")
+            .await;
+        assert_eq!(stats.status, StatusCode::OK, "{}", stats.text);
+        // People: 3 visits, 2 of them redirected; the bot apart.
+        assert_eq!(counts(&stats.body["totals"]), (3, 2, 1), "{}", t.kind());
+        let series = stats.body["series"].as_array().expect("series");
+        assert_eq!(
+            series.len(),
+            7 * 24 + 1,
+            "a week of hours and the current one"
+        );
+        assert_eq!(counts(series.last().expect("a point")), (3, 2, 1));
+        assert_eq!(
+            ranked(&stats.body["top"]["countries"]),
+            [(Some("DE".into()), 2), (Some("US".into()), 1)]
+        );
+        assert_eq!(
+            ranked(&stats.body["top"]["statuses"]),
+            [(Some("302".into()), 2), (Some("410".into()), 1)]
+        );
+        assert_eq!(
+            ranked(&stats.body["top"]["devices"]),
+            [(Some("mobile".into()), 3)]
+        );
+
+        let with_bots = api
+            .get_as(
+                &owner,
+                "/v1/links/s.example/spring-sale/stats?include_bots=true",
+            )
+            .await;
+        assert_eq!(counts(&with_bots.body["totals"]), (4, 3, 1));
+        assert_eq!(
+            ranked(&with_bots.body["top"]["countries"]),
+            [(Some("DE".into()), 2), (Some("US".into()), 2)],
+            "ties in order of value"
+        );
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_deliveries_of_one_batch_count_it_once() {
+    for (api, t) in apis_with("clicks-race", FLAGS).await {
+        let owner = api.key("ana", false).await;
+        let link = api.link(&owner, "race-link").await;
+        let events: Vec<Value> = (0..200)
+            .map(|i| event(&format!("race-{i}"), &link, "FR", false, 302))
+            .collect();
+        let batch = json!({ "events": events });
+        let mut sends = tokio::task::JoinSet::new();
+        for _ in 0..6 {
+            let (api, batch) = (
+                Api {
+                    state: api.state.clone(),
+                },
+                batch.clone(),
+            );
+            sends.spawn(async move { api.post_clicks(EDGE_TOKEN, &batch).await });
+        }
+        let replies = sends.join_all().await;
+        let counted: i64 = replies
+            .iter()
+            .map(|r| {
+                assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+                r.body["counted"].as_i64().unwrap_or(-1)
+            })
+            .sum();
+        assert_eq!(counted, 200, "{}", t.kind());
+        let stats = api
+            .get_as(&owner, "/v1/links/s.example/race-link/stats")
+            .await;
+        assert_eq!(counts(&stats.body["totals"]), (200, 200, 0), "{}", t.kind());
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn bad_batches_are_refused_and_bad_events_not_counted() {
+    for (api, t) in apis_with(
+        "clicks-bad",
+        &["--edge-token", EDGE_TOKEN, "--click-id-retention-h", "1"],
+    )
+    .await
+    {
+        let owner = api.key("ana", false).await;
+        let link = api.link(&owner, "bad-input").await;
+        let batch = json!({"events": [event("ok-1", &link, "DE", false, 302)]});
+        assert_eq!(
+            api.post_clicks("wrong", &batch).await.status,
+            StatusCode::UNAUTHORIZED
+        );
+        let api_key = api.post_clicks(&owner, &batch).await;
+        assert_eq!(
+            api_key.status,
+            StatusCode::UNAUTHORIZED,
+            "an API key is not the edge token"
+        );
+
+        let with_ip = json!({"events": [], "ip": "203.0.113.9"});
+        let r = api.post_clicks(EDGE_TOKEN, &with_ip).await;
+        assert!(r.status.is_client_error(), "{}", r.text);
+        let mut full_ua = event("ua-1", &link, "DE", false, 302);
+        full_ua["user_agent"] = json!(HUMAN_UA);
+        let r = api
+            .post_clicks(EDGE_TOKEN, &json!({"events": [full_ua]}))
+            .await;
+        assert!(
+            r.status.is_client_error(),
+            "no field beyond the coarse ones: {}",
+            r.text
+        );
+        let too_many: Vec<Value> = (0..1001)
+            .map(|i| event(&format!("m{i}"), &link, "DE", false, 302))
+            .collect();
+        let r = api
+            .post_clicks(EDGE_TOKEN, &json!({"events": too_many}))
+            .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+        assert!(r.body["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("1000"));
+
+        let mut old = event("old-1", &link, "DE", false, 302);
+        old["at"] = json!(now_ms() - 2 * 3_600_000);
+        let mut ahead = event("ahead-1", &link, "DE", false, 302);
+        ahead["at"] = json!(now_ms() + 3_600_000);
+        let mut bad_id = event("has space", &link, "DE", false, 302);
+        bad_id["status"] = json!(302);
+        let mut full_referrer = event("ref-1", &link, "DE", false, 302);
+        full_referrer["referrer_host"] = json!("https://news.example/a?b=c");
+        let r = api
+            .post_clicks(
+                EDGE_TOKEN,
+                &json!({"events": [old, ahead, bad_id, full_referrer, event("ok-2", &link, "DE", false, 302)]}),
+            )
+            .await;
+        assert_eq!(
+            r.body,
+            json!({"counted": 1, "duplicates": 0, "unknown_links": 0, "refused": 4}),
+            "{}",
+            t.kind()
+        );
+        let metrics = api.visit("GET", "s.example", "/metrics").await.text;
+        assert!(
+            metrics.contains("hop_clicks_total{result=\"refused\"} 4"),
+            "{metrics}"
+        );
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn the_origins_own_redirects_are_counted_as_clicks() {
+    for (api, t) in apis_with("clicks-origin", FLAGS).await {
+        let owner = api.key("ana", false).await;
+        api.link(&owner, "own-path").await;
+        for _ in 0..3 {
+            let status = api
+                .visit_as(
+                    "GET",
+                    "/own-path?utm=x",
+                    HUMAN_UA,
+                    "https://www.news.example/story?id=9",
+                )
+                .await;
+            assert_eq!(status, StatusCode::FOUND);
+        }
+        api.visit_as("GET", "/own-path", BOT_UA, "").await;
+        // Not clicks: a HEAD, and a code that names no link.
+        api.visit_as("HEAD", "/own-path", HUMAN_UA, "").await;
+        api.visit_as("GET", "/no-such-code", HUMAN_UA, "").await;
+        api.state
+            .recorder
+            .flush(&api.state.clicks, &api.state.db)
+            .await;
+
+        let stats = api
+            .get_as(&owner, "/v1/links/s.example/own-path/stats")
+            .await;
+        assert_eq!(
+            counts(&stats.body["totals"]),
+            (3, 3, 1),
+            "{}: {}",
+            t.kind(),
+            stats.text
+        );
+        assert_eq!(
+            ranked(&stats.body["top"]["referrers"]),
+            [(Some("news.example".into()), 3)]
+        );
+        assert_eq!(
+            ranked(&stats.body["top"]["countries"]),
+            [(Some("NL".into()), 3)]
+        );
+        assert_eq!(
+            ranked(&stats.body["top"]["devices"]),
+            [(Some("mobile".into()), 3)]
+        );
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn with_recording_off_the_origins_redirects_count_nothing() {
+    for (api, t) in apis_with("clicks-off", &["--record-clicks", "false"]).await {
+        let owner = api.key("ana", false).await;
+        api.link(&owner, "quiet-link").await;
+        assert_eq!(
+            api.visit_as("GET", "/quiet-link", HUMAN_UA, "").await,
+            StatusCode::FOUND
+        );
+        api.state
+            .recorder
+            .flush(&api.state.clicks, &api.state.db)
+            .await;
+        let stats = api
+            .get_as(&owner, "/v1/links/s.example/quiet-link/stats")
+            .await;
+        assert_eq!(counts(&stats.body["totals"]), (0, 0, 0));
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn stats_belong_to_the_owner_and_outlive_the_link() {
+    for (api, t) in apis_with("clicks-owner", FLAGS).await {
+        let ana = api.key("ana", false).await;
+        let bo = api.key("bo", false).await;
+        let big = api.link(&ana, "big-campaign").await;
+        let small = api.link(&ana, "small-campaign").await;
+        let theirs = api.link(&bo, "bo-campaign").await;
+        let mut events = Vec::new();
+        for i in 0..3 {
+            events.push(event(&format!("b{i}"), &big, "DE", false, 302));
+        }
+        events.push(event("s0", &small, "DE", false, 302));
+        events.push(event("s1", &small, "DE", true, 302));
+        for i in 0..5 {
+            events.push(event(&format!("t{i}"), &theirs, "DE", false, 302));
+        }
+        api.post_clicks(EDGE_TOKEN, &json!({ "events": events }))
+            .await;
+
+        let not_yours = api
+            .get_as(&bo, "/v1/links/s.example/big-campaign/stats")
+            .await;
+        assert_eq!(
+            not_yours.status,
+            StatusCode::NOT_FOUND,
+            "another owner's link is not found"
+        );
+
+        let summary = api.get_as(&ana, "/v1/stats").await;
+        assert_eq!(summary.status, StatusCode::OK, "{}", summary.text);
+        assert_eq!(counts(&summary.body["totals"]), (4, 4, 1), "{}", t.kind());
+        let top: Vec<(String, (i64, i64, i64))> = summary.body["top_links"]
+            .as_array()
+            .expect("top links")
+            .iter()
+            .map(|l| (l["code"].as_str().unwrap_or_default().to_owned(), counts(l)))
+            .collect();
+        assert_eq!(
+            top,
+            [
+                ("big-campaign".into(), (3, 3, 0)),
+                ("small-campaign".into(), (1, 1, 1))
+            ]
+        );
+
+        // A deleted link keeps its history.
+        let r = api
+            .send(
+                Request::delete("/v1/links/s.example/big-campaign")
+                    .header(header::AUTHORIZATION, format!("Bearer {ana}"))
+                    .body(Body::empty())
+                    .expect("request"),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::NO_CONTENT);
+        let after = api
+            .get_as(
+                &ana,
+                "/v1/links/s.example/big-campaign/stats?granularity=day",
+            )
+            .await;
+        assert_eq!(after.status, StatusCode::OK, "{}", after.text);
+        assert_eq!(counts(&after.body["totals"]), (3, 3, 0));
+        assert_eq!(
+            after.body["series"].as_array().map(Vec::len),
+            Some(8),
+            "7 days and today"
+        );
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn bad_stats_queries_say_which_field() {
+    for (api, t) in apis_with("clicks-query", FLAGS).await {
+        let ana = api.key("ana", false).await;
+        api.link(&ana, "query-link").await;
+        for (query, field) in [
+            ("from=yesterday", "from"),
+            ("from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z", "from"),
+            ("from=2025-01-01T00:00:00Z&to=2026-01-01T00:00:00Z", "from"),
+            ("granularity=minute", ""),
+            ("top=0", "top"),
+            ("colour=red", ""),
+        ] {
+            let r = api
+                .get_as(
+                    &ana,
+                    &format!("/v1/links/s.example/query-link/stats?{query}"),
+                )
+                .await;
+            assert!(r.status.is_client_error(), "{query}: {}", r.status);
+            if !field.is_empty() {
+                assert_eq!(r.body["field"], json!(field), "{query}: {}", r.text);
+            }
+        }
+        let r = api
+            .get_as(
+                &ana,
+                "/v1/stats?from=2025-01-01T00:00:00Z&to=2026-01-01T00:00:00Z&granularity=day",
+            )
+            .await;
+        assert_eq!(
+            r.status,
+            StatusCode::OK,
+            "a year by the day is fine: {}",
+            r.text
+        );
+        assert_eq!(
+            api.get_as("nobody", "/v1/stats").await.status,
+            StatusCode::UNAUTHORIZED
+        );
+        t.cleanup().await;
+    }
+}

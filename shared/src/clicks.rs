@@ -1,0 +1,426 @@
+//! Click events: what a visit reports about itself, coarse by construction.
+//!
+//! The edge and the origin's own redirect path build events with the same functions, so
+//! a click counts the same wherever it was answered. Nothing here can hold a visitor's
+//! IP address, user agent or full referrer: [`Visitor::describe`] reduces them to a
+//! country code, a referrer host, a device class and a bot flag before anything is kept
+//! or sent (ARCHITECTURE §8).
+
+use crate::decision::{Method, Outcome};
+use serde::{Deserialize, Serialize};
+
+/// Where the edge posts batches of events on the origin.
+pub const CLICKS_PATH: &str = "/v1/edge/clicks";
+/// Events per `POST /v1/edge/clicks` at most.
+pub const MAX_CLICK_BATCH: usize = 1_000;
+/// The longest event id accepted (a UUID is 36 characters).
+pub const MAX_EVENT_ID_LEN: usize = 64;
+/// User agents are looked at up to this many bytes; real ones are shorter.
+const MAX_UA_BYTES: usize = 512;
+/// The longest referrer host kept (a DNS name's limit).
+const MAX_HOST_LEN: usize = 253;
+
+/// The kind of device a visit came from, as far as its user agent tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Device {
+    Desktop,
+    Mobile,
+    Tablet,
+    /// No user agent, or one naming no known platform (TVs, consoles, tools).
+    Other,
+}
+
+impl Device {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Device::Desktop => "desktop",
+            Device::Mobile => "mobile",
+            Device::Tablet => "tablet",
+            Device::Other => "other",
+        }
+    }
+}
+
+/// The coarse facts about who visited: all that is ever kept of a visitor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Visitor {
+    /// ISO 3166-1 alpha-2, uppercase (Cloudflare's `cf.country`; `T1` is Tor).
+    pub country: Option<String>,
+    /// The referring page's host, lowercased, without `www.`.
+    pub referrer_host: Option<String>,
+    pub device: Device,
+    pub bot: bool,
+}
+
+impl Visitor {
+    /// Reduces what a request says about its sender to the kept dimensions.
+    pub fn describe(
+        user_agent: Option<&str>,
+        referer: Option<&str>,
+        country: Option<&str>,
+    ) -> Self {
+        let (device, bot) = classify_user_agent(user_agent.unwrap_or_default());
+        Visitor {
+            country: country.and_then(country_code),
+            referrer_host: referer.and_then(referrer_host),
+            device,
+            bot,
+        }
+    }
+}
+
+/// Whether a visit answered with `outcome` is a click on a link: a `GET` that found a
+/// link, or a banned code (which is one, even when its record is gone). Unknown codes are
+/// scans, not clicks; `HEAD` is how previewers and monitors check a link, not a visit.
+pub fn counts_as_click(method: Method, outcome: Outcome) -> bool {
+    method == Method::Get
+        && matches!(
+            outcome,
+            Outcome::Redirect
+                | Outcome::Disabled
+                | Outcome::Expired
+                | Outcome::Deleted
+                | Outcome::Banned
+        )
+}
+
+/// One click, as the edge sends it and the origin ingests it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClickEvent {
+    /// Unique per visit, made where the visit was answered; ingestion counts an id once.
+    pub event_id: String,
+    /// The route key, `domain/code`.
+    pub link: String,
+    /// The version of the record the answer came from; absent when there was none (a
+    /// banned code whose record is gone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<u64>,
+    /// When the visit was answered, Unix milliseconds.
+    pub at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub country: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub referrer_host: Option<String>,
+    pub device: Device,
+    pub bot: bool,
+    /// The status the visitor got.
+    pub status: u16,
+}
+
+impl ClickEvent {
+    /// The event for a visit to `link` answered with `status` at `at` (Unix ms).
+    pub fn new(
+        event_id: String,
+        link: String,
+        version: Option<u64>,
+        at: i64,
+        status: u16,
+        visitor: Visitor,
+    ) -> Self {
+        ClickEvent {
+            event_id,
+            link,
+            version,
+            at,
+            country: visitor.country,
+            referrer_host: visitor.referrer_host,
+            device: visitor.device,
+            bot: visitor.bot,
+            status,
+        }
+    }
+
+    /// Why this event cannot be counted, if it cannot. A sender may be out of date or
+    /// hostile: every field is checked against what `describe` can produce.
+    pub fn problem(&self) -> Option<&'static str> {
+        let id_ok = !self.event_id.is_empty()
+            && self.event_id.len() <= MAX_EVENT_ID_LEN
+            && self
+                .event_id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if !id_ok {
+            return Some("event_id must be 1 to 64 letters, digits, '-' or '_'");
+        }
+        if crate::RouteKey::parse(&self.link).is_none() {
+            return Some("link must be a route key, domain/code");
+        }
+        if !(100..=599).contains(&self.status) {
+            return Some("status must be an HTTP status");
+        }
+        if self
+            .country
+            .as_deref()
+            .is_some_and(|c| country_code(c).as_deref() != Some(c))
+        {
+            return Some("country must be two uppercase letters or digits");
+        }
+        if self.referrer_host.as_deref().is_some_and(|h| {
+            h.is_empty()
+                || h.len() > MAX_HOST_LEN
+                || !h
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-._[]:".contains(&b))
+        }) {
+            return Some("referrer_host must be a lowercase host name");
+        }
+        None
+    }
+}
+
+/// A batch of events, as posted to [`CLICKS_PATH`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClickBatch {
+    pub events: Vec<ClickEvent>,
+}
+
+/// What the origin did with a batch.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClickReceipt {
+    /// Counted now.
+    pub counted: u64,
+    /// Counted before (a retried or replayed batch).
+    pub duplicates: u64,
+    /// For no link the origin knows (a banned code with no link, say): not counted.
+    pub unknown_links: u64,
+    /// Malformed, or too old or too new to count exactly once: not counted.
+    pub refused: u64,
+}
+
+/// `cf.country` when it is a code: two ASCII letters or digits (`T1` is Tor, `XX`
+/// unknown), uppercased.
+fn country_code(raw: &str) -> Option<String> {
+    let raw = raw.trim();
+    (raw.len() == 2 && raw.bytes().all(|b| b.is_ascii_alphanumeric()))
+        .then(|| raw.to_ascii_uppercase())
+}
+
+/// The host of a `Referer` header, and nothing else of it: lowercased, without a leading
+/// `www.`, for http(s) referrers only (an app's `android-app://…` names no site).
+pub fn referrer_host(referer: &str) -> Option<String> {
+    let url = url::Url::parse(referer.trim()).ok()?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return None;
+    }
+    let host = url.host_str()?.trim_end_matches('.');
+    let host = host.strip_prefix("www.").unwrap_or(host);
+    (!host.is_empty() && host.len() <= MAX_HOST_LEN).then(|| host.to_ascii_lowercase())
+}
+
+/// Words in a user agent that mark an automated client: crawlers, link previewers,
+/// monitors, HTTP libraries and headless browsers.
+const BOT_MARKERS: &[&str] = &[
+    "bot",
+    "crawl",
+    "spider",
+    "slurp",
+    "preview",
+    "facebookexternalhit",
+    "facebookcatalog",
+    "embedly",
+    "whatsapp",
+    "headless",
+    "lighthouse",
+    "pingdom",
+    "uptime",
+    "monitor",
+    "curl/",
+    "wget/",
+    "python",
+    "go-http-client",
+    "java/",
+    "okhttp",
+    "axios",
+    "node-fetch",
+    "httpclient",
+    "libwww",
+    "scrapy",
+    "phantomjs",
+];
+
+/// The device class and bot flag of a user agent, by a compact rule set rather than a
+/// full parser (which would cost the edge's WebAssembly far more than these few hundred
+/// bytes; docs/analytics.md). A client is a bot when it names itself one of
+/// [`BOT_MARKERS`], or does not present itself as a browser at all: every browser's agent
+/// starts `Mozilla/` (or `Opera/`, for old Opera), and an empty agent is a script.
+pub fn classify_user_agent(ua: &str) -> (Device, bool) {
+    let mut end = ua.len().min(MAX_UA_BYTES);
+    while !ua.is_char_boundary(end) {
+        end -= 1;
+    }
+    let ua = ua[..end].to_ascii_lowercase();
+    let browser = ua.starts_with("mozilla/") || ua.starts_with("opera/");
+    let bot = !browser || BOT_MARKERS.iter().any(|m| ua.contains(m));
+    let has = |s: &str| ua.contains(s);
+    let device = if has("ipad") || has("tablet") || (has("android") && !has("mobile")) {
+        Device::Tablet
+    } else if has("mobi") || has("iphone") || has("ipod") || has("android") || has("phone") {
+        Device::Mobile
+    } else if has("windows nt") || has("macintosh") || has("cros") || has("x11") || has("linux") {
+        Device::Desktop
+    } else {
+        Device::Other
+    };
+    (device, bot)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const CHROME_WINDOWS: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36";
+    const SAFARI_IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1";
+    const CHROME_ANDROID: &str = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile Safari/537.36";
+    const ANDROID_TABLET: &str = "Mozilla/5.0 (Linux; Android 13; SM-X710) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36";
+    const IPAD: &str = "Mozilla/5.0 (iPad; CPU OS 16_6 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/16.6 Mobile/15E148 Safari/604.1";
+    const FIREFOX_LINUX: &str =
+        "Mozilla/5.0 (X11; Linux x86_64; rv:125.0) Gecko/20100101 Firefox/125.0";
+    const SAFARI_MAC: &str = "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_4) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Safari/605.1.15";
+
+    #[test]
+    fn browsers_are_people_on_their_devices() {
+        for (ua, device) in [
+            (CHROME_WINDOWS, Device::Desktop),
+            (FIREFOX_LINUX, Device::Desktop),
+            (SAFARI_MAC, Device::Desktop),
+            (SAFARI_IPHONE, Device::Mobile),
+            (CHROME_ANDROID, Device::Mobile),
+            (ANDROID_TABLET, Device::Tablet),
+            (IPAD, Device::Tablet),
+        ] {
+            assert_eq!(classify_user_agent(ua), (device, false), "{ua}");
+        }
+    }
+
+    #[test]
+    fn crawlers_previewers_and_tools_are_bots() {
+        for ua in [
+            "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+            "Mozilla/5.0 (Linux; Android 6.0.1; Nexus 5X Build/MMB29P) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile Safari/537.36 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+            "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)",
+            "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)",
+            "WhatsApp/2.23.20.0",
+            "TelegramBot (like TwitterBot)",
+            "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/124.0.0.0 Safari/537.36",
+            "curl/8.5.0",
+            "python-requests/2.31.0",
+            "Go-http-client/1.1",
+            "",
+        ] {
+            assert!(classify_user_agent(ua).1, "{ua:?} should be a bot");
+        }
+    }
+
+    #[test]
+    fn only_the_referrers_host_is_kept() {
+        let host = |r| referrer_host(r);
+        assert_eq!(
+            host("https://www.Example.com/private/path?token=secret#x").as_deref(),
+            Some("example.com")
+        );
+        assert_eq!(
+            host("http://news.ycombinator.com/item?id=1").as_deref(),
+            Some("news.ycombinator.com")
+        );
+        assert_eq!(host("android-app://com.google.android.gm/"), None);
+        assert_eq!(host("not a url"), None);
+        assert_eq!(host("https://user:pass@t.co/abc").as_deref(), Some("t.co"));
+    }
+
+    #[test]
+    fn describe_keeps_only_coarse_facts() {
+        let v = Visitor::describe(Some(SAFARI_IPHONE), Some("https://t.co/x?y=1"), Some("de"));
+        assert_eq!(
+            v,
+            Visitor {
+                country: Some("DE".into()),
+                referrer_host: Some("t.co".into()),
+                device: Device::Mobile,
+                bot: false
+            }
+        );
+        let none = Visitor::describe(None, None, Some("Germany"));
+        assert_eq!(
+            (none.country, none.device, none.bot),
+            (None, Device::Other, true)
+        );
+    }
+
+    #[test]
+    fn clicks_are_gets_that_found_a_link() {
+        assert!(counts_as_click(Method::Get, Outcome::Redirect));
+        assert!(counts_as_click(Method::Get, Outcome::Expired));
+        assert!(counts_as_click(Method::Get, Outcome::Banned));
+        assert!(!counts_as_click(Method::Head, Outcome::Redirect));
+        assert!(!counts_as_click(Method::Get, Outcome::NotFound));
+        assert!(!counts_as_click(Method::Get, Outcome::Unavailable));
+    }
+
+    fn event() -> ClickEvent {
+        ClickEvent::new(
+            "0b9d1c9e-4d3c-4c3e-9d6a-1f2e3d4c5b6a".into(),
+            "s.example/abc1234".into(),
+            Some(3),
+            1_700_000_000_000,
+            302,
+            Visitor::describe(
+                Some(CHROME_WINDOWS),
+                Some("https://example.com/"),
+                Some("FR"),
+            ),
+        )
+    }
+
+    #[test]
+    fn a_described_event_passes_its_own_checks_and_round_trips() {
+        let e = event();
+        assert_eq!(e.problem(), None);
+        let json = serde_json::to_string(&ClickBatch {
+            events: vec![e.clone()],
+        })
+        .unwrap();
+        let back: ClickBatch = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.events, vec![e]);
+    }
+
+    #[test]
+    fn malformed_events_say_why() {
+        let mut e = event();
+        e.event_id = "a b".into();
+        assert!(e.problem().unwrap().contains("event_id"));
+        let mut e = event();
+        e.link = "no-slash".into();
+        assert!(e.problem().unwrap().contains("link"));
+        let mut e = event();
+        e.country = Some("de".into());
+        assert!(e.problem().unwrap().contains("country"));
+        let mut e = event();
+        e.referrer_host = Some("https://full.url/path".into());
+        assert!(e.problem().unwrap().contains("referrer_host"));
+        let mut e = event();
+        e.status = 42;
+        assert!(e.problem().unwrap().contains("status"));
+        assert!(serde_json::from_str::<ClickBatch>(r#"{"events":[],"ip":"1.2.3.4"}"#).is_err());
+    }
+
+    proptest! {
+        // Whatever a visitor sends, what is kept passes the origin's checks: the edge
+        // can never produce an event the origin refuses.
+        #[test]
+        fn any_request_describes_to_an_acceptable_event(
+            ua in any::<String>(), referer in any::<String>(), country in any::<String>(),
+            host in "[a-z0-9]{1,20}(\\.[a-z]{2,6})?",
+        ) {
+            let referer = format!("https://{host}/{referer}");
+            let v = Visitor::describe(Some(&ua), Some(&referer), Some(&country));
+            let mut e = event();
+            e.country = v.country;
+            e.referrer_host = v.referrer_host;
+            prop_assert_eq!(e.problem(), None);
+        }
+    }
+}

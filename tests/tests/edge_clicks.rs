@@ -1,0 +1,259 @@
+//! Clicks at the real edge (`wrangler dev`, with its local queue) reach the real origin
+//! and are counted exactly once: when the origin's acknowledgement is lost and the
+//! queue delivers the batch again, and when the origin is down for a while (redirects
+//! carry on from KV meanwhile, and the clicks arrive once it is back).
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use hop_e2e::{
+    api_key, client, free_port, origin_env, wait_published, wired_edge_to, Edge, Origin,
+};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const HUMAN_UA: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36";
+const BOT_UA: &str = "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)";
+/// The queue consumer's first retry comes after a second (then 2, 4, 8 s).
+const FAST_RETRIES: (&str, &str) = ("CLICK_RETRY_BASE_S", "1");
+
+/// Stands between the edge and the origin and forwards everything, except that the
+/// origin's answer to the first batch of clicks is replaced by a 503: the origin counted
+/// the batch, the edge believes it failed, and its queue delivers it again.
+#[derive(Clone)]
+struct LossyProxy {
+    origin: String,
+    click_posts: Arc<AtomicUsize>,
+}
+
+async fn forward(State(proxy): State<LossyProxy>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let Ok(body) = axum::body::to_bytes(body, 16 << 20).await else {
+        return StatusCode::BAD_REQUEST.into_response();
+    };
+    let url = format!("{}{}", proxy.origin, parts.uri);
+    let mut out = client().request(parts.method.clone(), url).body(body);
+    for (name, value) in &parts.headers {
+        if name != "host" {
+            out = out.header(name, value);
+        }
+    }
+    let Ok(answer) = out.send().await else {
+        return StatusCode::BAD_GATEWAY.into_response();
+    };
+    let status = answer.status();
+    let bytes = answer.bytes().await.unwrap_or_default();
+    if parts.uri.path() == "/v1/edge/clicks"
+        && proxy.click_posts.fetch_add(1, Ordering::SeqCst) == 0
+    {
+        return (StatusCode::SERVICE_UNAVAILABLE, "acknowledgement lost").into_response();
+    }
+    (status, Body::from(bytes)).into_response()
+}
+
+async fn start_proxy(origin: String) -> (String, Arc<AtomicUsize>) {
+    let proxy = LossyProxy {
+        origin,
+        click_posts: Arc::new(AtomicUsize::new(0)),
+    };
+    let posts = proxy.click_posts.clone();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind proxy");
+    let addr = listener.local_addr().expect("proxy address");
+    let app = axum::Router::new().fallback(forward).with_state(proxy);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{addr}"), posts)
+}
+
+async fn visit(edge: &Edge, method: reqwest::Method, code: &str, ua: &str) -> StatusCode {
+    let status = client()
+        .request(method, edge.url(&format!("/{code}")))
+        .header("host", "s.example")
+        .header("user-agent", ua)
+        .header("referer", "https://www.news.example/today?utm=x")
+        .send()
+        .await
+        .expect("edge answers")
+        .status();
+    StatusCode::from_u16(status.as_u16()).expect("status")
+}
+
+async fn stats(origin: &Origin, key: &str, code: &str) -> Value {
+    client()
+        .get(origin.url(&format!("/v1/links/s.example/{code}/stats")))
+        .bearer_auth(key)
+        .send()
+        .await
+        .expect("stats")
+        .json()
+        .await
+        .expect("stats JSON")
+}
+
+fn totals(stats: &Value) -> (i64, i64, i64) {
+    let t = &stats["totals"];
+    (
+        t["visits"].as_i64().unwrap_or(-1),
+        t["redirects"].as_i64().unwrap_or(-1),
+        t["bots"].as_i64().unwrap_or(-1),
+    )
+}
+
+/// Polls the origin until `done` holds (at most a minute: the queue's retries back off).
+async fn until<F: Fn(&Value) -> bool>(origin: &Origin, key: &str, code: &str, done: F) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let s = stats(origin, key, code).await;
+        if done(&s) {
+            return s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "clicks never arrived: {s}\n{}",
+            origin.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn create(origin: &Origin, key: &str, code: &str) {
+    let res = client()
+        .post(origin.url("/v1/links"))
+        .bearer_auth(key)
+        .json(&json!({ "target_url": format!("https://dest.example/{code}"), "code": code }))
+        .send()
+        .await
+        .expect("create");
+    assert_eq!(res.status(), reqwest::StatusCode::CREATED);
+}
+
+#[tokio::test]
+async fn edge_clicks_count_once_when_the_queue_delivers_them_again() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let origin_port = free_port();
+    let (proxy, click_posts) = start_proxy(format!("http://127.0.0.1:{origin_port}")).await;
+    let edge = wired_edge_to(&proxy, &[FAST_RETRIES]).await;
+    let env = origin_env(dir.path(), Some(&edge));
+    let key = api_key(&env, "e2e", false);
+    let origin = Origin::start(origin_port, &env, dir.path().join("origin.log")).await;
+    create(&origin, &key, "counted-link").await;
+    wait_published(&origin.url(""), &key, "s.example", "counted-link").await;
+
+    for _ in 0..5 {
+        assert_eq!(
+            visit(&edge, reqwest::Method::GET, "counted-link", HUMAN_UA).await,
+            StatusCode::FOUND
+        );
+    }
+    for _ in 0..2 {
+        assert_eq!(
+            visit(&edge, reqwest::Method::GET, "counted-link", BOT_UA).await,
+            StatusCode::FOUND
+        );
+    }
+    // Not clicks: a HEAD, and codes that name no link.
+    visit(&edge, reqwest::Method::HEAD, "counted-link", HUMAN_UA).await;
+    visit(&edge, reqwest::Method::GET, "no-such-link", HUMAN_UA).await;
+
+    // Every click counted, and the batch whose acknowledgement was lost delivered again
+    // (the origin saw its events a second time and counted none of them).
+    let s = until(&origin, &key, "counted-link", |s| totals(s) == (5, 5, 2)).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while origin
+        .metric_sum("hop_clicks_total{result=\"duplicate\"}")
+        .await
+        == 0
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the lost batch was never delivered again:\n{}",
+            edge.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(click_posts.load(Ordering::SeqCst) >= 2);
+    assert_eq!(
+        totals(&stats(&origin, &key, "counted-link").await),
+        (5, 5, 2),
+        "counted once"
+    );
+    assert_eq!(
+        origin
+            .metric_sum("hop_clicks_total{result=\"counted\"}")
+            .await,
+        7
+    );
+    assert_eq!(
+        s["top"]["referrers"],
+        json!([{"value": "news.example", "visits": 5}])
+    );
+    assert_eq!(
+        s["top"]["devices"],
+        json!([{"value": "desktop", "visits": 5}])
+    );
+    assert_eq!(s["top"]["statuses"], json!([{"value": "302", "visits": 5}]));
+    let with_bots = client()
+        .get(origin.url("/v1/links/s.example/counted-link/stats?include_bots=true"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .expect("stats")
+        .json::<Value>()
+        .await
+        .expect("JSON");
+    assert_eq!(totals(&with_bots), (7, 7, 2));
+}
+
+#[tokio::test]
+async fn with_the_origin_down_redirects_go_on_and_clicks_arrive_when_it_returns() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let origin_port = free_port();
+    let edge = wired_edge_to(&format!("http://127.0.0.1:{origin_port}"), &[FAST_RETRIES]).await;
+    let env = origin_env(dir.path(), Some(&edge));
+    let key = api_key(&env, "e2e", false);
+    let origin = Origin::start(origin_port, &env, dir.path().join("origin-1.log")).await;
+    create(&origin, &key, "outage-link").await;
+    wait_published(&origin.url(""), &key, "s.example", "outage-link").await;
+    // The same visits with the origin up, for the latency comparison printed below. The
+    // origin may die before their clicks are delivered: they are retried like the rest.
+    let mut up = Vec::new();
+    for _ in 0..10 {
+        let started = Instant::now();
+        assert_eq!(
+            visit(&edge, reqwest::Method::GET, "outage-link", HUMAN_UA).await,
+            StatusCode::FOUND
+        );
+        up.push(started.elapsed());
+    }
+    origin.kill();
+
+    let mut down = Vec::new();
+    for _ in 0..10 {
+        let started = Instant::now();
+        let status = visit(&edge, reqwest::Method::GET, "outage-link", HUMAN_UA).await;
+        down.push(started.elapsed());
+        assert_eq!(
+            status,
+            StatusCode::FOUND,
+            "redirects go on without the origin"
+        );
+    }
+    up.sort();
+    down.sort();
+    println!(
+        "edge redirect latency, origin up vs down: median {:?} vs {:?}, max {:?} vs {:?}",
+        up[5], down[5], up[9], down[9]
+    );
+
+    let origin = Origin::start(origin_port, &env, dir.path().join("origin-2.log")).await;
+    until(&origin, &key, "outage-link", |s| totals(s).0 >= 20).await;
+    assert_eq!(
+        totals(&stats(&origin, &key, "outage-link").await),
+        (20, 20, 0),
+        "each click once"
+    );
+}
