@@ -31,3 +31,13 @@ for _ in range(1000):
     except OSError:
         pass'
 }
+
+# Sets pin_server and pin_load: with two cores or more, a server under measurement runs
+# on one core and its load generator on another, so that the scheduler moving them about
+# does not add to the noise between rounds.
+pin_cores() {
+  pin_server=""; pin_load=""
+  if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+    pin_server="taskset -c 1"; pin_load="taskset -c 0"
+  fi
+}

@@ -361,6 +361,10 @@ async fn stats_belong_to_the_owner_and_outlive_the_link() {
         for i in 0..3 {
             events.push(event(&format!("b{i}"), &big, "DE", false, 302));
         }
+        // Two days ago: counted from the daily rollup, where whole days are in range.
+        let mut earlier = event("b-earlier", &big, "DE", false, 302);
+        earlier["at"] = json!(now_ms() - 2 * 86_400_000);
+        events.push(earlier);
         events.push(event("s0", &small, "DE", false, 302));
         events.push(event("s1", &small, "DE", true, 302));
         for i in 0..5 {
@@ -380,7 +384,7 @@ async fn stats_belong_to_the_owner_and_outlive_the_link() {
 
         let summary = api.get_as(&ana, "/v1/stats").await;
         assert_eq!(summary.status, StatusCode::OK, "{}", summary.text);
-        assert_eq!(counts(&summary.body["totals"]), (4, 4, 1), "{}", t.kind());
+        assert_eq!(counts(&summary.body["totals"]), (5, 5, 1), "{}", t.kind());
         let top: Vec<(String, (i64, i64, i64))> = summary.body["top_links"]
             .as_array()
             .expect("top links")
@@ -390,10 +394,22 @@ async fn stats_belong_to_the_owner_and_outlive_the_link() {
         assert_eq!(
             top,
             [
-                ("big-campaign".into(), (3, 3, 0)),
+                ("big-campaign".into(), (4, 4, 0)),
                 ("small-campaign".into(), (1, 1, 1))
             ]
         );
+        // The last hour only: today's partial hours, without the day before yesterday.
+        let hour_ago = time::OffsetDateTime::from_unix_timestamp(now_ms() / 1000 - 3600)
+            .expect("time")
+            .format(&time::format_description::well_known::Rfc3339)
+            .expect("format");
+        let recent = api
+            .get_as(&ana, &format!("/v1/stats?from={hour_ago}"))
+            .await;
+        assert_eq!(counts(&recent.body["totals"]), (4, 4, 1), "{}", recent.text);
+        let top_one = api.get_as(&ana, "/v1/stats?top=1&include_bots=true").await;
+        assert_eq!(top_one.body["top_links"].as_array().map(Vec::len), Some(1));
+        assert_eq!(counts(&top_one.body["totals"]), (6, 6, 1), "bots included");
 
         // A deleted link keeps its history.
         let r = api
@@ -412,7 +428,7 @@ async fn stats_belong_to_the_owner_and_outlive_the_link() {
             )
             .await;
         assert_eq!(after.status, StatusCode::OK, "{}", after.text);
-        assert_eq!(counts(&after.body["totals"]), (3, 3, 0));
+        assert_eq!(counts(&after.body["totals"]), (4, 4, 0));
         assert_eq!(
             after.body["series"].as_array().map(Vec::len),
             Some(8),

@@ -58,9 +58,10 @@ async fn tables(db: &Db) -> Vec<String> {
     names
 }
 
-const TABLES: [&str; 11] = [
+const TABLES: [&str; 12] = [
     "api_keys",
     "bans",
+    "click_days",
     "click_dims",
     "click_hours",
     "click_seen",

@@ -190,9 +190,9 @@ pub struct ClickReceipt {
     pub refused: u64,
 }
 
-/// `cf.country` when it is a code: two ASCII letters or digits (`T1` is Tor, `XX`
-/// unknown), uppercased.
-fn country_code(raw: &str) -> Option<String> {
+/// `cf.country` (or `CF-IPCountry`) when it is a code: two ASCII letters or digits
+/// (`T1` is Tor, `XX` unknown), uppercased.
+pub fn country_code(raw: &str) -> Option<String> {
     let raw = raw.trim();
     (raw.len() == 2 && raw.bytes().all(|b| b.is_ascii_alphanumeric()))
         .then(|| raw.to_ascii_uppercase())

@@ -14,7 +14,7 @@ use crate::metrics::Metrics;
 use crate::store::{Attributed, ClickStore, LinkRef, StoreError};
 use shared::clicks::{ClickEvent, ClickReceipt};
 use shared::RouteKey;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// How far ahead of this origin's clock an event may be stamped (edge clocks differ a
@@ -76,7 +76,9 @@ impl Clicks {
                 ok
             })
             .collect();
-        let links = self.links_of(store, &valid).await?;
+        let links = self
+            .links_of(store, valid.iter().map(|e| e.link.as_str()))
+            .await?;
         let attributed: Vec<Attributed<'_>> = valid
             .iter()
             .filter_map(|e| {
@@ -95,33 +97,31 @@ impl Clicks {
         Ok(receipt)
     }
 
-    /// The links the events name, from memory or one read for the rest.
-    async fn links_of<S: ClickStore + ?Sized>(
+    /// The links some route keys name, from memory or one read for the rest; unknown
+    /// keys are absent.
+    pub async fn links_of<'k, S: ClickStore + ?Sized>(
         &self,
         store: &S,
-        events: &[&ClickEvent],
+        routes: impl Iterator<Item = &'k str>,
     ) -> Result<HashMap<String, Arc<LinkRef>>, StoreError> {
         let mut found = HashMap::new();
-        let mut missing = Vec::new();
-        for e in events {
-            if found.contains_key(e.link.as_str()) {
+        let mut missing = HashSet::new();
+        for route in routes {
+            if found.contains_key(route) || missing.contains(route) {
                 continue;
             }
-            match self.links.get(e.link.as_str()) {
+            match self.links.get(route) {
                 Some(link) => {
-                    found.insert(e.link.clone(), link);
+                    found.insert(route.to_owned(), link);
                 }
                 None => {
-                    if let Some(key) = RouteKey::parse(&e.link) {
-                        if !missing.contains(&key) {
-                            missing.push(key);
-                        }
-                    }
+                    missing.insert(route);
                 }
             }
         }
-        if !missing.is_empty() {
-            for link in store.link_refs(&missing).await? {
+        let keys: Vec<RouteKey> = missing.into_iter().filter_map(RouteKey::parse).collect();
+        if !keys.is_empty() {
+            for link in store.link_refs(&keys).await? {
                 let key = format!("{}/{}", link.domain, link.code);
                 let link = Arc::new(link);
                 self.links.insert(key.clone(), link.clone());
@@ -130,44 +130,13 @@ impl Clicks {
         }
         Ok(found)
     }
-}
 
-/// A new event id: a random (version 4) UUID.
-pub fn event_id() -> String {
-    let mut b = [0u8; 16];
-    // The OS's generator; should it ever fail, a time-based id is still unique enough
-    // for counting (it is never a secret).
-    if getrandom::getrandom(&mut b).is_err() {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default();
-        b = nanos.to_le_bytes();
-    }
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn event_ids_are_distinct_uuids() {
-        let a = event_id();
-        let b = event_id();
-        assert_ne!(a, b);
-        assert_eq!(a.len(), 36);
-        assert_eq!(&a[14..15], "4");
-        assert!(shared::clicks::MAX_EVENT_ID_LEN >= a.len());
+    /// Counts what happened to clicks gathered in this process.
+    pub fn counted_own(&self, counted: u64, unknown_links: u64) {
+        self.metrics.clicks_ingested(&ClickReceipt {
+            counted,
+            unknown_links,
+            ..ClickReceipt::default()
+        });
     }
 }

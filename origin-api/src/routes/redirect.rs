@@ -1,6 +1,6 @@
 //! `GET|HEAD /{code}` on the origin: the same decision as the edge, from the database.
 
-use crate::clicks::recorder::OwnClick;
+use crate::clicks::recorder::{OwnClick, Reduced};
 use crate::error::AppError;
 use crate::store::now_ms;
 use crate::AppState;
@@ -33,8 +33,8 @@ pub(crate) async fn redirect(
         Some(early) => early,
         None => match resolve(&state, method, &headers, code, uri.query()).await {
             Ok((decision, visited)) => {
-                if let Some((route, version, at)) = visited {
-                    record_click(&state, &decision, route, version, at, &headers);
+                if let Some((route, at)) = visited {
+                    record_click(&state, &decision, route, at, &headers);
                 }
                 decision
             }
@@ -56,7 +56,6 @@ fn record_click(
     state: &AppState,
     decision: &Decision,
     route: RouteKey,
-    version: Option<u64>,
     at: i64,
     headers: &HeaderMap,
 ) {
@@ -65,12 +64,13 @@ fn record_click(
     }
     state.recorder.record(OwnClick {
         route,
-        version,
         at,
         status: decision.status,
-        user_agent: headers.get(header::USER_AGENT).cloned(),
-        referer: headers.get(header::REFERER).cloned(),
-        country: headers.get(CF_IPCOUNTRY).cloned(),
+        visitor: Reduced::of(
+            headers.get(header::USER_AGENT),
+            headers.get(header::REFERER),
+            headers.get(CF_IPCOUNTRY),
+        ),
     });
 }
 
@@ -132,13 +132,12 @@ async fn resolve(
     };
     let record = entry.as_ref().and_then(|e| e.record.as_ref());
     let decision = decide_prepared(&visit, record, &deny, &settings);
-    let version = record.map(|r| r.record.version);
-    let visited = (method == shared::Method::Get).then_some((route, version, now));
+    let visited = (method == shared::Method::Get).then_some((route, now));
     Ok((decision, visited))
 }
 
-/// The link a `GET` visited (its route key and the version answered from) and when.
-type Visited = (RouteKey, Option<u64>, i64);
+/// The link a `GET` visited and when (Unix ms).
+type Visited = (RouteKey, i64);
 
 fn outcome_name(outcome: Outcome) -> &'static str {
     match outcome {

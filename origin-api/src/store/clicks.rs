@@ -3,51 +3,199 @@
 use super::{Attributed, ClickStore, DimCount, LinkRef, Rollup, StoreError, Totals};
 use crate::db::Db;
 use async_trait::async_trait;
+use shared::clicks::ClickEvent;
 use shared::RouteKey;
 use std::collections::{BTreeMap, HashSet};
 
 /// Rows per multi-row statement: well under both databases' limits on bound values.
 const CHUNK: usize = 500;
 const HOUR_MS: i64 = 3_600_000;
+const DAY_MS: i64 = 24 * HOUR_MS;
 
 type HourKey = (u64, i64, bool);
+type DayKey = (String, i64, u64, bool);
 type DimKey = (u64, &'static str, i64, bool, String);
 
-/// The rollup rows a set of new events adds to, keyed so that each row is written once
-/// per statement and, across concurrent batches, in one global order (no deadlocks).
-#[derive(Default)]
-struct Increments {
+/// Rollup increments, gathered before they are written: by new events from the edge, or
+/// by the origin's own tally. Keyed so that each row is written once per statement and,
+/// across concurrent writers, in one global order (no deadlocks).
+#[derive(Debug, Default)]
+pub struct Increments {
     hours: BTreeMap<HourKey, (String, i64, i64)>,
+    days: BTreeMap<DayKey, (i64, i64)>,
     dims: BTreeMap<DimKey, i64>,
+    visits: u64,
 }
 
-impl Increments {
-    fn add(&mut self, a: &Attributed<'_>) {
-        let e = a.event;
-        let hour = e.at.div_euclid(HOUR_MS) * HOUR_MS;
-        let redirect = i64::from((300..400).contains(&e.status));
-        let h = self
-            .hours
-            .entry((a.link_id, hour, e.bot))
-            .or_insert_with(|| (a.owner_id.to_owned(), 0, 0));
-        h.1 += 1;
-        h.2 += redirect;
-        for (dim, value) in [
-            ("country", e.country.clone().unwrap_or_default()),
-            ("referrer", e.referrer_host.clone().unwrap_or_default()),
-            ("device", e.device.as_str().to_owned()),
-            ("status", e.status.to_string()),
-        ] {
-            *self
-                .dims
-                .entry((a.link_id, dim, hour, e.bot, value))
-                .or_default() += 1;
+/// What one visit (or `n` alike) adds to the rollups.
+#[derive(Debug, Clone, Copy)]
+pub struct ClickDims<'a> {
+    /// Unix ms.
+    pub at: i64,
+    pub bot: bool,
+    pub status: u16,
+    /// Empty when unknown.
+    pub country: &'a str,
+    /// Empty when there was none.
+    pub referrer: &'a str,
+    pub device: &'static str,
+}
+
+impl<'a> ClickDims<'a> {
+    pub fn of(e: &'a ClickEvent) -> Self {
+        ClickDims {
+            at: e.at,
+            bot: e.bot,
+            status: e.status,
+            country: e.country.as_deref().unwrap_or_default(),
+            referrer: e.referrer_host.as_deref().unwrap_or_default(),
+            device: e.device.as_str(),
         }
     }
 }
 
+impl Increments {
+    /// Adds `n` visits of the link `link_id` (owned by `owner_id`) with `dims`.
+    pub fn add(&mut self, link_id: u64, owner_id: &str, dims: &ClickDims<'_>, n: i64) {
+        let hour = dims.at.div_euclid(HOUR_MS) * HOUR_MS;
+        let redirects = if (300..400).contains(&dims.status) {
+            n
+        } else {
+            0
+        };
+        let h = self
+            .hours
+            .entry((link_id, hour, dims.bot))
+            .or_insert_with(|| (owner_id.to_owned(), 0, 0));
+        h.1 += n;
+        h.2 += redirects;
+        let day = dims.at.div_euclid(DAY_MS) * DAY_MS;
+        let d = self
+            .days
+            .entry((owner_id.to_owned(), day, link_id, dims.bot))
+            .or_default();
+        d.0 += n;
+        d.1 += redirects;
+        for (dim, value) in [
+            ("country", dims.country.to_owned()),
+            ("referrer", dims.referrer.to_owned()),
+            ("device", dims.device.to_owned()),
+            ("status", dims.status.to_string()),
+        ] {
+            *self
+                .dims
+                .entry((link_id, dim, hour, dims.bot, value))
+                .or_default() += n;
+        }
+        self.visits += u64::try_from(n).unwrap_or_default();
+    }
+
+    /// The visits added.
+    pub fn visits(&self) -> u64 {
+        self.visits
+    }
+}
+
+/// Writes `inc` inside `tx`.
+macro_rules! write_increments {
+    ($tx:expr, $inc:expr) => {{
+        let inc: &Increments = $inc;
+        let hours: Vec<_> = inc.hours.iter().collect();
+        for chunk in hours.chunks(CHUNK) {
+            let mut q = sqlx::QueryBuilder::new(
+                "INSERT INTO click_hours (link_id, hour, bot, owner_id, visits, redirects) ",
+            );
+            q.push_values(
+                chunk,
+                |mut row, ((link, hour, bot), (owner, visits, redirects))| {
+                    row.push_bind(*link as i64)
+                        .push_bind(*hour)
+                        .push_bind(*bot)
+                        .push_bind(owner.as_str())
+                        .push_bind(*visits)
+                        .push_bind(*redirects);
+                },
+            );
+            q.push(
+                " ON CONFLICT (link_id, hour, bot) DO UPDATE SET \
+                 visits = click_hours.visits + excluded.visits, \
+                 redirects = click_hours.redirects + excluded.redirects",
+            );
+            q.build().execute(&mut *$tx).await?;
+        }
+        let days: Vec<_> = inc.days.iter().collect();
+        for chunk in days.chunks(CHUNK) {
+            let mut q = sqlx::QueryBuilder::new(
+                "INSERT INTO click_days (owner_id, day, link_id, bot, visits, redirects) ",
+            );
+            q.push_values(
+                chunk,
+                |mut row, ((owner, day, link, bot), (visits, redirects))| {
+                    row.push_bind(owner.as_str())
+                        .push_bind(*day)
+                        .push_bind(*link as i64)
+                        .push_bind(*bot)
+                        .push_bind(*visits)
+                        .push_bind(*redirects);
+                },
+            );
+            q.push(
+                " ON CONFLICT (owner_id, day, link_id, bot) DO UPDATE SET \
+                 visits = click_days.visits + excluded.visits, \
+                 redirects = click_days.redirects + excluded.redirects",
+            );
+            q.build().execute(&mut *$tx).await?;
+        }
+        let dims: Vec<_> = inc.dims.iter().collect();
+        for chunk in dims.chunks(CHUNK) {
+            let mut q = sqlx::QueryBuilder::new(
+                "INSERT INTO click_dims (link_id, dim, hour, bot, value, visits) ",
+            );
+            q.push_values(chunk, |mut row, ((link, dim, hour, bot, value), visits)| {
+                row.push_bind(*link as i64)
+                    .push_bind(*dim)
+                    .push_bind(*hour)
+                    .push_bind(*bot)
+                    .push_bind(value.as_str())
+                    .push_bind(*visits);
+            });
+            q.push(
+                " ON CONFLICT (link_id, dim, hour, bot, value) DO UPDATE SET \
+                 visits = click_dims.visits + excluded.visits",
+            );
+            q.build().execute(&mut *$tx).await?;
+        }
+    }};
+}
+
 fn link_id(v: i64) -> Result<u64, StoreError> {
     u64::try_from(v).map_err(|_| StoreError::Corrupt(format!("link_id {v}")))
+}
+
+/// An owner's rows over `[$4, $5)`: whole days `[$2, $3)` from `click_days`, and the
+/// hours before and after them from `click_hours`.
+const OWNER_ROWS: &str = "SELECT link_id, bot, visits, redirects FROM click_days \
+     WHERE owner_id = $1 AND day >= $2 AND day < $3 \
+     UNION ALL \
+     SELECT link_id, bot, visits, redirects FROM click_hours \
+     WHERE owner_id = $1 AND ((hour >= $4 AND hour < $2) OR (hour >= $3 AND hour < $5))";
+
+/// People's visits and redirects, then bots', summed.
+const SUMS: &str = "CAST(SUM(CASE WHEN bot THEN 0 ELSE visits END) AS BIGINT), \
+     CAST(SUM(CASE WHEN bot THEN 0 ELSE redirects END) AS BIGINT), \
+     CAST(SUM(CASE WHEN bot THEN visits ELSE 0 END) AS BIGINT), \
+     CAST(SUM(CASE WHEN bot THEN redirects ELSE 0 END) AS BIGINT)";
+
+/// The whole UTC days inside `[from, to)` (hour boundaries), as `[first, end)`; when
+/// there are none, an empty range at `to`, so that the hours cover all of `[from, to)`.
+fn whole_days(from: i64, to: i64) -> (i64, i64) {
+    let first = from.saturating_add(DAY_MS - 1).div_euclid(DAY_MS) * DAY_MS;
+    let end = to.div_euclid(DAY_MS) * DAY_MS;
+    if first < end {
+        (first, end)
+    } else {
+        (to, to)
+    }
 }
 
 #[async_trait]
@@ -134,50 +282,21 @@ impl ClickStore for Db {
             }
             let mut inc = Increments::default();
             for a in events.iter().filter(|a| fresh.contains(&a.event.event_id)) {
-                inc.add(a);
+                inc.add(a.link_id, a.owner_id, &ClickDims::of(a.event), 1);
             }
-            let hours: Vec<_> = inc.hours.into_iter().collect();
-            for chunk in hours.chunks(CHUNK) {
-                let mut q = sqlx::QueryBuilder::new(
-                    "INSERT INTO click_hours (link_id, hour, bot, owner_id, visits, redirects) ",
-                );
-                q.push_values(chunk, |mut row, ((link, hour, bot), (owner, visits, redirects))| {
-                    row.push_bind(*link as i64)
-                        .push_bind(*hour)
-                        .push_bind(*bot)
-                        .push_bind(owner.as_str())
-                        .push_bind(*visits)
-                        .push_bind(*redirects);
-                });
-                q.push(
-                    " ON CONFLICT (link_id, hour, bot) DO UPDATE SET \
-                     visits = click_hours.visits + excluded.visits, \
-                     redirects = click_hours.redirects + excluded.redirects",
-                );
-                q.build().execute(&mut *tx).await?;
-            }
-            let dims: Vec<_> = inc.dims.into_iter().collect();
-            for chunk in dims.chunks(CHUNK) {
-                let mut q = sqlx::QueryBuilder::new(
-                    "INSERT INTO click_dims (link_id, dim, hour, bot, value, visits) ",
-                );
-                q.push_values(chunk, |mut row, ((link, dim, hour, bot, value), visits)| {
-                    row.push_bind(*link as i64)
-                        .push_bind(*dim)
-                        .push_bind(*hour)
-                        .push_bind(*bot)
-                        .push_bind(value.as_str())
-                        .push_bind(*visits);
-                });
-                q.push(
-                    " ON CONFLICT (link_id, dim, hour, bot, value) DO UPDATE SET \
-                     visits = click_dims.visits + excluded.visits",
-                );
-                q.build().execute(&mut *tx).await?;
-            }
+            write_increments!(tx, &inc);
             tx.commit().await?;
             Ok(fresh.len() as u64)
         })
+    }
+
+    async fn add_rollups(&self, inc: &Increments) -> Result<(), StoreError> {
+        crate::on_writer!(self, pool => {
+            let mut tx = pool.begin().await?;
+            write_increments!(tx, inc);
+            tx.commit().await?;
+        });
+        Ok(())
     }
 
     async fn forget_click_ids(&self, before: i64) -> Result<u64, StoreError> {
@@ -257,25 +376,23 @@ impl ClickStore for Db {
         include_bots: bool,
         limit: i64,
     ) -> Result<Vec<(u64, Totals)>, StoreError> {
+        let (days_from, days_to) = whole_days(from, to);
+        let sql = format!(
+            "SELECT link_id, {SUMS} FROM ({OWNER_ROWS}) r GROUP BY link_id \
+             ORDER BY CASE WHEN $6 THEN SUM(visits) ELSE SUM(CASE WHEN bot THEN 0 ELSE visits END) END DESC, link_id \
+             LIMIT $7"
+        );
         let rows: Vec<(i64, i64, i64, i64, i64)> = crate::on_pool!(self, pool => {
-            sqlx::query_as(
-                "SELECT link_id, \
-                 CAST(SUM(CASE WHEN bot THEN 0 ELSE visits END) AS BIGINT) AS humans, \
-                 CAST(SUM(CASE WHEN bot THEN 0 ELSE redirects END) AS BIGINT), \
-                 CAST(SUM(CASE WHEN bot THEN visits ELSE 0 END) AS BIGINT), \
-                 CAST(SUM(CASE WHEN bot THEN redirects ELSE 0 END) AS BIGINT) \
-                 FROM click_hours WHERE owner_id = $1 AND hour >= $2 AND hour < $3 \
-                 GROUP BY link_id \
-                 ORDER BY CASE WHEN $4 THEN SUM(visits) ELSE SUM(CASE WHEN bot THEN 0 ELSE visits END) END DESC, link_id \
-                 LIMIT $5",
-            )
-            .bind(owner)
-            .bind(from)
-            .bind(to)
-            .bind(include_bots)
-            .bind(limit)
-            .fetch_all(pool)
-            .await?
+            sqlx::query_as(&sql)
+                .bind(owner)
+                .bind(days_from)
+                .bind(days_to)
+                .bind(from)
+                .bind(to)
+                .bind(include_bots)
+                .bind(limit)
+                .fetch_all(pool)
+                .await?
         });
         rows.into_iter()
             .map(|(id, visits, redirects, bots, bot_redirects)| {
@@ -293,19 +410,17 @@ impl ClickStore for Db {
     }
 
     async fn owner_totals(&self, owner: &str, from: i64, to: i64) -> Result<Totals, StoreError> {
+        let (days_from, days_to) = whole_days(from, to);
+        let sql = format!("SELECT {SUMS} FROM ({OWNER_ROWS}) r");
         let row: (Option<i64>, Option<i64>, Option<i64>, Option<i64>) = crate::on_pool!(self, pool => {
-            sqlx::query_as(
-                "SELECT CAST(SUM(CASE WHEN bot THEN 0 ELSE visits END) AS BIGINT), \
-                 CAST(SUM(CASE WHEN bot THEN 0 ELSE redirects END) AS BIGINT), \
-                 CAST(SUM(CASE WHEN bot THEN visits ELSE 0 END) AS BIGINT), \
-                 CAST(SUM(CASE WHEN bot THEN redirects ELSE 0 END) AS BIGINT) \
-                 FROM click_hours WHERE owner_id = $1 AND hour >= $2 AND hour < $3",
-            )
-            .bind(owner)
-            .bind(from)
-            .bind(to)
-            .fetch_one(pool)
-            .await?
+            sqlx::query_as(&sql)
+                .bind(owner)
+                .bind(days_from)
+                .bind(days_to)
+                .bind(from)
+                .bind(to)
+                .fetch_one(pool)
+                .await?
         });
         Ok(Totals {
             visits: row.0.unwrap_or_default(),
@@ -313,5 +428,23 @@ impl ClickStore for Db {
             bots: row.2.unwrap_or_default(),
             bot_redirects: row.3.unwrap_or_default(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_days_leave_the_edges_to_hours() {
+        let day = DAY_MS;
+        assert_eq!(whole_days(0, 3 * day), (0, 3 * day));
+        assert_eq!(whole_days(HOUR_MS, 3 * day + HOUR_MS), (day, 3 * day));
+        // Within one day, or across one midnight: no whole day, all hours.
+        assert_eq!(whole_days(HOUR_MS, 5 * HOUR_MS), (5 * HOUR_MS, 5 * HOUR_MS));
+        assert_eq!(
+            whole_days(day - HOUR_MS, day + HOUR_MS),
+            (day + HOUR_MS, day + HOUR_MS)
+        );
     }
 }

@@ -3,6 +3,7 @@
 
 mod bans;
 mod clicks;
+pub use clicks::{ClickDims, Increments};
 mod links;
 mod outbox;
 mod segments;
@@ -261,6 +262,8 @@ pub trait ClickStore: Send + Sync + Debug + 'static {
     /// Counts the events whose ids were never counted, in one transaction with claiming
     /// those ids; returns how many were counted.
     async fn record_clicks(&self, events: &[Attributed<'_>], now: i64) -> Result<u64, StoreError>;
+    /// Adds counts gathered in memory (the origin's own clicks), in one transaction.
+    async fn add_rollups(&self, increments: &Increments) -> Result<(), StoreError>;
     /// Forgets the ids of events received before `before` (Unix ms); returns how many.
     async fn forget_click_ids(&self, before: i64) -> Result<u64, StoreError>;
     /// A link's counts in `[from, to)` per bucket of `bucket_ms` and bot flag, oldest

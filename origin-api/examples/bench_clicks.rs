@@ -1,0 +1,321 @@
+//! Click analytics on one database (`scripts/bench-clicks` runs it on SQLite and
+//! PostgreSQL): how fast events go into the rollups, and how long the stats take to read
+//! back once the rollups hold 10 million events' worth.
+//!
+//!     cargo run --release -p origin-api --example bench_clicks -- DATABASE_URL [EVENTS]
+//!
+//! DATABASE_URL must name an empty database (it is migrated here). The links, events and
+//! rollups are synthetic but shaped like traffic: 1,000 links of one owner visited with a
+//! Zipf distribution (the top link gets about 13%), 40 countries and 200 referrers also
+//! Zipf-distributed, 15% bots, over 30 days.
+
+use axum::http::HeaderValue;
+use origin_api::clicks::recorder::{OwnClick, Recorder, Reduced};
+use origin_api::clicks::stats::{link_stats, owner_stats, Granularity, Range};
+use origin_api::clicks::Clicks;
+use origin_api::db::Db;
+use origin_api::metrics::Metrics;
+use origin_api::store::{now_ms, ClickDims, ClickStore, Increments, LinkRef, LinkStore};
+use shared::clicks::{ClickEvent, Device};
+use shared::RouteKey;
+use std::time::{Duration, Instant};
+
+const LINKS: u64 = 1_000;
+const OWNER: &str = "bench";
+const HOUR_MS: i64 = 3_600_000;
+const DAYS: i64 = 30;
+
+/// A small, fast, seedable generator (SplitMix64): the same run twice makes the same data.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Ranks 0..n with probability ∝ 1/(rank+1), by inverting the cumulative weights.
+struct Zipf(Vec<f64>);
+
+impl Zipf {
+    fn new(n: usize) -> Self {
+        let mut acc = 0.0;
+        let mut cdf: Vec<f64> = (0..n)
+            .map(|i| {
+                acc += 1.0 / (i as f64 + 1.0);
+                acc
+            })
+            .collect();
+        for c in &mut cdf {
+            *c /= acc;
+        }
+        Zipf(cdf)
+    }
+    fn sample(&self, rng: &mut Rng) -> usize {
+        let u = rng.unit();
+        self.0.partition_point(|c| *c < u).min(self.0.len() - 1)
+    }
+}
+
+struct Traffic {
+    rng: Rng,
+    links: Zipf,
+    countries: Zipf,
+    referrers: Zipf,
+    serial: u64,
+}
+
+impl Traffic {
+    fn new(seed: u64) -> Self {
+        Traffic {
+            rng: Rng(seed),
+            links: Zipf::new(LINKS as usize),
+            countries: Zipf::new(40),
+            referrers: Zipf::new(200),
+            serial: 0,
+        }
+    }
+
+    /// One event at a time in `[from, from + span)`.
+    fn event(&mut self, from: i64, span: i64) -> ClickEvent {
+        self.serial += 1;
+        let link = self.links.sample(&mut self.rng);
+        let country = self.countries.sample(&mut self.rng);
+        let bot = self.rng.unit() < 0.15;
+        let referrer = (self.rng.unit() < 0.6).then(|| {
+            let r = self.referrers.sample(&mut self.rng);
+            format!("site{r}.example")
+        });
+        let device = [
+            Device::Mobile,
+            Device::Desktop,
+            Device::Tablet,
+            Device::Other,
+        ][(self.rng.next() % 4) as usize];
+        ClickEvent {
+            event_id: format!("bench-{:x}-{}", self.rng.next(), self.serial),
+            link: format!("s.example/link-{link:04}"),
+            version: Some(1),
+            at: from + (self.rng.next() % span as u64) as i64,
+            country: Some(format!(
+                "{}{}",
+                char::from(b'A' + (country / 26) as u8),
+                char::from(b'A' + (country % 26) as u8)
+            )),
+            referrer_host: referrer,
+            device,
+            bot,
+            status: if self.rng.unit() < 0.01 { 410 } else { 302 },
+        }
+    }
+}
+
+async fn seed_links(db: &Db) {
+    let now = now_ms();
+    origin_api::on_writer!(db, pool => {
+        let mut q = sqlx::QueryBuilder::new(
+            "INSERT INTO links (link_id, domain, code, target_url, owner_id, status, code_kind, created_at, updated_at) ",
+        );
+        q.push_values(0..LINKS, |mut row, i| {
+            row.push_bind(i as i64 + 1)
+                .push_bind("s.example")
+                .push_bind(format!("link-{i:04}"))
+                .push_bind(format!("https://dest.example/{i}"))
+                .push_bind(OWNER)
+                .push_bind("active")
+                .push_bind("custom")
+                .push_bind(now)
+                .push_bind(now);
+        });
+        q.build().execute(pool).await.expect("seed links");
+    });
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+#[tokio::main]
+async fn main() {
+    let mut args = std::env::args().skip(1);
+    let url = args
+        .next()
+        .expect("usage: bench_clicks DATABASE_URL [EVENTS]");
+    let rollup_events: u64 = args
+        .next()
+        .map_or(10_000_000, |n| n.parse().expect("EVENTS"));
+    let db = Db::connect(&url).await.expect("connect");
+    db.migrate().await.expect("migrate");
+    seed_links(&db).await;
+    // A year of retention: the synthetic month is all acceptable.
+    let clicks = Clicks::new(24 * 365, Metrics::default());
+    let now = now_ms();
+    let kind = db.kind();
+
+    // 1. Ingestion as the edge delivers it: queue batches of 100 (and 1,000), each event
+    // id claimed; then the same batches again, all duplicates.
+    for batch in [100usize, 1_000] {
+        let mut traffic = Traffic::new(batch as u64);
+        let batches: Vec<Vec<ClickEvent>> = (0..200_000 / batch)
+            .map(|_| {
+                (0..batch)
+                    .map(|_| traffic.event(now - HOUR_MS, HOUR_MS))
+                    .collect()
+            })
+            .collect();
+        for (label, pass) in [("new", 0), ("replayed", 1)] {
+            let started = Instant::now();
+            let mut counted = 0;
+            for b in &batches {
+                counted += clicks.ingest(&db, b, now).await.expect("ingest").counted;
+            }
+            let secs = started.elapsed().as_secs_f64();
+            assert_eq!(counted, if pass == 0 { 200_000 } else { 0 });
+            println!(
+                "| {kind} | edge batches of {batch}, {label} | {:.0} events/s |",
+                200_000.0 / secs
+            );
+        }
+    }
+    // The origin's own clicks: queued by the redirect path, tallied, written together.
+    let recorder = Recorder::new(true, Metrics::default());
+    let mut traffic = Traffic::new(7);
+    let agents = [
+        "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36",
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1",
+        "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+    ];
+    let started = Instant::now();
+    for i in 0..200_000u32 {
+        let e = traffic.event(now - HOUR_MS, HOUR_MS);
+        recorder.record(OwnClick {
+            route: RouteKey::parse(&e.link).expect("route"),
+            at: e.at,
+            status: e.status,
+            visitor: Reduced::of(
+                HeaderValue::from_str(agents[i as usize % 3]).ok().as_ref(),
+                e.referrer_host
+                    .and_then(|h| HeaderValue::from_str(&format!("https://{h}/page")).ok())
+                    .as_ref(),
+                e.country
+                    .and_then(|c| HeaderValue::from_str(&c).ok())
+                    .as_ref(),
+            ),
+        });
+        if i % 50_000 == 49_999 {
+            recorder.flush(&clicks, &db).await;
+        }
+    }
+    println!(
+        "| {kind} | origin's own clicks, tallied and written every 50,000 | {:.0} clicks/s |",
+        200_000.0 / started.elapsed().as_secs_f64()
+    );
+
+    // 2. A month of traffic into the rollups, in large batches (this is set-up, not a
+    // figure: it is the rollups, not the path they took, that the queries read).
+    let mut traffic = Traffic::new(42);
+    let from = now - DAYS * 24 * HOUR_MS;
+    let started = Instant::now();
+    let mut left = rollup_events;
+    let links: Vec<LinkRef> = {
+        let keys: Vec<RouteKey> = (0..LINKS)
+            .map(|i| RouteKey::new("s.example", format!("link-{i:04}")).expect("route"))
+            .collect();
+        let mut refs = db.link_refs(&keys).await.expect("links");
+        refs.sort_by(|a, b| a.code.cmp(&b.code));
+        refs
+    };
+    while left > 0 {
+        let n = left.min(100_000);
+        let mut inc = Increments::default();
+        for _ in 0..n {
+            let e = traffic.event(from, DAYS * 24 * HOUR_MS);
+            let i: usize = e.link["s.example/link-".len()..].parse().expect("index");
+            inc.add(links[i].link_id, OWNER, &ClickDims::of(&e), 1);
+        }
+        db.add_rollups(&inc).await.expect("rollups");
+        left -= n;
+    }
+    let rows: (i64, i64) = origin_api::on_pool!(&db, pool => {
+        let h: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM click_hours").fetch_one(pool).await.expect("count");
+        let d: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM click_dims").fetch_one(pool).await.expect("count");
+        (h, d)
+    });
+    eprintln!(
+        "{kind}: {rollup_events} events into {} hour rows and {} dimension rows in {:.0} s",
+        rows.0,
+        rows.1,
+        started.elapsed().as_secs_f64()
+    );
+
+    // 3. Stats over the month: each query 30 times, median.
+    let range = |granularity, days: i64| Range {
+        from: (now - days * 24 * HOUR_MS).div_euclid(HOUR_MS * 24) * HOUR_MS * 24,
+        to: (now + HOUR_MS).div_euclid(HOUR_MS) * HOUR_MS,
+        granularity,
+        include_bots: false,
+        top: 10,
+    };
+    let top = db
+        .get_link("s.example", "link-0000")
+        .await
+        .expect("read")
+        .expect("link");
+    let tail = db
+        .get_link("s.example", "link-0500")
+        .await
+        .expect("read")
+        .expect("link");
+    let cases = [
+        (
+            "top link (13% of traffic), 7 days by the hour",
+            &top,
+            range(Granularity::Hour, 7),
+        ),
+        (
+            "top link, 30 days by the day",
+            &top,
+            range(Granularity::Day, 30),
+        ),
+        (
+            "link ranked 500th, 30 days by the day",
+            &tail,
+            range(Granularity::Day, 30),
+        ),
+    ];
+    for (label, link, range) in cases {
+        let mut times = Vec::new();
+        for _ in 0..30 {
+            let started = Instant::now();
+            let stats = link_stats(&db, link, range).await.expect("stats");
+            times.push(started.elapsed());
+            assert!(stats.totals.visits > 0);
+        }
+        println!(
+            "| {kind} | stats: {label} | {:.2} ms |",
+            median(times).as_secs_f64() * 1e3
+        );
+    }
+    let mut times = Vec::new();
+    for _ in 0..30 {
+        let started = Instant::now();
+        let summary = owner_stats(&db, OWNER, range(Granularity::Day, 30))
+            .await
+            .expect("summary");
+        times.push(started.elapsed());
+        assert_eq!(summary.top_links.len(), 10);
+    }
+    println!(
+        "| {kind} | summary: an owner's 1,000 links, 30 days, top 10 | {:.2} ms |",
+        median(times).as_secs_f64() * 1e3
+    );
+    db.close().await;
+}

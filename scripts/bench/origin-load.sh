@@ -1,0 +1,68 @@
+# Sourced by scripts/bench-redirect and scripts/bench-clicks: links on an origin, and
+# the wrk script that visits them.
+
+# origin_seed PORT KEY N DIR: creates N links through POST /v1/links/bulk with KEY, and
+# writes their codes to DIR/known.txt (shuffled) and DIR/half.txt (half of them mixed
+# with as many unknown codes of the same shape).
+origin_seed() {
+  echo "seeding $3 links through POST /v1/links/bulk…" >&2
+  python3 - "$1" "$2" "$3" "$4" <<'PY'
+import json, random, string, sys, time, urllib.request
+port, key, n, work = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+codes, start = [], time.time()
+for b in range(0, n, 10000):
+    body = {"links": [{"target_url": f"https://dest.example/{i}"} for i in range(b, min(n, b + 10000))]}
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/links/bulk", json.dumps(body).encode(),
+        {"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    for r in json.load(urllib.request.urlopen(req, timeout=300))["results"]:
+        assert r["ok"], r
+        codes.append(r["link"]["code"])
+print(f"seeded {len(codes)} links in {time.time() - start:.1f} s", file=sys.stderr)
+alphabet = string.digits + string.ascii_uppercase + string.ascii_lowercase
+known = set(codes)
+unknown = []
+while len(unknown) < len(codes):
+    c = "".join(random.choice(alphabet) for _ in range(len(codes[0])))
+    if c not in known:
+        unknown.append(c)
+random.shuffle(codes)
+open(f"{work}/known.txt", "w").write("\n".join(codes) + "\n")
+half = codes[: len(codes) // 2] + unknown[: len(codes) // 2]
+random.shuffle(half)
+open(f"{work}/half.txt", "w").write("\n".join(half) + "\n")
+PY
+}
+
+# origin_load_lua DIR: writes DIR/random.lua. Its arguments: a file of codes, "in-turn"
+# or "random", and optionally "browser" (send a browser's User-Agent and a Referer). It
+# prints "RESULT requests duration_us p50_us p99_us socket_errors non_2xx_3xx".
+origin_load_lua() {
+  cat >"$1/random.lua" <<'LUA'
+local codes = {}
+local in_turn, next_code = false, 0
+init = function(args)
+  for line in io.lines(args[1]) do codes[#codes + 1] = "/" .. line end
+  in_turn = args[2] == "in-turn"
+  if args[3] == "browser" then
+    -- What a browser sends, so that a click has its user agent and referrer to reduce.
+    wrk.headers["User-Agent"] = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36"
+    wrk.headers["Referer"] = "https://www.news.example/today?id=42"
+  end
+  math.randomseed(os.time() + math.floor(os.clock() * 1000000))
+end
+-- The short domain the links live on (the origin resolves the Host header).
+wrk.headers["Host"] = "s.example"
+request = function()
+  if in_turn then
+    next_code = next_code % #codes + 1
+    return wrk.format("GET", codes[next_code])
+  end
+  return wrk.format("GET", codes[math.random(#codes)])
+end
+done = function(summary, latency, requests)
+  io.write(string.format("RESULT %d %d %d %d %d %d\n", summary.requests, summary.duration,
+    latency:percentile(50), latency:percentile(99), summary.errors.connect + summary.errors.read
+    + summary.errors.write + summary.errors.timeout, summary.errors.status))
+end
+LUA
+}
