@@ -172,6 +172,18 @@ fn link_id(v: i64) -> Result<u64, StoreError> {
     u64::try_from(v).map_err(|_| StoreError::Corrupt(format!("link_id {v}")))
 }
 
+/// A `(link_id, domain, code, owner_id)` row.
+fn link_ref(
+    (id, domain, code, owner_id): (i64, String, String, String),
+) -> Result<LinkRef, StoreError> {
+    Ok(LinkRef {
+        link_id: link_id(id)?,
+        domain,
+        code,
+        owner_id,
+    })
+}
+
 /// An owner's rows over `[$4, $5)`: whole days `[$2, $3)` from `click_days`, and the
 /// hours before and after them from `click_hours`.
 const OWNER_ROWS: &str = "SELECT link_id, bot, visits, redirects FROM click_days \
@@ -218,13 +230,8 @@ impl ClickStore for Db {
                 q.push(")");
                 q.build_query_as().fetch_all(pool).await?
             });
-            for (id, domain, code, owner_id) in rows {
-                found.push(LinkRef {
-                    link_id: link_id(id)?,
-                    domain,
-                    code,
-                    owner_id,
-                });
+            for row in rows {
+                found.push(link_ref(row)?);
             }
         }
         Ok(found)
@@ -244,13 +251,8 @@ impl ClickStore for Db {
                 q.push(")");
                 q.build_query_as().fetch_all(pool).await?
             });
-            for (id, domain, code, owner_id) in rows {
-                found.push(LinkRef {
-                    link_id: link_id(id)?,
-                    domain,
-                    code,
-                    owner_id,
-                });
+            for row in rows {
+                found.push(link_ref(row)?);
             }
         }
         Ok(found)
