@@ -17,24 +17,11 @@ const BOT_UA: &str = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google
 
 impl Api {
     async fn post_clicks(&self, token: &str, body: &Value) -> Reply {
-        self.send(
-            Request::post("/v1/edge/clicks")
-                .header(header::AUTHORIZATION, format!("Bearer {token}"))
-                .header(header::CONTENT_TYPE, "application/json")
-                .body(Body::from(body.to_string()))
-                .expect("request"),
-        )
-        .await
+        self.post_json(token, "/v1/edge/clicks", body).await
     }
 
     async fn get_as(&self, token: &str, path: &str) -> Reply {
-        self.send(
-            Request::get(path)
-                .header(header::AUTHORIZATION, format!("Bearer {token}"))
-                .body(Body::empty())
-                .expect("request"),
-        )
-        .await
+        self.call_as(token, "GET", path).await
     }
 
     /// A new link of `token`'s owner: its route key.
@@ -413,12 +400,7 @@ async fn stats_belong_to_the_owner_and_outlive_the_link() {
 
         // A deleted link keeps its history.
         let r = api
-            .send(
-                Request::delete("/v1/links/s.example/big-campaign")
-                    .header(header::AUTHORIZATION, format!("Bearer {ana}"))
-                    .body(Body::empty())
-                    .expect("request"),
-            )
+            .call_as(&ana, "DELETE", "/v1/links/s.example/big-campaign")
             .await;
         assert_eq!(r.status, StatusCode::NO_CONTENT);
         let after = api

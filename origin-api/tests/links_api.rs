@@ -526,13 +526,8 @@ impl Api {
     }
 
     async fn delete(&self, token: &str, path: &str) -> Reply {
-        self.send(
-            Request::delete(format!("/v1/links/{path}"))
-                .header(header::AUTHORIZATION, format!("Bearer {token}"))
-                .body(Body::empty())
-                .expect("request"),
-        )
-        .await
+        self.call_as(token, "DELETE", &format!("/v1/links/{path}"))
+            .await
     }
 }
 
@@ -848,24 +843,12 @@ async fn listing_pages_through_the_owners_links_newest_first_without_gaps_or_rep
 
 impl Api {
     async fn ban(&self, token: &str, body: Value) -> Reply {
-        self.send(
-            Request::post("/v1/bans")
-                .header(header::AUTHORIZATION, format!("Bearer {token}"))
-                .header(header::CONTENT_TYPE, "application/json")
-                .body(Body::from(body.to_string()))
-                .expect("request"),
-        )
-        .await
+        self.post_json(token, "/v1/bans", &body).await
     }
 
     async fn lift(&self, token: &str, id: &Value) -> Reply {
-        self.send(
-            Request::delete(format!("/v1/bans/{id}"))
-                .header(header::AUTHORIZATION, format!("Bearer {token}"))
-                .body(Body::empty())
-                .expect("request"),
-        )
-        .await
+        self.call_as(token, "DELETE", &format!("/v1/bans/{id}"))
+            .await
     }
 
     /// Outbox rows of one kind and key: (lane, version, payload), oldest first.

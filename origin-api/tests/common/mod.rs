@@ -173,9 +173,10 @@ impl Api {
         }
     }
 
-    pub async fn create(&self, token: &str, body: Value) -> Reply {
+    /// `POST path` with a JSON body and `Authorization: Bearer token`.
+    pub async fn post_json(&self, token: &str, path: &str, body: &Value) -> Reply {
         self.send(
-            Request::post("/v1/links")
+            Request::post(path)
                 .header(header::AUTHORIZATION, format!("Bearer {token}"))
                 .header(header::CONTENT_TYPE, "application/json")
                 .body(Body::from(body.to_string()))
@@ -184,14 +185,26 @@ impl Api {
         .await
     }
 
-    pub async fn read(&self, token: &str, domain: &str, code: &str) -> Reply {
+    /// `METHOD path` without a body, with `Authorization: Bearer token`.
+    pub async fn call_as(&self, token: &str, method: &str, path: &str) -> Reply {
         self.send(
-            Request::get(format!("/v1/links/{domain}/{code}"))
+            Request::builder()
+                .method(method)
+                .uri(path)
                 .header(header::AUTHORIZATION, format!("Bearer {token}"))
                 .body(Body::empty())
                 .expect("request"),
         )
         .await
+    }
+
+    pub async fn create(&self, token: &str, body: Value) -> Reply {
+        self.post_json(token, "/v1/links", &body).await
+    }
+
+    pub async fn read(&self, token: &str, domain: &str, code: &str) -> Reply {
+        self.call_as(token, "GET", &format!("/v1/links/{domain}/{code}"))
+            .await
     }
 
     pub async fn visit(&self, method: &str, host: &str, path: &str) -> Reply {
