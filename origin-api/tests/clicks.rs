@@ -463,3 +463,35 @@ async fn bad_stats_queries_say_which_field() {
         t.cleanup().await;
     }
 }
+
+#[tokio::test]
+async fn ids_past_their_retention_are_forgotten() {
+    use origin_api::store::ClickStore;
+    for (api, t) in apis_with("clicks-forget", FLAGS).await {
+        let owner = api.key("ana", false).await;
+        let link = api.link(&owner, "forget-me").await;
+        let batch = json!({"events": [event("f-1", &link, "DE", false, 302)]});
+        api.post_clicks(EDGE_TOKEN, &batch).await;
+        // The sweep keeps ids received since `before`…
+        let early = api
+            .state
+            .db
+            .forget_click_ids(now_ms() - 60_000)
+            .await
+            .expect("sweep");
+        assert_eq!(early, 0, "{}", t.kind());
+        assert_eq!(
+            api.post_clicks(EDGE_TOKEN, &batch).await.body["duplicates"],
+            json!(1)
+        );
+        // …and forgets those received before it, which is why older events are refused.
+        let forgotten = api
+            .state
+            .db
+            .forget_click_ids(now_ms() + 1)
+            .await
+            .expect("sweep");
+        assert_eq!(forgotten, 1, "{}", t.kind());
+        t.cleanup().await;
+    }
+}
