@@ -26,19 +26,33 @@ fn problem(status: u16, detail: &str) -> Result<Response> {
     Ok(response)
 }
 
-/// Writes one item if it is newer than what KV holds: the key written, or why not.
-async fn write(kv: &KvStore, item: SyncItem) -> Result<std::result::Result<String, Refusal>> {
+/// Writes one item if it is newer than what KV holds: the key written, or why not. A
+/// KV failure refuses this item alone (marked worth retrying); the rest of the push
+/// goes on, so one value KV will not take cannot hold up every other.
+async fn write(kv: &KvStore, item: SyncItem) -> std::result::Result<String, Refusal> {
     // Uncached: the check must see the latest value this location knows.
-    let held = kv.get(&item.key).text().await?;
-    if let Err(refusal) = judge(&item, held.as_deref()) {
-        return Ok(Err(refusal));
+    let held = match kv.get(&item.key).text().await {
+        Ok(held) => held,
+        Err(e) => return Err(kv_failed(&item, e)),
+    };
+    judge(&item, held.as_deref())?;
+    let put = match kv.put(&item.key, &item.value) {
+        Ok(put) => put,
+        Err(e) => return Err(kv_failed(&item, e)),
+    };
+    let put = match item.expiration.and_then(|at| u64::try_from(at).ok()) {
+        Some(at) => put.expiration(at),
+        None => put,
+    };
+    match put.execute().await {
+        Ok(()) => Ok(item.key),
+        Err(e) => Err(kv_failed(&item, e)),
     }
-    let mut put = kv.put(&item.key, &item.value)?;
-    if let Some(at) = item.expiration.and_then(|at| u64::try_from(at).ok()) {
-        put = put.expiration(at);
-    }
-    put.execute().await?;
-    Ok(Ok(item.key))
+}
+
+fn kv_failed(item: &SyncItem, e: impl std::fmt::Display) -> Refusal {
+    console_error!("sync: KV failed for {}: {e}", item.key);
+    Refusal::failed(item, e)
 }
 
 pub(crate) async fn handle(mut req: Request, env: &Env) -> Result<Response> {
@@ -88,14 +102,8 @@ pub(crate) async fn handle(mut req: Request, env: &Env) -> Result<Response> {
     let mut reply = SyncReply::default();
     for outcome in outcomes {
         match outcome {
-            Ok(Ok(key)) => reply.written.push(key),
-            Ok(Err(refusal)) => reply.refused.push(refusal),
-            Err(e) => {
-                // What was written stays written; a retry finds it and refuses it as
-                // already held, which the publisher counts as delivered.
-                console_error!("sync: {e}");
-                return problem(503, "KV refused a read or a write; push the batch again");
-            }
+            Ok(key) => reply.written.push(key),
+            Err(refusal) => reply.refused.push(refusal),
         }
     }
     Response::from_json(&reply)

@@ -41,3 +41,14 @@ impl FromRequestParts<AppState> for Caller {
         })
     }
 }
+
+impl Caller {
+    /// Refuses (403, saying `why`) a key that is not an admin's.
+    pub fn require_admin(&self, why: &'static str) -> Result<(), AppError> {
+        if self.admin {
+            Ok(())
+        } else {
+            Err(AppError::Forbidden(why))
+        }
+    }
+}

@@ -298,11 +298,13 @@ impl RedirectCache {
                 Ok::<_, StoreError>(Arc::new(Entry::new(record, self.positive_ttl)))
             })
             .await
-            .map_err(|e: Arc<StoreError>| AppError::Store(StoreError::Corrupt(e.to_string())))?;
-        // The waiters have it; the next miss of this key reads again.
+            .map_err(|e: Arc<StoreError>| AppError::Store(StoreError::Shared(e)))?;
+        // Kept first, then the load forgotten: a visitor arriving in between finds the
+        // entry instead of starting a second load. A write this process made while the
+        // read was on its way wins over it.
+        let kept = self.put(key.clone(), loaded, false);
         self.loads.invalidate(&key).await;
-        // A write this process made while the read was on its way wins over it.
-        Ok(self.put(key, loaded, false))
+        Ok(kept)
     }
 
     /// Puts a record this process just wrote, unless the cache holds a newer one.
@@ -314,10 +316,10 @@ impl RedirectCache {
         self.put(route_key, entry, true);
     }
 
-    /// After this process created or lifted a ban: the next visit reads the bans again,
-    /// and records this process marked `banned` when it wrote them are read again too.
+    /// After this process created or lifted a ban: the next visit reads the bans again.
+    /// Entries stay: they hold records unmarked, and every visit is decided against the
+    /// denylist.
     pub fn bans_changed(&self) {
-        self.entries.clear();
         self.deny.generation.fetch_add(1, Ordering::AcqRel);
         let mut held = self.deny.held.write().unwrap_or_else(|e| e.into_inner());
         *held = None;

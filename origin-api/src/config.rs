@@ -24,6 +24,9 @@ pub enum Command {
     /// Manage API keys.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// The publisher's outbox: rows set aside after the edge refused them.
+    #[command(subcommand)]
+    Outbox(OutboxCommand),
     /// Create links from a CSV file through a running origin's API. Re-running the same
     /// command resumes: rows already imported are skipped, nothing is created twice.
     Import(ImportArgs),
@@ -107,6 +110,21 @@ pub enum KeysCommand {
     },
 }
 
+#[derive(Debug, Subcommand)]
+pub enum OutboxCommand {
+    /// List the rows set aside as failed, with why.
+    Failed,
+    /// Put rows set aside back in line: the publisher pushes them again.
+    Retry {
+        /// One row, by the `seq` that `outbox failed` (or GET /v1/admin/outbox) shows.
+        #[arg(long, conflicts_with = "all", required_unless_present = "all")]
+        seq: Option<i64>,
+        /// Every row set aside.
+        #[arg(long)]
+        all: bool,
+    },
+}
+
 /// Settings shared by every subcommand.
 #[derive(Debug, Clone, Args)]
 pub struct Settings {
@@ -129,7 +147,7 @@ pub struct Settings {
     pub database_url: String,
 
     /// The short domain of links created without one.
-    #[arg(long, env = "HOP_DEFAULT_DOMAIN", default_value = "localhost", value_parser = parse_domain, global = true)]
+    #[arg(long, env = "HOP_DEFAULT_DOMAIN", default_value = "localhost", value_parser = parse_short_domain, global = true)]
     pub default_domain: String,
 
     /// Where the edge worker accepts pushed changes; unset, nothing is published (the
@@ -224,6 +242,12 @@ pub struct Settings {
     )]
     pub click_id_retention_h: u64,
 
+    /// How long delivered outbox rows are kept before they are pruned (a number with
+    /// `d`, `h`, `m` or `s`; a bare number is days). The newest delivered row of each key
+    /// is kept regardless.
+    #[arg(long, env = "HOP_OUTBOX_RETENTION", default_value = "7d", value_parser = parse_retention, global = true)]
+    pub outbox_retention: std::time::Duration,
+
     /// Permutation keys for generated codes, `VERSION:32-HEX[,…]`; the highest version
     /// makes new codes. Required to create links; read from the environment only.
     #[arg(env = "HOP_PERMUTATION_KEYS", hide_env_values = true, hide = true, value_parser = parse_keys, global = true, long = "permutation-keys")]
@@ -232,6 +256,36 @@ pub struct Settings {
 
 fn parse_keys(s: &str) -> Result<KeyRing, String> {
     KeyRing::parse(s).map_err(|e| e.to_string())
+}
+
+/// `7d`, `36h`, `90m`, `600s`, or a bare number of days.
+fn parse_retention(s: &str) -> Result<std::time::Duration, String> {
+    let s = s.trim();
+    let (number, unit) = match s.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => s.split_at(i),
+        None => (s, "d"),
+    };
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("{s:?}: use a number with d, h, m or s, e.g. 7d"))?;
+    let seconds = match unit {
+        "d" => n.checked_mul(86_400),
+        "h" => n.checked_mul(3_600),
+        "m" => n.checked_mul(60),
+        "s" => Some(n),
+        _ => None,
+    }
+    .ok_or_else(|| format!("{s:?}: use a number with d, h, m or s, e.g. 7d"))?;
+    if seconds < 3_600 {
+        return Err(format!(
+            "{s:?}: keep delivered rows at least an hour (they settle late pushes)"
+        ));
+    }
+    Ok(std::time::Duration::from_secs(seconds))
+}
+
+fn parse_short_domain(s: &str) -> Result<String, String> {
+    shared::normalize_short_domain(s).map_err(|e| e.to_string())
 }
 
 fn parse_domain(s: &str) -> Result<String, String> {
@@ -264,6 +318,10 @@ mod tests {
         assert!(cli.settings.edge_sync_url.is_none());
         assert!(cli.settings.record_clicks);
         assert_eq!(cli.settings.click_id_retention_h, 96);
+        assert_eq!(
+            cli.settings.outbox_retention,
+            std::time::Duration::from_secs(7 * 86_400)
+        );
         assert!(cli.command.is_none());
     }
 
@@ -289,5 +347,12 @@ mod tests {
                 .record_clicks
         );
         assert!(parse(&["--click-id-retention-h", "0"]).is_err());
+        let retention = |v: &str| {
+            parse(&["--outbox-retention", v]).map(|c| c.settings.outbox_retention.as_secs())
+        };
+        assert_eq!(retention("36h").unwrap(), 36 * 3_600);
+        assert_eq!(retention("2").unwrap(), 2 * 86_400);
+        assert!(retention("10m").is_err(), "shorter than an hour");
+        assert!(retention("7w").is_err());
     }
 }

@@ -160,6 +160,11 @@ impl Db {
         }
     }
 
+    /// Whether this is PostgreSQL (for the few statements only it has).
+    pub fn is_postgres(&self) -> bool {
+        matches!(self, Db::Postgres(_))
+    }
+
     /// The name of the backend, for logs.
     pub fn kind(&self) -> &'static str {
         match self {

@@ -78,8 +78,11 @@ impl AppError {
             AppError::Unavailable(_) | AppError::NotConfigured(_) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
-            AppError::Store(StoreError::Taken) | AppError::Taken { .. } => StatusCode::CONFLICT,
-            AppError::Stale { .. } | AppError::Store(StoreError::Stale) => {
+            AppError::Store(e) if e.is_unavailable() => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::Taken { .. } => StatusCode::CONFLICT,
+            AppError::Store(e) if matches!(e.inner(), StoreError::Taken) => StatusCode::CONFLICT,
+            AppError::Stale { .. } => StatusCode::PRECONDITION_FAILED,
+            AppError::Store(e) if matches!(e.inner(), StoreError::Stale) => {
                 StatusCode::PRECONDITION_FAILED
             }
             AppError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -99,9 +102,12 @@ impl AppError {
     fn kind(&self) -> &'static str {
         match self {
             AppError::Unavailable(_) => "unavailable",
+            AppError::Store(e) if e.is_unavailable() => "unavailable",
             AppError::NotConfigured(_) => "not-configured",
-            AppError::Store(StoreError::Taken) | AppError::Taken { .. } => "code-taken",
-            AppError::Stale { .. } | AppError::Store(StoreError::Stale) => "stale-version",
+            AppError::Taken { .. } => "code-taken",
+            AppError::Store(e) if matches!(e.inner(), StoreError::Taken) => "code-taken",
+            AppError::Stale { .. } => "stale-version",
+            AppError::Store(e) if matches!(e.inner(), StoreError::Stale) => "stale-version",
             AppError::Store(_) => "internal",
             AppError::Unauthorized | AppError::EdgeUnauthorized => "unauthorized",
             AppError::Forbidden(_) => "forbidden",
@@ -116,6 +122,9 @@ impl AppError {
         }
     }
 }
+
+/// What a 503 for an unreachable database tells the client to wait, in seconds.
+pub const UNAVAILABLE_RETRY_AFTER_S: u64 = 2;
 
 /// An error as the API answers it (RFC 9457, `application/problem+json`).
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -138,7 +147,10 @@ impl IntoResponse for AppError {
         let status = self.status();
         let detail = if status.is_server_error() {
             tracing::error!(error = %self, source = ?std::error::Error::source(&self), "request failed");
-            match self {
+            match &self {
+                AppError::Store(e) if e.is_unavailable() => {
+                    "the database cannot answer now; retry shortly".to_owned()
+                }
                 // Internals stay in the log.
                 AppError::Store(_) => "an internal error occurred; it has been logged".to_owned(),
                 _ => self.to_string(),
@@ -157,9 +169,16 @@ impl IntoResponse for AppError {
             body,
         )
             .into_response();
-        if let AppError::RateLimited { retry_after_s } = self {
-            res.headers_mut()
-                .insert(header::RETRY_AFTER, retry_after_s.into());
+        match &self {
+            AppError::RateLimited { retry_after_s } => {
+                res.headers_mut()
+                    .insert(header::RETRY_AFTER, (*retry_after_s).into());
+            }
+            AppError::Store(e) if e.is_unavailable() => {
+                res.headers_mut()
+                    .insert(header::RETRY_AFTER, UNAVAILABLE_RETRY_AFTER_S.into());
+            }
+            _ => {}
         }
         res
     }

@@ -10,6 +10,7 @@ pub mod clicks;
 pub mod config;
 pub mod db;
 pub mod error;
+pub mod housekeeping;
 pub mod keys;
 pub mod links;
 pub mod metrics;
@@ -156,23 +157,8 @@ pub async fn serve(
         let stopped = stop.subscribe();
         tokio::spawn(async move { state.recorder.run(&state.clicks, &state.db, stopped).await })
     };
-    // Once a minute: idle keys' rate budgets are dropped, and click ids past their
-    // retention forgotten.
-    let sweeper = {
-        let state = state.clone();
-        tokio::spawn(async move {
-            use store::ClickStore;
-            let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
-            loop {
-                every.tick().await;
-                state.create_limit.shrink();
-                let before = store::now_ms() - state.clicks.retention_ms();
-                if let Err(e) = state.db.forget_click_ids(before).await {
-                    tracing::warn!(error = %e, "forgetting old click ids failed; will retry");
-                }
-            }
-        })
-    };
+    // Once a minute, what is past its time is forgotten (housekeeping).
+    let sweeper = tokio::spawn(housekeeping::run(state.clone()));
     let served = axum::serve(listener, routes::router(state))
         .with_graceful_shutdown(shutdown)
         .await;

@@ -1,6 +1,7 @@
 use clap::Parser;
-use origin_api::config::{Cli, Command, KeysCommand};
-use origin_api::store::{now_ms, LinkStore};
+use origin_api::config::{Cli, Command, KeysCommand, OutboxCommand};
+use origin_api::links::rfc3339;
+use origin_api::store::{now_ms, LinkStore, OutboxStore};
 use origin_api::{cli, keys, prepare, serve, AppState};
 use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
@@ -55,6 +56,36 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 return Err(format!("no live key with id {key_id}").into());
             }
             println!("revoked {key_id}");
+        }
+        Command::Outbox(OutboxCommand::Failed) => {
+            let mut after = 0;
+            loop {
+                let rows = db.failed_rows(after, 1_000).await?;
+                let Some(last) = rows.last() else { break };
+                after = last.seq;
+                for r in &rows {
+                    println!(
+                        "{}\t{}\t{} v{}\t{} attempts\tfailed {}\t{}",
+                        r.seq,
+                        r.lane,
+                        r.route_key,
+                        r.version,
+                        r.attempts,
+                        rfc3339(r.failed_at),
+                        r.last_error
+                    );
+                }
+            }
+        }
+        Command::Outbox(OutboxCommand::Retry { seq, all: _ }) => {
+            let n = db.retry_failed(seq).await?;
+            if n == 0 {
+                return Err(match seq {
+                    Some(seq) => format!("no row {seq} is set aside as failed").into(),
+                    None => "no row is set aside as failed".into(),
+                });
+            }
+            println!("{n} row(s) back in line; the publisher pushes them again");
         }
         Command::Serve => {
             if settings.permutation_keys.is_none() {

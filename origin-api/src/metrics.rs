@@ -42,6 +42,12 @@ pub struct Metrics {
     pub publish_failures: Counter,
     /// Values the edge refused for a reason other than holding a newer version.
     pub publish_rejected: Counter,
+    /// Outbox rows set aside as failed (dead letters).
+    pub publish_dead: Counter,
+    /// Rows the edge held a newer version of than this database (restored from a backup?).
+    pub publish_edge_ahead: Counter,
+    /// Outbox rows set aside as failed, now.
+    pub outbox_failed: Gauge,
     /// 1 while this process holds the publisher lease.
     pub publisher_leader: Gauge,
     /// Age of the oldest undelivered outbox row, as the leader last saw it.
@@ -51,6 +57,8 @@ pub struct Metrics {
     /// Clicks of this origin's own redirects dropped: the recorder's queue was full, or
     /// the database refused them for longer than the recorder retries.
     pub clicks_dropped: Counter,
+    /// Link writes refused by a unique index other than the route key's.
+    pub write_conflicts: Counter,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -126,6 +134,24 @@ impl Default for Metrics {
             "Values the edge refused for a reason other than holding a newer version",
             publish_rejected.clone(),
         );
+        let publish_dead = Counter::default();
+        registry.register(
+            "publish_dead",
+            "Outbox rows set aside as failed after the edge refused them (GET /v1/admin/outbox?state=failed lists them)",
+            publish_dead.clone(),
+        );
+        let publish_edge_ahead = Counter::default();
+        registry.register(
+            "publish_edge_ahead",
+            "Rows the edge already held a newer version of than this database: restored from a backup?",
+            publish_edge_ahead.clone(),
+        );
+        let outbox_failed = Gauge::default();
+        registry.register(
+            "outbox_failed",
+            "Outbox rows set aside as failed, waiting for an operator",
+            outbox_failed.clone(),
+        );
         let publisher_leader = Gauge::default();
         registry.register(
             "publisher_leader",
@@ -150,7 +176,17 @@ impl Default for Metrics {
             "Clicks of this origin's own redirects dropped (recorder queue full, or the database failing)",
             clicks_dropped.clone(),
         );
+        let write_conflicts = Counter::default();
+        registry.register(
+            "write_conflicts",
+            "Link writes refused by a unique index other than (domain, code): an id handed out twice; each is a 500",
+            write_conflicts.clone(),
+        );
         Metrics {
+            publish_dead,
+            publish_edge_ahead,
+            outbox_failed,
+            write_conflicts,
             clicks,
             clicks_dropped,
             edge_resolves,

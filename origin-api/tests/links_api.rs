@@ -429,7 +429,7 @@ async fn the_origin_redirect_decides_like_the_edge() {
                 Some("https://dest.example/p")
             )
         );
-        assert_eq!(r.headers[header::CACHE_CONTROL], "private, max-age=3600");
+        assert_eq!(r.headers[header::CACHE_CONTROL], "private, max-age=60");
         let r = api.visit("GET", "s.example", "/fwd-link?a=9&b=2").await;
         assert_eq!(
             r.headers[header::LOCATION],

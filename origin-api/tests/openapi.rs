@@ -95,6 +95,7 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
             "GET /metrics",
             "GET /openapi.json",
             "GET /readyz",
+            "GET /v1/admin/outbox",
             "GET /v1/bans",
             "GET /v1/edge/resolve/{domain}/{code}",
             "GET /v1/links",

@@ -6,38 +6,92 @@ mod common;
 
 use async_trait::async_trait;
 use common::TestDb;
+use origin_api::db::Db;
 use origin_api::publisher::sink::{Sink, SinkError};
-use origin_api::publisher::{Publisher, LEASE};
-use origin_api::store::{now_ms, LinkStore, OutboxStore};
-use origin_api::{keys, links, AppState};
+use origin_api::publisher::{Publisher, Timings, LEASE};
+use origin_api::store::{
+    now_ms, FailedRow, LeaseClaim, LinkStore, OutboxRow, OutboxStore, RowFailure, StoreError,
+};
+use origin_api::{keys, links, metrics::Metrics, AppState};
 use serde_json::{json, Value};
-use shared::sync::{judge, SyncItem, SyncReply};
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use shared::sync::{judge, Refusal, SyncItem, SyncReply};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{watch, Notify};
 
-/// KV in memory, judged like the worker; can be made to fail.
-#[derive(Debug, Default)]
+/// KV in memory: judged like the worker (`checks_versions`), or taking whatever comes
+/// like Cloudflare's bulk API; can be made to fail whole, or to refuse some keys.
+#[derive(Debug)]
 struct MemoryEdge {
     kv: Mutex<HashMap<String, String>>,
     pushes: Mutex<Vec<Vec<String>>>,
     down: AtomicBool,
+    checks_versions: bool,
+    /// Keys KV fails to write (worth retrying, as the worker says).
+    poison: Mutex<HashSet<String>>,
+    /// Keys the answer leaves out.
+    unanswered: Mutex<HashSet<String>>,
+    written: Notify,
+}
+
+impl Default for MemoryEdge {
+    fn default() -> Self {
+        MemoryEdge::new(true)
+    }
 }
 
 #[async_trait]
 impl Sink for MemoryEdge {
+    fn max_items(&self) -> usize {
+        400
+    }
+
     async fn push(&self, items: &[SyncItem]) -> Result<SyncReply, SinkError> {
         if self.down.load(Ordering::SeqCst) {
             return Err(SinkError::Unreachable("connection refused".into()));
         }
+        Ok(self.apply(items))
+    }
+}
+
+impl MemoryEdge {
+    fn new(checks_versions: bool) -> Self {
+        MemoryEdge {
+            kv: Mutex::default(),
+            pushes: Mutex::default(),
+            down: AtomicBool::new(false),
+            checks_versions,
+            poison: Mutex::default(),
+            unanswered: Mutex::default(),
+            written: Notify::new(),
+        }
+    }
+
+    fn apply(&self, items: &[SyncItem]) -> SyncReply {
         self.pushes
             .lock()
             .expect("lock")
             .push(items.iter().map(|i| i.key.clone()).collect());
+        let poison = self.poison.lock().expect("lock").clone();
+        let unanswered = self.unanswered.lock().expect("lock").clone();
         let mut kv = self.kv.lock().expect("lock");
         let mut reply = SyncReply::default();
         for item in items {
-            match judge(item, kv.get(&item.key).map(String::as_str)) {
+            if unanswered.contains(&item.key) {
+                continue;
+            }
+            if poison.contains(&item.key) {
+                reply.refused.push(Refusal::failed(item, "value too large"));
+                continue;
+            }
+            let verdict = if self.checks_versions {
+                judge(item, kv.get(&item.key).map(String::as_str))
+            } else {
+                Ok(())
+            };
+            match verdict {
                 Ok(()) => {
                     kv.insert(item.key.clone(), item.value.clone());
                     reply.written.push(item.key.clone());
@@ -45,14 +99,52 @@ impl Sink for MemoryEdge {
                 Err(refusal) => reply.refused.push(refusal),
             }
         }
-        Ok(reply)
+        self.written.notify_waiters();
+        reply
     }
-}
 
-impl MemoryEdge {
     fn value(&self, key: &str) -> Option<Value> {
         let kv = self.kv.lock().expect("lock");
         kv.get(key).map(|v| serde_json::from_str(v).expect("JSON"))
+    }
+}
+
+/// Short clocks, so that leases lapse and deadlines pass within a test.
+fn test_timings() -> Timings {
+    Timings {
+        lease_ttl: Duration::from_millis(800),
+        renew_every: Duration::from_millis(100),
+        push_deadline: Duration::from_millis(200),
+        margin: Duration::from_millis(100),
+        idle_poll: Duration::from_millis(10),
+        max_backoff: Duration::from_millis(100),
+        item_retry_base: Duration::ZERO,
+        max_attempts: 3,
+    }
+}
+
+/// Every undelivered row of both lanes that is due now.
+async fn pending(db: &Db) -> Vec<OutboxRow> {
+    let mut rows = db.pending("fast", 10_000, now_ms()).await.expect("pending");
+    rows.extend(
+        db.pending("normal", 10_000, now_ms())
+            .await
+            .expect("pending"),
+    );
+    rows
+}
+
+/// Polls `done` every few milliseconds for up to 30 s: for what a test cannot be told
+/// directly (another task's progress through the database).
+async fn eventually<F, Fut>(what: &str, mut done: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !done().await {
+        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
 
@@ -66,10 +158,11 @@ struct Setup {
 fn setup(t: &TestDb) -> Setup {
     let state = common::app_state(t);
     let edge = Arc::new(MemoryEdge::default());
-    let publisher = Publisher::new(
+    let publisher = Publisher::with_timings(
         Arc::new(state.db.clone()),
         edge.clone(),
         state.metrics.clone(),
+        test_timings(),
     );
     Setup {
         state,
@@ -172,7 +265,7 @@ async fn creates_edits_and_bans_reach_the_edge_coalesced_with_the_fast_lane_firs
         let view = read.view();
         assert_eq!(view.edge.state, links::EdgeState::Published, "{}", t.kind());
         assert!(view.edge.published_at.is_some() && view.edge.visible_everywhere_by.is_some());
-        assert!(s.state.db.pending(100).await.expect("pending").is_empty());
+        assert!(pending(&s.state.db).await.is_empty());
         assert_eq!(s.publisher.step().await.expect("idle step"), 0);
 
         // A further edit makes it pending again until it is delivered.
@@ -197,8 +290,11 @@ async fn a_failed_push_is_retried_and_an_older_version_never_replaces_a_newer_on
         .await;
         s.edge.down.store(true, Ordering::SeqCst);
         assert!(s.publisher.step().await.is_err());
-        let pending = s.state.db.pending(100).await.expect("pending");
-        assert!(!pending.is_empty(), "{}: nothing is lost", t.kind());
+        assert!(
+            !pending(&s.state.db).await.is_empty(),
+            "{}: nothing is lost",
+            t.kind()
+        );
         s.edge.down.store(false, Ordering::SeqCst);
         drain(&s).await;
         assert_eq!(
@@ -206,68 +302,88 @@ async fn a_failed_push_is_retried_and_an_older_version_never_replaces_a_newer_on
             json!(1)
         );
 
-        // The edge already holds version 5 (say, from a push whose answer was lost and
-        // a later edit): a replay of version 1 is refused, counted as delivered, and
-        // the edge keeps version 5.
+        // The edge already holds version 5 of a link this database has at version 2 (the
+        // database was restored from a backup, say). That is not a replay: the row is set
+        // aside, loudly, instead of being counted as delivered while the edge keeps a
+        // version this database never made.
         let newer = json!({ "t": "https://dest.example/v5", "s": "active", "r": 302, "x": null, "v": 5, "q": false });
         s.edge
             .kv
             .lock()
             .expect("lock")
             .insert("l:s.example/retry-me".into(), newer.to_string());
-        let link = s
-            .state
-            .db
-            .get_link("s.example", "retry-me")
-            .await
-            .expect("read")
-            .expect("link");
+        let link = stored(&s, "retry-me").await;
         edit(&s, &link, json!({ "title": "t" })).await;
         drain(&s).await;
         assert_eq!(
             s.edge.value("l:s.example/retry-me").expect("record")["v"],
             json!(5)
         );
-        assert!(s.state.db.pending(100).await.expect("pending").is_empty());
+        assert!(pending(&s.state.db).await.is_empty());
+        let failed = s.state.db.failed_rows(0, 10).await.expect("failed");
+        assert_eq!(failed.len(), 1, "{}: {failed:?}", t.kind());
+        assert!(
+            failed[0].last_error.contains("restored from a backup"),
+            "{}",
+            failed[0].last_error
+        );
+        assert_eq!(s.state.metrics.publish_edge_ahead.get(), 1);
+        assert_eq!(
+            stored(&s, "retry-me").await.view().edge.state,
+            links::EdgeState::Pending
+        );
         t.cleanup().await;
     }
 }
 
 #[tokio::test]
-async fn one_leader_at_a_time_and_a_standby_takes_over_when_the_lease_lapses_or_is_given_up() {
+async fn one_leader_at_a_time_by_the_databases_clock_with_a_new_epoch_at_each_takeover() {
     for t in TestDb::all("publisher-lease").await {
         let db = &t.db;
-        let now = now_ms();
-        assert!(db
-            .take_lease(LEASE, "a", now + 5_000, now)
-            .await
-            .expect("lease"));
-        assert!(
-            !db.take_lease(LEASE, "b", now + 5_000, now)
-                .await
-                .expect("lease"),
-            "{}",
-            t.kind()
+        let a = db.take_lease(LEASE, "a", 60_000).await.expect("lease");
+        assert!(a.is_some(), "{}", t.kind());
+        assert_eq!(
+            db.take_lease(LEASE, "b", 60_000).await.expect("lease"),
+            None
         );
-        assert!(db
-            .take_lease(LEASE, "a", now + 6_000, now + 1_000)
-            .await
-            .expect("renew"));
-        // Once a's lease has lapsed, b takes it, and a cannot renew.
-        assert!(db
-            .take_lease(LEASE, "b", now + 12_000, now + 7_000)
-            .await
-            .expect("lease"));
-        assert!(!db
-            .take_lease(LEASE, "a", now + 13_000, now + 8_000)
-            .await
-            .expect("lease"));
-        // Given up, it is free at once.
-        db.release_lease(LEASE, "b").await.expect("release");
-        assert!(db
-            .take_lease(LEASE, "a", now + 14_000, now + 9_000)
-            .await
-            .expect("lease"));
+        assert_eq!(
+            db.take_lease(LEASE, "a", 60_000).await.expect("renew"),
+            a,
+            "a renewal keeps the epoch"
+        );
+        // a renews for no time at all: its lease has lapsed by the database's clock.
+        assert_eq!(db.take_lease(LEASE, "a", -1).await.expect("renew"), a);
+        let b = db.take_lease(LEASE, "b", 60_000).await.expect("lease");
+        assert!(b > a, "{}: a takeover starts a new epoch", t.kind());
+        assert_eq!(
+            db.take_lease(LEASE, "a", 60_000).await.expect("lease"),
+            None
+        );
+        assert_eq!(
+            db.lease_holder(LEASE).await.expect("holder"),
+            Some(("b".to_owned(), b.expect("epoch")))
+        );
+        // A stale claim writes nothing; the holder's does.
+        let stale = LeaseClaim {
+            name: LEASE,
+            holder: "a",
+            epoch: a.expect("epoch"),
+        };
+        assert!(matches!(
+            db.mark_published(&stale, &[], now_ms()).await,
+            Err(StoreError::LeaseLost)
+        ));
+        let held = LeaseClaim {
+            name: LEASE,
+            holder: "b",
+            epoch: b.expect("epoch"),
+        };
+        db.mark_published(&held, &[], now_ms()).await.expect("held");
+        // Given up, it is free at once, and the next holder's epoch follows on.
+        db.release_lease(&held).await.expect("release");
+        assert_eq!(db.lease_holder(LEASE).await.expect("holder"), None);
+        let a2 = db.take_lease(LEASE, "a", 60_000).await.expect("lease");
+        assert!(a2 > b, "{}", t.kind());
         t.cleanup().await;
     }
 }
@@ -392,10 +508,11 @@ async fn the_kv_bulk_sink_sends_what_cloudflare_documents_and_never_an_older_ver
         let state = common::app_state(&t);
         let sink = origin_api::publisher::sink::KvBulk::new(&api, "acct123", "ns456", "cf-token")
             .expect("sink");
-        let publisher = Publisher::new(
+        let publisher = Publisher::with_timings(
             Arc::new(state.db.clone()),
             Arc::new(sink),
             state.metrics.clone(),
+            test_timings(),
         );
         let s = Setup {
             state,
@@ -469,8 +586,504 @@ async fn the_kv_bulk_sink_sends_what_cloudflare_documents_and_never_an_older_ver
             serde_json::from_str::<Value>(&value).expect("record")["v"],
             json!(2)
         );
-        assert!(s.state.db.pending(10).await.expect("pending").is_empty());
+        assert!(pending(&s.state.db).await.is_empty());
         server.abort();
+        t.cleanup().await;
+    }
+}
+
+/// A sink whose pushes, once armed, stall until released, and then land whatever the
+/// pusher did meanwhile (a request on the wire that the server goes on with after the
+/// client gave up on it).
+#[derive(Debug)]
+struct Stalling {
+    edge: Arc<MemoryEdge>,
+    armed: AtomicBool,
+    entered: Notify,
+    release: Arc<Notify>,
+}
+
+#[async_trait]
+impl Sink for Stalling {
+    fn max_items(&self) -> usize {
+        400
+    }
+
+    async fn push(&self, items: &[SyncItem]) -> Result<SyncReply, SinkError> {
+        if !self.armed.load(Ordering::SeqCst) {
+            return Ok(self.edge.apply(items));
+        }
+        let (edge, items, release) = (self.edge.clone(), items.to_vec(), self.release.clone());
+        let released = release.notified_owned();
+        let landing = tokio::spawn(async move {
+            released.await;
+            edge.apply(&items)
+        });
+        self.entered.notify_waiters();
+        landing
+            .await
+            .map_err(|e| SinkError::Unreachable(e.to_string()))
+    }
+}
+
+/// The database as one origin sees it, which a test can cut off from renewing its lease
+/// (a partition, a process frozen mid-push); counts the delivery marks that commit.
+#[derive(Debug)]
+struct Cut {
+    db: Db,
+    cut: AtomicBool,
+    marks: AtomicUsize,
+}
+
+#[async_trait]
+impl OutboxStore for Cut {
+    async fn take_lease(&self, n: &str, h: &str, ttl: i64) -> Result<Option<i64>, StoreError> {
+        if self.cut.load(Ordering::SeqCst) {
+            return Err(StoreError::Unavailable("cut off".into()));
+        }
+        self.db.take_lease(n, h, ttl).await
+    }
+    async fn release_lease(&self, c: &LeaseClaim<'_>) -> Result<(), StoreError> {
+        self.db.release_lease(c).await
+    }
+    async fn lease_holder(&self, n: &str) -> Result<Option<(String, i64)>, StoreError> {
+        self.db.lease_holder(n).await
+    }
+    async fn pending(&self, l: &str, n: i64, at: i64) -> Result<Vec<OutboxRow>, StoreError> {
+        self.db.pending(l, n, at).await
+    }
+    async fn mark_published(
+        &self,
+        c: &LeaseClaim<'_>,
+        rows: &[OutboxRow],
+        at: i64,
+    ) -> Result<(), StoreError> {
+        self.db.mark_published(c, rows, at).await?;
+        self.marks.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+    async fn retire_superseded(&self, c: &LeaseClaim<'_>, at: i64) -> Result<u64, StoreError> {
+        self.db.retire_superseded(c, at).await
+    }
+    async fn record_failures(
+        &self,
+        c: &LeaseClaim<'_>,
+        f: &[RowFailure<'_>],
+        at: i64,
+    ) -> Result<u64, StoreError> {
+        self.db.record_failures(c, f, at).await
+    }
+    async fn note_push_failure(
+        &self,
+        c: &LeaseClaim<'_>,
+        rows: &[OutboxRow],
+        e: &str,
+    ) -> Result<(), StoreError> {
+        self.db.note_push_failure(c, rows, e).await
+    }
+    async fn segments_since(&self, since: i64) -> Result<Vec<String>, StoreError> {
+        self.db.segments_since(since).await
+    }
+    async fn oldest_pending(&self) -> Result<Option<i64>, StoreError> {
+        self.db.oldest_pending().await
+    }
+    async fn failed_rows(&self, after: i64, n: i64) -> Result<Vec<FailedRow>, StoreError> {
+        self.db.failed_rows(after, n).await
+    }
+    async fn retry_failed(&self, seq: Option<i64>) -> Result<u64, StoreError> {
+        self.db.retry_failed(seq).await
+    }
+    async fn prune_delivered(&self, before: i64) -> Result<u64, StoreError> {
+        self.db.prune_delivered(before).await
+    }
+}
+
+async fn published_version(db: &Db, code: &str) -> Option<u64> {
+    db.get_link("s.example", code)
+        .await
+        .expect("read")
+        .and_then(|l| l.published.map(|p| p.version))
+}
+
+/// The promise: a stale leader's push never lands after the next leader's push of the
+/// same key, and a stale leader marks nothing, on a sink that checks versions (the
+/// worker) and on one that does not (Cloudflare's bulk API).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_push_stalled_past_the_lease_never_lands_after_the_standbys_and_the_stale_leader_marks_nothing(
+) {
+    for t in TestDb::all("publisher-fenced").await {
+        for checks_versions in [false, true] {
+            let state = common::app_state(&t);
+            let edge = Arc::new(MemoryEdge::new(checks_versions));
+            let code = format!("fenced-{checks_versions}");
+            let link = {
+                let req: links::CreateLink = serde_json::from_value(
+                    json!({ "target_url": "https://dest.example/v1", "code": code }),
+                )
+                .expect("body");
+                links::create_link(&state, "acme", req)
+                    .await
+                    .expect("create")
+            };
+            let stalling = Arc::new(Stalling {
+                edge: edge.clone(),
+                armed: AtomicBool::new(false),
+                entered: Notify::new(),
+                release: Arc::new(Notify::new()),
+            });
+            let a_store = Arc::new(Cut {
+                db: state.db.clone(),
+                cut: AtomicBool::new(false),
+                marks: AtomicUsize::new(0),
+            });
+            let a_metrics = Metrics::default();
+            let a = Publisher::with_timings(
+                a_store.clone(),
+                stalling.clone(),
+                a_metrics.clone(),
+                test_timings(),
+            );
+            let (stop, stopped) = watch::channel(false);
+            let a_task = tokio::spawn(a.run(stopped.clone()));
+            eventually("A delivers v1", || async {
+                published_version(&state.db, &code).await == Some(1)
+            })
+            .await;
+
+            // A's next push stalls on the wire; then A is cut off from the database.
+            stalling.armed.store(true, Ordering::SeqCst);
+            let entered = stalling.entered.notified();
+            let v2 = {
+                let changes: links::UpdateLink =
+                    serde_json::from_value(json!({ "target_url": "https://dest.example/v2" }))
+                        .expect("changes");
+                links::update_link(&state, link.clone(), 1, changes)
+                    .await
+                    .expect("v2")
+            };
+            entered.await;
+            a_store.cut.store(true, Ordering::SeqCst);
+            let marks_before = a_store.marks.load(Ordering::SeqCst);
+            // A stops pushing on its own clock before its lease could lapse; only then is
+            // the link deleted (v3), so that every push A has in flight carries v2.
+            eventually("A stops leading", || async {
+                a_metrics.publisher_leader.get() == 0
+            })
+            .await;
+            links::delete_link(&state, v2, None).await.expect("v3");
+
+            // B takes over once A's lease lapses by the database's clock.
+            let b_metrics = Metrics::default();
+            let b = Publisher::with_timings(
+                Arc::new(state.db.clone()),
+                edge.clone(),
+                b_metrics.clone(),
+                test_timings(),
+            );
+            let b_task = tokio::spawn(b.run(stopped.clone()));
+            eventually("B leads", || async {
+                b_metrics.publisher_leader.get() == 1
+            })
+            .await;
+            // A's stale push lands now, after the takeover: within its deadline, which B
+            // waits out before its first push.
+            stalling.release.notify_waiters();
+            eventually("B delivers v3", || async {
+                published_version(&state.db, &code).await == Some(3)
+            })
+            .await;
+
+            let record = edge.value(&format!("l:s.example/{code}")).expect("record");
+            assert_eq!(
+                (record["v"].clone(), record["s"].clone()),
+                (json!(3), json!("deleted")),
+                "{} (versions checked: {checks_versions}): the edge ends with the newest version",
+                t.kind()
+            );
+            assert_eq!(
+                a_store.marks.load(Ordering::SeqCst),
+                marks_before,
+                "{}: the stale leader marked nothing once cut off",
+                t.kind()
+            );
+            assert_eq!(
+                a_metrics.publisher_leader.get(),
+                0,
+                "A knows it does not lead"
+            );
+            stop.send(true).expect("stop");
+            let _ = a_task.await;
+            let _ = b_task.await;
+        }
+        t.cleanup().await;
+    }
+}
+
+/// No poison pill: one value the edge will not take is retried, then set aside where an
+/// operator sees it, while a hundred changes and a ban behind it all reach the edge.
+#[tokio::test]
+async fn a_value_the_edge_refuses_is_set_aside_and_everything_behind_it_is_delivered() {
+    for t in TestDb::all("publisher-poison").await {
+        let s = setup(&t);
+        s.edge
+            .poison
+            .lock()
+            .expect("lock")
+            .insert("l:s.example/poison".into());
+        create(
+            &s,
+            json!({ "target_url": "https://dest.example/p", "code": "poison" }),
+        )
+        .await;
+        let mut links = Vec::new();
+        for i in 0..50 {
+            let link = create(&s, json!({ "target_url": format!("https://dest.example/{i}"), "code": format!("ok-{i}") })).await;
+            links.push(edit(&s, &link, json!({ "title": format!("edited {i}") })).await);
+        }
+        use origin_api::store::BanStore;
+        s.state
+            .db
+            .insert_ban(
+                &origin_api::bans::BanTarget::Host {
+                    host: "evil.example".into(),
+                },
+                "phishing",
+                "ops/t",
+                now_ms(),
+            )
+            .await
+            .expect("ban");
+        drain(&s).await;
+
+        for link in &links {
+            let record = s
+                .edge
+                .value(&format!("l:{}", link.route_key()))
+                .expect("record");
+            assert_eq!(record["v"], json!(2), "{}: {}", t.kind(), link.route_key());
+        }
+        assert_eq!(
+            s.edge.value("deny").expect("deny")["hosts"],
+            json!(["evil.example"])
+        );
+        assert!(s.edge.value("l:s.example/poison").is_none());
+        assert!(pending(&s.state.db).await.is_empty(), "{}", t.kind());
+        let failed = s.state.db.failed_rows(0, 10).await.expect("failed");
+        assert_eq!(failed.len(), 1, "{failed:?}");
+        assert_eq!(
+            (failed[0].route_key.as_str(), failed[0].attempts),
+            ("s.example/poison", 3)
+        );
+        assert!(
+            failed[0].last_error.contains("value too large"),
+            "{}",
+            failed[0].last_error
+        );
+        assert_eq!(s.state.metrics.publish_dead.get(), 1);
+
+        // Once the edge takes it, the operator puts it back in line and it is delivered.
+        s.edge.poison.lock().expect("lock").clear();
+        assert_eq!(s.state.db.retry_failed(None).await.expect("retry"), 1);
+        drain(&s).await;
+        assert_eq!(
+            s.edge.value("l:s.example/poison").expect("record")["v"],
+            json!(1)
+        );
+        assert!(s
+            .state
+            .db
+            .failed_rows(0, 10)
+            .await
+            .expect("failed")
+            .is_empty());
+        assert_eq!(
+            stored(&s, "poison").await.view().edge.state,
+            links::EdgeState::Published
+        );
+        t.cleanup().await;
+    }
+}
+
+/// A sink that refuses a whole request (400) when any of its items is the bad key, as
+/// Cloudflare's bulk API does for a key it cannot store.
+#[derive(Debug)]
+struct Fussy {
+    edge: MemoryEdge,
+    bad: String,
+    requests: AtomicUsize,
+}
+
+#[async_trait]
+impl Sink for Fussy {
+    fn max_items(&self) -> usize {
+        1_000
+    }
+    async fn push(&self, items: &[SyncItem]) -> Result<SyncReply, SinkError> {
+        self.requests.fetch_add(1, Ordering::SeqCst);
+        if items.iter().any(|i| i.key == self.bad) {
+            return Err(SinkError::Refused {
+                status: 400,
+                body: "bad key".into(),
+            });
+        }
+        Ok(self.edge.apply(items))
+    }
+}
+
+#[tokio::test]
+async fn a_request_refused_for_one_item_is_split_until_that_item_stands_alone() {
+    for t in TestDb::all("publisher-split").await {
+        let state = common::app_state(&t);
+        let sink = Arc::new(Fussy {
+            edge: MemoryEdge::new(false),
+            bad: "l:s.example/bad-17".into(),
+            requests: AtomicUsize::new(0),
+        });
+        let publisher = Publisher::with_timings(
+            Arc::new(state.db.clone()),
+            sink.clone(),
+            state.metrics.clone(),
+            test_timings(),
+        );
+        for i in 0..64 {
+            let req: links::CreateLink = serde_json::from_value(
+                json!({ "target_url": format!("https://dest.example/{i}"), "code": format!("bad-{i}") }),
+            )
+            .expect("body");
+            links::create_link(&state, "acme", req)
+                .await
+                .expect("create");
+        }
+        while publisher.step().await.expect("step") > 0 {}
+        for i in (0..64).filter(|i| *i != 17) {
+            assert!(
+                sink.edge.value(&format!("l:s.example/bad-{i}")).is_some(),
+                "{}: bad-{i}",
+                t.kind()
+            );
+        }
+        let failed = state.db.failed_rows(0, 10).await.expect("failed");
+        assert_eq!(
+            failed
+                .iter()
+                .map(|f| f.route_key.as_str())
+                .collect::<Vec<_>>(),
+            ["s.example/bad-17"]
+        );
+        // Halving finds one item among 64 in about 2·log2(64) requests, per attempt.
+        let requests = sink.requests.load(Ordering::SeqCst);
+        assert!(requests < 3 * 2 * 8, "{requests} requests");
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_key_the_edge_did_not_answer_for_is_not_counted_as_delivered() {
+    for t in TestDb::all("publisher-unanswered").await {
+        let s = setup(&t);
+        s.edge
+            .unanswered
+            .lock()
+            .expect("lock")
+            .insert("l:s.example/silent".into());
+        create(
+            &s,
+            json!({ "target_url": "https://dest.example/s", "code": "silent" }),
+        )
+        .await;
+        create(
+            &s,
+            json!({ "target_url": "https://dest.example/t", "code": "spoken" }),
+        )
+        .await;
+        s.publisher.step().await.expect("step");
+        assert_eq!(
+            stored(&s, "spoken").await.view().edge.state,
+            links::EdgeState::Published
+        );
+        assert_eq!(
+            stored(&s, "silent").await.view().edge.state,
+            links::EdgeState::Pending,
+            "{}",
+            t.kind()
+        );
+        // Once answered, it is delivered.
+        s.edge.unanswered.lock().expect("lock").clear();
+        drain(&s).await;
+        assert_eq!(
+            stored(&s, "silent").await.view().edge.state,
+            links::EdgeState::Published
+        );
+        t.cleanup().await;
+    }
+}
+
+/// A sink whose pushes of link records never answer; the fast lane's go through.
+#[derive(Debug)]
+struct RecordsStuck {
+    edge: Arc<MemoryEdge>,
+}
+
+#[async_trait]
+impl Sink for RecordsStuck {
+    fn max_items(&self) -> usize {
+        400
+    }
+    async fn push(&self, items: &[SyncItem]) -> Result<SyncReply, SinkError> {
+        if items.iter().any(|i| i.key.starts_with("l:")) {
+            std::future::pending::<()>().await;
+        }
+        Ok(self.edge.apply(items))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ban_reaches_the_edge_while_the_normal_lane_is_stuck() {
+    for t in TestDb::all("publisher-lanes").await {
+        let state = common::app_state(&t);
+        let edge = Arc::new(MemoryEdge::new(true));
+        let publisher = Publisher::with_timings(
+            Arc::new(state.db.clone()),
+            Arc::new(RecordsStuck { edge: edge.clone() }),
+            state.metrics.clone(),
+            test_timings(),
+        );
+        for i in 0..20 {
+            let req: links::CreateLink = serde_json::from_value(
+                json!({ "target_url": format!("https://dest.example/{i}"), "code": format!("stuck-{i}") }),
+            )
+            .expect("body");
+            links::create_link(&state, "acme", req)
+                .await
+                .expect("create");
+        }
+        let (stop, stopped) = watch::channel(false);
+        let task = tokio::spawn(publisher.run(stopped));
+        use origin_api::store::BanStore;
+        state
+            .db
+            .insert_ban(
+                &origin_api::bans::BanTarget::Host {
+                    host: "evil.example".into(),
+                },
+                "phishing",
+                "ops/t",
+                now_ms(),
+            )
+            .await
+            .expect("ban");
+        eventually("the denylist reaches the edge", || async {
+            edge.value("deny")
+                .is_some_and(|d| d["hosts"] == json!(["evil.example"]))
+        })
+        .await;
+        assert!(
+            edge.value("l:s.example/stuck-0").is_none(),
+            "{}: the records are still stuck",
+            t.kind()
+        );
+        stop.send(true).expect("stop");
+        let _ = task.await;
         t.cleanup().await;
     }
 }

@@ -372,7 +372,7 @@ mod tests {
         );
         assert_eq!((d.status, d.outcome), (302, Outcome::Redirect));
         assert_eq!(d.header("location"), Some("https://dest.example/x"));
-        assert_eq!(d.header("cache-control"), Some("private, max-age=3600"));
+        assert_eq!(d.header("cache-control"), Some("private, max-age=60"));
         assert_eq!(d.body, Body::Empty);
 
         for code in [301, 307, 308] {
@@ -390,11 +390,11 @@ mod tests {
     #[test]
     fn max_age_never_outlives_the_link() {
         let rec = EdgeRecord {
-            expires_at: Some(NOW + 90),
+            expires_at: Some(NOW + 40),
             ..active("https://dest.example/")
         };
         let d = run(Some(&rec), Method::Get, None, &Denylist::default());
-        assert_eq!(d.header("cache-control"), Some("private, max-age=90"));
+        assert_eq!(d.header("cache-control"), Some("private, max-age=40"));
         let settings = DomainSettings {
             max_age_s: 30,
             ..DomainSettings::default()

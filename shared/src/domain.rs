@@ -13,6 +13,39 @@ pub enum DomainError {
     Empty,
     #[error("{0:?} is not a valid host name")]
     Invalid(String),
+    #[error("{0:?} cannot be a short domain: {1}")]
+    NotAShortDomain(String, &'static str),
+}
+
+/// The longest domain name DNS allows, in bytes.
+pub const MAX_DOMAIN_BYTES: usize = 253;
+
+/// Normalizes a short domain (see [`normalize_domain`]) and checks that it is a DNS
+/// name a shortener can serve: at most 253 bytes of letter-digit-hyphen labels of 1 to
+/// 63 each, not an IP address. Every KV key built from it then fits KV's 512 bytes.
+pub fn normalize_short_domain(input: &str) -> Result<String, DomainError> {
+    let host = normalize_domain(input)?;
+    let refuse = |why| Err(DomainError::NotAShortDomain(host.clone(), why));
+    if host.len() > MAX_DOMAIN_BYTES {
+        return refuse("longer than 253 bytes");
+    }
+    if host.starts_with('[') || host.parse::<std::net::Ipv4Addr>().is_ok() {
+        return refuse("an IP address");
+    }
+    for label in host.split('.') {
+        if label.is_empty() || label.len() > 63 {
+            return refuse("each label is 1 to 63 characters");
+        }
+        if label.starts_with('-')
+            || label.ends_with('-')
+            || !label
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        {
+            return refuse("labels are letters, digits and inner hyphens");
+        }
+    }
+    Ok(host)
 }
 
 /// Normalizes a host as written by a person or sent in a `Host` header: lowercase, no
@@ -139,9 +172,10 @@ pub struct DomainSettings {
     pub max_age_s: u32,
 }
 
-/// One hour: long enough to spare repeat clicks a round trip, short enough that an edit
-/// reaches people who already clicked within the hour.
-pub const DEFAULT_MAX_AGE_S: u32 = 3600;
+/// One minute. This is the longest a ban, a delete or an edit takes to reach a visitor
+/// whose browser already holds the redirect; a repeat click after it costs one round
+/// trip, and is counted again.
+pub const DEFAULT_MAX_AGE_S: u32 = 60;
 
 impl Default for DomainSettings {
     fn default() -> Self {
@@ -164,6 +198,36 @@ impl DomainSettings {
         } else {
             Cow::Borrowed(code)
         }
+    }
+}
+
+#[cfg(test)]
+mod short_domain_tests {
+    use super::*;
+
+    #[test]
+    fn short_domains_are_dns_names_that_fit_kv_keys() {
+        assert_eq!(normalize_short_domain("S.Example.").unwrap(), "s.example");
+        assert_eq!(
+            normalize_short_domain("bücher.example").unwrap(),
+            "xn--bcher-kva.example"
+        );
+        let longest = format!(
+            "{}.{}.{}.{}",
+            "a".repeat(63),
+            "b".repeat(63),
+            "c".repeat(63),
+            "d".repeat(61)
+        );
+        assert_eq!(longest.len(), 253);
+        assert!(normalize_short_domain(&longest).is_ok());
+        assert!(normalize_short_domain(&format!("{longest}x")).is_err());
+        assert!(normalize_short_domain(&format!("{}.example", "a".repeat(64))).is_err());
+        for bad in ["127.0.0.1", "[::1]", "a_b.example", "-a.example"] {
+            assert!(normalize_short_domain(bad).is_err(), "{bad}");
+        }
+        // The longest route key's KV key fits KV's 512 bytes.
+        assert!(format!("l:{longest}/{}", "x".repeat(64)).len() <= 512);
     }
 }
 

@@ -49,6 +49,23 @@ pub struct Refusal {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held: Option<u64>,
     pub reason: String,
+    /// The same item may succeed later (KV failed to read or write it); otherwise
+    /// pushing the same bytes again cannot succeed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retry: bool,
+}
+
+impl Refusal {
+    /// A KV read or write of `item` that failed: worth pushing again.
+    pub fn failed(item: &SyncItem, error: impl std::fmt::Display) -> Refusal {
+        Refusal {
+            key: item.key.clone(),
+            offered: item.version,
+            held: None,
+            reason: format!("KV failed: {error}"),
+            retry: true,
+        }
+    }
 }
 
 /// The answer to a push: the keys written and the items refused, in request order.
@@ -85,6 +102,7 @@ pub fn judge(item: &SyncItem, held: Option<&str>) -> Result<(), Refusal> {
         offered: item.version,
         held,
         reason: reason.to_owned(),
+        retry: false,
     };
     match version_of(&item.key, &item.value) {
         None => {

@@ -120,7 +120,7 @@ async fn visitors_get_what_each_record_says() {
         header(&res, LOCATION),
         Some("https://dest.example/landing?a=1#top")
     );
-    assert_eq!(header(&res, CACHE_CONTROL), Some("private, max-age=3600"));
+    assert_eq!(header(&res, CACHE_CONTROL), Some("private, max-age=60"));
 
     // Query forwarding merges, keeping the target's own value.
     let res = visit(&edge, Method::GET, "/fwdQry1?a=9&b=2").await;

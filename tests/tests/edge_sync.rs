@@ -118,3 +118,37 @@ async fn pushes_are_authenticated_written_and_never_turned_back() {
         .expect("get");
     assert_eq!(get.status(), StatusCode::METHOD_NOT_ALLOWED);
 }
+
+/// One value KV will not take (an expiration less than a minute away, which KV refuses)
+/// is refused alone, marked worth retrying; the items around it are written.
+#[tokio::test]
+async fn a_value_kv_refuses_is_refused_alone_and_the_rest_of_the_push_is_written() {
+    let edge = Edge::start_with(&[], &[("SYNC_TOKEN", TOKEN)]).await;
+    let soon = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs()
+        + 5;
+    let items = json!([
+        { "key": "l:s.example/before-it", "value": record("https://dest.example/a", 1), "version": 1 },
+        { "key": "l:s.example/poisoned", "value": record("https://dest.example/p", 1), "version": 1, "expiration": soon },
+        { "key": "l:s.example/after-it", "value": record("https://dest.example/b", 1), "version": 1 },
+    ]);
+    let (status, reply) = push(&edge, Some(TOKEN), items).await;
+    assert_eq!(status, StatusCode::OK, "{reply}\n{}", edge.log());
+    let mut written: Vec<String> = reply["written"]
+        .as_array()
+        .expect("written")
+        .iter()
+        .map(|k| k.as_str().expect("key").to_owned())
+        .collect();
+    written.sort();
+    assert_eq!(written, ["l:s.example/after-it", "l:s.example/before-it"]);
+    let refused = reply["refused"].as_array().expect("refused");
+    assert_eq!(refused.len(), 1, "{reply}");
+    assert_eq!(refused[0]["key"], "l:s.example/poisoned");
+    assert_eq!(refused[0]["retry"], true, "{reply}");
+    for code in ["before-it", "after-it"] {
+        assert_eq!(edge.visit(code).await.status(), StatusCode::FOUND, "{code}");
+    }
+}

@@ -1,7 +1,7 @@
 //! Bulk creation: up to 10,000 links in one call, each judged on its own, all written in
 //! one transaction, answered in request order. One idempotency key covers the batch.
 
-use super::create::{prepare_link, stored, IDEMPOTENCY_TTL_MS};
+use super::create::{prepare_link, stored, write_failed, IDEMPOTENCY_TTL_MS};
 use super::lookups::Lookups;
 use super::{CreateLink, Link, LinkView};
 use crate::error::AppError;
@@ -91,8 +91,7 @@ pub async fn create_bulk(
     // Judge every item; only client errors stay per item, anything else fails the call.
     let mut lookups = Lookups::new(state);
     let mut slots: Vec<Result<usize, BulkResult>> = Vec::with_capacity(body.links.len());
-    let mut ready: Vec<(Link, String)> = Vec::new();
-    let mut banned = Vec::new();
+    let mut ready: Vec<Link> = Vec::new();
     for item in &body.links {
         let parsed = CreateLink::deserialize(item).map_err(|e| AppError::invalid("links[]", e));
         let prepared = match parsed {
@@ -100,11 +99,9 @@ pub async fn create_bulk(
             Err(e) => Err(e),
         };
         match prepared {
-            Ok((link, is_banned)) => {
+            Ok(link) => {
                 slots.push(Ok(ready.len()));
-                let payload = link.edge_record(is_banned).to_json();
-                ready.push((link, payload));
-                banned.push(is_banned);
+                ready.push(link);
             }
             Err(e) if e.status().is_client_error() => slots.push(Err(failure(&e))),
             Err(e) => return Err(e),
@@ -117,7 +114,7 @@ pub async fn create_bulk(
             .map(|slot| match slot {
                 Err(failed) => failed.clone(),
                 Ok(i) => {
-                    let link = &ready[*i].0;
+                    let link = &ready[*i];
                     if inserted.get(*i).copied().unwrap_or(false) {
                         BulkResult::Ok {
                             ok: true,
@@ -135,16 +132,19 @@ pub async fn create_bulk(
     };
     let respond =
         |inserted: &[bool]| serde_json::to_string(&assemble(inserted)).unwrap_or_default();
-    match state
+    let outcome = state
         .db
         .insert_links_bulk(&ready, idem.as_ref(), &respond)
-        .await?
-    {
+        .await;
+    match outcome.map_err(|e| match ready.first() {
+        Some(first) => write_failed(state, first, e),
+        None => e.into(),
+    })? {
         BulkInsert::Inserted(inserted) => {
             // Replaces any negative entries visitors may have caused meanwhile.
-            for (((link, _), banned), done) in ready.iter().zip(&banned).zip(&inserted) {
+            for (link, done) in ready.iter().zip(&inserted) {
                 if *done {
-                    stored(state, link, *banned).await;
+                    stored(state, link).await;
                 }
             }
             Ok(BulkOutcome::New(assemble(&inserted)))

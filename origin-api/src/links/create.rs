@@ -9,7 +9,7 @@ use crate::error::AppError;
 use crate::store::{now_ms, IdempotencyKey, Idempotent, LinkStore, StoreError};
 use crate::AppState;
 use shared::codes::{is_reserved, validate_alias};
-use shared::{normalize_domain, CodeCodec, CodeKind};
+use shared::{normalize_short_domain, CodeCodec, CodeKind};
 
 /// How long an idempotency key is remembered.
 pub const IDEMPOTENCY_TTL_MS: i64 = 24 * 3600 * 1000;
@@ -57,25 +57,22 @@ pub async fn create_link_once(
     if let Some((hash, response)) = state.db.find_idempotent(&idem).await? {
         return replay(&request_hash, hash, response);
     }
-    let (link, banned) = prepare_link(state, &mut Lookups::new(state), owner, &req).await?;
+    let link = prepare_link(state, &mut Lookups::new(state), owner, &req).await?;
     let response = serde_json::to_string(&link.view()).unwrap_or_default();
     match state
         .db
-        .insert_link_idempotent(&link, &link.edge_record(banned).to_json(), &idem, &response)
+        .insert_link_idempotent(&link, &idem, &response)
         .await
     {
         Ok(Idempotent::Created) => {
-            stored(state, &link, banned).await;
+            stored(state, &link).await;
             Ok(Created::New(Box::new(link)))
         }
         Ok(Idempotent::Replay {
             request_hash: hash,
             response,
         }) => replay(&request_hash, hash, response),
-        Err(StoreError::Taken) => Err(AppError::Taken {
-            route: link.route_key(),
-        }),
-        Err(e) => Err(e.into()),
+        Err(e) => Err(write_failed(state, &link, e)),
     }
 }
 
@@ -96,44 +93,56 @@ fn replay(
 
 /// Creates a link for `owner` from a request body.
 pub async fn create_link(state: &AppState, owner: &str, req: CreateLink) -> Result<Link, AppError> {
-    let (link, banned) = prepare_link(state, &mut Lookups::new(state), owner, &req).await?;
-    match state
-        .db
-        .insert_link(&link, &link.edge_record(banned).to_json())
-        .await
-    {
+    let link = prepare_link(state, &mut Lookups::new(state), owner, &req).await?;
+    match state.db.insert_link(&link).await {
         Ok(()) => {
-            stored(state, &link, banned).await;
+            stored(state, &link).await;
             Ok(link)
         }
-        Err(StoreError::Taken) => Err(AppError::Taken {
+        Err(e) => Err(write_failed(state, &link, e)),
+    }
+}
+
+/// What a failed insert of `link` answers: 409 when its code is taken. Any other
+/// collision (an id handed out twice) is a fault of the system, never of the request:
+/// a 500, logged and counted in `hop_write_conflicts_total`.
+pub(crate) fn write_failed(state: &AppState, link: &Link, e: StoreError) -> AppError {
+    match e {
+        StoreError::Taken => AppError::Taken {
             route: link.route_key(),
-        }),
-        Err(e) => Err(e.into()),
+        },
+        StoreError::Conflict(detail) => {
+            state.metrics.write_conflicts.inc();
+            tracing::error!(link_id = link.link_id, route = %link.route_key(), %detail,
+                "a link write collided with a row that is not its route key");
+            AppError::Store(StoreError::Conflict(detail))
+        }
+        other => other.into(),
     }
 }
 
 /// What follows a committed create: visitors of this origin see the link at once (it
-/// replaces any "unknown" the redirect cache held), and it is counted.
-pub(crate) async fn stored(state: &AppState, link: &Link, banned: bool) {
+/// replaces any "unknown" the redirect cache held), and it is counted. The cache holds
+/// the record unmarked: the redirect checks bans against the live denylist.
+pub(crate) async fn stored(state: &AppState, link: &Link) {
     state
         .cache
-        .fence(link.route_key(), link.edge_record(banned))
+        .fence(link.route_key(), link.edge_record(false))
         .await;
     state.metrics.links_created.inc();
 }
 
-/// Validates the request and allocates the link's id and code, storing nothing. Also
-/// tells whether a ban covers the new link (a code ban may predate the code).
+/// Validates the request and allocates the link's id and code, storing nothing. (Whether
+/// a ban covers the new link is decided by the store, inside the write.)
 pub(crate) async fn prepare_link(
     state: &AppState,
     lookups: &mut Lookups<'_>,
     owner: &str,
     req: &CreateLink,
-) -> Result<(Link, bool), AppError> {
+) -> Result<Link, AppError> {
     let now = now_ms();
     let domain = match &req.domain {
-        Some(d) => normalize_domain(d).map_err(|e| AppError::invalid("domain", e))?,
+        Some(d) => normalize_short_domain(d).map_err(|e| AppError::invalid("domain", e))?,
         None => state.settings.default_domain.clone(),
     };
     let settings = lookups.settings(&domain).await?;
@@ -205,8 +214,5 @@ pub(crate) async fn prepare_link(
         updated_at: now,
         published: None,
     };
-    let banned = lookups
-        .is_banned(&link.domain, &link.code, &link.target_host())
-        .await?;
-    Ok((link, banned))
+    Ok(link)
 }

@@ -4,7 +4,7 @@
 
 use crate::store::{BanStore, LinkStore, StoreError};
 use crate::AppState;
-use shared::{Denylist, DomainSettings, RouteKey};
+use shared::{Denylist, DomainSettings};
 use std::collections::HashMap;
 
 pub(crate) struct Lookups<'a> {
@@ -53,19 +53,5 @@ impl<'a> Lookups<'a> {
             self.deny = Some(crate::bans::denylist(self.state.db.list_bans(false).await?));
         }
         Ok(self.deny.get_or_insert_with(Denylist::default))
-    }
-
-    /// Whether a ban covers `domain/code` or `host`.
-    pub(crate) async fn is_banned(
-        &mut self,
-        domain: &str,
-        code: &str,
-        host: &str,
-    ) -> Result<bool, StoreError> {
-        let deny = self.deny().await?;
-        Ok(
-            RouteKey::new(domain, code).is_some_and(|r| deny.blocks_code(&r))
-                || deny.blocks_host(host),
-        )
     }
 }

@@ -122,7 +122,7 @@ pub async fn update_link(
     if let Some(f) = changes.forward_query {
         next.forward_query = f;
     }
-    write(state, &mut lookups, next, expected, now).await
+    write(state, next, expected, now).await
 }
 
 /// Tombstones the link: status `deleted`, version bumped, code kept forever. Deleting a
@@ -143,34 +143,24 @@ pub async fn delete_link(
     }
     let mut next = current;
     next.status = LinkState::Deleted;
-    write(state, &mut Lookups::new(state), next, expected, now_ms())
-        .await
-        .map(drop)
+    write(state, next, expected, now_ms()).await.map(drop)
 }
 
 async fn write(
     state: &AppState,
-    lookups: &mut Lookups<'_>,
     mut next: Link,
     expected: u64,
     now: i64,
 ) -> Result<Link, AppError> {
-    next.version = expected + 1;
     next.updated_at = now;
-    let banned = lookups
-        .is_banned(&next.domain, &next.code, &next.target_host())
-        .await?;
-    match state
-        .db
-        .update_link(&next, expected, &next.edge_record(banned).to_json())
-        .await
-    {
-        Ok(()) => {
+    match state.db.update_link(&next, expected).await {
+        Ok(written) => {
+            // Unmarked: the redirect checks bans against the live denylist.
             state
                 .cache
-                .fence(next.route_key(), next.edge_record(banned))
+                .fence(written.route_key(), written.edge_record(false))
                 .await;
-            Ok(next)
+            Ok(written)
         }
         // Someone else wrote first; say which version is there now.
         Err(StoreError::Stale) => {

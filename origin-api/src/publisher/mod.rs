@@ -1,80 +1,218 @@
 //! The publisher: carries the outbox to the edge.
 //!
-//! - One leader at a time: a lease row (`leases.publisher`) taken for [`LEASE_TTL`] and
-//!   renewed every [`RENEW_EVERY`]; a standby origin takes it once it lapses, and a
-//!   stopping leader gives it up at once.
-//! - It reads undelivered rows, the fast lane (denylist, activation meta) before the
-//!   normal lane (records), coalesces them to the newest version per KV key, and pushes
-//!   each lane as batches to a [`Sink`].
-//! - A row is marked delivered only after the sink acknowledged its key, in one
-//!   transaction with the link's `published_version`; a failed push is counted on its
-//!   rows and retried with exponential backoff and jitter. Nothing is lost when the
-//!   origin or the edge dies mid-batch: undelivered rows stay pending, and a replayed push
-//!   is refused by the edge as already held, which counts as delivered.
+//! - **One leader, fenced.** A lease row (`leases.publisher`) is taken and renewed by a
+//!   task of its own, every [`Timings::renew_every`], for [`Timings::lease_ttl`] by the
+//!   database's clock; every takeover starts a new epoch. A push (one request) is
+//!   started only if, on this process's monotonic clock, the lease will outlast the
+//!   push's deadline ([`Timings::push_deadline`]) by a margin, and a push is abandoned at
+//!   its deadline. A new leader waits that deadline out before its first push, so a
+//!   push of the old leader cannot land after it. Every write the publisher makes to the
+//!   outbox commits only while the lease is still held at its epoch.
+//! - **Two lanes, independent.** The fast lane (denylist, activation meta) and the
+//!   normal lane (records) run as two loops under the same lease, each reading its own
+//!   undelivered rows in `seq` order, coalescing them to the newest version per KV key,
+//!   and pushing them in requests of at most the sink's size. A slow or failing normal
+//!   lane never holds up a ban.
+//! - **No poison pill.** The sink answers per item. A request the sink refuses for its
+//!   content is split in halves until the item at fault stands alone. An item refused
+//!   is retried on its own schedule, and set aside as failed after
+//!   [`Timings::max_attempts`] (at once when pushing the same bytes cannot succeed),
+//!   where `GET /v1/admin/outbox?state=failed` lists it and `hop-origin outbox retry`
+//!   puts it back; the rows behind it go on.
+//! - **Delivered means acknowledged.** A row is marked delivered only once the sink
+//!   answered for its key (written, or already held at this version), in one
+//!   transaction with the link's `published_version`. Nothing is lost when the origin or
+//!   the edge dies mid-batch: undelivered rows stay pending, and a replayed push is
+//!   refused by the edge as already held, which counts as delivered.
 
 pub mod sink;
 
 use crate::metrics::Metrics;
-use crate::store::{now_ms, OutboxRow, OutboxStore, StoreError};
+use crate::store::{now_ms, LeaseClaim, OutboxRow, OutboxStore, RowFailure, StoreError};
 use serde::Deserialize;
-use shared::sync::{SyncItem, ACTIVATION_KEY, DENY_KEY};
+use shared::sync::{Refusal, SyncItem, SyncReply, ACTIVATION_KEY, DENY_KEY};
 use shared::EdgeRecord;
 use sink::{Sink, SinkError};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::watch;
+use tokio::sync::{watch, Mutex};
+use tokio::time::Instant;
 
 /// The lease row's name.
 pub const LEASE: &str = "publisher";
-/// How long a lease lasts without renewal: a dead leader's standby waits at most this.
-pub const LEASE_TTL: Duration = Duration::from_secs(5);
-/// How often the leader renews its lease.
-pub const RENEW_EVERY: Duration = Duration::from_secs(1);
-/// How often an idle leader looks for new rows.
-pub const IDLE_POLL: Duration = Duration::from_millis(50);
-/// Rows read per step.
+/// Rows read per step of a lane.
 pub const BATCH_ROWS: i64 = 1_000;
-/// The longest wait between two failed pushes.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// The activation meta covers the segments reserved within this window: longer than a
 /// segment's life (5 min) plus KV's propagation.
 pub const ACTIVATION_WINDOW_MS: i64 = 10 * 60 * 1000;
 /// How long after a link's expiry KV may drop its record (until then it answers 410).
 pub const EXPIRED_KEPT_S: i64 = 30 * 24 * 3600;
+/// The longest KV key Cloudflare accepts, in bytes.
+pub const MAX_KV_KEY_BYTES: usize = 512;
+
+/// The publisher's clocks. The defaults are the production ones; tests shorten them.
+#[derive(Debug, Clone, Copy)]
+pub struct Timings {
+    /// How long a lease lasts without renewal: a dead leader's standby waits this long.
+    pub lease_ttl: Duration,
+    /// How often the leader renews its lease.
+    pub renew_every: Duration,
+    /// The longest one push (one request to the sink) may take; it is abandoned then.
+    pub push_deadline: Duration,
+    /// A push starts only if the lease will still be held this long after its deadline.
+    pub margin: Duration,
+    /// How often an idle lane looks for new rows.
+    pub idle_poll: Duration,
+    /// The longest wait between two failed pushes of a lane.
+    pub max_backoff: Duration,
+    /// The first wait before an item the sink refused is pushed again (then doubling).
+    pub item_retry_base: Duration,
+    /// Refusals of one item before it is set aside as failed.
+    pub max_attempts: i64,
+}
+
+impl Default for Timings {
+    fn default() -> Self {
+        Timings {
+            lease_ttl: Duration::from_secs(10),
+            renew_every: Duration::from_secs(1),
+            push_deadline: Duration::from_secs(4),
+            margin: Duration::from_secs(1),
+            idle_poll: Duration::from_millis(50),
+            max_backoff: Duration::from_secs(30),
+            item_retry_base: Duration::from_secs(1),
+            max_attempts: 8,
+        }
+    }
+}
+
+impl Timings {
+    /// Whether a push that starts now could still be running when a lease renewed at
+    /// `valid_until` lapses.
+    fn too_late(&self, valid_until: Instant) -> bool {
+        Instant::now() + self.push_deadline + self.margin > valid_until
+    }
+}
 
 /// Why a step failed.
 #[derive(Debug, thiserror::Error)]
 pub enum PublishError {
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(StoreError),
     #[error(transparent)]
     Sink(#[from] SinkError),
+    /// This process does not hold the lease (any more, or not long enough for a push).
+    #[error("the publisher lease is not held")]
+    LeaseLost,
 }
 
-/// The publisher of one origin process.
+impl From<StoreError> for PublishError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::LeaseLost => PublishError::LeaseLost,
+            other => PublishError::Store(other),
+        }
+    }
+}
+
+/// The lease as this process holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Held {
+    epoch: i64,
+    /// When the lease could lapse, on this process's monotonic clock: the time the last
+    /// successful renewal was *sent*, plus the lease's length.
+    valid_until: Instant,
+    /// Before this, a push of the previous holder may still land: wait.
+    usable_from: Instant,
+}
+
+/// One lane's permission to push: the epoch it started under, checked against the lease
+/// as the keeper last saw it before every request.
+struct Fence<'a> {
+    holder: &'a str,
+    epoch: i64,
+    lease: watch::Receiver<Option<Held>>,
+    timings: Timings,
+}
+
+impl Fence<'_> {
+    fn claim(&self) -> LeaseClaim<'_> {
+        LeaseClaim {
+            name: LEASE,
+            holder: self.holder,
+            epoch: self.epoch,
+        }
+    }
+
+    /// Whether a push may start now.
+    fn ensure(&self) -> Result<(), PublishError> {
+        match *self.lease.borrow() {
+            Some(h) if h.epoch == self.epoch && !self.timings.too_late(h.valid_until) => Ok(()),
+            _ => Err(PublishError::LeaseLost),
+        }
+    }
+}
+
+/// The lanes, fast first.
+const LANES: [&str; 2] = ["fast", "normal"];
+
+/// The publisher of one origin process. Cheap to clone; clones are the same publisher.
 #[derive(Debug, Clone)]
 pub struct Publisher {
     store: Arc<dyn OutboxStore>,
     sink: Arc<dyn Sink>,
-    holder: String,
+    holder: Arc<str>,
     metrics: Metrics,
+    timings: Timings,
+    /// The oldest undelivered row's age per lane, for `hop_publisher_lag_milliseconds`.
+    lag_ms: Arc<[AtomicI64; 2]>,
+    /// The lease as [`Publisher::step`] (without the keeper task) holds it.
+    manual: Arc<Mutex<Option<Held>>>,
+}
+
+/// A holder id unique to this process: its pid and 64 random bits, or, should the
+/// system refuse randomness, the clock's nanoseconds (two processes must never share
+/// an id, or both would think they lead).
+fn holder_id(random: Result<[u8; 8], getrandom::Error>) -> String {
+    let bits = match random {
+        Ok(bytes) => u64::from_le_bytes(bytes),
+        Err(e) => {
+            tracing::warn!("no randomness for the publisher's id ({e}); using the clock");
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or_default()
+        }
+    };
+    format!("{}-{bits:016x}", std::process::id())
 }
 
 impl Publisher {
     pub fn new(store: Arc<dyn OutboxStore>, sink: Arc<dyn Sink>, metrics: Metrics) -> Self {
+        Self::with_timings(store, sink, metrics, Timings::default())
+    }
+
+    /// As [`Publisher::new`], with other clocks.
+    pub fn with_timings(
+        store: Arc<dyn OutboxStore>,
+        sink: Arc<dyn Sink>,
+        metrics: Metrics,
+        timings: Timings,
+    ) -> Self {
         let mut bytes = [0u8; 8];
-        let _ = getrandom::getrandom(&mut bytes);
-        let holder = format!(
-            "{}-{}",
-            std::process::id(),
-            bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
-        );
+        let random = getrandom::getrandom(&mut bytes).map(|()| bytes);
         Publisher {
             store,
             sink,
-            holder,
+            holder: holder_id(random).into(),
             metrics,
+            timings,
+            lag_ms: Arc::new([AtomicI64::new(0), AtomicI64::new(0)]),
+            manual: Arc::default(),
         }
     }
 
@@ -83,95 +221,240 @@ impl Publisher {
         &self.holder
     }
 
-    /// Runs until `stop` turns true: stands by, leads when it holds the lease.
-    pub async fn run(self, mut stop: watch::Receiver<bool>) {
-        let mut renewed: Option<tokio::time::Instant> = None;
+    /// Runs until `stop` turns true: the lease keeper and one loop per lane. Gives the
+    /// lease up on the way out.
+    pub async fn run(self, stop: watch::Receiver<bool>) {
+        let (lease_tx, lease_rx) = watch::channel(None);
+        let keeper = tokio::spawn(self.clone().keep_lease(lease_tx, stop.clone()));
+        let lanes: Vec<_> = LANES
+            .iter()
+            .enumerate()
+            .map(|(i, lane)| {
+                tokio::spawn(
+                    self.clone()
+                        .run_lane(i, lane, lease_rx.clone(), stop.clone()),
+                )
+            })
+            .collect();
+        for lane in lanes {
+            let _ = lane.await;
+        }
+        let _ = keeper.await;
+    }
+
+    /// Takes and renews the lease, publishing what is held to the lanes.
+    async fn keep_lease(self, lease: watch::Sender<Option<Held>>, mut stop: watch::Receiver<bool>) {
+        let mut every = tokio::time::interval(self.timings.renew_every);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = every.tick() => {}
+                _ = stop.changed() => {}
+            }
+            if *stop.borrow() {
+                break;
+            }
+            let previous = *lease.borrow();
+            let next = self.renew(previous).await;
+            lease.send_replace(next);
+            self.metrics.publisher_leader.set(i64::from(
+                next.is_some_and(|h| !self.timings.too_late(h.valid_until)),
+            ));
+        }
+        let held = *lease.borrow();
+        lease.send_replace(None);
+        if let Some(h) = held {
+            let claim = LeaseClaim {
+                name: LEASE,
+                holder: &self.holder,
+                epoch: h.epoch,
+            };
+            if let Err(e) = self.store.release_lease(&claim).await {
+                tracing::warn!("releasing the publisher lease: {e}");
+            }
+        }
+        self.metrics.publisher_leader.set(0);
+    }
+
+    /// One renewal: what is held afterwards. A renewal that fails or does not answer
+    /// keeps what was held, which then lapses on its own monotonic deadline.
+    async fn renew(&self, previous: Option<Held>) -> Option<Held> {
+        let sent = Instant::now();
+        let ttl_ms = i64::try_from(self.timings.lease_ttl.as_millis()).unwrap_or(i64::MAX);
+        let answer = tokio::time::timeout(
+            self.timings.lease_ttl,
+            self.store.take_lease(LEASE, &self.holder, ttl_ms),
+        )
+        .await;
+        match answer {
+            Ok(Ok(Some(epoch))) => Some(match previous {
+                Some(p) if p.epoch == epoch => Held {
+                    valid_until: sent + self.timings.lease_ttl,
+                    ..p
+                },
+                _ => {
+                    tracing::info!(holder = %self.holder, epoch, "publisher lease taken");
+                    Held {
+                        epoch,
+                        valid_until: sent + self.timings.lease_ttl,
+                        usable_from: sent + self.timings.push_deadline,
+                    }
+                }
+            }),
+            Ok(Ok(None)) => None,
+            Ok(Err(e)) => {
+                tracing::warn!("renewing the publisher lease: {e}");
+                previous
+            }
+            Err(_) => {
+                tracing::warn!("renewing the publisher lease did not answer in time");
+                previous
+            }
+        }
+    }
+
+    /// One lane's loop: pushes while the lease is usable, backs off on failures.
+    async fn run_lane(
+        self,
+        index: usize,
+        lane: &'static str,
+        mut lease: watch::Receiver<Option<Held>>,
+        mut stop: watch::Receiver<bool>,
+    ) {
         let mut backoff = Duration::ZERO;
         loop {
             if *stop.borrow() {
                 break;
             }
-            let due = renewed.is_none_or(|at| at.elapsed() >= RENEW_EVERY);
-            if due {
-                let now = now_ms();
-                let until = now + LEASE_TTL.as_millis() as i64;
-                renewed = match self.store.take_lease(LEASE, &self.holder, until, now).await {
-                    Ok(true) => Some(tokio::time::Instant::now()),
-                    Ok(false) => None,
-                    Err(e) => {
-                        tracing::warn!("publisher lease: {e}");
-                        None
-                    }
-                };
-                self.metrics
-                    .publisher_leader
-                    .set(i64::from(renewed.is_some()));
-            }
-            let wait = if renewed.is_none() {
-                RENEW_EVERY
-            } else {
-                match self.step().await {
-                    Ok(0) => IDLE_POLL,
-                    Ok(_) => {
-                        backoff = Duration::ZERO;
-                        Duration::ZERO
-                    }
-                    Err(e) => {
-                        self.metrics.publish_failures.inc();
-                        backoff = (backoff * 2).clamp(Duration::from_millis(100), MAX_BACKOFF);
-                        tracing::warn!("publishing failed, retrying in about {backoff:?}: {e}");
-                        crate::retry::jittered(backoff)
-                    }
+            let held = *lease.borrow();
+            let wait = match held {
+                None => None,
+                Some(h) if Instant::now() < h.usable_from => {
+                    Some(h.usable_from.saturating_duration_since(Instant::now()))
+                }
+                Some(h) if self.timings.too_late(h.valid_until) => None,
+                Some(h) => {
+                    let fence = Fence {
+                        holder: &self.holder,
+                        epoch: h.epoch,
+                        lease: lease.clone(),
+                        timings: self.timings,
+                    };
+                    Some(match self.step_lane(index, lane, &fence).await {
+                        Ok(0) => self.timings.idle_poll,
+                        Ok(_) => {
+                            backoff = Duration::ZERO;
+                            Duration::ZERO
+                        }
+                        Err(PublishError::LeaseLost) => self.timings.idle_poll,
+                        Err(e) => {
+                            self.metrics.publish_failures.inc();
+                            backoff = (backoff * 2)
+                                .clamp(Duration::from_millis(100), self.timings.max_backoff);
+                            tracing::warn!(
+                                lane,
+                                "publishing failed, retrying in about {backoff:?}: {e}"
+                            );
+                            crate::retry::jittered(backoff)
+                        }
+                    })
                 }
             };
-            if !wait.is_zero() {
-                tokio::select! {
-                    _ = tokio::time::sleep(wait) => {}
-                    _ = stop.changed() => {}
+            match wait {
+                Some(d) if d.is_zero() => {}
+                Some(d) => {
+                    tokio::select! {
+                        _ = tokio::time::sleep(d) => {}
+                        _ = stop.changed() => {}
+                    }
+                }
+                // Not leading: wait for the keeper to say otherwise.
+                None => {
+                    tokio::select! {
+                        _ = lease.changed() => {}
+                        _ = stop.changed() => {}
+                    }
                 }
             }
-        }
-        if renewed.is_some() {
-            if let Err(e) = self.store.release_lease(LEASE, &self.holder).await {
-                tracing::warn!("releasing the publisher lease: {e}");
-            }
-            self.metrics.publisher_leader.set(0);
         }
     }
 
-    /// Delivers one batch of rows; returns how many rows it delivered.
+    /// One step of both lanes as the leader, for tests and tools that drive the
+    /// publisher by hand: takes (or renews) the lease, waiting the push deadline out when
+    /// newly taken, then delivers one batch per lane. Returns how many rows it handled;
+    /// `LeaseLost` when another process leads.
     pub async fn step(&self) -> Result<usize, PublishError> {
-        let mut rows = self.store.pending(BATCH_ROWS).await?;
-        if !rows.is_empty() && self.store.retire_superseded(now_ms()).await? > 0 {
-            rows = self.store.pending(BATCH_ROWS).await?;
+        let mut manual = self.manual.lock().await;
+        let held = self.renew(*manual).await.ok_or(PublishError::LeaseLost)?;
+        *manual = Some(held);
+        drop(manual);
+        let wait = held.usable_from.saturating_duration_since(Instant::now());
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
         }
-        let lag_ms = rows
+        let (_keep, lease) = watch::channel(Some(held));
+        let fence = Fence {
+            holder: &self.holder,
+            epoch: held.epoch,
+            lease,
+            timings: self.timings,
+        };
+        let mut handled = 0;
+        let mut failure = None;
+        for (index, lane) in LANES.iter().enumerate() {
+            match self.step_lane(index, lane, &fence).await {
+                Ok(n) => handled += n,
+                Err(e) => failure = failure.or(Some(e)),
+            }
+        }
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(handled),
+        }
+    }
+
+    /// Delivers one batch of `lane`; returns how many rows it handled.
+    async fn step_lane(
+        &self,
+        index: usize,
+        lane: &str,
+        fence: &Fence<'_>,
+    ) -> Result<usize, PublishError> {
+        let now = now_ms();
+        let mut rows = self.store.pending(lane, BATCH_ROWS, now).await?;
+        if !rows.is_empty() && self.store.retire_superseded(&fence.claim(), now).await? > 0 {
+            rows = self.store.pending(lane, BATCH_ROWS, now).await?;
+        }
+        let lag = rows
             .iter()
             .map(|r| r.created_at)
             .min()
-            .map_or(0, |oldest| (now_ms() - oldest).max(0));
-        self.metrics.publisher_lag_ms.set(lag_ms);
+            .map_or(0, |oldest| (now - oldest).max(0));
+        self.lag_ms[index].store(lag, Ordering::Relaxed);
+        self.metrics.publisher_lag_ms.set(
+            self.lag_ms
+                .iter()
+                .map(|l| l.load(Ordering::Relaxed))
+                .max()
+                .unwrap_or(0),
+        );
         if rows.is_empty() {
             return Ok(0);
         }
-        let (fast, normal): (Vec<_>, Vec<_>) = rows.into_iter().partition(|r| r.lane == "fast");
-        let delivered = fast.len() + normal.len();
-        for lane in [fast, normal] {
-            if !lane.is_empty() {
-                self.deliver(lane).await?;
-            }
-        }
-        Ok(delivered)
+        self.deliver(&rows, fence).await?;
+        Ok(rows.len())
     }
 
-    async fn deliver(&self, rows: Vec<OutboxRow>) -> Result<(), PublishError> {
+    /// Pushes `rows` coalesced, request by request, and records what became of each.
+    async fn deliver(&self, rows: &[OutboxRow], fence: &Fence<'_>) -> Result<(), PublishError> {
         // The newest version per KV key; every row is covered by its key's push.
         let mut items: Vec<SyncItem> = Vec::new();
         let mut slot: HashMap<String, usize> = HashMap::new();
-        let mut unknown = Vec::new();
+        let mut keys: Vec<Option<String>> = Vec::with_capacity(rows.len());
+        let mut unpublishable: Vec<RowFailure<'_>> = Vec::new();
         // Every segment row of a batch stands for the same meta: computed once.
         let mut activation: Option<SyncItem> = None;
-        for row in &rows {
+        for row in rows {
             let item = if row.kind == "segment" {
                 if activation.is_none() {
                     activation = Some(self.activation().await?);
@@ -180,10 +463,25 @@ impl Publisher {
             } else {
                 item_of(row)
             };
-            let Some(item) = item else {
-                unknown.push(row.seq);
-                continue;
+            let item = match item {
+                Some(item) if item.key.len() <= MAX_KV_KEY_BYTES => item,
+                other => {
+                    let error = match other {
+                        Some(_) => "the KV key is longer than 512 bytes: KV cannot hold it",
+                        None => "an outbox row of a kind this origin does not publish",
+                    };
+                    tracing::error!(seq = row.seq, key = %row.route_key, error, "set aside");
+                    unpublishable.push(RowFailure {
+                        seq: row.seq,
+                        error,
+                        retry_at: 0,
+                        dead: true,
+                    });
+                    keys.push(None);
+                    continue;
+                }
             };
+            keys.push(Some(item.key.clone()));
             match slot.get(&item.key) {
                 Some(&i) if items[i].version >= item.version => {}
                 Some(&i) => items[i] = item,
@@ -193,25 +491,155 @@ impl Publisher {
                 }
             }
         }
-        if !unknown.is_empty() {
-            tracing::error!(rows = ?unknown, "outbox rows of an unknown kind are skipped");
+        if !unpublishable.is_empty() {
+            let dead = self
+                .store
+                .record_failures(&fence.claim(), &unpublishable, now_ms())
+                .await?;
+            self.metrics.publish_dead.inc_by(dead);
         }
-        let reply = match self.sink.push(&items).await {
-            Ok(reply) => reply,
-            Err(e) => {
-                self.store.mark_failed(&rows, &e.to_string()).await?;
-                return Err(e.into());
+        for chunk in items.chunks(self.sink.max_items().max(1)) {
+            let in_chunk: HashSet<&str> = chunk.iter().map(|i| i.key.as_str()).collect();
+            let chunk_rows: Vec<(&OutboxRow, &str)> = rows
+                .iter()
+                .zip(&keys)
+                .filter_map(|(row, key)| {
+                    let key = key.as_deref()?;
+                    in_chunk.contains(key).then_some((row, key))
+                })
+                .collect();
+            let reply = match self.push_isolating(chunk, fence).await {
+                Ok(reply) => reply,
+                Err(PublishError::Sink(e)) => {
+                    let rows: Vec<OutboxRow> =
+                        chunk_rows.iter().map(|(r, _)| (*r).clone()).collect();
+                    self.store
+                        .note_push_failure(&fence.claim(), &rows, &e.to_string())
+                        .await?;
+                    return Err(e.into());
+                }
+                Err(e) => return Err(e),
+            };
+            self.record(&chunk_rows, &reply, fence).await?;
+        }
+        Ok(())
+    }
+
+    /// Pushes `items` in one request, or, when the sink refuses the request for its
+    /// content, in halves until the item at fault stands alone and is refused by itself.
+    fn push_isolating<'a>(
+        &'a self,
+        items: &'a [SyncItem],
+        fence: &'a Fence<'a>,
+    ) -> Pin<Box<dyn Future<Output = Result<SyncReply, PublishError>> + Send + 'a>> {
+        Box::pin(async move {
+            fence.ensure()?;
+            let deadline = self.timings.push_deadline;
+            match tokio::time::timeout(deadline, self.sink.push(items)).await {
+                Err(_) => Err(SinkError::Deadline(deadline).into()),
+                Ok(Ok(reply)) => Ok(reply),
+                Ok(Err(e)) if e.blames_content() => match items {
+                    [item] => Ok(SyncReply {
+                        written: vec![],
+                        refused: vec![Refusal {
+                            key: item.key.clone(),
+                            offered: item.version,
+                            held: None,
+                            reason: e.to_string(),
+                            retry: true,
+                        }],
+                    }),
+                    _ => {
+                        let (a, b) = items.split_at(items.len() / 2);
+                        let mut reply = self.push_isolating(a, fence).await?;
+                        let more = self.push_isolating(b, fence).await?;
+                        reply.written.extend(more.written);
+                        reply.refused.extend(more.refused);
+                        Ok(reply)
+                    }
+                },
+                Ok(Err(e)) => Err(e.into()),
             }
-        };
-        for refusal in &reply.refused {
-            if refusal.held.is_none() {
-                // Pushing the same bytes again cannot succeed: say so, and move on.
-                tracing::error!(key = %refusal.key, reason = %refusal.reason, "the edge refused a value");
-                self.metrics.publish_rejected.inc();
-            }
+        })
+    }
+
+    /// Marks the rows of one request delivered or failed, as the sink answered.
+    async fn record(
+        &self,
+        rows: &[(&OutboxRow, &str)],
+        reply: &SyncReply,
+        fence: &Fence<'_>,
+    ) -> Result<(), PublishError> {
+        let written: HashSet<&str> = reply.written.iter().map(String::as_str).collect();
+        let refused: HashMap<&str, &Refusal> =
+            reply.refused.iter().map(|r| (r.key.as_str(), r)).collect();
+        let now = now_ms();
+        let mut delivered = Vec::new();
+        let mut reasons: Vec<(i64, String, bool, i64)> = Vec::new();
+        for (row, key) in rows {
+            let (error, dead) = if written.contains(key) {
+                delivered.push((*row).clone());
+                continue;
+            } else if let Some(r) = refused.get(key) {
+                match r.held {
+                    // A replay of what the edge has: delivered.
+                    Some(held) if held == r.offered => {
+                        delivered.push((*row).clone());
+                        continue;
+                    }
+                    // Older rows of this key were retired before the push, so an edge
+                    // ahead of the newest row means the database went back in time.
+                    Some(held) => {
+                        self.metrics.publish_edge_ahead.inc();
+                        (format!(
+                            "the edge holds version {held} of {key}, newer than this database's {}: \
+                             was the database restored from a backup? Change the link (each change \
+                             bumps its version) until it passes {held}, then retry this row",
+                            r.offered
+                        ), true)
+                    }
+                    None => {
+                        self.metrics.publish_rejected.inc();
+                        // Pushing the same bytes again cannot succeed unless KV failed.
+                        (format!("the edge refused {key}: {}", r.reason), !r.retry)
+                    }
+                }
+            } else {
+                (format!("the edge did not answer for {key}"), false)
+            };
+            tracing::warn!(seq = row.seq, key, %error, "an outbox row was refused");
+            let attempts = row.attempts + 1;
+            let dead = dead || attempts >= self.timings.max_attempts;
+            let wait = self
+                .timings
+                .item_retry_base
+                .saturating_mul(1u32 << attempts.clamp(0, 16))
+                .min(Duration::from_secs(300));
+            let retry_at = now + i64::try_from(wait.as_millis()).unwrap_or(i64::MAX);
+            reasons.push((row.seq, error, dead, retry_at));
         }
         self.metrics.published.inc_by(reply.written.len() as u64);
-        self.store.mark_published(&rows, now_ms()).await?;
+        if !delivered.is_empty() {
+            self.store
+                .mark_published(&fence.claim(), &delivered, now)
+                .await?;
+        }
+        if !reasons.is_empty() {
+            let failures: Vec<RowFailure<'_>> = reasons
+                .iter()
+                .map(|(seq, error, dead, retry_at)| RowFailure {
+                    seq: *seq,
+                    error,
+                    retry_at: *retry_at,
+                    dead: *dead,
+                })
+                .collect();
+            let dead = self
+                .store
+                .record_failures(&fence.claim(), &failures, now)
+                .await?;
+            self.metrics.publish_dead.inc_by(dead);
+        }
         Ok(())
     }
 
@@ -272,5 +700,31 @@ fn item_of(row: &OutboxRow) -> Option<SyncItem> {
             expiration: None,
         }),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holder_ids_differ_between_publishers_even_without_randomness() {
+        let a = holder_id(Ok([1, 2, 3, 4, 5, 6, 7, 8]));
+        let b = holder_id(Ok([8, 7, 6, 5, 4, 3, 2, 1]));
+        assert_ne!(a, b);
+        let c = holder_id(Err(getrandom::Error::UNSUPPORTED));
+        let d = holder_id(Err(getrandom::Error::UNSUPPORTED));
+        assert_ne!(c, d, "the clock stands in for randomness");
+        assert!(c.starts_with(&format!("{}-", std::process::id())));
+    }
+
+    #[test]
+    fn a_push_starts_only_if_the_lease_outlasts_its_deadline_and_the_margin() {
+        let t = Timings::default();
+        let now = Instant::now();
+        assert!(!t.too_late(now + t.push_deadline + t.margin + Duration::from_millis(100)));
+        assert!(t.too_late(now + t.push_deadline));
+        // The defaults leave a renewal or two of slack.
+        assert!(t.push_deadline + t.margin + t.renew_every * 2 < t.lease_ttl);
     }
 }

@@ -2,7 +2,7 @@
 //! deployments, Cloudflare's KV bulk API).
 
 use async_trait::async_trait;
-use shared::sync::{SyncBatch, SyncItem, SyncReply, MAX_SYNC_ITEMS, SYNC_PATH};
+use shared::sync::{Refusal, SyncBatch, SyncItem, SyncReply, MAX_SYNC_ITEMS, SYNC_PATH};
 use std::time::Duration;
 
 /// Why a push was not acknowledged; the publisher retries it.
@@ -12,11 +12,25 @@ pub enum SinkError {
     Unreachable(String),
     #[error("the edge answered {status}: {body}")]
     Refused { status: u16, body: String },
+    #[error("the edge did not answer within {0:?}")]
+    Deadline(Duration),
+}
+
+impl SinkError {
+    /// Whether the request's content is at fault (some item the sink cannot take), so
+    /// that pushing its items apart isolates the bad one; otherwise the sink itself is
+    /// failing (down, overloaded, misconfigured) and every item waits.
+    pub fn blames_content(&self) -> bool {
+        matches!(self, SinkError::Refused { status, .. } if matches!(status, 400 | 413 | 422))
+    }
 }
 
 /// Takes KV writes and says which it wrote and which it refused.
 #[async_trait]
 pub trait Sink: Send + Sync + std::fmt::Debug + 'static {
+    /// The most items one push may carry (one request).
+    fn max_items(&self) -> usize;
+    /// Pushes at most [`Sink::max_items`] items in one request; answers per item.
     async fn push(&self, items: &[SyncItem]) -> Result<SyncReply, SinkError>;
 }
 
@@ -35,7 +49,7 @@ impl WorkerSync {
             .join(SYNC_PATH)
             .map_err(|e| SinkError::Unreachable(format!("{edge}: {e}")))?;
         let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(30))
+            .timeout(super::Timings::default().push_deadline)
             .build()
             .map_err(|e| SinkError::Unreachable(e.to_string()))?;
         Ok(WorkerSync {
@@ -48,35 +62,32 @@ impl WorkerSync {
 
 #[async_trait]
 impl Sink for WorkerSync {
+    fn max_items(&self) -> usize {
+        MAX_SYNC_ITEMS
+    }
+
     async fn push(&self, items: &[SyncItem]) -> Result<SyncReply, SinkError> {
-        let mut reply = SyncReply::default();
-        for chunk in items.chunks(MAX_SYNC_ITEMS) {
-            let batch = SyncBatch {
-                items: chunk.to_vec(),
-            };
-            let res = self
-                .http
-                .post(self.url.clone())
-                .bearer_auth(&self.token)
-                .json(&batch)
-                .send()
-                .await
-                .map_err(|e| SinkError::Unreachable(e.to_string()))?;
-            let status = res.status();
-            if !status.is_success() {
-                return Err(SinkError::Refused {
-                    status: status.as_u16(),
-                    body: res.text().await.unwrap_or_default(),
-                });
-            }
-            let part: SyncReply = res
-                .json()
-                .await
-                .map_err(|e| SinkError::Unreachable(format!("unreadable answer: {e}")))?;
-            reply.written.extend(part.written);
-            reply.refused.extend(part.refused);
+        let batch = SyncBatch {
+            items: items.to_vec(),
+        };
+        let res = self
+            .http
+            .post(self.url.clone())
+            .bearer_auth(&self.token)
+            .json(&batch)
+            .send()
+            .await
+            .map_err(|e| SinkError::Unreachable(e.to_string()))?;
+        let status = res.status();
+        if !status.is_success() {
+            return Err(SinkError::Refused {
+                status: status.as_u16(),
+                body: res.text().await.unwrap_or_default(),
+            });
         }
-        Ok(reply)
+        res.json()
+            .await
+            .map_err(|e| SinkError::Unreachable(format!("unreadable answer: {e}")))
     }
 }
 
@@ -92,8 +103,9 @@ pub struct KvBulk {
     token: String,
 }
 
-/// The most pairs one bulk write may carry.
-pub const KV_BULK_MAX: usize = 10_000;
+/// Pairs per bulk write. Cloudflare takes up to 10,000; a thousand keeps one request
+/// well inside the publisher's push deadline (a push must end before the lease could).
+pub const KV_BULK_ITEMS: usize = 1_000;
 
 #[derive(serde::Serialize)]
 struct KvPair<'a> {
@@ -133,7 +145,7 @@ impl KvBulk {
         ))
         .map_err(|e| SinkError::Unreachable(format!("KV bulk URL: {e}")))?;
         let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(60))
+            .timeout(super::Timings::default().push_deadline)
             .build()
             .map_err(|e| SinkError::Unreachable(e.to_string()))?;
         Ok(KvBulk {
@@ -146,57 +158,59 @@ impl KvBulk {
 
 #[async_trait]
 impl Sink for KvBulk {
+    fn max_items(&self) -> usize {
+        KV_BULK_ITEMS
+    }
+
     async fn push(&self, items: &[SyncItem]) -> Result<SyncReply, SinkError> {
-        let mut reply = SyncReply::default();
-        for chunk in items.chunks(KV_BULK_MAX) {
-            let pairs: Vec<KvPair<'_>> = chunk
-                .iter()
-                .map(|i| KvPair {
-                    key: &i.key,
-                    value: &i.value,
-                    expiration: i.expiration,
-                })
-                .collect();
-            let res = self
-                .http
-                .put(self.url.clone())
-                .bearer_auth(&self.token)
-                .json(&pairs)
-                .send()
-                .await
-                .map_err(|e| SinkError::Unreachable(e.to_string()))?;
-            let status = res.status();
-            let body = res.text().await.unwrap_or_default();
-            let answer: Option<KvAnswer> = serde_json::from_str(&body).ok();
-            match answer {
-                Some(a) if status.is_success() && a.success => {
-                    let failed = a.result.map(|r| r.unsuccessful_keys).unwrap_or_default();
-                    if !failed.is_empty() {
-                        return Err(SinkError::Refused {
-                            status: status.as_u16(),
-                            body: format!(
-                                "KV did not write {} keys, e.g. {:?}",
-                                failed.len(),
-                                failed.first()
-                            ),
-                        });
+        let pairs: Vec<KvPair<'_>> = items
+            .iter()
+            .map(|i| KvPair {
+                key: &i.key,
+                value: &i.value,
+                expiration: i.expiration,
+            })
+            .collect();
+        let res = self
+            .http
+            .put(self.url.clone())
+            .bearer_auth(&self.token)
+            .json(&pairs)
+            .send()
+            .await
+            .map_err(|e| SinkError::Unreachable(e.to_string()))?;
+        let status = res.status();
+        let body = res.text().await.unwrap_or_default();
+        let answer: Option<KvAnswer> = serde_json::from_str(&body).ok();
+        match answer {
+            Some(a) if status.is_success() && a.success => {
+                // KV wrote every pair but these: each is refused alone, the rest stand.
+                let failed: std::collections::HashSet<String> = a
+                    .result
+                    .map(|r| r.unsuccessful_keys)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .collect();
+                let mut reply = SyncReply::default();
+                for item in items {
+                    if failed.contains(&item.key) {
+                        reply
+                            .refused
+                            .push(Refusal::failed(item, "KV did not write this key"));
+                    } else {
+                        reply.written.push(item.key.clone());
                     }
-                    reply.written.extend(chunk.iter().map(|i| i.key.clone()));
                 }
-                Some(a) => {
-                    return Err(SinkError::Refused {
-                        status: status.as_u16(),
-                        body: serde_json::to_string(&a.errors).unwrap_or(body),
-                    })
-                }
-                None => {
-                    return Err(SinkError::Refused {
-                        status: status.as_u16(),
-                        body,
-                    })
-                }
+                Ok(reply)
             }
+            Some(a) => Err(SinkError::Refused {
+                status: status.as_u16(),
+                body: serde_json::to_string(&a.errors).unwrap_or(body),
+            }),
+            None => Err(SinkError::Refused {
+                status: status.as_u16(),
+                body,
+            }),
         }
-        Ok(reply)
     }
 }

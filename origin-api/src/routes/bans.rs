@@ -12,13 +12,7 @@ use axum::Json;
 use serde::Deserialize;
 
 fn admin(caller: &Caller) -> Result<(), AppError> {
-    if caller.admin {
-        Ok(())
-    } else {
-        Err(AppError::Forbidden(
-            "bans need an admin key (keys create --admin)",
-        ))
-    }
+    caller.require_admin("bans need an admin key (keys create --admin)")
 }
 
 /// `POST /v1/bans`

@@ -36,8 +36,16 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> Result<impl IntoRe
             .get_or_create(&LaneLabel { lane })
             .set(0);
     }
+    state.metrics.outbox_failed.set(0);
     for (lane, n) in state.db.outbox_pending().await? {
-        let lane = if lane == "fast" { "fast" } else { "normal" };
+        let lane = match lane.as_str() {
+            "fast" => "fast",
+            "normal" => "normal",
+            _ => {
+                state.metrics.outbox_failed.set(n);
+                continue;
+            }
+        };
         state
             .metrics
             .outbox_pending

@@ -1,5 +1,6 @@
 //! HTTP routes. Handlers are thin: they parse, call a service, and shape the answer.
 
+mod admin;
 mod bans;
 mod edge;
 mod health;
@@ -45,6 +46,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/bans/{id}", axum::routing::delete(bans::lift))
         .route("/v1/edge/resolve/{domain}/{code}", get(edge::resolve))
         .route("/v1/edge/clicks", post(edge::clicks))
+        .route("/v1/admin/outbox", get(admin::outbox))
         // `route_layer`: the routes above, not the fallback.
         .route_layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,

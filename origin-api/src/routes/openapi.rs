@@ -1,7 +1,7 @@
 //! `/openapi.json`: the API description, generated from the handlers' annotations and
 //! the request and response types themselves, so it changes when they do.
 
-use super::{bans, edge, health, links, redirect, stats};
+use super::{admin, bans, edge, health, links, redirect, stats};
 use axum::http::header;
 use axum::response::IntoResponse;
 use std::sync::LazyLock;
@@ -28,6 +28,7 @@ use utoipa::{Modify, OpenApi};
         bans::lift,
         edge::resolve,
         edge::clicks,
+        admin::outbox,
         health::healthz,
         health::readyz,
         health::metrics,
@@ -39,6 +40,7 @@ use utoipa::{Modify, OpenApi};
         (name = "links", description = "Marketers' links, isolated per owner"),
         (name = "stats", description = "Clicks on the caller's links: time series, top dimensions, account summary"),
         (name = "bans", description = "Trust & safety; admin keys only"),
+        (name = "admin", description = "Operators: the publisher's dead letters; admin keys only"),
         (name = "edge", description = "What the edge worker asks the origin; edge token only"),
         (name = "operations", description = "Health, metrics and this description"),
         (name = "redirect", description = "The origin's own redirect, decided as at the edge"),

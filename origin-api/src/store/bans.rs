@@ -3,7 +3,7 @@
 //! includes everything committed before it — (3) writes the new snapshot to the fast
 //! lane, and (4) re-publishes every affected link with its version bumped.
 
-use super::links::{link_row_columns, LinkRow};
+use super::links::{ban_lock, link_row_columns, LinkRow};
 use super::{BanStore, LiftOutcome, StoreError};
 use crate::bans::{Ban, BanTarget};
 use crate::db::Db;
@@ -109,13 +109,16 @@ macro_rules! propagate {
             .execute(&mut *$tx)
             .await?;
         let deny = Denylist::from(snap);
-        let select = format!(
-            "SELECT {} FROM links WHERE status <> 'deleted' AND ",
-            link_row_columns()
-        );
+        // Every covered link's version is bumped by the database, and its copy for the
+        // edge built from the row as written: a concurrent edit can neither be lost nor
+        // share a version with this one.
+        let bump =
+            "UPDATE links SET version = version + 1, updated_at = $1 WHERE status <> 'deleted' AND ";
+        let returning = format!(" RETURNING {}", link_row_columns());
         let rows: Vec<LinkRow> = match $target {
             BanTarget::Code { domain, code } => {
-                sqlx::query_as(&format!("{select} domain = $1 AND code = $2"))
+                sqlx::query_as(&format!("{bump} domain = $2 AND code = $3{returning}"))
+                    .bind($now)
                     .bind(domain)
                     .bind(code)
                     .fetch_all(&mut *$tx)
@@ -123,8 +126,9 @@ macro_rules! propagate {
             }
             BanTarget::Host { host } => {
                 sqlx::query_as(&format!(
-                    "{select} (target_host = $1 OR target_host LIKE $2 ESCAPE '!')"
+                    "{bump} (target_host = $2 OR target_host LIKE $3 ESCAPE '!'){returning}"
                 ))
+                .bind($now)
                 .bind(host)
                 .bind(under(host))
                 .fetch_all(&mut *$tx)
@@ -132,20 +136,9 @@ macro_rules! propagate {
             }
         };
         for row in rows {
-            let mut link = Link::try_from(row)?;
-            link.version += 1;
-            link.updated_at = $now;
+            let link = Link::try_from(row)?;
             let version =
                 i64::try_from(link.version).map_err(|_| StoreError::Corrupt("version".into()))?;
-            sqlx::query("UPDATE links SET version = $1, updated_at = $2 WHERE link_id = $3")
-                .bind(version)
-                .bind($now)
-                .bind(
-                    i64::try_from(link.link_id)
-                        .map_err(|_| StoreError::Corrupt("link_id".into()))?,
-                )
-                .execute(&mut *$tx)
-                .await?;
             let banned = RouteKey::new(link.domain.clone(), link.code.clone())
                 .is_some_and(|r| deny.blocks_code(&r))
                 || deny.blocks_host(&link.target_host());
@@ -178,8 +171,11 @@ impl BanStore for Db {
             }
             BanTarget::Host { host } => ("host", None, None, Some(host.as_str())),
         };
+        let pg = self.is_postgres();
         crate::on_writer!(self, pool => {
             let mut tx = pool.begin().await?;
+            // Exclusive: no link write is deciding its ban mark meanwhile.
+            ban_lock!(tx, pg, "pg_advisory_xact_lock");
             let row: BanRow = sqlx::query_as(&format!(
                 "INSERT INTO bans (kind, domain, code, host, reason, created_by, created_at) \
                  VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {BAN_COLUMNS}"
@@ -200,8 +196,10 @@ impl BanStore for Db {
     }
 
     async fn lift_ban(&self, ban_id: i64, now: i64) -> Result<LiftOutcome, StoreError> {
+        let pg = self.is_postgres();
         crate::on_writer!(self, pool => {
             let mut tx = pool.begin().await?;
+            ban_lock!(tx, pg, "pg_advisory_xact_lock");
             let row: Option<BanRow> = sqlx::query_as(&format!(
                 "UPDATE bans SET lifted_at = $1 WHERE ban_id = $2 AND lifted_at IS NULL RETURNING {BAN_COLUMNS}"
             ))

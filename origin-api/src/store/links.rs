@@ -172,10 +172,56 @@ macro_rules! claim_key {
     }};
 }
 
-/// Inserts the link and its outbox row inside `tx`; returns `Taken` from the enclosing
-/// function when the route key exists.
+/// The advisory lock that orders ban changes against link writes on PostgreSQL: a
+/// write of a link holds it shared while it decides whether a ban covers the link, and a
+/// ban or lift holds it exclusively, so that each sees the other whole or not at all.
+/// (SQLite has one writer at a time, which orders them already.)
+pub(super) const BAN_LOCK: i64 = 0x686f_705f_6261_6e73; // "hop_bans"
+
+/// Takes the ban lock inside `$tx` on PostgreSQL, shared or exclusive (`$function`).
+macro_rules! ban_lock {
+    ($tx:expr, $pg:expr, $function:literal) => {
+        if $pg {
+            sqlx::query(concat!("SELECT ", $function, "($1)"))
+                .bind($crate::store::links::BAN_LOCK)
+                .execute(&mut *$tx)
+                .await?;
+        }
+    };
+}
+pub(super) use ban_lock;
+
+/// Whether an active ban covers `domain/code` or the target host `host`, read inside
+/// `$tx` (after the ban lock).
+macro_rules! covered_in_tx {
+    ($tx:expr, $domain:expr, $code:expr, $host:expr) => {{
+        let suffixes = host_suffixes($host);
+        let sql = ban_cover_sql(suffixes.len());
+        let mut q = sqlx::query_scalar::<_, i64>(&sql).bind($domain).bind($code);
+        for s in &suffixes {
+            q = q.bind(s);
+        }
+        q.fetch_optional(&mut *$tx).await?.is_some()
+    }};
+}
+
+/// `SELECT` of any active ban of a code ($1/$2) or of one of `suffixes` hosts ($3…).
+fn ban_cover_sql(suffixes: usize) -> String {
+    let hosts: Vec<String> = (3..3 + suffixes).map(|i| format!("${i}")).collect();
+    format!(
+        "SELECT CAST(1 AS BIGINT) FROM bans WHERE lifted_at IS NULL AND \
+         ((kind = 'code' AND domain = $1 AND code = $2) OR (kind = 'host' AND host IN ({}))) LIMIT 1",
+        hosts.join(", ")
+    )
+}
+
+/// Inserts the link and its outbox row inside `tx`, the record marked `banned` when a
+/// ban covers it at this moment; evaluates to that mark. Returns `Taken` from the
+/// enclosing function when the route key exists.
 macro_rules! insert_in_tx {
-    ($tx:expr, $row:expr, $link:expr, $payload:expr) => {{
+    ($tx:expr, $pg:expr, $row:expr, $link:expr) => {{
+        ban_lock!($tx, $pg, "pg_advisory_xact_lock_shared");
+        let banned = covered_in_tx!($tx, &$link.domain, &$link.code, &$link.target_host());
         let inserted = sqlx::query(&format!(
             "INSERT INTO links ({LINK_COLUMNS}, target_host) VALUES \
              ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)"
@@ -200,8 +246,8 @@ macro_rules! insert_in_tx {
         .execute(&mut *$tx)
         .await;
         match inserted {
-            Err(e) if is_unique_violation(&e) => return Err(StoreError::Taken),
-            other => other?,
+            Err(e) if is_route_taken(&e) => return Err(StoreError::Taken),
+            other => other.map_err(StoreError::from_write)?,
         };
         sqlx::query(
             "INSERT INTO outbox (lane, kind, route_key, version, payload, created_at) \
@@ -209,17 +255,34 @@ macro_rules! insert_in_tx {
         )
         .bind($link.route_key())
         .bind($row.version)
-        .bind($payload)
+        .bind($link.edge_record(banned).to_json())
         .bind($link.created_at)
         .execute(&mut *$tx)
         .await?;
+        banned
     }};
 }
 
-fn is_unique_violation(e: &sqlx::Error) -> bool {
-    e.as_database_error()
-        .is_some_and(|d| d.is_unique_violation())
+/// Whether `e` is the `(domain, code)` unique index refusing a second link: the only
+/// conflict that means "this code is taken". Any other (a primary key reused, say, as
+/// when two processes were handed the same ids) is a fault, not the caller's.
+fn is_route_taken(e: &sqlx::Error) -> bool {
+    let Some(d) = e.as_database_error() else {
+        return false;
+    };
+    if !d.is_unique_violation() {
+        return false;
+    }
+    match d.constraint() {
+        // PostgreSQL names the constraint.
+        Some(name) => name == ROUTE_CONSTRAINT,
+        // SQLite names the columns in its message.
+        None => d.message().contains("links.domain, links.code"),
+    }
 }
+
+/// PostgreSQL's name for `UNIQUE (domain, code)` on `links`.
+const ROUTE_CONSTRAINT: &str = "links_domain_code_key";
 
 fn to_i64(v: u64, what: &str) -> Result<i64, StoreError> {
     i64::try_from(v)
@@ -240,13 +303,30 @@ fn host_suffixes(host: &str) -> Vec<String> {
     out
 }
 
+/// A ban as `(kind, domain, code, host)`.
+type BanColumns = (String, Option<String>, Option<String>, Option<String>);
+
+/// The active bans, as a denylist.
+pub(super) fn denylist_of(rows: Vec<BanColumns>) -> shared::Denylist {
+    let mut snap = shared::DenylistSnapshot::default();
+    for (kind, domain, code, host) in rows {
+        match (kind.as_str(), domain, code, host) {
+            ("code", Some(d), Some(c), _) => snap.codes.push(format!("{d}/{c}")),
+            ("host", _, _, Some(h)) => snap.hosts.push(h),
+            _ => {}
+        }
+    }
+    shared::Denylist::from(snap)
+}
+
 #[async_trait]
 impl LinkStore for Db {
-    async fn insert_link(&self, link: &Link, edge_payload: &str) -> Result<(), StoreError> {
+    async fn insert_link(&self, link: &Link) -> Result<(), StoreError> {
         let row = NewLinkRow::new(link)?;
+        let pg = self.is_postgres();
         crate::on_writer!(self, pool => {
             let mut tx = pool.begin().await?;
-            insert_in_tx!(tx, row, link, edge_payload);
+            insert_in_tx!(tx, pg, row, link);
             tx.commit().await?;
         });
         Ok(())
@@ -255,11 +335,11 @@ impl LinkStore for Db {
     async fn insert_link_idempotent(
         &self,
         link: &Link,
-        edge_payload: &str,
         key: &IdempotencyKey<'_>,
         response: &str,
     ) -> Result<Idempotent, StoreError> {
         let row = NewLinkRow::new(link)?;
+        let pg = self.is_postgres();
         crate::on_writer!(self, pool => {
             let mut tx = pool.begin().await?;
             if let Some((request_hash, response)) =
@@ -267,7 +347,7 @@ impl LinkStore for Db {
             {
                 return Ok(Idempotent::Replay { request_hash, response });
             }
-            insert_in_tx!(tx, row, link, edge_payload);
+            insert_in_tx!(tx, pg, row, link);
             tx.commit().await?;
         });
         Ok(Idempotent::Created)
@@ -275,15 +355,16 @@ impl LinkStore for Db {
 
     async fn insert_links_bulk(
         &self,
-        items: &[(Link, String)],
+        items: &[Link],
         key: Option<&IdempotencyKey<'_>>,
         respond: &(dyn for<'x> Fn(&'x [bool]) -> String + Send + Sync),
     ) -> Result<BulkInsert, StoreError> {
         let rows: Vec<NewLinkRow> = items
             .iter()
-            .map(|(l, _)| NewLinkRow::new(l))
+            .map(NewLinkRow::new)
             .collect::<Result<_, _>>()?;
-        let now = items.first().map(|(l, _)| l.created_at).unwrap_or_default();
+        let now = items.first().map(|l| l.created_at).unwrap_or_default();
+        let pg = self.is_postgres();
         crate::on_writer!(self, pool => {
             let mut tx = pool.begin().await?;
             if let Some(key) = key {
@@ -291,6 +372,15 @@ impl LinkStore for Db {
                     return Ok(BulkInsert::Replay { request_hash, response });
                 }
             }
+            // Whether a ban covers each link is decided here, under the ban lock, so that
+            // a ban committing meanwhile is either seen or sees these links.
+            ban_lock!(tx, pg, "pg_advisory_xact_lock_shared");
+            let active: Vec<BanColumns> = sqlx::query_as(
+                "SELECT kind, domain, code, host FROM bans WHERE lifted_at IS NULL",
+            )
+            .fetch_all(&mut *tx)
+            .await?;
+            let deny = denylist_of(active);
             // Multi-row statements, a chunk at a time: one round trip per chunk instead of
             // two per link. RETURNING tells which rows went in (the rest were taken).
             let mut inserted = vec![false; items.len()];
@@ -298,7 +388,7 @@ impl LinkStore for Db {
                 let base = chunk_no * BULK_CHUNK;
                 let chunk_rows = &rows[base..base + chunk.len()];
                 let mut insert = sqlx::QueryBuilder::new(format!("INSERT INTO links ({LINK_COLUMNS}, target_host) "));
-                insert.push_values(chunk.iter().zip(chunk_rows), |mut b, ((link, _), row)| {
+                insert.push_values(chunk.iter().zip(chunk_rows), |mut b, (link, row)| {
                     b.push_bind(row.link_id)
                         .push_bind(link.domain.clone())
                         .push_bind(link.code.clone())
@@ -317,8 +407,13 @@ impl LinkStore for Db {
                         .push_bind(link.updated_at)
                         .push_bind(link.target_host());
                 });
-                insert.push(" ON CONFLICT DO NOTHING RETURNING link_id");
-                let ids: Vec<i64> = insert.build_query_scalar().fetch_all(&mut *tx).await?;
+                // Only the route key may be taken; any other conflict fails the batch.
+                insert.push(" ON CONFLICT (domain, code) DO NOTHING RETURNING link_id");
+                let ids: Vec<i64> = insert
+                    .build_query_scalar()
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(StoreError::from_write)?;
                 let ids: std::collections::HashSet<i64> = ids.into_iter().collect();
                 let mut outbox = sqlx::QueryBuilder::new(
                     "INSERT INTO outbox (lane, kind, route_key, version, payload, created_at) ",
@@ -326,12 +421,15 @@ impl LinkStore for Db {
                 let went_in: Vec<usize> = (0..chunk.len()).filter(|i| ids.contains(&chunk_rows[*i].link_id)).collect();
                 if !went_in.is_empty() {
                     outbox.push_values(&went_in, |mut b, &i| {
-                        let (link, payload) = &chunk[i];
+                        let link = &chunk[i];
+                        let banned = shared::RouteKey::new(link.domain.as_str(), link.code.as_str())
+                            .is_some_and(|r| deny.blocks_code(&r))
+                            || deny.blocks_host(&link.target_host());
                         b.push_bind("normal")
                             .push_bind("link")
                             .push_bind(link.route_key())
                             .push_bind(chunk_rows[i].version)
-                            .push_bind(payload.clone())
+                            .push_bind(link.edge_record(banned).to_json())
                             .push_bind(link.created_at);
                     });
                     outbox.build().execute(&mut *tx).await?;
@@ -371,54 +469,54 @@ impl LinkStore for Db {
         Ok(row.map(|(hash, response)| (hash, response.unwrap_or_default())))
     }
 
-    async fn update_link(
-        &self,
-        link: &Link,
-        expected: u64,
-        edge_payload: &str,
-    ) -> Result<(), StoreError> {
+    async fn update_link(&self, link: &Link, expected: u64) -> Result<Link, StoreError> {
         let tags = serde_json::to_string(&link.tags).unwrap_or_else(|_| "[]".into());
-        let version = to_i64(link.version, "version")?;
         let expected = to_i64(expected, "version")?;
+        let pg = self.is_postgres();
+        let update = format!(
+            "UPDATE links SET target_url = $1, status = $2, redirect_status = $3, expires_at = $4, \
+             forward_query = $5, title = $6, tags = $7, version = version + 1, updated_at = $8, \
+             target_host = $12 WHERE domain = $9 AND code = $10 AND version = $11 \
+             RETURNING {SELECT_COLUMNS}"
+        );
         crate::on_writer!(self, pool => {
             let mut tx = pool.begin().await?;
-            let changed = sqlx::query(
-                "UPDATE links SET target_url = $1, status = $2, redirect_status = $3, expires_at = $4, \
-                 forward_query = $5, title = $6, tags = $7, version = $8, updated_at = $9, \
-                 target_host = $13 WHERE domain = $10 AND code = $11 AND version = $12",
-            )
-            .bind(&link.target_url)
-            .bind(link.status.as_str())
-            .bind(i64::from(link.redirect.code()))
-            .bind(link.expires_at)
-            .bind(link.forward_query)
-            .bind(&link.title)
-            .bind(&tags)
-            .bind(version)
-            .bind(link.updated_at)
-            .bind(&link.domain)
-            .bind(&link.code)
-            .bind(expected)
-            .bind(link.target_host())
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            if changed != 1 {
+            // The ban lock before the row's: a ban takes them in the same order.
+            ban_lock!(tx, pg, "pg_advisory_xact_lock_shared");
+            let written: Option<LinkRow> = sqlx::query_as(&update)
+                .bind(&link.target_url)
+                .bind(link.status.as_str())
+                .bind(i64::from(link.redirect.code()))
+                .bind(link.expires_at)
+                .bind(link.forward_query)
+                .bind(&link.title)
+                .bind(&tags)
+                .bind(link.updated_at)
+                .bind(&link.domain)
+                .bind(&link.code)
+                .bind(expected)
+                .bind(link.target_host())
+                .fetch_optional(&mut *tx)
+                .await?;
+            let Some(written) = written else {
                 return Err(StoreError::Stale);
-            }
+            };
+            // The copy for the edge is built from the row as written, version included.
+            let written = Link::try_from(written)?;
+            let banned = covered_in_tx!(tx, &written.domain, &written.code, &written.target_host());
             sqlx::query(
                 "INSERT INTO outbox (lane, kind, route_key, version, payload, created_at) \
                  VALUES ('normal', 'link', $1, $2, $3, $4)",
             )
-            .bind(link.route_key())
-            .bind(version)
-            .bind(edge_payload)
-            .bind(link.updated_at)
+            .bind(written.route_key())
+            .bind(to_i64(written.version, "version")?)
+            .bind(written.edge_record(banned).to_json())
+            .bind(written.updated_at)
             .execute(&mut *tx)
             .await?;
             tx.commit().await?;
-        });
-        Ok(())
+            Ok(written)
+        })
     }
 
     async fn get_link(&self, domain: &str, code: &str) -> Result<Option<Link>, StoreError> {
@@ -560,9 +658,22 @@ impl LinkStore for Db {
 
     async fn outbox_pending(&self) -> Result<Vec<(String, i64)>, StoreError> {
         Ok(crate::on_pool!(self, pool => {
-            sqlx::query_as("SELECT lane, COUNT(*) FROM outbox WHERE published_at IS NULL GROUP BY lane")
-                .fetch_all(pool)
+            sqlx::query_as(
+                "SELECT CASE WHEN failed_at IS NULL THEN lane ELSE 'failed' END AS state, COUNT(*) \
+                 FROM outbox WHERE published_at IS NULL GROUP BY state",
+            )
+            .fetch_all(pool)
+            .await?
+        }))
+    }
+
+    async fn forget_idempotency_keys(&self, before: i64) -> Result<u64, StoreError> {
+        Ok(crate::on_writer!(self, pool => {
+            sqlx::query("DELETE FROM idempotency WHERE created_at < $1")
+                .bind(before)
+                .execute(pool)
                 .await?
+                .rows_affected()
         }))
     }
 

@@ -20,7 +20,11 @@ use std::ops::Range;
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("database error: {0}")]
-    Database(#[from] sqlx::Error),
+    Database(sqlx::Error),
+    /// The database cannot be reached now (no connection within the pool's wait, the
+    /// connection lost): worth retrying, and answered 503.
+    #[error("the database is unavailable: {0}")]
+    Unavailable(String),
     #[error("the database holds a value this version cannot read: {0}")]
     Corrupt(String),
     /// The unique route key is held by another link (live or tombstoned).
@@ -29,6 +33,56 @@ pub enum StoreError {
     /// A conditional write found another version than expected.
     #[error("the row changed since it was read")]
     Stale,
+    /// A unique index other than the route key's refused a write: a fault of the
+    /// system (two processes handed the same ids, say), never of the request.
+    #[error("a write collided with an existing row: {0}")]
+    Conflict(String),
+    /// The publisher no longer holds its lease (another took it over): it must stop.
+    #[error("the publisher lease is no longer held by this process")]
+    LeaseLost,
+    /// The same failure, handed to several waiters at once.
+    #[error(transparent)]
+    Shared(std::sync::Arc<StoreError>),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        match e {
+            sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::WorkerCrashed => StoreError::Unavailable(e.to_string()),
+            other => StoreError::Database(other),
+        }
+    }
+}
+
+impl StoreError {
+    /// A failed write: a unique violation becomes [`StoreError::Conflict`].
+    pub(crate) fn from_write(e: sqlx::Error) -> Self {
+        match e.as_database_error() {
+            Some(d) if d.is_unique_violation() => StoreError::Conflict(d.message().to_owned()),
+            _ => StoreError::from(e),
+        }
+    }
+
+    /// Whether the database could not be reached (worth answering 503 and retrying).
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            StoreError::Unavailable(_) => true,
+            StoreError::Shared(inner) => inner.is_unavailable(),
+            _ => false,
+        }
+    }
+
+    /// The error itself, seen through [`StoreError::Shared`].
+    pub fn inner(&self) -> &StoreError {
+        match self {
+            StoreError::Shared(inner) => inner.inner(),
+            other => other,
+        }
+    }
 }
 
 /// Where segments of ids come from: one atomic advance of a named row per segment.
@@ -57,45 +111,111 @@ pub struct OutboxRow {
     pub version: i64,
     pub payload: String,
     pub created_at: i64,
+    /// Times the edge refused this row itself (not counting pushes that failed whole).
+    pub attempts: i64,
 }
 
-/// What the publisher reads and writes.
+/// A row set aside after the edge refused it too often (a dead letter).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedRow {
+    pub seq: i64,
+    pub lane: String,
+    pub kind: String,
+    pub route_key: String,
+    pub version: i64,
+    pub attempts: i64,
+    pub last_error: String,
+    pub created_at: i64,
+    pub failed_at: i64,
+}
+
+/// Who claims to hold a lease, at which epoch: the condition of every fenced write.
+#[derive(Debug, Clone, Copy)]
+pub struct LeaseClaim<'a> {
+    pub name: &'a str,
+    pub holder: &'a str,
+    pub epoch: i64,
+}
+
+/// An outbox row the edge refused: counted, retried from `retry_at` (Unix ms), or set
+/// aside for good when `dead`.
+#[derive(Debug, Clone, Copy)]
+pub struct RowFailure<'a> {
+    pub seq: i64,
+    pub error: &'a str,
+    pub retry_at: i64,
+    pub dead: bool,
+}
+
+/// What the publisher reads and writes. Every write takes the publisher's
+/// [`LeaseClaim`] and commits only while the lease is still held at that epoch
+/// (judged by the database's clock); `LeaseLost` otherwise, with nothing written.
 #[async_trait]
 pub trait OutboxStore: Send + Sync + Debug + 'static {
-    /// Takes or renews the lease `name` for `holder` until `until` (Unix ms); `false` when
-    /// another holder's lease is still running at `now`.
+    /// Takes or renews the lease `name` for `holder` for `ttl_ms` by the database's
+    /// clock: the epoch it is held at, or `None` while another holder's lease runs. The
+    /// epoch changes whenever the lease changed hands or lapsed since it was held.
     async fn take_lease(
         &self,
         name: &str,
         holder: &str,
-        until: i64,
-        now: i64,
-    ) -> Result<bool, StoreError>;
+        ttl_ms: i64,
+    ) -> Result<Option<i64>, StoreError>;
     /// Gives the lease up (on shutdown), so a standby need not wait for it to lapse.
-    async fn release_lease(&self, name: &str, holder: &str) -> Result<(), StoreError>;
-    /// Up to `limit` undelivered rows: the whole fast lane first, then the normal lane,
-    /// each in `seq` order.
-    async fn pending(&self, limit: i64) -> Result<Vec<OutboxRow>, StoreError>;
+    async fn release_lease(&self, claim: &LeaseClaim<'_>) -> Result<(), StoreError>;
+    /// Who holds the lease now, and at which epoch (`None` when it is free or lapsed).
+    async fn lease_holder(&self, name: &str) -> Result<Option<(String, i64)>, StoreError>;
+    /// Up to `limit` undelivered rows of `lane` due by `now` (Unix ms), in `seq` order;
+    /// rows set aside as failed are not among them.
+    async fn pending(&self, lane: &str, limit: i64, now: i64)
+        -> Result<Vec<OutboxRow>, StoreError>;
     /// Records rows as delivered (and, for links, what the edge now has), in one
     /// transaction.
-    async fn mark_published(&self, rows: &[OutboxRow], at: i64) -> Result<(), StoreError>;
+    async fn mark_published(
+        &self,
+        claim: &LeaseClaim<'_>,
+        rows: &[OutboxRow],
+        at: i64,
+    ) -> Result<(), StoreError>;
     /// Marks delivered, without pushing them, the undelivered rows of a key for which a
     /// newer version was already delivered; returns how many.
-    async fn retire_superseded(&self, at: i64) -> Result<u64, StoreError>;
-    /// Counts a failed attempt on each row.
-    async fn mark_failed(&self, rows: &[OutboxRow], error: &str) -> Result<(), StoreError>;
+    async fn retire_superseded(&self, claim: &LeaseClaim<'_>, at: i64) -> Result<u64, StoreError>;
+    /// Counts refusals of single rows, each retried later or set aside; returns how
+    /// many were set aside.
+    async fn record_failures(
+        &self,
+        claim: &LeaseClaim<'_>,
+        failures: &[RowFailure<'_>],
+        now: i64,
+    ) -> Result<u64, StoreError>;
+    /// Notes on rows why a whole push failed (the edge down, say): not their fault, so
+    /// not counted towards setting them aside.
+    async fn note_push_failure(
+        &self,
+        claim: &LeaseClaim<'_>,
+        rows: &[OutboxRow],
+        error: &str,
+    ) -> Result<(), StoreError>;
     /// The payloads of the segments reserved since `since` (Unix ms), oldest first.
     async fn segments_since(&self, since: i64) -> Result<Vec<String>, StoreError>;
-    /// When the oldest undelivered row was written.
+    /// When the oldest undelivered row (not set aside) was written.
     async fn oldest_pending(&self) -> Result<Option<i64>, StoreError>;
+    /// Rows set aside as failed, after `seq` `after`, oldest first.
+    async fn failed_rows(&self, after: i64, limit: i64) -> Result<Vec<FailedRow>, StoreError>;
+    /// Puts rows set aside back in line (one by `seq`, or all): returns how many.
+    async fn retry_failed(&self, seq: Option<i64>) -> Result<u64, StoreError>;
+    /// Deletes rows delivered before `before` (Unix ms), but the newest delivered row of
+    /// each key; returns how many.
+    async fn prune_delivered(&self, before: i64) -> Result<u64, StoreError>;
 }
 
 /// Links, keys, domain settings and bans.
 #[async_trait]
 pub trait LinkStore: Send + Sync + Debug + 'static {
     /// Inserts a link and its outbox row (normal lane) in one transaction; `Taken` when
-    /// the route key exists, in which case nothing is written.
-    async fn insert_link(&self, link: &Link, edge_payload: &str) -> Result<(), StoreError>;
+    /// the route key exists, in which case nothing is written. The edge record is marked
+    /// `banned` when a ban covers the link as the transaction commits.
+    async fn insert_link(&self, link: &Link) -> Result<(), StoreError>;
     /// Like `insert_link`, under an idempotency key: in the same transaction the key is
     /// claimed for `owner` and `response` recorded. When the key is already held, nothing
     /// is written and the earlier request's hash and response come back instead. A
@@ -104,7 +224,6 @@ pub trait LinkStore: Send + Sync + Debug + 'static {
     async fn insert_link_idempotent(
         &self,
         link: &Link,
-        edge_payload: &str,
         key: &IdempotencyKey<'_>,
         response: &str,
     ) -> Result<Idempotent, StoreError>;
@@ -114,7 +233,7 @@ pub trait LinkStore: Send + Sync + Debug + 'static {
     /// in the same transaction, as for single creates.
     async fn insert_links_bulk(
         &self,
-        items: &[(Link, String)],
+        items: &[Link],
         key: Option<&IdempotencyKey<'_>>,
         respond: &(dyn for<'x> Fn(&'x [bool]) -> String + Send + Sync),
     ) -> Result<BulkInsert, StoreError>;
@@ -127,14 +246,11 @@ pub trait LinkStore: Send + Sync + Debug + 'static {
     /// Up to `filter.limit + 1` links, newest first (the extra one tells that there is
     /// a next page).
     async fn list_links(&self, filter: &ListFilter) -> Result<Vec<Link>, StoreError>;
-    /// Writes `link`'s mutable fields and version if the stored version is still
-    /// `expected`, with its outbox row, in one transaction; `Stale` otherwise.
-    async fn update_link(
-        &self,
-        link: &Link,
-        expected: u64,
-        edge_payload: &str,
-    ) -> Result<(), StoreError>;
+    /// Writes `link`'s mutable fields if the stored version is still `expected`, bumping
+    /// the version in the database, with its outbox row built from the row as written
+    /// (marked `banned` when a ban covers it then), in one transaction; `Stale`
+    /// otherwise. Returns the row as written.
+    async fn update_link(&self, link: &Link, expected: u64) -> Result<Link, StoreError>;
     /// The domain's settings, or the defaults when it has no row.
     async fn domain_settings(&self, domain: &str) -> Result<DomainSettings, StoreError>;
     /// Whether `host` is one of the short domains this origin serves (has a row).
@@ -142,8 +258,10 @@ pub trait LinkStore: Send + Sync + Debug + 'static {
     /// Whether an active host ban covers `host` (the host itself or a parent).
     async fn host_banned(&self, host: &str) -> Result<bool, StoreError>;
     async fn code_banned(&self, domain: &str, code: &str) -> Result<bool, StoreError>;
-    /// Unpublished outbox rows per lane.
+    /// Unpublished outbox rows per lane (rows set aside as failed under `failed`).
     async fn outbox_pending(&self) -> Result<Vec<(String, i64)>, StoreError>;
+    /// Forgets idempotency keys recorded before `before` (Unix ms); returns how many.
+    async fn forget_idempotency_keys(&self, before: i64) -> Result<u64, StoreError>;
     async fn insert_key(&self, key: &ApiKey) -> Result<(), StoreError>;
     async fn find_key(&self, key_id: &str) -> Result<Option<ApiKey>, StoreError>;
     /// Marks a key revoked; `false` when there is no such live key.

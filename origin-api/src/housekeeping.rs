@@ -1,0 +1,70 @@
+//! What the origin forgets on a schedule, so that no table grows without bound:
+//! idempotency keys after their 24 hours, click event ids after their retention, and
+//! delivered outbox rows after `--outbox-retention` (the newest delivered row of each
+//! key stays). Also the per-key rate budgets of idle keys.
+
+use crate::links::IDEMPOTENCY_TTL_MS;
+use crate::store::{ClickStore, LinkStore, OutboxStore, StoreError};
+use crate::AppState;
+use std::time::Duration;
+
+/// How often the sweep runs.
+pub const EVERY: Duration = Duration::from_secs(60);
+
+/// What one sweep removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Swept {
+    pub idempotency_keys: u64,
+    pub click_ids: u64,
+    pub outbox_rows: u64,
+}
+
+/// Removes what is past its time at `now` (Unix ms). Each part goes on if another fails;
+/// the first failure is returned after all ran.
+pub async fn sweep(state: &AppState, now: i64) -> Result<Swept, StoreError> {
+    state.create_limit.shrink();
+    let mut swept = Swept::default();
+    let mut first_error = None;
+    match state
+        .db
+        .forget_idempotency_keys(now - IDEMPOTENCY_TTL_MS)
+        .await
+    {
+        Ok(n) => swept.idempotency_keys = n,
+        Err(e) => first_error = first_error.or(Some(e)),
+    }
+    match state
+        .db
+        .forget_click_ids(now - state.clicks.retention_ms())
+        .await
+    {
+        Ok(n) => swept.click_ids = n,
+        Err(e) => first_error = first_error.or(Some(e)),
+    }
+    let retention = i64::try_from(state.settings.outbox_retention.as_millis()).unwrap_or(i64::MAX);
+    match state
+        .db
+        .prune_delivered(now.saturating_sub(retention))
+        .await
+    {
+        Ok(n) => swept.outbox_rows = n,
+        Err(e) => first_error = first_error.or(Some(e)),
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(swept),
+    }
+}
+
+/// Sweeps every [`EVERY`] until aborted.
+pub async fn run(state: AppState) {
+    let mut every = tokio::time::interval(EVERY);
+    loop {
+        every.tick().await;
+        match sweep(&state, crate::store::now_ms()).await {
+            Ok(swept) if swept != Swept::default() => tracing::debug!(?swept, "swept"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "housekeeping failed; will retry"),
+        }
+    }
+}

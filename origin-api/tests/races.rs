@@ -1,0 +1,161 @@
+//! Races between writers of one link, run many times on every database available: the
+//! copy the edge gets (the newest outbox row of a key) must always be what the database
+//! row says, and no two copies of a key may carry the same version.
+
+mod common;
+
+use common::TestDb;
+use origin_api::bans::BanTarget;
+use origin_api::links::{self, Link};
+use origin_api::store::{now_ms, BanStore, LinkStore};
+use origin_api::AppState;
+use serde_json::{json, Value};
+use shared::{EdgeRecord, LinkStatus};
+
+/// Rounds of each race. Each is a few milliseconds; the interleavings that lose an
+/// update show up within a few dozen rounds on PostgreSQL.
+const ROUNDS: usize = 200;
+
+async fn create(state: &AppState, code: &str, target: &str) -> Link {
+    let req: links::CreateLink =
+        serde_json::from_value(json!({ "target_url": target, "code": code })).expect("body");
+    links::create_link(state, "acme", req)
+        .await
+        .expect("create")
+}
+
+/// PATCHes the link's target at the version last read; a refusal (412, or 422 because
+/// the ban landed first) is part of the race, not a failure.
+async fn retarget(state: &AppState, code: &str, target: &str) {
+    let Ok(current) = links::owned_link(state, "acme", "s.example", code).await else {
+        return;
+    };
+    let changes: links::UpdateLink =
+        serde_json::from_value(json!({ "target_url": target })).expect("changes");
+    let version = current.version;
+    let _ = links::update_link(state, current, version, changes).await;
+}
+
+/// The newest outbox row of `s.example/{code}`, and every version the key's rows carry.
+async fn copies(state: &AppState, code: &str) -> (EdgeRecord, Vec<i64>) {
+    let key = format!("s.example/{code}");
+    let rows: Vec<(i64, String)> = origin_api::on_pool!(&state.db, pool => {
+        sqlx::query_as(
+            "SELECT version, payload FROM outbox WHERE kind = 'link' AND route_key = $1 ORDER BY seq",
+        )
+        .bind(&key)
+        .fetch_all(pool)
+        .await
+        .expect("outbox")
+    });
+    let newest = rows.last().expect("a row").1.clone();
+    (
+        EdgeRecord::from_json(&newest).expect("record"),
+        rows.iter().map(|(v, _)| *v).collect(),
+    )
+}
+
+/// Checks what the edge would end with against the database row.
+async fn check(state: &AppState, code: &str, round: usize, kind: &str) {
+    let row = state
+        .db
+        .get_link("s.example", code)
+        .await
+        .expect("read")
+        .expect("link");
+    let (edge, versions) = copies(state, code).await;
+    let host = row.target_host();
+    let banned = state.db.host_banned(&host).await.expect("bans");
+    let context = format!(
+        "{kind} round {round}: row v{} {}",
+        row.version, row.target_url
+    );
+    assert_eq!(
+        edge.version, row.version,
+        "{context}: the newest copy's version"
+    );
+    assert_eq!(
+        edge.target, row.target_url,
+        "{context}: the newest copy's target"
+    );
+    assert_eq!(
+        edge.status == LinkStatus::Banned,
+        banned,
+        "{context}: the newest copy's ban mark (host {host} banned: {banned})"
+    );
+    let mut sorted = versions.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(
+        sorted.len(),
+        versions.len(),
+        "{context}: two copies share a version: {versions:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_edit_racing_a_host_ban_and_its_lift_never_loses_a_version_or_a_ban_mark() {
+    for t in TestDb::all("race-ban-edit").await {
+        let state = common::app_state(&t);
+        let code = "race-link";
+        create(&state, code, "https://good.example/0").await;
+        for round in 0..ROUNDS {
+            let evil = format!("evil{round}.example");
+            let host = BanTarget::Host { host: evil.clone() };
+            // The edit moves the link onto the host being banned, at the same moment.
+            let onto = format!("https://{evil}/{round}");
+            let (ban, ()) = tokio::join!(
+                state.db.insert_ban(&host, "race", "ops/t", now_ms()),
+                retarget(&state, code, &onto),
+            );
+            let ban = ban.expect("ban");
+            check(&state, code, round, t.kind()).await;
+            // The edit moves it back while the ban is lifted.
+            let back = format!("https://good.example/{round}");
+            let (lift, ()) = tokio::join!(
+                state.db.lift_ban(ban.ban_id, now_ms()),
+                retarget(&state, code, &back),
+            );
+            lift.expect("lift");
+            check(&state, code, round, t.kind()).await;
+        }
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_create_racing_a_ban_of_its_host_is_marked_or_refused() {
+    for t in TestDb::all("race-ban-create").await {
+        let state = common::app_state(&t);
+        for round in 0..ROUNDS {
+            let evil = format!("fresh{round}.example");
+            let host = BanTarget::Host { host: evil.clone() };
+            let code = format!("race-new-{round}");
+            let req: links::CreateLink = serde_json::from_value::<links::CreateLink>(
+                json!({ "target_url": format!("https://{evil}/"), "code": code }),
+            )
+            .expect("body");
+            let (ban, created) = tokio::join!(
+                state.db.insert_ban(&host, "race", "ops/t", now_ms()),
+                links::create_link(&state, "acme", req),
+            );
+            ban.expect("ban");
+            match created {
+                // Created: its copy must carry the ban, whichever committed first.
+                Ok(_) => check(&state, &code, round, t.kind()).await,
+                // Refused because the ban was seen first: nothing was stored.
+                Err(e) => {
+                    let problem: Value = e.problem();
+                    assert_eq!(problem["status"], 422, "{}: {problem}", t.kind());
+                    assert!(state
+                        .db
+                        .get_link("s.example", &code)
+                        .await
+                        .expect("read")
+                        .is_none());
+                }
+            }
+        }
+        t.cleanup().await;
+    }
+}
