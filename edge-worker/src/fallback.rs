@@ -11,7 +11,7 @@
 use crate::answer_cache;
 use crate::kv::Kv;
 use futures_util::future::{select, Either};
-use shared::activation::{may_be_new, ActivationMeta};
+use shared::activation::{may_be_new, ActivationMeta, NewCode};
 use shared::sync::ACTIVATION_KEY;
 use shared::{CodeKind, CodeSpace, EdgeRecord, KeyRing, RouteKey};
 use std::cell::RefCell;
@@ -103,8 +103,10 @@ pub(crate) enum Ask {
     No,
     /// A generated code in the activation window.
     Dated,
-    /// A custom alias, or a generated code without a meta or keys to date it: asked
-    /// within a per-isolate budget, so a scan cannot flood the origin.
+    /// A custom alias, or a generated code without a meta or keys to date it, or whose
+    /// meta is past its promise: asked within a per-isolate budget, so a scan cannot
+    /// flood the origin; over it, the visitor gets 503, never a 404 for a link that may
+    /// exist.
     Undated,
 }
 
@@ -118,19 +120,16 @@ pub(crate) async fn worth_asking(env: &Env, kv: &Kv, route: &RouteKey, space: &C
         return Ask::No;
     }
     let code = route.code();
-    match shared::codes::classify(code, space) {
-        None => Ask::No,
-        Some(CodeKind::Custom) => Ask::Undated,
-        Some(CodeKind::Generated) => {
-            let (Some(keys), Some(meta)) = (keys(env), meta(kv).await) else {
-                return Ask::Undated;
-            };
-            if may_be_new(code, space, Some(&keys), Some(&meta)) {
-                Ask::Dated
-            } else {
-                Ask::No
-            }
-        }
+    let (keys, meta) = match shared::codes::classify(code, space) {
+        None => return Ask::No,
+        Some(CodeKind::Custom) => return Ask::Undated,
+        Some(CodeKind::Generated) => (keys(env), meta(kv).await),
+    };
+    let now_s = (Date::now().as_millis() / 1000) as i64;
+    match may_be_new(code, space, keys.as_ref(), meta.as_ref(), now_s) {
+        NewCode::No => Ask::No,
+        NewCode::InWindow => Ask::Dated,
+        NewCode::Undatable => Ask::Undated,
     }
 }
 
@@ -160,9 +159,9 @@ pub(crate) async fn resolve(env: &Env, ctx: &Context, route: &RouteKey, ask: Ask
         Some(record) => record,
         None => {
             if ask == Ask::Undated && !undated_budget(now) {
-                // Over the budget, such a code is unknown for now rather than a flood at
-                // the origin; the link, if it exists, is found once KV holds it.
-                return Resolved::Unknown;
+                // Over the budget the origin is not asked, and a code that may name a
+                // link is not called unknown: the visitor is told to come back.
+                return Resolved::Unavailable;
             }
             let record = match ask_origin(env, route).await {
                 Resolved::Found(record) => Some(record),

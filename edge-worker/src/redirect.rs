@@ -128,13 +128,26 @@ fn lookup(visit: Pending, deny: Rc<Denylist>) -> Promise {
             return respond::settled(&Decision::unavailable(method, RETRY_AFTER_S));
         }
     };
-    let on_read = Closure::once_into_js(move |value: JsValue| -> Result<JsValue, JsValue> {
-        let Some(json) = value.as_string() else {
-            // Not in KV: it may be a link too new to be there.
-            return Ok(future_to_promise(async move {
-                respond::to_response(&unknown(visit, deny).await).map(JsValue::from)
-            })
-            .into());
+    // One closure for both outcomes, so that it is always called, and so freed: a
+    // `once_into_js` closure that is never called is never freed, and a handler only for
+    // success leaked a visit's worth of memory on every failed read.
+    let on_settled = Closure::once_into_js(move |value: JsValue| -> Result<JsValue, JsValue> {
+        // A text read settles with a string or null; anything else is the error of a
+        // read that failed.
+        let json = match value.as_string() {
+            Some(json) => json,
+            None if value.is_null() || value.is_undefined() => {
+                // Not in KV: it may be a link too new to be there.
+                return Ok(future_to_promise(async move {
+                    respond::to_response(&unknown(visit, deny).await).map(JsValue::from)
+                })
+                .into());
+            }
+            None => {
+                console_error!("KV read failed: {value:?}");
+                return respond::to_response(&Decision::unavailable(method, RETRY_AFTER_S))
+                    .map(JsValue::from);
+            }
         };
         let decision = match EdgeRecord::from_json(&json) {
             Ok(record) => visit.decide(Some(&record), &deny),
@@ -145,27 +158,7 @@ fn lookup(visit: Pending, deny: Rc<Denylist>) -> Promise {
         };
         respond::to_response(&decision).map(JsValue::from)
     });
-    READ_FAILED.with(|failed| {
-        read.then_or(
-            &on_read,
-            failed[usize::from(method == Method::Head)].as_ref(),
-        )
-    })
-}
-
-type Handler = Closure<dyn FnMut(JsValue) -> Result<JsValue, JsValue>>;
-
-thread_local! {
-    // What a failed read answers, for GET and for HEAD: made once per isolate, because a
-    // closure per request would cost what the promise chain saves.
-    static READ_FAILED: [Handler; 2] = [read_failed(Method::Get), read_failed(Method::Head)];
-}
-
-fn read_failed(method: Method) -> Handler {
-    Closure::new(move |error: JsValue| {
-        console_error!("KV read failed: {error:?}");
-        respond::to_response(&Decision::unavailable(method, RETRY_AFTER_S)).map(JsValue::from)
-    })
+    read.then_or(&on_settled, &on_settled)
 }
 
 /// The decision for a code KV does not hold: 404, unless the origin knows it.

@@ -148,6 +148,9 @@ impl IntoResponse for AppError {
         let detail = if status.is_server_error() {
             tracing::error!(error = %self, source = ?std::error::Error::source(&self), "request failed");
             match &self {
+                AppError::Store(e) if matches!(e.inner(), StoreError::ActivationFull { .. }) => {
+                    e.to_string()
+                }
                 AppError::Store(e) if e.is_unavailable() => {
                     "the database cannot answer now; retry shortly".to_owned()
                 }
@@ -175,8 +178,11 @@ impl IntoResponse for AppError {
                     .insert(header::RETRY_AFTER, (*retry_after_s).into());
             }
             AppError::Store(e) if e.is_unavailable() => {
-                res.headers_mut()
-                    .insert(header::RETRY_AFTER, UNAVAILABLE_RETRY_AFTER_S.into());
+                let wait = match e.inner() {
+                    StoreError::ActivationFull { retry_after_s } => *retry_after_s,
+                    _ => UNAVAILABLE_RETRY_AFTER_S,
+                };
+                res.headers_mut().insert(header::RETRY_AFTER, wait.into());
             }
             _ => {}
         }

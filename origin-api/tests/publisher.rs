@@ -10,7 +10,8 @@ use origin_api::db::Db;
 use origin_api::publisher::sink::{Sink, SinkError};
 use origin_api::publisher::{Publisher, Timings, LEASE};
 use origin_api::store::{
-    now_ms, FailedRow, LeaseClaim, LinkStore, OutboxRow, OutboxStore, RowFailure, StoreError,
+    now_ms, ActivationPromise, FailedRow, LeaseClaim, LinkStore, OutboxRow, OutboxStore,
+    RowFailure, StoreError,
 };
 use origin_api::{keys, links, metrics::Metrics, AppState};
 use serde_json::{json, Value};
@@ -120,6 +121,7 @@ fn test_timings() -> Timings {
         max_backoff: Duration::from_millis(100),
         item_retry_base: Duration::ZERO,
         max_attempts: 3,
+        heartbeat: Duration::from_secs(60),
     }
 }
 
@@ -696,6 +698,13 @@ impl OutboxStore for Cut {
     async fn prune_delivered(&self, before: i64) -> Result<u64, StoreError> {
         self.db.prune_delivered(before).await
     }
+    async fn record_activation(
+        &self,
+        c: &LeaseClaim<'_>,
+        window_ms: i64,
+    ) -> Result<ActivationPromise, StoreError> {
+        self.db.record_activation(c, window_ms).await
+    }
 }
 
 async fn published_version(db: &Db, code: &str) -> Option<u64> {
@@ -1084,6 +1093,40 @@ async fn a_ban_reaches_the_edge_while_the_normal_lane_is_stuck() {
         );
         stop.send(true).expect("stop");
         let _ = task.await;
+        t.cleanup().await;
+    }
+}
+
+/// The meta is pushed again on a heartbeat, with a newer version and time, so the edge's
+/// copy never outlives its promise while the publisher runs; and it says what it
+/// promises.
+#[tokio::test]
+async fn the_activation_meta_is_pushed_again_on_a_heartbeat_and_states_its_promise() {
+    for t in TestDb::all("publisher-heartbeat").await {
+        let state = common::app_state(&t);
+        let edge = Arc::new(MemoryEdge::new(true));
+        let publisher = Publisher::with_timings(
+            Arc::new(state.db.clone()),
+            edge.clone(),
+            state.metrics.clone(),
+            Timings {
+                heartbeat: Duration::ZERO,
+                ..test_timings()
+            },
+        );
+        let req: links::CreateLink =
+            serde_json::from_value(json!({ "target_url": "https://dest.example/" })).expect("body");
+        links::create_link(&state, "acme", req).await.expect("create");
+        publisher.step().await.expect("step");
+        let first = edge.value("meta:activation").expect("meta");
+        assert_eq!(first["w"], json!(600), "{first}");
+        assert!(first["headroom"].as_u64() >= Some(origin_api::store::MIN_HEADROOM as u64));
+        assert_eq!(first["high"], json!(10_000));
+        // Nothing new to publish: the heartbeat pushes the meta again, newer.
+        publisher.step().await.expect("step");
+        let second = edge.value("meta:activation").expect("meta");
+        assert!(second["v"].as_u64() > first["v"].as_u64(), "{first} then {second}");
+        assert_eq!(second["high"], first["high"]);
         t.cleanup().await;
     }
 }

@@ -58,7 +58,8 @@ async fn tables(db: &Db) -> Vec<String> {
     names
 }
 
-const TABLES: [&str; 12] = [
+const TABLES: [&str; 13] = [
+    "activation_promises",
     "api_keys",
     "bans",
     "click_days",

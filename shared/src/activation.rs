@@ -11,17 +11,45 @@ use crate::codes::{classify, CodeKind, CodeSpace};
 use crate::permutation::{CodeCodec, KeyRing};
 use serde::{Deserialize, Serialize};
 
-/// `meta:activation`, as the publisher writes it.
+/// How long a meta's promise holds unless it says otherwise, in seconds.
+pub const DEFAULT_WINDOW_S: u64 = 600;
+
+fn default_window() -> u64 {
+    DEFAULT_WINDOW_S
+}
+
+/// `meta:activation`, as the publisher writes it: a promise that, until `at + w`, no id
+/// at or past `high + headroom` is issued, and that every id below `low` belongs to a
+/// link KV already holds everywhere (or to none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActivationMeta {
-    /// The first id of the oldest segment reserved within the window.
+    /// Ids below this are settled: KV holds their links (or there are none).
     pub low: u64,
     /// The end of the newest segment reserved.
     pub high: u64,
-    /// Ids past `high` that may have been issued since (one segment).
+    /// Ids past `high` that may be issued before the promise runs out.
     pub headroom: u64,
-    /// When the meta was computed, Unix seconds.
+    /// When the meta was computed, Unix seconds (the database's clock).
     pub at: i64,
+    /// How long the promise holds, in seconds.
+    #[serde(rename = "w", default = "default_window")]
+    pub window_s: u64,
+    /// The meta's version (newer metas have higher ones); older metas carried none and
+    /// were versioned by `high`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub v: Option<u64>,
+}
+
+/// What the edge may conclude about a code KV does not hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NewCode {
+    /// No link can have it: answer 404 without asking anyone.
+    No,
+    /// A generated code in the activation window: it may be a link too new for KV.
+    InWindow,
+    /// It cannot be dated (a custom alias; no meta or keys; a meta older than its own
+    /// promise): it may exist, and asking costs the origin, so the caller limits it.
+    Undatable,
 }
 
 impl ActivationMeta {
@@ -29,33 +57,74 @@ impl ActivationMeta {
         serde_json::from_str(json)
     }
 
-    /// Whether `id` may belong to a link too new for KV.
+    /// The JSON stored in KV.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// The version the sync endpoint compares.
+    pub fn version(&self) -> u64 {
+        self.v.unwrap_or(self.high)
+    }
+
+    /// Whether the promise has run out at `now_s` (Unix seconds): the origin may have
+    /// issued any id since.
+    pub fn is_stale(&self, now_s: i64) -> bool {
+        let until = self
+            .at
+            .saturating_add(i64::try_from(self.window_s).unwrap_or(i64::MAX));
+        now_s > until
+    }
+
+    /// Whether `id` lies in the window `[low, high + headroom)`.
     pub fn covers(&self, id: u64) -> bool {
         self.low <= id && id < self.high.saturating_add(self.headroom)
     }
+
+    /// What a generated code of link id `id` may be at `now_s`.
+    pub fn date(&self, id: u64, now_s: i64) -> NewCode {
+        if id < self.low {
+            NewCode::No
+        } else if self.is_stale(now_s) {
+            // The promise ran out: any id at or past `low` may be new.
+            NewCode::Undatable
+        } else if self.covers(id) {
+            NewCode::InWindow
+        } else {
+            NewCode::No
+        }
+    }
 }
 
-/// Whether the edge should ask the origin about `code`, which KV does not hold.
+/// What the edge may conclude about `code`, which KV does not hold, at `now_s`.
 ///
-/// - No code in this space (bad shape, reserved word): no.
-/// - A custom-shaped code cannot be dated: yes (the caller limits how often).
-/// - A generated code: yes when, under some key version, its id is in the window. With
-///   no meta yet (nothing published) or no keys to decode with, it cannot be dated
-///   either: yes, since a missing meta must never hide a new link.
+/// - No code in this space (bad shape, reserved word): [`NewCode::No`].
+/// - A custom-shaped code cannot be dated.
+/// - A generated code is dated by its id under each key version: in the window under
+///   any, it may be new; with no meta (nothing published yet), no keys to decode with,
+///   or a meta past its promise, it cannot be dated, since a missing or stale meta must
+///   never hide a new link.
 pub fn may_be_new(
     code: &str,
     space: &CodeSpace,
     keys: Option<&KeyRing>,
     meta: Option<&ActivationMeta>,
-) -> bool {
+    now_s: i64,
+) -> NewCode {
     match classify(code, space) {
-        None => false,
-        Some(CodeKind::Custom) => true,
+        None => NewCode::No,
+        Some(CodeKind::Custom) => NewCode::Undatable,
         Some(CodeKind::Generated) => {
             let (Some(keys), Some(meta)) = (keys, meta) else {
-                return true;
+                return NewCode::Undatable;
             };
-            link_ids(code, space, keys).any(|id| meta.covers(id))
+            link_ids(code, space, keys)
+                .map(|id| meta.date(id, now_s))
+                .fold(NewCode::No, |best, d| match (best, d) {
+                    (NewCode::InWindow, _) | (_, NewCode::InWindow) => NewCode::InWindow,
+                    (NewCode::Undatable, _) | (_, NewCode::Undatable) => NewCode::Undatable,
+                    _ => NewCode::No,
+                })
         }
     }
 }
@@ -80,56 +149,113 @@ mod tests {
     use super::*;
 
     const RING: &str = "1:000102030405060708090a0b0c0d0e0f";
+    const NOW: i64 = 1_800_000_000;
 
     fn setup() -> (CodeSpace, KeyRing) {
         (CodeSpace::default(), KeyRing::parse(RING).unwrap())
+    }
+
+    fn meta(at: i64) -> ActivationMeta {
+        ActivationMeta {
+            low: 10_000,
+            high: 30_000,
+            headroom: 10_000,
+            at,
+            window_s: 600,
+            v: Some(7),
+        }
     }
 
     #[test]
     fn codes_of_recent_ids_ask_the_origin_and_others_do_not() {
         let (space, keys) = setup();
         let codec = CodeCodec::new(&keys, 1, space).unwrap();
-        let meta = ActivationMeta {
-            low: 10_000,
-            high: 30_000,
-            headroom: 10_000,
-            at: 0,
-        };
+        let m = meta(NOW);
         for id in [10_000, 29_999, 30_000, 39_999] {
             let code = codec.code_for(id).unwrap();
-            assert!(may_be_new(&code, &space, Some(&keys), Some(&meta)), "{id}");
+            assert_eq!(
+                may_be_new(&code, &space, Some(&keys), Some(&m), NOW),
+                NewCode::InWindow,
+                "{id}"
+            );
         }
         for id in [0, 9_999, 40_000, 3_000_000_000] {
             let code = codec.code_for(id).unwrap();
-            assert!(!may_be_new(&code, &space, Some(&keys), Some(&meta)), "{id}");
+            assert_eq!(
+                may_be_new(&code, &space, Some(&keys), Some(&m), NOW),
+                NewCode::No,
+                "{id}"
+            );
         }
     }
 
     #[test]
-    fn what_cannot_be_dated_asks_and_what_is_no_code_does_not() {
+    fn a_meta_past_its_promise_dates_nothing_at_or_past_low() {
+        let (space, keys) = setup();
+        let codec = CodeCodec::new(&keys, 1, space).unwrap();
+        let m = meta(NOW - 601);
+        assert!(m.is_stale(NOW) && !meta(NOW - 600).is_stale(NOW));
+        for id in [10_000, 40_000, 3_000_000_000] {
+            let code = codec.code_for(id).unwrap();
+            assert_eq!(
+                may_be_new(&code, &space, Some(&keys), Some(&m), NOW),
+                NewCode::Undatable,
+                "{id}"
+            );
+        }
+        let settled = codec.code_for(9_999).unwrap();
+        assert_eq!(
+            may_be_new(&settled, &space, Some(&keys), Some(&m), NOW),
+            NewCode::No
+        );
+    }
+
+    #[test]
+    fn what_cannot_be_dated_says_so_and_what_is_no_code_does_not_ask() {
         let (space, keys) = setup();
         let code = CodeCodec::new(&keys, 1, space)
             .unwrap()
             .code_for(5)
             .unwrap();
-        assert!(may_be_new(&code, &space, Some(&keys), None), "no meta yet");
-        assert!(may_be_new(&code, &space, None, None), "no keys");
-        assert!(
-            may_be_new("spring-sale", &space, Some(&keys), None),
-            "custom alias"
+        assert_eq!(
+            may_be_new(&code, &space, Some(&keys), None, NOW),
+            NewCode::Undatable,
+            "no meta yet"
         );
-        assert!(!may_be_new("a/b", &space, Some(&keys), None));
-        assert!(
-            !may_be_new("metrics", &space, Some(&keys), None),
+        assert_eq!(
+            may_be_new(&code, &space, None, None, NOW),
+            NewCode::Undatable,
+            "no keys"
+        );
+        assert_eq!(
+            may_be_new("spring-sale", &space, Some(&keys), None, NOW),
+            NewCode::Undatable,
+            "alias"
+        );
+        assert_eq!(
+            may_be_new("a/b", &space, Some(&keys), None, NOW),
+            NewCode::No
+        );
+        assert_eq!(
+            may_be_new("metrics", &space, Some(&keys), None, NOW),
+            NewCode::No,
             "reserved"
         );
     }
 
     #[test]
-    fn the_meta_is_read_as_the_publisher_writes_it() {
-        let meta =
+    fn the_meta_is_read_as_the_publisher_writes_it_and_as_older_ones_did() {
+        let m = ActivationMeta::from_json(&meta(NOW).to_json()).unwrap();
+        assert_eq!(m, meta(NOW));
+        assert_eq!(m.version(), 7);
+        // An older publisher wrote neither a window nor a version.
+        let old =
             ActivationMeta::from_json(r#"{"low":1,"high":20000,"headroom":10000,"at":7}"#).unwrap();
-        assert_eq!((meta.low, meta.high, meta.headroom), (1, 20_000, 10_000));
-        assert!(meta.covers(29_999) && !meta.covers(30_000) && !meta.covers(0));
+        assert_eq!(
+            (old.low, old.high, old.headroom, old.window_s),
+            (1, 20_000, 10_000, 600)
+        );
+        assert_eq!(old.version(), 20_000);
+        assert!(old.covers(29_999) && !old.covers(30_000) && !old.covers(0));
     }
 }

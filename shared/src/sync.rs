@@ -82,14 +82,12 @@ pub fn version_of(key: &str, value: &str) -> Option<u64> {
     struct V {
         v: u64,
     }
-    #[derive(Deserialize)]
-    struct High {
-        high: u64,
-    }
     if key.starts_with("l:") || key == DENY_KEY || key.starts_with("cfg:") {
         serde_json::from_str::<V>(value).ok().map(|x| x.v)
     } else if key == ACTIVATION_KEY {
-        serde_json::from_str::<High>(value).ok().map(|x| x.high)
+        crate::activation::ActivationMeta::from_json(value)
+            .ok()
+            .map(|m| m.version())
     } else {
         None
     }

@@ -29,7 +29,6 @@ pub mod sink;
 
 use crate::metrics::Metrics;
 use crate::store::{now_ms, LeaseClaim, OutboxRow, OutboxStore, RowFailure, StoreError};
-use serde::Deserialize;
 use shared::sync::{Refusal, SyncItem, SyncReply, ACTIVATION_KEY, DENY_KEY};
 use shared::EdgeRecord;
 use sink::{Sink, SinkError};
@@ -73,6 +72,9 @@ pub struct Timings {
     pub item_retry_base: Duration,
     /// Refusals of one item before it is set aside as failed.
     pub max_attempts: i64,
+    /// How often the activation meta is pushed again when nothing new was reserved, so
+    /// that the edge's copy never grows older than its own promise while all is well.
+    pub heartbeat: Duration,
 }
 
 impl Default for Timings {
@@ -86,6 +88,7 @@ impl Default for Timings {
             max_backoff: Duration::from_secs(30),
             item_retry_base: Duration::from_secs(1),
             max_attempts: 8,
+            heartbeat: Duration::from_secs(60),
         }
     }
 }
@@ -172,6 +175,8 @@ pub struct Publisher {
     lag_ms: Arc<[AtomicI64; 2]>,
     /// The lease as [`Publisher::step`] (without the keeper task) holds it.
     manual: Arc<Mutex<Option<Held>>>,
+    /// When this process last delivered the activation meta, and under which epoch.
+    meta_pushed: Arc<std::sync::Mutex<Option<(i64, Instant)>>>,
 }
 
 /// A holder id unique to this process: its pid and 64 random bits, or, should the
@@ -213,6 +218,7 @@ impl Publisher {
             timings,
             lag_ms: Arc::new([AtomicI64::new(0), AtomicI64::new(0)]),
             manual: Arc::default(),
+            meta_pushed: Arc::default(),
         }
     }
 
@@ -439,10 +445,33 @@ impl Publisher {
                 .unwrap_or(0),
         );
         if rows.is_empty() {
+            if lane == "fast" && self.meta_due(fence.epoch) {
+                // The heartbeat: the same ids, a fresh promise.
+                let meta = self.activation(fence).await?;
+                let reply = self
+                    .push_isolating(std::slice::from_ref(&meta), fence)
+                    .await?;
+                self.note_meta(fence.epoch, &reply);
+            }
             return Ok(0);
         }
         self.deliver(&rows, fence).await?;
         Ok(rows.len())
+    }
+
+    /// Whether the meta should be pushed again: never yet under this epoch, or not for
+    /// a heartbeat.
+    fn meta_due(&self, epoch: i64) -> bool {
+        let pushed = *self.meta_pushed.lock().unwrap_or_else(|e| e.into_inner());
+        !pushed.is_some_and(|(e, at)| e == epoch && at.elapsed() < self.timings.heartbeat)
+    }
+
+    /// Remembers a delivery of the meta, when `reply` says the edge took it.
+    fn note_meta(&self, epoch: i64, reply: &SyncReply) {
+        if reply.written.iter().any(|k| k == ACTIVATION_KEY) {
+            *self.meta_pushed.lock().unwrap_or_else(|e| e.into_inner()) =
+                Some((epoch, Instant::now()));
+        }
     }
 
     /// Pushes `rows` coalesced, request by request, and records what became of each.
@@ -457,7 +486,7 @@ impl Publisher {
         for row in rows {
             let item = if row.kind == "segment" {
                 if activation.is_none() {
-                    activation = Some(self.activation().await?);
+                    activation = Some(self.activation(fence).await?);
                 }
                 activation.clone()
             } else {
@@ -520,6 +549,7 @@ impl Publisher {
                 }
                 Err(e) => return Err(e),
             };
+            self.note_meta(fence.epoch, &reply);
             self.record(&chunk_rows, &reply, fence).await?;
         }
         Ok(())
@@ -643,32 +673,25 @@ impl Publisher {
         Ok(())
     }
 
-    /// `meta:activation` from the segments reserved within the activation window.
-    async fn activation(&self) -> Result<SyncItem, StoreError> {
-        #[derive(Deserialize)]
-        struct Segment {
-            start: u64,
-            end: u64,
-        }
-        let now = now_ms();
-        let segments: Vec<Segment> = self
+    /// `meta:activation`, recorded first as the promise it makes (see
+    /// `store::activation`): what was recorded may reach the edge, so it binds.
+    async fn activation(&self, fence: &Fence<'_>) -> Result<SyncItem, StoreError> {
+        let p = self
             .store
-            .segments_since(now - ACTIVATION_WINDOW_MS)
-            .await?
-            .iter()
-            .filter_map(|p| serde_json::from_str(p).ok())
-            .collect();
-        let low = segments.iter().map(|s| s.start).min().unwrap_or(0);
-        let high = segments.iter().map(|s| s.end).max().unwrap_or(0);
-        // Room for segments other origins reserve after this meta is read.
-        let headroom = segments.last().map_or(0, |s| s.end - s.start);
-        let value = serde_json::json!({
-            "low": low, "high": high, "headroom": headroom, "at": now / 1000,
-        });
+            .record_activation(&fence.claim(), ACTIVATION_WINDOW_MS)
+            .await?;
+        let meta = shared::activation::ActivationMeta {
+            low: u64::try_from(p.low).unwrap_or_default(),
+            high: u64::try_from(p.high).unwrap_or_default(),
+            headroom: u64::try_from(p.headroom).unwrap_or_default(),
+            at: p.at_ms.div_euclid(1000),
+            window_s: u64::try_from(p.window_ms / 1000).unwrap_or_default(),
+            v: u64::try_from(p.v).ok(),
+        };
         Ok(SyncItem {
             key: ACTIVATION_KEY.to_owned(),
-            value: value.to_string(),
-            version: high,
+            value: meta.to_json(),
+            version: u64::try_from(p.v).unwrap_or_default(),
             expiration: None,
         })
     }

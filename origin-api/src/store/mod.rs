@@ -1,6 +1,8 @@
 //! The system of record, behind traits with one implementation per database. Both pass
 //! the same conformance tests (`tests/store_conformance.rs`).
 
+mod activation;
+pub use activation::{ActivationPromise, MIN_HEADROOM, SKEW_MARGIN_MS};
 mod bans;
 mod clicks;
 pub use clicks::{ClickDims, Increments};
@@ -40,6 +42,10 @@ pub enum StoreError {
     /// The publisher no longer holds its lease (another took it over): it must stop.
     #[error("the publisher lease is no longer held by this process")]
     LeaseLost,
+    /// No new ids may be issued yet: they would pass what a meta the edge may hold
+    /// promised (the activation window), until that promise runs out.
+    #[error("new links are held back until the edge has caught up; retry in {retry_after_s} s")]
+    ActivationFull { retry_after_s: u64 },
     /// The same failure, handed to several waiters at once.
     #[error(transparent)]
     Shared(std::sync::Arc<StoreError>),
@@ -67,10 +73,11 @@ impl StoreError {
         }
     }
 
-    /// Whether the database could not be reached (worth answering 503 and retrying).
+    /// Whether the database could not be reached, or new ids are held back (worth
+    /// answering 503 and retrying).
     pub fn is_unavailable(&self) -> bool {
         match self {
-            StoreError::Unavailable(_) => true,
+            StoreError::Unavailable(_) | StoreError::ActivationFull { .. } => true,
             StoreError::Shared(inner) => inner.is_unavailable(),
             _ => false,
         }
@@ -207,6 +214,23 @@ pub trait OutboxStore: Send + Sync + Debug + 'static {
     /// Deletes rows delivered before `before` (Unix ms), but the newest delivered row of
     /// each key; returns how many.
     async fn prune_delivered(&self, before: i64) -> Result<u64, StoreError>;
+    /// Computes the activation meta the edge is to get and records it as a promise
+    /// (no id at or past `high + headroom` is issued until it runs out), in one fenced
+    /// transaction that orders it with segment reservations.
+    async fn record_activation(
+        &self,
+        claim: &LeaseClaim<'_>,
+        window_ms: i64,
+    ) -> Result<ActivationPromise, StoreError>;
+}
+
+/// The database's clock in Unix milliseconds, as SQL of `db`'s dialect.
+pub(crate) fn db_now_sql(db: &crate::db::Db) -> &'static str {
+    if db.is_postgres() {
+        "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)"
+    } else {
+        "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
+    }
 }
 
 /// Links, keys, domain settings and bans.

@@ -7,21 +7,13 @@
 //! holds this epoch unexpired; on PostgreSQL that check locks the lease row, so a
 //! takeover waits for the write to commit.
 
-use super::{FailedRow, LeaseClaim, OutboxRow, OutboxStore, RowFailure, StoreError};
+use super::{
+    ActivationPromise, FailedRow, LeaseClaim, OutboxRow, OutboxStore, RowFailure, StoreError,
+};
 use crate::db::Db;
 use async_trait::async_trait;
 
-/// The database's clock in Unix milliseconds, in each dialect.
-const PG_NOW: &str = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)";
-const SQLITE_NOW: &str = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)";
-
-fn now_sql(db: &Db) -> &'static str {
-    if db.is_postgres() {
-        PG_NOW
-    } else {
-        SQLITE_NOW
-    }
-}
+use super::db_now_sql as now_sql;
 
 /// Takes the lease when it is free or lapsed, renews it for its holder; a new epoch
 /// whenever the lease changes hands or lapsed in between.
@@ -38,7 +30,7 @@ fn take_sql(now: &str) -> String {
 
 /// Matches the lease row only while `$1` names it, `$2` holds it at epoch `$3`, and it
 /// has not lapsed; the no-op update locks the row on PostgreSQL until commit.
-fn still_held_sql(now: &str) -> String {
+pub(crate) fn still_held_sql(now: &str) -> String {
     format!(
         "UPDATE leases SET expires_at = expires_at \
          WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > {now}"
@@ -68,10 +60,12 @@ fn row_of(
 
 /// Runs `$body` in a transaction on the writer, after checking that `$claim` still
 /// holds its lease; `LeaseLost` (and nothing written) otherwise.
+#[macro_export]
+#[doc(hidden)]
 macro_rules! fenced {
     ($db:expr, $claim:expr, $tx:ident => $body:expr) => {{
-        let check = still_held_sql(now_sql($db));
-        crate::on_writer!($db, pool => {
+        let check = $crate::store::outbox::still_held_sql($crate::store::db_now_sql($db));
+        $crate::on_writer!($db, pool => {
             let mut $tx = pool.begin().await?;
             let held = sqlx::query(&check)
                 .bind($claim.name)
@@ -362,5 +356,13 @@ impl OutboxStore for Db {
             .rows_affected()
         });
         Ok(done)
+    }
+
+    async fn record_activation(
+        &self,
+        claim: &LeaseClaim<'_>,
+        window_ms: i64,
+    ) -> Result<ActivationPromise, StoreError> {
+        super::activation::record(self, claim, window_ms).await
     }
 }

@@ -38,6 +38,8 @@ fn payload(range: &Range<u64>, at: i64) -> String {
 impl SegmentSource for Db {
     async fn next_segment(&self, name: &str) -> Result<Range<u64>, StoreError> {
         let at = now_ms();
+        let limit_sql = super::activation::reservation_limit_sql(self);
+        let clock = format!("SELECT {}", super::db_now_sql(self));
         // Both dialects accept `$n` placeholders in sqlx.
         crate::on_writer!(self, pool => {
             let mut tx = pool.begin().await?;
@@ -47,6 +49,21 @@ impl SegmentSource for Db {
                 .bind(at)
                 .fetch_one(&mut *tx)
                 .await?;
+            // The row is locked now: no promise is being recorded meanwhile. A segment
+            // past what a running promise allows would let the edge answer 404 for a
+            // link that exists; it waits until that promise runs out.
+            if name == crate::LINK_SEQUENCE {
+                let binding: Option<(i64, i64)> =
+                    sqlx::query_as(&limit_sql).fetch_optional(&mut *tx).await?;
+                if let Some((limit, lapses_at)) = binding {
+                    if max_id > limit {
+                        let now: i64 = sqlx::query_scalar(&clock).fetch_one(&mut *tx).await?;
+                        let retry_after_s = u64::try_from((lapses_at - now) / 1000 + 1).unwrap_or(1);
+                        tracing::warn!(limit, max_id, retry_after_s, "new ids held back: the edge's activation window does not cover them yet");
+                        return Err(StoreError::ActivationFull { retry_after_s });
+                    }
+                }
+            }
             let range = range_of(name, max_id, step)?;
             sqlx::query(OUTBOX)
                 .bind(name)

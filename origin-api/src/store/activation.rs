@@ -1,0 +1,140 @@
+//! The activation window as promises the origin keeps (ARCHITECTURE §6.4).
+//!
+//! A meta tells the edge: "ids in `[low, high + headroom)` may belong to links KV does
+//! not hold yet; no other id will be issued before `at + window`". The edge answers 404
+//! without asking anyone for a generated code outside that range, so the origin must
+//! make the promise true:
+//! - `high` is the id ceiling (`id_segments`) read under the row's lock, so every
+//!   segment any process holds lies below it;
+//! - segment reservation refuses, while a recorded promise still runs (plus a margin for
+//!   clocks), to reserve past that promise's `high + headroom`
+//!   ([`reservation_limit_sql`]);
+//! - `low` is the smallest of: the start of the oldest segment reserved within the
+//!   window, the oldest generated link never delivered to the edge, and the `low` of
+//!   every promise still running (a link delivered a moment ago is not everywhere yet);
+//! - `headroom` is sized from the recent reservation rate so that, in practice, the
+//!   limit never binds: the code space is so large (62^7 ≈ 3.5 × 10^12) that a window
+//!   of tens of millions of ids costs the origin almost no random-code lookups.
+
+use super::{db_now_sql, LeaseClaim, StoreError};
+use crate::db::Db;
+use serde::Deserialize;
+
+/// The least headroom a meta gives: ten million ids (a thousand segments), so that a
+/// burst of imports right after a quiet spell does not run into the promise. A random
+/// generated code falls in a window this wide with odds of about 3 in a million.
+pub const MIN_HEADROOM: i64 = 10_000_000;
+/// How much longer than its own window the origin keeps a promise, for clocks (the
+/// edge's against the database's) that disagree.
+pub const SKEW_MARGIN_MS: i64 = 60_000;
+
+/// A meta as recorded (and as the edge will get it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActivationPromise {
+    /// Its version: the database's clock in ms when recorded, made strictly increasing.
+    pub v: i64,
+    pub at_ms: i64,
+    pub window_ms: i64,
+    pub low: i64,
+    pub high: i64,
+    pub headroom: i64,
+}
+
+/// `SELECT limit, lapses_at` of the promise that binds segment reservation now (the
+/// smallest `high + headroom` among those still running), if any.
+pub(crate) fn reservation_limit_sql(db: &Db) -> String {
+    let now = db_now_sql(db);
+    format!(
+        "SELECT high + headroom, at_ms + window_ms + {SKEW_MARGIN_MS} FROM activation_promises \
+         WHERE at_ms + window_ms + {SKEW_MARGIN_MS} > {now} ORDER BY high + headroom LIMIT 1"
+    )
+}
+
+#[derive(Deserialize)]
+struct Segment {
+    start: i64,
+    end: i64,
+}
+
+/// Computes and records the next promise; see the module's documentation.
+pub(super) async fn record(
+    db: &Db,
+    claim: &LeaseClaim<'_>,
+    window_ms: i64,
+) -> Result<ActivationPromise, StoreError> {
+    let now_sql = db_now_sql(db);
+    let clock = format!("SELECT {now_sql}");
+    Ok(crate::fenced!(db, claim, tx => {
+        // The ceiling under its row's lock: a reservation waits until this commits, and
+        // then sees this promise.
+        let high: Option<i64> = sqlx::query_scalar(
+            "UPDATE id_segments SET updated_at = updated_at WHERE name = 'links' RETURNING max_id",
+        )
+        .fetch_optional(&mut *tx)
+        .await?;
+        let high = high.unwrap_or(0);
+        let now: i64 = sqlx::query_scalar(&clock).fetch_one(&mut *tx).await?;
+        let since = now - window_ms;
+        let payloads: Vec<String> = sqlx::query_scalar(
+            "SELECT payload FROM outbox WHERE kind = 'segment' AND created_at >= $1",
+        )
+        .bind(since)
+        .fetch_all(&mut *tx)
+        .await?;
+        let segments: Vec<Segment> = payloads
+            .iter()
+            .filter_map(|p| serde_json::from_str(p).ok())
+            .collect();
+        let undelivered: Option<i64> = sqlx::query_scalar(
+            "SELECT MIN(link_id) FROM links WHERE published_version IS NULL AND code_kind = 'generated'",
+        )
+        .fetch_one(&mut *tx)
+        .await?;
+        let (earlier_low, last_v): (Option<i64>, Option<i64>) = sqlx::query_as(
+            "SELECT MIN(CASE WHEN at_ms + window_ms > $1 THEN low END), MAX(v) FROM activation_promises",
+        )
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await?;
+        let low = segments
+            .iter()
+            .map(|s| s.start)
+            .chain(undelivered)
+            .chain(earlier_low)
+            .min()
+            .unwrap_or(high)
+            .min(high);
+        // Ids reserved per ms lately, over the window and the margin, twice over.
+        let reserved: i64 = segments.iter().map(|s| (s.end - s.start).max(0)).sum();
+        let by_rate = reserved.saturating_mul(2).saturating_mul(window_ms + SKEW_MARGIN_MS)
+            / window_ms.max(1);
+        let headroom = by_rate.max(MIN_HEADROOM);
+        let promise = ActivationPromise {
+            v: now.max(last_v.unwrap_or(0) + 1),
+            at_ms: now,
+            window_ms,
+            low,
+            high,
+            headroom,
+        };
+        sqlx::query(
+            "INSERT INTO activation_promises (v, at_ms, window_ms, low, high, headroom) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(promise.v)
+        .bind(promise.at_ms)
+        .bind(promise.window_ms)
+        .bind(promise.low)
+        .bind(promise.high)
+        .bind(promise.headroom)
+        .execute(&mut *tx)
+        .await?;
+        // Promises that ran out long ago bind nothing and inform nothing.
+        sqlx::query("DELETE FROM activation_promises WHERE at_ms + window_ms + $1 < $2")
+            .bind(2 * SKEW_MARGIN_MS + window_ms)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        promise
+    }))
+}
