@@ -1,6 +1,10 @@
 -- Fenced publishing (docs/decisions.md, "Publishing"): each takeover of a lease starts a
 -- new epoch, and the publisher's writes are conditional on still holding its epoch.
+-- `clean` says whether the lease was free (given up, or never held) when this epoch
+-- took it, rather than taken over after it lapsed: only then may the new holder push
+-- at once.
 ALTER TABLE leases ADD COLUMN epoch BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE leases ADD COLUMN clean BOOLEAN NOT NULL DEFAULT FALSE;
 
 -- No poison pill: a row the edge refuses is retried on its own schedule, and after
 -- enough attempts set aside (failed_at) where an operator lists and retries it.

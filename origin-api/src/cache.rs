@@ -47,6 +47,27 @@ pub struct Entry {
     expires: Instant,
 }
 
+/// `d` give or take up to a tenth, so that entries loaded together do not all expire
+/// (and come back to the database) in the same instant.
+fn jittered(d: Duration) -> Duration {
+    use std::cell::Cell;
+    use std::hash::{BuildHasher, RandomState};
+    thread_local! {
+        // xorshift64, seeded once per thread from std's random keys.
+        static STATE: Cell<u64> = Cell::new(RandomState::new().hash_one(0u8) | 1);
+    }
+    let x = STATE.with(|s| {
+        let mut x = s.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        s.set(x);
+        x
+    });
+    // A factor in [0.9, 1.1).
+    d.mul_f64(0.9 + (x % 2_000) as f64 / 10_000.0)
+}
+
 impl Entry {
     fn new(record: Option<PreparedRecord>, positive_ttl: Duration) -> Self {
         let ttl = if record.is_some() {
@@ -56,7 +77,7 @@ impl Entry {
         };
         Entry {
             record,
-            expires: Instant::now() + ttl,
+            expires: Instant::now() + jittered(ttl),
         }
     }
 
@@ -316,6 +337,44 @@ impl RedirectCache {
         self.put(route_key, entry, true);
     }
 
+    /// Another process wrote `route` at `version` (announced by PostgreSQL): an entry
+    /// held at an older version, or held as unknown, is read again now. The version
+    /// fence keeps whichever of two reads is newer.
+    pub async fn changed_elsewhere<S: RedirectSource + ?Sized>(
+        &self,
+        store: &S,
+        route: &shared::RouteKey,
+        version: u64,
+    ) -> Result<(), StoreError> {
+        let key = route.to_string();
+        let stale = self
+            .entries
+            .get(key.as_str())
+            .is_some_and(|held| held.version() < version);
+        if !stale {
+            return Ok(());
+        }
+        self.lookups.inc();
+        match store.get_link(route.domain(), route.code()).await {
+            Ok(link) => {
+                let record = link.map(|l| PreparedRecord::new(l.edge_record(false)));
+                self.put(key, Arc::new(Entry::new(record, self.positive_ttl)), false);
+                Ok(())
+            }
+            Err(e) => {
+                self.entries.remove(key.as_str());
+                Err(e)
+            }
+        }
+    }
+
+    /// Forgets every entry and the denylist: after a gap in the notifications, anything
+    /// held may be stale.
+    pub fn forget_all(&self) {
+        self.entries.clear();
+        self.bans_changed();
+    }
+
     /// After this process created or lifted a ban: the next visit reads the bans again.
     /// Entries stay: they hold records unmarked, and every visit is decided against the
     /// denylist.
@@ -443,6 +502,57 @@ mod tests {
             entry.record.as_ref().map(|r| r.record.status),
             Some(LinkStatus::Banned)
         );
+    }
+
+    #[test]
+    fn lifetimes_are_spread_over_a_tenth_either_way() {
+        let ttl = Duration::from_secs(60);
+        let spread: Vec<Duration> = (0..1_000).map(|_| jittered(ttl)).collect();
+        assert!(spread
+            .iter()
+            .all(|d| *d >= ttl.mul_f64(0.9) && *d < ttl.mul_f64(1.1)));
+        let distinct: std::collections::HashSet<_> = spread.iter().collect();
+        assert!(
+            distinct.len() > 500,
+            "only {} distinct lifetimes",
+            distinct.len()
+        );
+        let below = spread.iter().filter(|d| **d < ttl).count();
+        assert!((300..700).contains(&below), "{below} of 1000 below the TTL");
+    }
+
+    #[tokio::test]
+    async fn another_processs_newer_version_replaces_what_is_held_and_an_older_one_does_not() {
+        let cache = RedirectCache::new(100);
+        let route = shared::RouteKey::new("s.example", "abc1234").expect("route");
+        cache
+            .fence(route.to_string(), link(2).edge_record(false))
+            .await;
+        let source = gate(Some(link(3)), true);
+        cache
+            .changed_elsewhere(source.as_ref(), &route, 2)
+            .await
+            .expect("same version");
+        assert_eq!(
+            source.loads.load(Ordering::SeqCst),
+            0,
+            "nothing newer: no read"
+        );
+        cache
+            .changed_elsewhere(source.as_ref(), &route, 3)
+            .await
+            .expect("newer");
+        let held = cache.cached("s.example", "abc1234").expect("held");
+        assert_eq!(held.record.as_ref().map(|r| r.record.version), Some(3));
+        // Codes this process never held cost nothing.
+        let other = shared::RouteKey::new("s.example", "zzz9999").expect("route");
+        cache
+            .changed_elsewhere(source.as_ref(), &other, 9)
+            .await
+            .expect("not held");
+        assert_eq!(source.loads.load(Ordering::SeqCst), 1);
+        cache.forget_all();
+        assert!(cache.cached("s.example", "abc1234").is_none());
     }
 
     #[tokio::test]

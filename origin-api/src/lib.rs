@@ -10,6 +10,7 @@ pub mod clicks;
 pub mod config;
 pub mod db;
 pub mod error;
+pub mod freshness;
 pub mod housekeeping;
 pub mod keys;
 pub mod links;
@@ -157,6 +158,8 @@ pub async fn serve(
         let stopped = stop.subscribe();
         tokio::spawn(async move { state.recorder.run(&state.clicks, &state.db, stopped).await })
     };
+    // On PostgreSQL, other origins' changes reach this one's cache as they commit.
+    let listening = tokio::spawn(freshness::listen(state.clone(), stop.subscribe()));
     // Once a minute, what is past its time is forgotten (housekeeping).
     let sweeper = tokio::spawn(housekeeping::run(state.clone()));
     let served = axum::serve(listener, routes::router(state))
@@ -164,6 +167,7 @@ pub async fn serve(
         .await;
     sweeper.abort();
     let _ = stop.send(true);
+    let _ = listening.await;
     let _ = recording.await;
     if let Some(task) = publishing {
         let _ = task.await;

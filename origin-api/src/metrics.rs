@@ -59,6 +59,8 @@ pub struct Metrics {
     pub clicks_dropped: Counter,
     /// Link writes refused by a unique index other than the route key's.
     pub write_conflicts: Counter,
+    /// Connections (and reconnections) of the listener for other origins' changes.
+    pub freshness_connects: Counter,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -182,7 +184,14 @@ impl Default for Metrics {
             "Link writes refused by a unique index other than (domain, code): an id handed out twice; each is a 500",
             write_conflicts.clone(),
         );
+        let freshness_connects = Counter::default();
+        registry.register(
+            "freshness_connects",
+            "Connections of the listener for other origins' changes (PostgreSQL); each forgets the redirect cache",
+            freshness_connects.clone(),
+        );
         Metrics {
+            freshness_connects,
             publish_dead,
             publish_edge_ahead,
             outbox_failed,

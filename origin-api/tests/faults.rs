@@ -158,7 +158,8 @@ async fn operators_list_the_dead_letters_and_only_operators() {
             .take_lease("publisher", "p", 60_000)
             .await
             .expect("lease")
-            .expect("held");
+            .expect("held")
+            .epoch;
         let claim = LeaseClaim {
             name: "publisher",
             holder: "p",
@@ -271,7 +272,8 @@ async fn housekeeping_forgets_idempotency_keys_after_a_day_and_prunes_delivered_
             .take_lease("publisher", "p", 60_000)
             .await
             .expect("lease")
-            .expect("held");
+            .expect("held")
+            .epoch;
         let claim = LeaseClaim {
             name: "publisher",
             holder: "p",

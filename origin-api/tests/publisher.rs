@@ -10,7 +10,7 @@ use origin_api::db::Db;
 use origin_api::publisher::sink::{Sink, SinkError};
 use origin_api::publisher::{Publisher, Timings, LEASE};
 use origin_api::store::{
-    now_ms, ActivationPromise, FailedRow, LeaseClaim, LinkStore, OutboxRow, OutboxStore,
+    now_ms, ActivationPromise, FailedRow, Lease, LeaseClaim, LinkStore, OutboxRow, OutboxStore,
     RowFailure, StoreError,
 };
 use origin_api::{keys, links, metrics::Metrics, AppState};
@@ -342,34 +342,32 @@ async fn a_failed_push_is_retried_and_an_older_version_never_replaces_a_newer_on
 async fn one_leader_at_a_time_by_the_databases_clock_with_a_new_epoch_at_each_takeover() {
     for t in TestDb::all("publisher-lease").await {
         let db = &t.db;
-        let a = db.take_lease(LEASE, "a", 60_000).await.expect("lease");
-        assert!(a.is_some(), "{}", t.kind());
+        let take = |holder: &'static str, ttl: i64| async move {
+            db.take_lease(LEASE, holder, ttl).await.expect("lease")
+        };
+        let a = take("a", 60_000).await.expect("free: a takes it");
+        assert!(a.clean, "{}: never held before", t.kind());
+        assert_eq!(take("b", 60_000).await, None);
         assert_eq!(
-            db.take_lease(LEASE, "b", 60_000).await.expect("lease"),
-            None
-        );
-        assert_eq!(
-            db.take_lease(LEASE, "a", 60_000).await.expect("renew"),
-            a,
+            take("a", 60_000).await,
+            Some(a),
             "a renewal keeps the epoch"
         );
-        // a renews for no time at all: its lease has lapsed by the database's clock.
-        assert_eq!(db.take_lease(LEASE, "a", -1).await.expect("renew"), a);
-        let b = db.take_lease(LEASE, "b", 60_000).await.expect("lease");
-        assert!(b > a, "{}: a takeover starts a new epoch", t.kind());
-        assert_eq!(
-            db.take_lease(LEASE, "a", 60_000).await.expect("lease"),
-            None
-        );
+        // a renews for no time at all: its lease has lapsed by the database's clock, and
+        // b takes it over: a new epoch, not clean (a push of a's may still land).
+        assert_eq!(take("a", -1).await, Some(a));
+        let b = take("b", 60_000).await.expect("lapsed: b takes it");
+        assert!(b.epoch > a.epoch && !b.clean, "{}: {b:?}", t.kind());
+        assert_eq!(take("a", 60_000).await, None);
         assert_eq!(
             db.lease_holder(LEASE).await.expect("holder"),
-            Some(("b".to_owned(), b.expect("epoch")))
+            Some(("b".to_owned(), b.epoch))
         );
         // A stale claim writes nothing; the holder's does.
         let stale = LeaseClaim {
             name: LEASE,
             holder: "a",
-            epoch: a.expect("epoch"),
+            epoch: a.epoch,
         };
         assert!(matches!(
             db.mark_published(&stale, &[], now_ms()).await,
@@ -378,14 +376,14 @@ async fn one_leader_at_a_time_by_the_databases_clock_with_a_new_epoch_at_each_ta
         let held = LeaseClaim {
             name: LEASE,
             holder: "b",
-            epoch: b.expect("epoch"),
+            epoch: b.epoch,
         };
         db.mark_published(&held, &[], now_ms()).await.expect("held");
-        // Given up, it is free at once, and the next holder's epoch follows on.
+        // Given up, it is free at once, and the next holder's epoch follows on, clean.
         db.release_lease(&held).await.expect("release");
         assert_eq!(db.lease_holder(LEASE).await.expect("holder"), None);
-        let a2 = db.take_lease(LEASE, "a", 60_000).await.expect("lease");
-        assert!(a2 > b, "{}", t.kind());
+        let a2 = take("a", 60_000).await.expect("given up: a takes it");
+        assert!(a2.epoch > b.epoch && a2.clean, "{}: {a2:?}", t.kind());
         t.cleanup().await;
     }
 }
@@ -639,7 +637,7 @@ struct Cut {
 
 #[async_trait]
 impl OutboxStore for Cut {
-    async fn take_lease(&self, n: &str, h: &str, ttl: i64) -> Result<Option<i64>, StoreError> {
+    async fn take_lease(&self, n: &str, h: &str, ttl: i64) -> Result<Option<Lease>, StoreError> {
         if self.cut.load(Ordering::SeqCst) {
             return Err(StoreError::Unavailable("cut off".into()));
         }
@@ -1116,7 +1114,9 @@ async fn the_activation_meta_is_pushed_again_on_a_heartbeat_and_states_its_promi
         );
         let req: links::CreateLink =
             serde_json::from_value(json!({ "target_url": "https://dest.example/" })).expect("body");
-        links::create_link(&state, "acme", req).await.expect("create");
+        links::create_link(&state, "acme", req)
+            .await
+            .expect("create");
         publisher.step().await.expect("step");
         let first = edge.value("meta:activation").expect("meta");
         assert_eq!(first["w"], json!(600), "{first}");
@@ -1125,7 +1125,10 @@ async fn the_activation_meta_is_pushed_again_on_a_heartbeat_and_states_its_promi
         // Nothing new to publish: the heartbeat pushes the meta again, newer.
         publisher.step().await.expect("step");
         let second = edge.value("meta:activation").expect("meta");
-        assert!(second["v"].as_u64() > first["v"].as_u64(), "{first} then {second}");
+        assert!(
+            second["v"].as_u64() > first["v"].as_u64(),
+            "{first} then {second}"
+        );
         assert_eq!(second["high"], first["high"]);
         t.cleanup().await;
     }

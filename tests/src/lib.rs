@@ -519,3 +519,90 @@ pub async fn wait_published(origin: &str, key: &str, domain: &str, code: &str) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Whether a push (its JSON body) carries a link record (`"key":"l:…"`).
+fn carries_records(body: &[u8]) -> bool {
+    let needle = br#""key":"l:"#;
+    body.windows(needle.len()).any(|w| w == needle)
+}
+
+/// What a [`SinkProxy`] does with the publisher's pushes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SinkMode {
+    /// Passes every push on to the edge.
+    Pass,
+    /// Answers every push 503, as a sink that is down.
+    Down,
+    /// Passes pushes of the fast lane (no link record in them) and holds every push of
+    /// link records until the client gives up: a normal lane that is stuck.
+    StallRecords,
+}
+
+/// A proxy between the origin's publisher and the worker's `/_hop/sync`, which a test
+/// switches between [`SinkMode`]s.
+#[derive(Debug, Clone)]
+pub struct SinkProxy {
+    /// The URL to give the origin as `HOP_EDGE_SYNC_URL`.
+    pub url: String,
+    mode: std::sync::Arc<std::sync::Mutex<SinkMode>>,
+}
+
+impl SinkProxy {
+    /// Starts a proxy to the edge at `edge` (its base URL), passing pushes on.
+    pub async fn start(edge: String) -> SinkProxy {
+        use axum::extract::{Request, State};
+        use axum::response::{IntoResponse, Response};
+        type Shared = (String, std::sync::Arc<std::sync::Mutex<SinkMode>>);
+        async fn forward(State((edge, mode)): State<Shared>, req: Request) -> Response {
+            let mode = *mode.lock().unwrap_or_else(|e| e.into_inner());
+            let (parts, body) = req.into_parts();
+            let body = axum::body::to_bytes(body, 64 << 20)
+                .await
+                .unwrap_or_default();
+            match mode {
+                SinkMode::Down => {
+                    return (axum::http::StatusCode::SERVICE_UNAVAILABLE, "sink down")
+                        .into_response()
+                }
+                SinkMode::StallRecords if carries_records(&body) => {
+                    std::future::pending::<()>().await;
+                }
+                _ => {}
+            }
+            let mut out = client().post(format!("{edge}{}", parts.uri));
+            for (name, value) in &parts.headers {
+                if name != "host" && name != "content-length" {
+                    out = out.header(name, value);
+                }
+            }
+            match out.body(body).send().await {
+                Ok(res) => {
+                    let status = axum::http::StatusCode::from_u16(res.status().as_u16())
+                        .unwrap_or(axum::http::StatusCode::BAD_GATEWAY);
+                    (status, res.bytes().await.unwrap_or_default()).into_response()
+                }
+                Err(e) => (axum::http::StatusCode::BAD_GATEWAY, e.to_string()).into_response(),
+            }
+        }
+        let mode = std::sync::Arc::new(std::sync::Mutex::new(SinkMode::Pass));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind sink proxy");
+        let addr = listener.local_addr().expect("sink proxy address");
+        let app = axum::Router::new()
+            .fallback(forward)
+            .with_state((edge, mode.clone()));
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        SinkProxy {
+            url: format!("http://{addr}"),
+            mode,
+        }
+    }
+
+    /// Switches what the proxy does with the next pushes.
+    pub fn set(&self, mode: SinkMode) {
+        *self.mode.lock().unwrap_or_else(|e| e.into_inner()) = mode;
+    }
+}

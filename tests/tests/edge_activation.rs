@@ -7,73 +7,22 @@
 //!   a fresh alias visited meanwhile answers 302 or 503, never 404;
 //! - and what random codes then cost the origin.
 
-use axum::extract::{Request, State};
-use axum::response::{IntoResponse, Response};
 use hop_e2e::{
-    api_key, client, free_port, origin_env, wait_published, wired_edge, Origin, SYNC_TOKEN,
+    api_key, client, free_port, origin_env, wait_published, wired_edge, Origin, SinkMode,
+    SinkProxy, SYNC_TOKEN,
 };
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-
-/// Between the publisher and the worker's sync endpoint: forwards, or answers 503 as a
-/// sink that is down.
-#[derive(Clone)]
-struct SinkSwitch {
-    edge: String,
-    down: Arc<AtomicBool>,
-}
-
-async fn forward(State(switch): State<SinkSwitch>, req: Request) -> Response {
-    if switch.down.load(Ordering::SeqCst) {
-        return (axum::http::StatusCode::SERVICE_UNAVAILABLE, "sink down").into_response();
-    }
-    let (parts, body) = req.into_parts();
-    let body = axum::body::to_bytes(body, 64 << 20)
-        .await
-        .unwrap_or_default();
-    let mut out = client().post(format!("{}{}", switch.edge, parts.uri));
-    for (name, value) in &parts.headers {
-        if name != "host" && name != "content-length" {
-            out = out.header(name, value);
-        }
-    }
-    match out.body(body).send().await {
-        Ok(res) => {
-            let status = axum::http::StatusCode::from_u16(res.status().as_u16())
-                .unwrap_or(axum::http::StatusCode::BAD_GATEWAY);
-            (status, res.bytes().await.unwrap_or_default()).into_response()
-        }
-        Err(e) => (axum::http::StatusCode::BAD_GATEWAY, e.to_string()).into_response(),
-    }
-}
-
-async fn start_switch(edge: String) -> (String, Arc<AtomicBool>) {
-    let switch = SinkSwitch {
-        edge,
-        down: Arc::new(AtomicBool::new(false)),
-    };
-    let down = switch.down.clone();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind switch");
-    let addr = listener.local_addr().expect("switch address");
-    let app = axum::Router::new().fallback(forward).with_state(switch);
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    (format!("http://{addr}"), down)
-}
 
 #[tokio::test]
 async fn new_links_answer_through_the_origin_while_the_sink_is_down_never_404() {
     let dir = tempfile::tempdir().expect("temp dir");
     let origin_port = free_port();
     let edge = wired_edge(origin_port).await;
-    let (sink, down) = start_switch(edge.url("")).await;
+    let sink = SinkProxy::start(edge.url("")).await;
     let mut env = origin_env(dir.path(), None);
-    env.push(("HOP_EDGE_SYNC_URL", sink));
+    env.push(("HOP_EDGE_SYNC_URL", sink.url.clone()));
     env.push(("HOP_EDGE_SYNC_TOKEN", SYNC_TOKEN.to_owned()));
     let key = api_key(&env, "e2e", false);
     let origin = Origin::start(origin_port, &env, dir.path().join("origin.log")).await;
@@ -91,7 +40,7 @@ async fn new_links_answer_through_the_origin_while_the_sink_is_down_never_404() 
     wait_published(&origin.url(""), &key, "s.example", first_code).await;
 
     // The sink stops; 30,000 links (three segments) are created.
-    down.store(true, Ordering::SeqCst);
+    sink.set(SinkMode::Down);
     let mut last_codes = Vec::new();
     for batch in 0..3 {
         let links: Vec<Value> = (0..10_000)

@@ -3,36 +3,17 @@
 //! the edge from the moment the API call returns; the distribution is printed (speed is
 //! reported, not asserted: every ban must simply take effect).
 
-use hop_e2e::{api_key, client, free_port, origin_env, wired_edge, Origin};
+use hop_e2e::{
+    api_key, client, free_port, origin_env, wired_edge, Origin, SinkMode, SinkProxy, SYNC_TOKEN,
+};
 use reqwest::StatusCode;
 use serde_json::json;
 use std::time::{Duration, Instant};
 
 const BANS: usize = 50;
 
-#[tokio::test]
-async fn fifty_bans_of_codes_and_hosts_block_at_the_edge() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let origin_port = free_port();
-    let edge = wired_edge(origin_port).await;
-    let env = origin_env(dir.path(), Some(&edge));
-    let admin = api_key(&env, "ops", true);
-    let origin = Origin::start(origin_port, &env, dir.path().join("origin.log")).await;
-
-    // Half the links are banned by code, half by their target's host.
-    let links: Vec<serde_json::Value> = (0..BANS)
-        .map(|i| json!({ "target_url": format!("https://h{i}.dest.example/"), "code": format!("ban-me-{i}") }))
-        .collect();
-    origin.create_bulk(&admin, links).await;
-    // Every link is at the edge before the bans start (published, or through the
-    // fallback; either way a redirect).
-    for i in 0..BANS {
-        assert_eq!(
-            edge.visit(&format!("ban-me-{i}")).await.status(),
-            StatusCode::FOUND
-        );
-    }
-
+/// The distribution of the time from each ban's API answer to the first 403 at the edge.
+async fn ban_fifty(origin: &Origin, edge: &hop_e2e::Edge, admin: &str) -> Vec<Duration> {
     let mut took = Vec::with_capacity(BANS);
     for i in 0..BANS {
         let ban = if i % 2 == 0 {
@@ -42,7 +23,7 @@ async fn fifty_bans_of_codes_and_hosts_block_at_the_edge() {
         };
         let res = client()
             .post(origin.url("/v1/bans"))
-            .bearer_auth(&admin)
+            .bearer_auth(admin)
             .json(&ban)
             .send()
             .await
@@ -60,12 +41,78 @@ async fn fifty_bans_of_codes_and_hosts_block_at_the_edge() {
         took.push(returned.elapsed());
     }
     took.sort();
+    took
+}
+
+fn report(what: &str, took: &[Duration]) {
     let at = |q: f64| took[((took.len() as f64 * q).ceil() as usize).clamp(1, took.len()) - 1];
     eprintln!(
-        "ban propagation over {BANS} bans (API return → 403 at the edge): p50 {:?}, p90 {:?}, p99 {:?}, max {:?}",
+        "ban propagation over {BANS} bans{what} (API return → 403 at the edge): p50 {:?}, p90 {:?}, p99 {:?}, max {:?}",
         at(0.5),
         at(0.9),
         at(0.99),
         took[took.len() - 1]
+    );
+}
+
+/// Half the links are banned by code, half by their target's host.
+fn targets() -> Vec<serde_json::Value> {
+    (0..BANS)
+        .map(|i| json!({ "target_url": format!("https://h{i}.dest.example/"), "code": format!("ban-me-{i}") }))
+        .collect()
+}
+
+#[tokio::test]
+async fn fifty_bans_of_codes_and_hosts_block_at_the_edge() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let origin_port = free_port();
+    let edge = wired_edge(origin_port).await;
+    let env = origin_env(dir.path(), Some(&edge));
+    let admin = api_key(&env, "ops", true);
+    let origin = Origin::start(origin_port, &env, dir.path().join("origin.log")).await;
+    origin.create_bulk(&admin, targets()).await;
+    // Every link is at the edge before the bans start (published, or through the
+    // fallback; either way a redirect).
+    for i in 0..BANS {
+        assert_eq!(
+            edge.visit(&format!("ban-me-{i}")).await.status(),
+            StatusCode::FOUND
+        );
+    }
+    report("", &ban_fifty(&origin, &edge, &admin).await);
+}
+
+/// The normal lane is stuck (every push of link records hangs): bans travel on the
+/// fast lane and take effect all the same, without waiting for it.
+#[tokio::test]
+async fn bans_block_at_the_edge_while_the_normal_lane_is_stuck() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let origin_port = free_port();
+    let edge = wired_edge(origin_port).await;
+    let sink = SinkProxy::start(edge.url("")).await;
+    let mut env = origin_env(dir.path(), None);
+    env.push(("HOP_EDGE_SYNC_URL", sink.url.clone()));
+    env.push(("HOP_EDGE_SYNC_TOKEN", SYNC_TOKEN.to_owned()));
+    let admin = api_key(&env, "ops", true);
+    let origin = Origin::start(origin_port, &env, dir.path().join("origin.log")).await;
+    sink.set(SinkMode::StallRecords);
+    origin.create_bulk(&admin, targets()).await;
+    for i in 0..BANS {
+        assert_eq!(
+            edge.visit(&format!("ban-me-{i}")).await.status(),
+            StatusCode::FOUND,
+            "through the fallback"
+        );
+    }
+    report(
+        " with the normal lane stuck",
+        &ban_fifty(&origin, &edge, &admin).await,
+    );
+    assert!(
+        origin
+            .metric_sum("hop_outbox_pending{lane=\"normal\"}")
+            .await
+            > 0,
+        "the records were indeed never delivered"
     );
 }

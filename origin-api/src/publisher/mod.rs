@@ -228,10 +228,12 @@ impl Publisher {
     }
 
     /// Runs until `stop` turns true: the lease keeper and one loop per lane. Gives the
-    /// lease up on the way out.
+    /// lease up on the way out, once no push of its own is left in flight, so that the
+    /// next holder may push at once.
     pub async fn run(self, stop: watch::Receiver<bool>) {
         let (lease_tx, lease_rx) = watch::channel(None);
-        let keeper = tokio::spawn(self.clone().keep_lease(lease_tx, stop.clone()));
+        let (stop_keeper, keeper_stopped) = watch::channel(false);
+        let keeper = tokio::spawn(self.clone().keep_lease(lease_tx, keeper_stopped));
         let lanes: Vec<_> = LANES
             .iter()
             .enumerate()
@@ -245,6 +247,7 @@ impl Publisher {
         for lane in lanes {
             let _ = lane.await;
         }
+        let _ = stop_keeper.send(true);
         let _ = keeper.await;
     }
 
@@ -293,17 +296,23 @@ impl Publisher {
         )
         .await;
         match answer {
-            Ok(Ok(Some(epoch))) => Some(match previous {
-                Some(p) if p.epoch == epoch => Held {
+            Ok(Ok(Some(lease))) => Some(match previous {
+                Some(p) if p.epoch == lease.epoch => Held {
                     valid_until: sent + self.timings.lease_ttl,
                     ..p
                 },
                 _ => {
-                    tracing::info!(holder = %self.holder, epoch, "publisher lease taken");
+                    tracing::info!(holder = %self.holder, epoch = lease.epoch, clean = lease.clean, "publisher lease taken");
                     Held {
-                        epoch,
+                        epoch: lease.epoch,
                         valid_until: sent + self.timings.lease_ttl,
-                        usable_from: sent + self.timings.push_deadline,
+                        // Taken over after it lapsed: a push of the last holder may still
+                        // land until its deadline. Given up: the last holder had stopped.
+                        usable_from: if lease.clean {
+                            sent
+                        } else {
+                            sent + self.timings.push_deadline
+                        },
                     }
                 }
             }),

@@ -81,9 +81,16 @@ fn snapshot(version: i64, bans: &[Ban]) -> DenylistSnapshot {
     snap
 }
 
-/// Runs steps 2–4 inside `tx` after the ban row changed.
+/// Runs steps 2–4 inside `tx` after the ban row changed, and announces the change to
+/// the other origins on PostgreSQL.
 macro_rules! propagate {
-    ($tx:expr, $target:expr, $now:expr) => {{
+    ($tx:expr, $pg:expr, $target:expr, $now:expr) => {{
+        if $pg {
+            sqlx::query("SELECT pg_notify($1, '')")
+                .bind(crate::freshness::BANS_CHANNEL)
+                .execute(&mut *$tx)
+                .await?;
+        }
         let version: i64 = sqlx::query_scalar(ADVANCE_DENY)
             .bind($now)
             .fetch_one(&mut *$tx)
@@ -189,7 +196,7 @@ impl BanStore for Db {
             .bind(now)
             .fetch_one(&mut *tx)
             .await?;
-            propagate!(tx, target, now);
+            propagate!(tx, pg, target, now);
             tx.commit().await?;
             Ban::try_from(row)
         })
@@ -215,7 +222,7 @@ impl BanStore for Db {
                 return Ok(if exists.is_some() { LiftOutcome::AlreadyLifted } else { LiftOutcome::NotFound });
             };
             let ban = Ban::try_from(row)?;
-            propagate!(tx, &ban.target, now);
+            propagate!(tx, pg, &ban.target, now);
             tx.commit().await?;
             Ok(LiftOutcome::Lifted(ban))
         })

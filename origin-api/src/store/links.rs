@@ -191,6 +191,20 @@ macro_rules! ban_lock {
 }
 pub(super) use ban_lock;
 
+/// Announces, on PostgreSQL, that `$route` is now at `$version` (delivered to the other
+/// origins when `$tx` commits; `freshness` listens).
+macro_rules! announce {
+    ($tx:expr, $pg:expr, $version:expr, $route:expr) => {
+        if $pg {
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind($crate::freshness::LINKS_CHANNEL)
+                .bind(format!("{} {}", $version, $route))
+                .execute(&mut *$tx)
+                .await?;
+        }
+    };
+}
+
 /// Whether an active ban covers `domain/code` or the target host `host`, read inside
 /// `$tx` (after the ban lock).
 macro_rules! covered_in_tx {
@@ -259,6 +273,7 @@ macro_rules! insert_in_tx {
         .bind($link.created_at)
         .execute(&mut *$tx)
         .await?;
+        announce!($tx, $pg, $row.version, $link.route_key());
         banned
     }};
 }
@@ -433,6 +448,16 @@ impl LinkStore for Db {
                             .push_bind(link.created_at);
                     });
                     outbox.build().execute(&mut *tx).await?;
+                    if pg {
+                        // One statement announces the chunk's links.
+                        let mut notify = sqlx::QueryBuilder::new("SELECT pg_notify(");
+                        notify.push_bind(crate::freshness::LINKS_CHANNEL).push(", p) FROM (");
+                        notify.push_values(&went_in, |mut b, &i| {
+                            b.push_bind(format!("1 {}", chunk[i].route_key()));
+                        });
+                        notify.push(") AS announced (p)");
+                        notify.build().execute(&mut *tx).await?;
+                    }
                 }
                 for i in went_in {
                     inserted[base + i] = true;
@@ -514,6 +539,7 @@ impl LinkStore for Db {
             .bind(written.updated_at)
             .execute(&mut *tx)
             .await?;
+            announce!(tx, pg, written.version, written.route_key());
             tx.commit().await?;
             Ok(written)
         })

@@ -136,6 +136,15 @@ pub struct FailedRow {
     pub failed_at: i64,
 }
 
+/// A lease as taken or renewed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lease {
+    pub epoch: i64,
+    /// The lease was free when this epoch took it (given up by its last holder, whose
+    /// pushes had all ended, or never held), not taken over after it lapsed.
+    pub clean: bool,
+}
+
 /// Who claims to hold a lease, at which epoch: the condition of every fenced write.
 #[derive(Debug, Clone, Copy)]
 pub struct LeaseClaim<'a> {
@@ -167,7 +176,7 @@ pub trait OutboxStore: Send + Sync + Debug + 'static {
         name: &str,
         holder: &str,
         ttl_ms: i64,
-    ) -> Result<Option<i64>, StoreError>;
+    ) -> Result<Option<Lease>, StoreError>;
     /// Gives the lease up (on shutdown), so a standby need not wait for it to lapse.
     async fn release_lease(&self, claim: &LeaseClaim<'_>) -> Result<(), StoreError>;
     /// Who holds the lease now, and at which epoch (`None` when it is free or lapsed).

@@ -8,7 +8,7 @@
 //! takeover waits for the write to commit.
 
 use super::{
-    ActivationPromise, FailedRow, LeaseClaim, OutboxRow, OutboxStore, RowFailure, StoreError,
+    ActivationPromise, FailedRow, Lease, LeaseClaim, OutboxRow, OutboxStore, RowFailure, StoreError,
 };
 use crate::db::Db;
 use async_trait::async_trait;
@@ -16,15 +16,18 @@ use async_trait::async_trait;
 use super::db_now_sql as now_sql;
 
 /// Takes the lease when it is free or lapsed, renews it for its holder; a new epoch
-/// whenever the lease changes hands or lapsed in between.
-fn take_sql(now: &str) -> String {
+/// whenever the lease changes hands or lapsed in between, `clean` when it was given up
+/// (`expires_at = 0`) or never held.
+fn take_sql(now: &str, truth: &str) -> String {
     format!(
-        "INSERT INTO leases (name, holder, expires_at, epoch) VALUES ($1, $2, {now} + $3, 1) \
+        "INSERT INTO leases (name, holder, expires_at, epoch, clean) VALUES ($1, $2, {now} + $3, 1, {truth}) \
          ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = {now} + $3, \
          epoch = CASE WHEN leases.holder = excluded.holder AND leases.expires_at >= {now} \
-                 THEN leases.epoch ELSE leases.epoch + 1 END \
+                 THEN leases.epoch ELSE leases.epoch + 1 END, \
+         clean = CASE WHEN leases.holder = excluded.holder AND leases.expires_at >= {now} \
+                 THEN leases.clean ELSE leases.expires_at = 0 END \
          WHERE leases.holder = excluded.holder OR leases.expires_at < {now} \
-         RETURNING holder, epoch"
+         RETURNING holder, epoch, clean"
     )
 }
 
@@ -94,9 +97,10 @@ impl OutboxStore for Db {
         name: &str,
         holder: &str,
         ttl_ms: i64,
-    ) -> Result<Option<i64>, StoreError> {
-        let sql = take_sql(now_sql(self));
-        let got: Option<(String, i64)> = crate::on_writer!(self, pool => {
+    ) -> Result<Option<Lease>, StoreError> {
+        let truth = if self.is_postgres() { "TRUE" } else { "1" };
+        let sql = take_sql(now_sql(self), truth);
+        let got: Option<(String, i64, bool)> = crate::on_writer!(self, pool => {
             sqlx::query_as(&sql)
                 .bind(name)
                 .bind(holder)
@@ -104,7 +108,9 @@ impl OutboxStore for Db {
                 .fetch_optional(pool)
                 .await?
         });
-        Ok(got.filter(|(h, _)| h == holder).map(|(_, epoch)| epoch))
+        Ok(got
+            .filter(|(h, _, _)| h == holder)
+            .map(|(_, epoch, clean)| Lease { epoch, clean }))
     }
 
     async fn release_lease(&self, claim: &LeaseClaim<'_>) -> Result<(), StoreError> {

@@ -1,0 +1,104 @@
+//! Cross-process freshness on PostgreSQL: a change made through one origin reaches
+//! every other origin's redirect cache at once, not after the cache's TTL.
+//!
+//! Every link write commits a notification on [`LINKS_CHANNEL`] (`"<version> <route
+//! key>"`), and every ban or lift one on [`BANS_CHANNEL`], in its own transaction, so
+//! PostgreSQL delivers it exactly when the change becomes visible. Each origin listens:
+//! a link it holds at an older version (or as unknown) is read again, and a ban change
+//! makes it read the denylist again. Notifications are not durable: while the listening
+//! connection is down they are lost, so every (re)connection forgets the whole cache,
+//! and the TTL stays as the bound should one be lost otherwise. SQLite has one process
+//! per file, so it needs none of this.
+
+use crate::db::Db;
+use crate::AppState;
+use sqlx::postgres::PgListener;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// Where link writes are announced: `"<version> <domain>/<code>"`.
+pub const LINKS_CHANNEL: &str = "hop_links";
+/// Where ban changes are announced.
+pub const BANS_CHANNEL: &str = "hop_bans";
+
+/// The longest wait between two attempts to listen.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// Listens until `stop` turns true (returns at once on SQLite).
+pub async fn listen(state: AppState, mut stop: watch::Receiver<bool>) {
+    let Db::Postgres(pool) = &state.db else {
+        return;
+    };
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let connected = async {
+            let mut listener = PgListener::connect_with(pool).await?;
+            listener.listen_all([LINKS_CHANNEL, BANS_CHANNEL]).await?;
+            Ok::<_, sqlx::Error>(listener)
+        };
+        let mut listener = tokio::select! {
+            l = connected => match l {
+                Ok(l) => l,
+                Err(e) => {
+                    tracing::warn!("cannot listen for other origins' changes: {e}");
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = stop.changed() => return,
+                    }
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                    continue;
+                }
+            },
+            _ = stop.changed() => return,
+        };
+        // Whatever was held may have changed while nobody listened.
+        state.cache.forget_all();
+        state.metrics.freshness_connects.inc();
+        backoff = Duration::from_millis(100);
+        loop {
+            let next = tokio::select! {
+                n = listener.try_recv() => n,
+                _ = stop.changed() => return,
+            };
+            match next {
+                Ok(Some(n)) => handle(&state, n.channel(), n.payload()).await,
+                // The connection was lost (and is made again on the next call): what
+                // was announced meanwhile is lost.
+                Ok(None) => {
+                    tracing::warn!(
+                        "lost the notification connection; forgetting the redirect cache"
+                    );
+                    state.cache.forget_all();
+                    state.metrics.freshness_connects.inc();
+                }
+                Err(e) => {
+                    tracing::warn!("listening for other origins' changes: {e}");
+                    break;
+                }
+            }
+        }
+    }
+}
+
+async fn handle(state: &AppState, channel: &str, payload: &str) {
+    match channel {
+        LINKS_CHANNEL => {
+            let Some((version, key)) = payload.split_once(' ') else {
+                return;
+            };
+            let (Ok(version), Some(route)) = (version.parse(), shared::RouteKey::parse(key)) else {
+                return;
+            };
+            if let Err(e) = state
+                .cache
+                .changed_elsewhere(&state.db, &route, version)
+                .await
+            {
+                // The entry was dropped instead; the next visit reads it.
+                tracing::warn!(%route, "re-reading a changed link: {e}");
+            }
+        }
+        BANS_CHANNEL => state.cache.bans_changed(),
+        _ => {}
+    }
+}

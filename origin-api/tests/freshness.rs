@@ -1,0 +1,135 @@
+//! Two origins on one PostgreSQL database: a change made through one reaches the other's
+//! redirect cache at once (LISTEN/NOTIFY), a code the other remembered as unknown is
+//! found as soon as it is created, and a lost notification connection forgets the cache.
+
+mod common;
+
+use axum::http::StatusCode;
+use common::{Api, TestDb};
+use serde_json::json;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// Waits (up to 10 s, far below the cache's 60 s) until `origin` redirects `code` to
+/// `target`; returns how long that took.
+async fn until_redirects(origin: &Api, code: &str, target: &str) -> Duration {
+    let started = Instant::now();
+    loop {
+        let r = origin.visit("GET", "s.example", &format!("/{code}")).await;
+        let location = r
+            .headers
+            .get("location")
+            .and_then(|l| l.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        if location == target {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{code} still answers {} {location:?}, not {target}",
+            r.status
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+async fn patch(api: &Api, token: &str, code: &str, version: u64, target: &str) {
+    let r = api
+        .send(
+            axum::http::Request::patch(format!("/v1/links/s.example/{code}"))
+                .header("authorization", format!("Bearer {token}"))
+                .header("content-type", "application/json")
+                .header("if-match", format!("\"{version}\""))
+                .body(axum::body::Body::from(
+                    json!({ "target_url": target }).to_string(),
+                ))
+                .expect("request"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_change_through_one_origin_reaches_the_others_cache_at_once() {
+    let Some(t) = TestDb::postgres("freshness").await else {
+        return;
+    };
+    let a = Api {
+        state: common::app_state(&t),
+    };
+    let b = Api {
+        state: common::app_state(&t),
+    };
+    let (stop, stopped) = watch::channel(false);
+    let listening = tokio::spawn(origin_api::freshness::listen(b.state.clone(), stopped));
+    let token = a.key("acme", false).await;
+    // B remembers an alias as unknown; A creates it; B finds it at once.
+    let unknown = b.visit("GET", "s.example", "/fresh-one").await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    // (B listens before A writes: wait for its first connection.)
+    while b.state.metrics.freshness_connects.get() == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let created = a
+        .create(
+            &token,
+            json!({ "target_url": "https://dest.example/v1", "code": "fresh-one" }),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    until_redirects(&b, "fresh-one", "https://dest.example/v1").await;
+
+    // Fifty edits through A, each seen by B's redirect.
+    let mut took = Vec::new();
+    for version in 1..=50u64 {
+        let target = format!("https://dest.example/v{}", version + 1);
+        patch(&a, &token, "fresh-one", version, &target).await;
+        took.push(until_redirects(&b, "fresh-one", &target).await);
+    }
+    took.sort();
+    println!(
+        "PATCH on origin A to origin B's redirect answering it: median {:?}, max {:?} (50 edits)",
+        took[took.len() / 2],
+        took[took.len() - 1]
+    );
+
+    // A ban through A blocks at B at once (its denylist is read again).
+    let admin = a.key("ops", true).await;
+    let ban = a
+        .post_json(
+            &admin,
+            "/v1/bans",
+            &json!({ "kind": "host", "host": "dest.example", "reason": "test" }),
+        )
+        .await;
+    assert_eq!(ban.status, StatusCode::CREATED, "{}", ban.text);
+    let started = Instant::now();
+    while b.visit("GET", "s.example", "/fresh-one").await.status != StatusCode::FORBIDDEN {
+        assert!(
+            started.elapsed() < Duration::from_secs(4),
+            "the ban never reached B before its 5 s re-read"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+
+    // The notification connection is cut: B forgets what it holds, since it could have
+    // missed a change meanwhile (here, one made behind every origin's back).
+    a.exec("UPDATE links SET target_url = 'https://elsewhere.example/' WHERE code = 'fresh-one'")
+        .await;
+    a.exec("DELETE FROM bans").await;
+    b.state.cache.bans_changed();
+    let connects = b.state.metrics.freshness_connects.get();
+    a.exec(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()",
+    )
+    .await;
+    while b.state.metrics.freshness_connects.get() == connects {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    until_redirects(&b, "fresh-one", "https://elsewhere.example/").await;
+    stop.send(true).expect("stop");
+    let _ = listening.await;
+    t.cleanup().await;
+}
