@@ -15,22 +15,6 @@ use std::sync::Arc;
 
 const WINDOW_MS: i64 = 600_000;
 
-async fn lease(t: &TestDb) -> i64 {
-    t.db.take_lease("publisher", "p", 60_000)
-        .await
-        .expect("lease")
-        .expect("held")
-        .epoch
-}
-
-fn claim(epoch: i64) -> LeaseClaim<'static> {
-    LeaseClaim {
-        name: "publisher",
-        holder: "p",
-        epoch,
-    }
-}
-
 #[tokio::test]
 async fn a_meta_covers_every_segment_reserved_and_low_stays_at_the_oldest_undelivered_link() {
     for t in TestDb::all("activation-low").await {
@@ -53,9 +37,9 @@ async fn a_meta_covers_every_segment_reserved_and_low_stays_at_the_oldest_undeli
         let later = other.next_id().await.expect("id");
         assert!(later >= 10_000);
 
-        let epoch = lease(&t).await;
+        let claim = common::publisher_claim(&t.db).await;
         let p =
-            t.db.record_activation(&claim(epoch), WINDOW_MS)
+            t.db.record_activation(&claim, WINDOW_MS)
                 .await
                 .expect("meta");
         assert_eq!(
@@ -76,7 +60,7 @@ async fn a_meta_covers_every_segment_reserved_and_low_stays_at_the_oldest_undeli
         api.exec("UPDATE links SET published_version = 1, published_at = 1")
             .await;
         let q =
-            t.db.record_activation(&claim(epoch), WINDOW_MS)
+            t.db.record_activation(&claim, WINDOW_MS)
                 .await
                 .expect("meta");
         assert!(q.v > p.v);
@@ -88,8 +72,8 @@ async fn a_meta_covers_every_segment_reserved_and_low_stays_at_the_oldest_undeli
         );
         // A stale leader records nothing.
         let stale = LeaseClaim {
-            epoch: epoch - 1,
-            ..claim(epoch)
+            epoch: claim.epoch - 1,
+            ..claim
         };
         assert!(matches!(
             t.db.record_activation(&stale, WINDOW_MS).await,
@@ -112,8 +96,8 @@ async fn no_segment_is_reserved_past_a_running_promise_and_creation_says_when_to
                 .status,
             StatusCode::CREATED
         );
-        let epoch = lease(&t).await;
-        t.db.record_activation(&claim(epoch), WINDOW_MS)
+        let claim = common::publisher_claim(&t.db).await;
+        t.db.record_activation(&claim, WINDOW_MS)
             .await
             .expect("meta");
         // Say the promise left no headroom at all: the next segment would break it.

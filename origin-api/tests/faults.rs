@@ -7,7 +7,7 @@ mod common;
 use axum::http::{header, StatusCode};
 use common::{apis, Api};
 use origin_api::housekeeping::{sweep, Swept};
-use origin_api::store::{now_ms, LeaseClaim, OutboxStore, RowFailure};
+use origin_api::store::{now_ms, OutboxStore, RowFailure};
 use serde_json::{json, Value};
 
 /// Makes the next segment the allocator of a fresh origin reserves start at 0 again, as
@@ -152,19 +152,7 @@ async fn operators_list_the_dead_letters_and_only_operators() {
             assert_eq!(res.status, StatusCode::CREATED);
         }
         // The publisher set two rows aside.
-        let epoch = api
-            .state
-            .db
-            .take_lease("publisher", "p", 60_000)
-            .await
-            .expect("lease")
-            .expect("held")
-            .epoch;
-        let claim = LeaseClaim {
-            name: "publisher",
-            holder: "p",
-            epoch,
-        };
+        let claim = common::publisher_claim(&api.state.db).await;
         let rows = api
             .state
             .db
@@ -266,19 +254,7 @@ async fn housekeeping_forgets_idempotency_keys_after_a_day_and_prunes_delivered_
             )
             .await;
         assert_eq!(patch.status, StatusCode::OK, "{}", patch.text);
-        let epoch = api
-            .state
-            .db
-            .take_lease("publisher", "p", 60_000)
-            .await
-            .expect("lease")
-            .expect("held")
-            .epoch;
-        let claim = LeaseClaim {
-            name: "publisher",
-            holder: "p",
-            epoch,
-        };
+        let claim = common::publisher_claim(&api.state.db).await;
         let rows = api
             .state
             .db

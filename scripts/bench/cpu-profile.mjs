@@ -2,38 +2,18 @@
 // prints where the time went: self time by function, with wasm and JS told apart.
 //   node scripts/bench/cpu-profile.mjs ws://127.0.0.1:PORT/hop SECONDS OUT.cpuprofile
 // The .cpuprofile file opens in Chrome DevTools (Performance tab) for the call tree.
-import WebSocket from "ws";
 import { writeFileSync } from "node:fs";
+import { connect } from "./inspector.mjs";
 
 const [url, seconds, out] = process.argv.slice(2);
-const ws = new WebSocket(url);
-await new Promise((ok, fail) => {
-  ws.once("open", ok);
-  ws.once("error", fail);
-});
-let next = 0;
-const pending = new Map();
-ws.on("message", (data) => {
-  const msg = JSON.parse(data);
-  if (msg.id !== undefined && pending.has(msg.id)) {
-    pending.get(msg.id)(msg);
-    pending.delete(msg.id);
-  }
-});
-const call = (method, params = {}) =>
-  new Promise((ok, fail) => {
-    const id = ++next;
-    pending.set(id, (msg) => (msg.error ? fail(new Error(`${method}: ${msg.error.message}`)) : ok(msg.result)));
-    ws.send(JSON.stringify({ id, method, params }));
-  });
-
+const { call, close } = await connect(url);
 await call("Profiler.enable");
 await call("Profiler.setSamplingInterval", { interval: 50 });
 await call("Profiler.start");
 console.log("profiling");
 await new Promise((ok) => setTimeout(ok, Number(seconds) * 1000));
 const { profile } = await call("Profiler.stop");
-ws.close();
+close();
 writeFileSync(out, JSON.stringify(profile));
 
 // Self time per function: each sample is charged to the node it landed in.

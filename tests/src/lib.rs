@@ -606,3 +606,15 @@ impl SinkProxy {
         *self.mode.lock().unwrap_or_else(|e| e.into_inner()) = mode;
     }
 }
+
+/// As [`origin_env`], publishing to `edge` through a [`SinkProxy`] the test can switch.
+pub async fn origin_env_through(
+    dir: &Path,
+    edge: &Edge,
+) -> (SinkProxy, Vec<(&'static str, String)>) {
+    let sink = SinkProxy::start(edge.url("")).await;
+    let mut env = origin_env(dir, None);
+    env.push(("HOP_EDGE_SYNC_URL", sink.url.clone()));
+    env.push(("HOP_EDGE_SYNC_TOKEN", SYNC_TOKEN.to_owned()));
+    (sink, env)
+}

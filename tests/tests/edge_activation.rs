@@ -8,8 +8,8 @@
 //! - and what random codes then cost the origin.
 
 use hop_e2e::{
-    api_key, client, free_port, origin_env, wait_published, wired_edge, Origin, SinkMode,
-    SinkProxy, SYNC_TOKEN,
+    api_key, client, free_port, origin_env, origin_env_through, wait_published, wired_edge, Origin,
+    SinkMode,
 };
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -20,10 +20,7 @@ async fn new_links_answer_through_the_origin_while_the_sink_is_down_never_404() 
     let dir = tempfile::tempdir().expect("temp dir");
     let origin_port = free_port();
     let edge = wired_edge(origin_port).await;
-    let sink = SinkProxy::start(edge.url("")).await;
-    let mut env = origin_env(dir.path(), None);
-    env.push(("HOP_EDGE_SYNC_URL", sink.url.clone()));
-    env.push(("HOP_EDGE_SYNC_TOKEN", SYNC_TOKEN.to_owned()));
+    let (sink, env) = origin_env_through(dir.path(), &edge).await;
     let key = api_key(&env, "e2e", false);
     let origin = Origin::start(origin_port, &env, dir.path().join("origin.log")).await;
 

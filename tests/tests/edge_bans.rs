@@ -4,7 +4,7 @@
 //! reported, not asserted: every ban must simply take effect).
 
 use hop_e2e::{
-    api_key, client, free_port, origin_env, wired_edge, Origin, SinkMode, SinkProxy, SYNC_TOKEN,
+    api_key, client, free_port, origin_env, origin_env_through, wired_edge, Origin, SinkMode,
 };
 use reqwest::StatusCode;
 use serde_json::json;
@@ -89,10 +89,7 @@ async fn bans_block_at_the_edge_while_the_normal_lane_is_stuck() {
     let dir = tempfile::tempdir().expect("temp dir");
     let origin_port = free_port();
     let edge = wired_edge(origin_port).await;
-    let sink = SinkProxy::start(edge.url("")).await;
-    let mut env = origin_env(dir.path(), None);
-    env.push(("HOP_EDGE_SYNC_URL", sink.url.clone()));
-    env.push(("HOP_EDGE_SYNC_TOKEN", SYNC_TOKEN.to_owned()));
+    let (sink, env) = origin_env_through(dir.path(), &edge).await;
     let admin = api_key(&env, "ops", true);
     let origin = Origin::start(origin_port, &env, dir.path().join("origin.log")).await;
     sink.set(SinkMode::StallRecords);

@@ -87,8 +87,29 @@ macro_rules! fenced {
     }};
 }
 
+/// A row of which a newer version of the same key was delivered.
+const SUPERSEDED: &str = "EXISTS (SELECT 1 FROM outbox AS newer WHERE newer.kind = outbox.kind \
+     AND newer.route_key = outbox.route_key AND newer.version > outbox.version \
+     AND newer.published_at IS NOT NULL)";
+
 /// `UPDATE outbox SET … WHERE seq IN (…)` for at most 500 rows at a time.
 const SEQ_CHUNK: usize = 500;
+
+/// Sets `$column` to `$value` on `$rows` inside `$tx`, 500 rows per statement.
+macro_rules! set_on_rows {
+    ($tx:expr, $column:literal, $value:expr, $rows:expr) => {
+        for chunk in $rows.chunks(SEQ_CHUNK) {
+            let mut update = sqlx::QueryBuilder::new(concat!("UPDATE outbox SET ", $column, " = "));
+            update.push_bind($value).push(" WHERE seq IN (");
+            let mut seqs = update.separated(", ");
+            for row in chunk {
+                seqs.push_bind(row.seq);
+            }
+            update.push(")");
+            update.build().execute(&mut *$tx).await?;
+        }
+    };
+}
 
 #[async_trait]
 impl OutboxStore for Db {
@@ -157,16 +178,7 @@ impl OutboxStore for Db {
         at: i64,
     ) -> Result<(), StoreError> {
         fenced!(self, claim, tx => {
-            for chunk in rows.chunks(SEQ_CHUNK) {
-                let mut update = sqlx::QueryBuilder::new("UPDATE outbox SET published_at = ");
-                update.push_bind(at).push(" WHERE seq IN (");
-                let mut seqs = update.separated(", ");
-                for row in chunk {
-                    seqs.push_bind(row.seq);
-                }
-                update.push(")");
-                update.build().execute(&mut *tx).await?;
-            }
+            set_on_rows!(tx, "published_at", at, rows);
             for row in rows {
                 if row.kind == "link" {
                     if let Some((domain, code)) = row.route_key.split_once('/') {
@@ -190,13 +202,10 @@ impl OutboxStore for Db {
 
     async fn retire_superseded(&self, claim: &LeaseClaim<'_>, at: i64) -> Result<u64, StoreError> {
         let done = fenced!(self, claim, tx => {
-            sqlx::query(
-                "UPDATE outbox SET published_at = $1 \
-                 WHERE published_at IS NULL AND failed_at IS NULL AND kind IN ('link', 'deny') AND EXISTS ( \
-                   SELECT 1 FROM outbox AS newer WHERE newer.kind = outbox.kind \
-                   AND newer.route_key = outbox.route_key AND newer.version > outbox.version \
-                   AND newer.published_at IS NOT NULL)",
-            )
+            sqlx::query(&format!(
+                "UPDATE outbox SET published_at = $1 WHERE published_at IS NULL \
+                 AND failed_at IS NULL AND kind IN ('link', 'deny') AND {SUPERSEDED}"
+            ))
             .bind(at)
             .execute(&mut *tx)
             .await?
@@ -239,16 +248,7 @@ impl OutboxStore for Db {
         error: &str,
     ) -> Result<(), StoreError> {
         fenced!(self, claim, tx => {
-            for chunk in rows.chunks(SEQ_CHUNK) {
-                let mut update = sqlx::QueryBuilder::new("UPDATE outbox SET last_error = ");
-                update.push_bind(error).push(" WHERE seq IN (");
-                let mut seqs = update.separated(", ");
-                for row in chunk {
-                    seqs.push_bind(row.seq);
-                }
-                update.push(")");
-                update.build().execute(&mut *tx).await?;
-            }
+            set_on_rows!(tx, "last_error", error, rows);
         });
         Ok(())
     }
@@ -350,12 +350,10 @@ impl OutboxStore for Db {
         // The newest delivered row of each key stays: it is what tells a late, older
         // row of that key from a new one (`retire_superseded`).
         let done = crate::on_writer!(self, pool => {
-            sqlx::query(
+            sqlx::query(&format!(
                 "DELETE FROM outbox WHERE published_at IS NOT NULL AND published_at < $1 \
-                 AND EXISTS (SELECT 1 FROM outbox AS newer WHERE newer.kind = outbox.kind \
-                   AND newer.route_key = outbox.route_key AND newer.version > outbox.version \
-                   AND newer.published_at IS NOT NULL)",
-            )
+                 AND {SUPERSEDED}"
+            ))
             .bind(before)
             .execute(pool)
             .await?

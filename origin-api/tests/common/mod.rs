@@ -251,3 +251,18 @@ pub async fn apis_with(test: &str, flags: &[&str]) -> Vec<(Api, TestDb)> {
         })
         .collect()
 }
+
+/// Takes the publisher's lease for the holder `p`, as a publisher would: its claim.
+pub async fn publisher_claim(db: &Db) -> origin_api::store::LeaseClaim<'static> {
+    use origin_api::store::OutboxStore;
+    let lease = db
+        .take_lease("publisher", "p", 60_000)
+        .await
+        .expect("lease")
+        .expect("free");
+    origin_api::store::LeaseClaim {
+        name: "publisher",
+        holder: "p",
+        epoch: lease.epoch,
+    }
+}
