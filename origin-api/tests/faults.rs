@@ -5,7 +5,7 @@
 mod common;
 
 use axum::http::{header, StatusCode};
-use common::{apis, Api};
+use common::{apis, Api, TestDb};
 use origin_api::housekeeping::{sweep, Swept};
 use origin_api::store::{now_ms, OutboxStore, RowFailure};
 use serde_json::{json, Value};
@@ -297,4 +297,92 @@ async fn housekeeping_forgets_idempotency_keys_after_a_day_and_prunes_delivered_
         );
         t.cleanup().await;
     }
+}
+
+/// `hop-origin outbox failed` lists the dead letters with why; `outbox retry` puts one
+/// (or all) back in line, and says so when there is nothing to retry.
+#[tokio::test]
+async fn operators_list_and_retry_dead_letters_from_the_command_line() {
+    let t = TestDb::sqlite().await;
+    let api = Api {
+        state: common::app_state(&t),
+    };
+    let token = api.key("acme", false).await;
+    for i in 0..2 {
+        let res = api
+            .create(
+                &token,
+                json!({ "target_url": format!("https://dest.example/{i}"), "code": format!("cli-{i}") }),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED);
+    }
+    let claim = common::publisher_claim(&api.state.db).await;
+    let rows = api
+        .state
+        .db
+        .pending("normal", 10, now_ms())
+        .await
+        .expect("pending");
+    let failures: Vec<RowFailure<'_>> = rows
+        .iter()
+        .map(|r| RowFailure {
+            seq: r.seq,
+            error: "KV failed: too large",
+            retry_at: 0,
+            dead: true,
+        })
+        .collect();
+    api.state
+        .db
+        .record_failures(&claim, &failures, now_ms())
+        .await
+        .expect("fail");
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_hop-origin"))
+            .args(args)
+            .env("HOP_DATABASE_URL", &t.url)
+            .output()
+            .expect("run hop-origin")
+    };
+    let listed = run(&["outbox", "failed"]);
+    assert!(
+        listed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert_eq!(listed.lines().count(), 2, "{listed}");
+    assert!(
+        listed.contains("s.example/cli-0 v1") && listed.contains("KV failed: too large"),
+        "{listed}"
+    );
+
+    let one = run(&["outbox", "retry", "--seq", &rows[0].seq.to_string()]);
+    assert!(
+        one.status.success(),
+        "{}",
+        String::from_utf8_lossy(&one.stderr)
+    );
+    assert!(String::from_utf8_lossy(&one.stdout).starts_with("1 row(s) back in line"));
+    let all = run(&["outbox", "retry", "--all"]);
+    assert!(String::from_utf8_lossy(&all.stdout).starts_with("1 row(s) back in line"));
+    let none = run(&["outbox", "retry", "--all"]);
+    assert!(!none.status.success());
+    assert!(String::from_utf8_lossy(&none.stderr).contains("no row is set aside"));
+    assert!(
+        !run(&["outbox", "retry"]).status.success(),
+        "a row or --all is required"
+    );
+    assert_eq!(
+        api.state
+            .db
+            .pending("normal", 10, now_ms())
+            .await
+            .expect("pending")
+            .len(),
+        2,
+        "both are back in line"
+    );
+    t.cleanup().await;
 }
