@@ -652,7 +652,7 @@ impl Publisher {
             let wait = self
                 .timings
                 .item_retry_base
-                .saturating_mul(1u32 << attempts.clamp(0, 16))
+                .saturating_mul(1u32 << (attempts - 1).clamp(0, 16))
                 .min(Duration::from_secs(300));
             let retry_at = now + i64::try_from(wait.as_millis()).unwrap_or(i64::MAX);
             reasons.push((row.seq, error, dead, retry_at));
