@@ -712,6 +712,17 @@ async fn published_version(db: &Db, code: &str) -> Option<u64> {
         .and_then(|l| l.published.map(|p| p.version))
 }
 
+/// Clocks for the fenced test: a wait-out (the push deadline) long enough that the test
+/// lands the stale push inside it even on a loaded machine.
+fn fenced_timings() -> Timings {
+    Timings {
+        lease_ttl: Duration::from_millis(4_000),
+        push_deadline: Duration::from_millis(1_500),
+        margin: Duration::from_millis(200),
+        ..test_timings()
+    }
+}
+
 /// The promise: a stale leader's push never lands after the next leader's push of the
 /// same key, and a stale leader marks nothing, on a sink that checks versions (the
 /// worker) and on one that does not (Cloudflare's bulk API).
@@ -748,7 +759,7 @@ async fn a_push_stalled_past_the_lease_never_lands_after_the_standbys_and_the_st
                 a_store.clone(),
                 stalling.clone(),
                 a_metrics.clone(),
-                test_timings(),
+                fenced_timings(),
             );
             let (stop, stopped) = watch::channel(false);
             let a_task = tokio::spawn(a.run(stopped.clone()));
@@ -785,15 +796,19 @@ async fn a_push_stalled_past_the_lease_never_lands_after_the_standbys_and_the_st
                 Arc::new(state.db.clone()),
                 edge.clone(),
                 b_metrics.clone(),
-                test_timings(),
+                fenced_timings(),
             );
             let b_task = tokio::spawn(b.run(stopped.clone()));
             eventually("B leads", || async {
                 b_metrics.publisher_leader.get() == 1
             })
             .await;
-            // A's stale push lands now, after the takeover: within its deadline, which B
-            // waits out before its first push.
+            // A's stale push lands a while after the takeover (here a quarter of the push
+            // deadline: the time it takes is the model, not a wait for anything), as a
+            // request the server finished after its client gave up. B waits the deadline
+            // out before its first push, so it lands before that push; a leader that
+            // pushed at once would have its push overwritten by it.
+            tokio::time::sleep(fenced_timings().push_deadline / 4).await;
             stalling.release.notify_waiters();
             eventually("B delivers v3", || async {
                 published_version(&state.db, &code).await == Some(3)
