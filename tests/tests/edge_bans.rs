@@ -55,6 +55,27 @@ fn report(what: &str, took: &[Duration]) {
     );
 }
 
+/// Every link redirects at the edge before the bans start (published, or through the
+/// fallback). Aliases cannot be dated, so past the edge's budget for them a visit may be
+/// told to come back (503) before it redirects.
+async fn every_link_redirects(edge: &hop_e2e::Edge) {
+    for i in 0..BANS {
+        let since = Instant::now();
+        loop {
+            let status = edge.visit(&format!("ban-me-{i}")).await.status();
+            if status == StatusCode::FOUND {
+                break;
+            }
+            assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "ban-me-{i}");
+            assert!(
+                since.elapsed() < Duration::from_secs(10),
+                "ban-me-{i} never redirected"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
 /// Half the links are banned by code, half by their target's host.
 fn targets() -> Vec<serde_json::Value> {
     (0..BANS)
@@ -71,14 +92,7 @@ async fn fifty_bans_of_codes_and_hosts_block_at_the_edge() {
     let admin = api_key(&env, "ops", true);
     let origin = Origin::start(origin_port, &env, dir.path().join("origin.log")).await;
     origin.create_bulk(&admin, targets()).await;
-    // Every link is at the edge before the bans start (published, or through the
-    // fallback; either way a redirect).
-    for i in 0..BANS {
-        assert_eq!(
-            edge.visit(&format!("ban-me-{i}")).await.status(),
-            StatusCode::FOUND
-        );
-    }
+    every_link_redirects(&edge).await;
     report("", &ban_fifty(&origin, &edge, &admin).await);
 }
 
@@ -94,23 +108,7 @@ async fn bans_block_at_the_edge_while_the_normal_lane_is_stuck() {
     let origin = Origin::start(origin_port, &env, dir.path().join("origin.log")).await;
     sink.set(SinkMode::StallRecords);
     origin.create_bulk(&admin, targets()).await;
-    // Through the fallback: aliases cannot be dated, so past the edge's budget for them
-    // a visit may be told to come back (503) before it redirects.
-    for i in 0..BANS {
-        let since = Instant::now();
-        loop {
-            let status = edge.visit(&format!("ban-me-{i}")).await.status();
-            if status == StatusCode::FOUND {
-                break;
-            }
-            assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "ban-me-{i}");
-            assert!(
-                since.elapsed() < Duration::from_secs(10),
-                "ban-me-{i} never redirected"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
+    every_link_redirects(&edge).await;
     report(
         " with the normal lane stuck",
         &ban_fifty(&origin, &edge, &admin).await,
