@@ -140,6 +140,35 @@ async fn a_domain_no_kv_key_could_hold_is_refused_at_the_api() {
     }
 }
 
+/// Sets the first `n` pending records aside as the publisher would after the edge
+/// refused them ("KV failed: too large"); their `seq`s.
+async fn set_aside(api: &Api, n: usize) -> Vec<i64> {
+    let claim = common::publisher_claim(&api.state.db).await;
+    let rows = api
+        .state
+        .db
+        .pending("normal", 10, now_ms())
+        .await
+        .expect("pending");
+    let failures: Vec<RowFailure> = rows[..n]
+        .iter()
+        .map(|r| RowFailure {
+            seq: r.seq,
+            error: "KV failed: too large".into(),
+            retry_at: 0,
+            dead: true,
+        })
+        .collect();
+    let dead = api
+        .state
+        .db
+        .record_failures(&claim, &failures, now_ms())
+        .await
+        .expect("set aside");
+    assert_eq!(dead, n as u64);
+    failures.iter().map(|f| f.seq).collect()
+}
+
 #[tokio::test]
 async fn operators_list_the_dead_letters_and_only_operators() {
     for (api, t) in apis("fault-admin").await {
@@ -152,30 +181,7 @@ async fn operators_list_the_dead_letters_and_only_operators() {
             assert_eq!(res.status, StatusCode::CREATED);
         }
         // The publisher set two rows aside.
-        let claim = common::publisher_claim(&api.state.db).await;
-        let rows = api
-            .state
-            .db
-            .pending("normal", 10, now_ms())
-            .await
-            .expect("pending");
-        let failures: Vec<RowFailure<'_>> = rows[..2]
-            .iter()
-            .map(|r| RowFailure {
-                seq: r.seq,
-                error: "KV failed: too large",
-                retry_at: 0,
-                dead: true,
-            })
-            .collect();
-        assert_eq!(
-            api.state
-                .db
-                .record_failures(&claim, &failures, now_ms())
-                .await
-                .expect("fail"),
-            2
-        );
+        assert_eq!(set_aside(&api, 2).await.len(), 2);
 
         assert_eq!(
             api.call_as(&token, "GET", "/v1/admin/outbox?state=failed")
@@ -317,27 +323,7 @@ async fn operators_list_and_retry_dead_letters_from_the_command_line() {
             .await;
         assert_eq!(res.status, StatusCode::CREATED);
     }
-    let claim = common::publisher_claim(&api.state.db).await;
-    let rows = api
-        .state
-        .db
-        .pending("normal", 10, now_ms())
-        .await
-        .expect("pending");
-    let failures: Vec<RowFailure<'_>> = rows
-        .iter()
-        .map(|r| RowFailure {
-            seq: r.seq,
-            error: "KV failed: too large",
-            retry_at: 0,
-            dead: true,
-        })
-        .collect();
-    api.state
-        .db
-        .record_failures(&claim, &failures, now_ms())
-        .await
-        .expect("fail");
+    let rows = set_aside(&api, 2).await;
     let run = |args: &[&str]| {
         std::process::Command::new(env!("CARGO_BIN_EXE_hop-origin"))
             .args(args)
@@ -358,7 +344,7 @@ async fn operators_list_and_retry_dead_letters_from_the_command_line() {
         "{listed}"
     );
 
-    let one = run(&["outbox", "retry", "--seq", &rows[0].seq.to_string()]);
+    let one = run(&["outbox", "retry", "--seq", &rows[0].to_string()]);
     assert!(
         one.status.success(),
         "{}",

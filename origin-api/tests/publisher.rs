@@ -668,7 +668,7 @@ impl OutboxStore for Cut {
     async fn record_failures(
         &self,
         c: &LeaseClaim<'_>,
-        f: &[RowFailure<'_>],
+        f: &[RowFailure],
         at: i64,
     ) -> Result<u64, StoreError> {
         self.db.record_failures(c, f, at).await
@@ -680,12 +680,6 @@ impl OutboxStore for Cut {
         e: &str,
     ) -> Result<(), StoreError> {
         self.db.note_push_failure(c, rows, e).await
-    }
-    async fn segments_since(&self, since: i64) -> Result<Vec<String>, StoreError> {
-        self.db.segments_since(since).await
-    }
-    async fn oldest_pending(&self) -> Result<Option<i64>, StoreError> {
-        self.db.oldest_pending().await
     }
     async fn failed_rows(&self, after: i64, n: i64) -> Result<Vec<FailedRow>, StoreError> {
         self.db.failed_rows(after, n).await

@@ -136,10 +136,9 @@ pub async fn create_bulk(
         .db
         .insert_links_bulk(&ready, idem.as_ref(), &respond)
         .await;
-    match outcome.map_err(|e| match ready.first() {
-        Some(first) => write_failed(state, first, e),
-        None => e.into(),
-    })? {
+    match outcome
+        .map_err(|e| write_failed(state, &format!("a bulk create of {} links", ready.len()), e))?
+    {
         BulkInsert::Inserted(inserted) => {
             // Replaces any negative entries visitors may have caused meanwhile.
             for (link, done) in ready.iter().zip(&inserted) {

@@ -72,7 +72,7 @@ pub async fn create_link_once(
             request_hash: hash,
             response,
         }) => replay(&request_hash, hash, response),
-        Err(e) => Err(write_failed(state, &link, e)),
+        Err(e) => Err(write_failed(state, &link.route_key(), e)),
     }
 }
 
@@ -99,21 +99,22 @@ pub async fn create_link(state: &AppState, owner: &str, req: CreateLink) -> Resu
             stored(state, &link).await;
             Ok(link)
         }
-        Err(e) => Err(write_failed(state, &link, e)),
+        Err(e) => Err(write_failed(state, &link.route_key(), e)),
     }
 }
 
-/// What a failed insert of `link` answers: 409 when its code is taken. Any other
-/// collision (an id handed out twice) is a fault of the system, never of the request:
-/// a 500, logged and counted in `hop_write_conflicts_total`.
-pub(crate) fn write_failed(state: &AppState, link: &Link, e: StoreError) -> AppError {
+/// What a failed insert of `route` (a route key, or what a bulk call inserted) answers:
+/// 409 when the code is taken. Any other collision (an id handed out twice) is a fault
+/// of the system, never of the request: a 500, logged and counted in
+/// `hop_write_conflicts_total`.
+pub(crate) fn write_failed(state: &AppState, route: &str, e: StoreError) -> AppError {
     match e {
         StoreError::Taken => AppError::Taken {
-            route: link.route_key(),
+            route: route.to_owned(),
         },
         StoreError::Conflict(detail) => {
             state.metrics.write_conflicts.inc();
-            tracing::error!(link_id = link.link_id, route = %link.route_key(), %detail,
+            tracing::error!(%route, %detail,
                 "a link write collided with a row that is not its route key");
             AppError::Store(StoreError::Conflict(detail))
         }

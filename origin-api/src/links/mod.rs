@@ -96,6 +96,13 @@ impl Link {
             .unwrap_or_default()
     }
 
+    /// Whether `deny` covers this link: its code, or its target's host.
+    pub fn banned_by(&self, deny: &shared::Denylist) -> bool {
+        shared::RouteKey::new(self.domain.as_str(), self.code.as_str())
+            .is_some_and(|r| deny.blocks_code(&r))
+            || deny.blocks_host(&self.target_host())
+    }
+
     /// The record the edge holds for this link. `banned` marks it for a code ban or a
     /// ban of its target host.
     pub fn edge_record(&self, banned: bool) -> EdgeRecord {

@@ -5,9 +5,10 @@
 //!   database's clock; every takeover starts a new epoch. A push (one request) is
 //!   started only if, on this process's monotonic clock, the lease will outlast the
 //!   push's deadline ([`Timings::push_deadline`]) by a margin, and a push is abandoned at
-//!   its deadline. A new leader waits that deadline out before its first push, so a
-//!   push of the old leader cannot land after it. Every write the publisher makes to the
-//!   outbox commits only while the lease is still held at its epoch.
+//!   its deadline. A leader that took the lease over after it lapsed waits that deadline
+//!   out before its first push, so a push of the old leader cannot land after it (one
+//!   given the lease by a clean shutdown need not). Every write the publisher makes to
+//!   the outbox commits only while the lease is still held at its epoch.
 //! - **Two lanes, independent.** The fast lane (denylist, activation meta) and the
 //!   normal lane (records) run as two loops under the same lease, each reading its own
 //!   undelivered rows in `seq` order, coalescing them to the newest version per KV key,
@@ -489,7 +490,7 @@ impl Publisher {
         let mut items: Vec<SyncItem> = Vec::new();
         let mut slot: HashMap<String, usize> = HashMap::new();
         let mut keys: Vec<Option<String>> = Vec::with_capacity(rows.len());
-        let mut unpublishable: Vec<RowFailure<'_>> = Vec::new();
+        let mut unpublishable: Vec<RowFailure> = Vec::new();
         // Every segment row of a batch stands for the same meta: computed once.
         let mut activation: Option<SyncItem> = None;
         for row in rows {
@@ -511,7 +512,7 @@ impl Publisher {
                     tracing::error!(seq = row.seq, key = %row.route_key, error, "set aside");
                     unpublishable.push(RowFailure {
                         seq: row.seq,
-                        error,
+                        error: error.to_owned(),
                         retry_at: 0,
                         dead: true,
                     });
@@ -614,7 +615,7 @@ impl Publisher {
             reply.refused.iter().map(|r| (r.key.as_str(), r)).collect();
         let now = now_ms();
         let mut delivered = Vec::new();
-        let mut reasons: Vec<(i64, String, bool, i64)> = Vec::new();
+        let mut failures: Vec<RowFailure> = Vec::new();
         for (row, key) in rows {
             let (error, dead) = if written.contains(key) {
                 delivered.push((*row).clone());
@@ -655,7 +656,12 @@ impl Publisher {
                 .saturating_mul(1u32 << (attempts - 1).clamp(0, 16))
                 .min(Duration::from_secs(300));
             let retry_at = now + i64::try_from(wait.as_millis()).unwrap_or(i64::MAX);
-            reasons.push((row.seq, error, dead, retry_at));
+            failures.push(RowFailure {
+                seq: row.seq,
+                error,
+                retry_at,
+                dead,
+            });
         }
         self.metrics.published.inc_by(reply.written.len() as u64);
         if !delivered.is_empty() {
@@ -663,16 +669,7 @@ impl Publisher {
                 .mark_published(&fence.claim(), &delivered, now)
                 .await?;
         }
-        if !reasons.is_empty() {
-            let failures: Vec<RowFailure<'_>> = reasons
-                .iter()
-                .map(|(seq, error, dead, retry_at)| RowFailure {
-                    seq: *seq,
-                    error,
-                    retry_at: *retry_at,
-                    dead: *dead,
-                })
-                .collect();
+        if !failures.is_empty() {
             let dead = self
                 .store
                 .record_failures(&fence.claim(), &failures, now)

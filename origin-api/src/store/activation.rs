@@ -40,12 +40,13 @@ pub struct ActivationPromise {
     pub headroom: i64,
 }
 
-/// `SELECT limit, lapses_at` of the promise that binds segment reservation now (the
-/// smallest `high + headroom` among those still running), if any.
+/// `SELECT limit, ms_left` of the promise that binds segment reservation now (the
+/// smallest `high + headroom` among those still running, and how long it still runs),
+/// if any.
 pub(crate) fn reservation_limit_sql(db: &Db) -> String {
     let now = db_now_sql(db);
     format!(
-        "SELECT high + headroom, at_ms + window_ms + {SKEW_MARGIN_MS} FROM activation_promises \
+        "SELECT high + headroom, at_ms + window_ms + {SKEW_MARGIN_MS} - {now} FROM activation_promises \
          WHERE at_ms + window_ms + {SKEW_MARGIN_MS} > {now} ORDER BY high + headroom LIMIT 1"
     )
 }

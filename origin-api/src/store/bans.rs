@@ -9,7 +9,7 @@ use crate::bans::{Ban, BanTarget};
 use crate::db::Db;
 use crate::links::{Link, LinkState};
 use async_trait::async_trait;
-use shared::{Denylist, DenylistSnapshot, RouteKey};
+use shared::{Denylist, DenylistSnapshot};
 
 #[derive(sqlx::FromRow)]
 struct BanRow {
@@ -146,9 +146,7 @@ macro_rules! propagate {
             let link = Link::try_from(row)?;
             let version =
                 i64::try_from(link.version).map_err(|_| StoreError::Corrupt("version".into()))?;
-            let banned = RouteKey::new(link.domain.clone(), link.code.clone())
-                .is_some_and(|r| deny.blocks_code(&r))
-                || deny.blocks_host(&link.target_host());
+            let banned = link.banned_by(&deny);
             sqlx::query(OUTBOX)
                 .bind("normal")
                 .bind("link")

@@ -437,14 +437,11 @@ impl LinkStore for Db {
                 if !went_in.is_empty() {
                     outbox.push_values(&went_in, |mut b, &i| {
                         let link = &chunk[i];
-                        let banned = shared::RouteKey::new(link.domain.as_str(), link.code.as_str())
-                            .is_some_and(|r| deny.blocks_code(&r))
-                            || deny.blocks_host(&link.target_host());
                         b.push_bind("normal")
                             .push_bind("link")
                             .push_bind(link.route_key())
                             .push_bind(chunk_rows[i].version)
-                            .push_bind(link.edge_record(banned).to_json())
+                            .push_bind(link.edge_record(link.banned_by(&deny)).to_json())
                             .push_bind(link.created_at);
                     });
                     outbox.build().execute(&mut *tx).await?;

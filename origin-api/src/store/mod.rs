@@ -155,10 +155,10 @@ pub struct LeaseClaim<'a> {
 
 /// An outbox row the edge refused: counted, retried from `retry_at` (Unix ms), or set
 /// aside for good when `dead`.
-#[derive(Debug, Clone, Copy)]
-pub struct RowFailure<'a> {
+#[derive(Debug, Clone)]
+pub struct RowFailure {
     pub seq: i64,
-    pub error: &'a str,
+    pub error: String,
     pub retry_at: i64,
     pub dead: bool,
 }
@@ -201,7 +201,7 @@ pub trait OutboxStore: Send + Sync + Debug + 'static {
     async fn record_failures(
         &self,
         claim: &LeaseClaim<'_>,
-        failures: &[RowFailure<'_>],
+        failures: &[RowFailure],
         now: i64,
     ) -> Result<u64, StoreError>;
     /// Notes on rows why a whole push failed (the edge down, say): not their fault, so
@@ -212,10 +212,6 @@ pub trait OutboxStore: Send + Sync + Debug + 'static {
         rows: &[OutboxRow],
         error: &str,
     ) -> Result<(), StoreError>;
-    /// The payloads of the segments reserved since `since` (Unix ms), oldest first.
-    async fn segments_since(&self, since: i64) -> Result<Vec<String>, StoreError>;
-    /// When the oldest undelivered row (not set aside) was written.
-    async fn oldest_pending(&self) -> Result<Option<i64>, StoreError>;
     /// Rows set aside as failed, after `seq` `after`, oldest first.
     async fn failed_rows(&self, after: i64, limit: i64) -> Result<Vec<FailedRow>, StoreError>;
     /// Puts rows set aside back in line (one by `seq`, or all): returns how many.

@@ -7,13 +7,12 @@
 //! holds this epoch unexpired; on PostgreSQL that check locks the lease row, so a
 //! takeover waits for the write to commit.
 
+use super::db_now_sql as now_sql;
 use super::{
     ActivationPromise, FailedRow, Lease, LeaseClaim, OutboxRow, OutboxStore, RowFailure, StoreError,
 };
 use crate::db::Db;
 use async_trait::async_trait;
-
-use super::db_now_sql as now_sql;
 
 /// Takes the lease when it is free or lapsed, renews it for its holder; a new epoch
 /// whenever the lease changes hands or lapsed in between, `clean` when it was given up
@@ -217,7 +216,7 @@ impl OutboxStore for Db {
     async fn record_failures(
         &self,
         claim: &LeaseClaim<'_>,
-        failures: &[RowFailure<'_>],
+        failures: &[RowFailure],
         now: i64,
     ) -> Result<u64, StoreError> {
         let dead = fenced!(self, claim, tx => {
@@ -229,7 +228,7 @@ impl OutboxStore for Db {
                     "UPDATE outbox SET attempts = attempts + 1, last_error = $1, \
                      next_attempt_at = $2, failed_at = $3 WHERE seq = $4",
                 )
-                .bind(f.error)
+                .bind(&f.error)
                 .bind(f.retry_at)
                 .bind(failed_at)
                 .bind(f.seq)
@@ -251,29 +250,6 @@ impl OutboxStore for Db {
             set_on_rows!(tx, "last_error", error, rows);
         });
         Ok(())
-    }
-
-    async fn segments_since(&self, since: i64) -> Result<Vec<String>, StoreError> {
-        let payloads: Vec<String> = crate::on_pool!(self, pool => {
-            sqlx::query_scalar(
-                "SELECT payload FROM outbox WHERE kind = 'segment' AND created_at >= $1 ORDER BY seq",
-            )
-            .bind(since)
-            .fetch_all(pool)
-            .await?
-        });
-        Ok(payloads)
-    }
-
-    async fn oldest_pending(&self) -> Result<Option<i64>, StoreError> {
-        let at: Option<i64> = crate::on_pool!(self, pool => {
-            sqlx::query_scalar(
-                "SELECT MIN(created_at) FROM outbox WHERE published_at IS NULL AND failed_at IS NULL",
-            )
-            .fetch_one(pool)
-            .await?
-        });
-        Ok(at)
     }
 
     async fn failed_rows(&self, after: i64, limit: i64) -> Result<Vec<FailedRow>, StoreError> {

@@ -39,7 +39,6 @@ impl SegmentSource for Db {
     async fn next_segment(&self, name: &str) -> Result<Range<u64>, StoreError> {
         let at = now_ms();
         let limit_sql = super::activation::reservation_limit_sql(self);
-        let clock = format!("SELECT {}", super::db_now_sql(self));
         // Both dialects accept `$n` placeholders in sqlx.
         crate::on_writer!(self, pool => {
             let mut tx = pool.begin().await?;
@@ -55,10 +54,9 @@ impl SegmentSource for Db {
             if name == crate::LINK_SEQUENCE {
                 let binding: Option<(i64, i64)> =
                     sqlx::query_as(&limit_sql).fetch_optional(&mut *tx).await?;
-                if let Some((limit, lapses_at)) = binding {
+                if let Some((limit, ms_left)) = binding {
                     if max_id > limit {
-                        let now: i64 = sqlx::query_scalar(&clock).fetch_one(&mut *tx).await?;
-                        let retry_after_s = u64::try_from((lapses_at - now) / 1000 + 1).unwrap_or(1);
+                        let retry_after_s = u64::try_from(ms_left / 1000 + 1).unwrap_or(1);
                         tracing::warn!(limit, max_id, retry_after_s, "new ids held back: the edge's activation window does not cover them yet");
                         return Err(StoreError::ActivationFull { retry_after_s });
                     }
