@@ -29,7 +29,7 @@ impl FromRequestParts<AppState> for Caller {
             .ok_or(AppError::Unauthorized)?;
         let (key_id, secret) = parse_token(token).ok_or(AppError::Unauthorized)?;
         let key = state
-            .db
+            .auth_db
             .find_key(key_id)
             .await?
             .filter(|k| k.revoked_at.is_none() && k.verifies(secret))

@@ -248,6 +248,38 @@ pub struct Settings {
     #[arg(long, env = "HOP_OUTBOX_RETENTION", default_value = "7d", value_parser = parse_retention, global = true)]
     pub outbox_retention: std::time::Duration,
 
+    /// Seconds a client has to send a request's line and headers, counted from when its
+    /// connection starts waiting for one; an idle keep-alive connection is closed after
+    /// as long.
+    #[arg(
+        long,
+        env = "HOP_HEADER_READ_TIMEOUT",
+        default_value = "10",
+        value_parser = clap::value_parser!(u64).range(1..=300),
+        global = true
+    )]
+    pub header_read_timeout: u64,
+
+    /// Connections open at once; past it, new ones wait in the kernel's backlog.
+    #[arg(
+        long,
+        env = "HOP_MAX_CONNECTIONS",
+        default_value = "10000",
+        value_parser = clap::value_parser!(u32).range(1..=1_000_000),
+        global = true
+    )]
+    pub max_connections: u32,
+
+    /// Requests handled at once; the next one is answered 503 with Retry-After.
+    #[arg(
+        long,
+        env = "HOP_MAX_IN_FLIGHT",
+        default_value = "1024",
+        value_parser = clap::value_parser!(u32).range(1..=1_000_000),
+        global = true
+    )]
+    pub max_in_flight: u32,
+
     /// Permutation keys for generated codes, `VERSION:32-HEX[,…]`; the highest version
     /// makes new codes. Required to create links; read from the environment only.
     #[arg(env = "HOP_PERMUTATION_KEYS", hide_env_values = true, hide = true, value_parser = parse_keys, global = true, long = "permutation-keys")]

@@ -137,6 +137,30 @@ impl Db {
         }
     }
 
+    /// The same database through a pool of its own for one kind of work, so that a flood
+    /// of one kind (redirects of unknown codes, guessed API keys) cannot take the
+    /// connections the others need. It waits at most `acquire_timeout` for one of its
+    /// `connections`; on SQLite it reads through them and shares the one writer.
+    /// Connections open on first use.
+    pub fn with_own_pool(&self, connections: u32, acquire_timeout: Duration) -> Db {
+        match self {
+            Db::Sqlite(pools) => Db::Sqlite(SqlitePools {
+                read: SqlitePoolOptions::new()
+                    .max_connections(connections)
+                    .test_before_acquire(false)
+                    .acquire_timeout(acquire_timeout)
+                    .connect_lazy_with((*pools.read.connect_options()).clone()),
+                write: pools.write.clone(),
+            }),
+            Db::Postgres(pool) => Db::Postgres(
+                PgPoolOptions::new()
+                    .max_connections(connections)
+                    .acquire_timeout(acquire_timeout)
+                    .connect_lazy_with((*pool.connect_options()).clone()),
+            ),
+        }
+    }
+
     /// Applies the migrations this binary carries that the database lacks.
     pub async fn migrate(&self) -> Result<(), DbError> {
         match self {

@@ -202,9 +202,6 @@ impl From<JsonRejection> for AppError {
             JsonRejection::MissingJsonContentType(_) => {
                 AppError::UnsupportedMediaType("send Content-Type: application/json".into())
             }
-            JsonRejection::BytesRejection(_) => AppError::TooLarge {
-                limit: crate::routes::BODY_LIMIT_BYTES,
-            },
             other => AppError::BadRequest(other.body_text()),
         }
     }

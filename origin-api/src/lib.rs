@@ -20,6 +20,7 @@ pub mod ratelimit;
 pub mod retry;
 pub mod routes;
 pub mod segments;
+pub mod server;
 pub mod store;
 
 use config::Settings;
@@ -44,7 +45,13 @@ impl std::ops::Deref for AppState {
 /// The parts of [`AppState`].
 #[derive(Debug)]
 pub struct Shared {
+    /// The API's, the publisher's and the background tasks' pool.
     pub db: Db,
+    /// The redirect path's own pool: a flood of visits cannot take the API's
+    /// connections, nor the API a visitor's ([`db::Db::with_own_pool`]).
+    pub redirect_db: Db,
+    /// Authentication's own pool: guessed keys wait only behind each other.
+    pub auth_db: Db,
     pub settings: Settings,
     pub allocator: SegmentAllocator,
     pub cache: cache::RedirectCache,
@@ -77,6 +84,8 @@ impl AppState {
         AppState(Arc::new(Shared {
             clicks: clicks::Clicks::new(settings.click_id_retention_h, metrics.clone()),
             recorder: clicks::recorder::Recorder::new(settings.record_clicks, metrics.clone()),
+            redirect_db: db.with_own_pool(REDIRECT_CONNECTIONS, POOL_WAIT),
+            auth_db: db.with_own_pool(AUTH_CONNECTIONS, POOL_WAIT),
             db,
             settings,
             allocator,
@@ -86,6 +95,23 @@ impl AppState {
         }))
     }
 }
+
+impl Shared {
+    /// Closes every pool (the API's, the redirect path's, authentication's).
+    pub async fn close_db(&self) {
+        self.redirect_db.close().await;
+        self.auth_db.close().await;
+        self.db.close().await;
+    }
+}
+
+/// Connections of the redirect path's pool.
+pub const REDIRECT_CONNECTIONS: u32 = 8;
+/// Connections of authentication's pool.
+pub const AUTH_CONNECTIONS: u32 = 2;
+/// How long the redirect path and authentication wait for a connection before the
+/// request is answered 503: a visitor is better told to retry than kept waiting.
+pub const POOL_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The `id_segments` row that numbers links.
 pub const LINK_SEQUENCE: &str = "links";
@@ -162,9 +188,12 @@ pub async fn serve(
     let listening = tokio::spawn(freshness::listen(state.clone(), stop.subscribe()));
     // Once a minute, what is past its time is forgotten (housekeeping).
     let sweeper = tokio::spawn(housekeeping::run(state.clone()));
-    let served = axum::serve(listener, routes::router(state))
-        .with_graceful_shutdown(shutdown)
-        .await;
+    let limits = server::Limits {
+        header_read_timeout: std::time::Duration::from_secs(state.settings.header_read_timeout),
+        max_connections: state.settings.max_connections as usize,
+        ..server::Limits::default()
+    };
+    let served = server::serve(listener, routes::router(state), limits, shutdown).await;
     sweeper.abort();
     let _ = stop.send(true);
     let _ = listening.await;

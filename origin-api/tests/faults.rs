@@ -88,7 +88,7 @@ async fn an_id_handed_out_twice_is_a_counted_500_never_alias_taken() {
 async fn a_database_that_is_gone_answers_503_with_retry_after() {
     for (api, t) in apis("fault-down").await {
         let token = api.key("acme", false).await;
-        api.state.db.close().await;
+        api.state.close_db().await;
         let read = api.read(&token, "s.example", "some-alias").await;
         assert_eq!(
             read.status,

@@ -295,7 +295,7 @@ async fn bad_requests_get_a_clear_4xx_and_store_nothing() {
         );
         let huge = format!(
             "{{\"target_url\":\"https://e.example/{}\"}}",
-            "a".repeat(origin_api::routes::BODY_LIMIT_BYTES)
+            "a".repeat(origin_api::routes::SMALL_BODY_LIMIT)
         );
         let res = api
             .send(

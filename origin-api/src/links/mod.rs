@@ -7,7 +7,9 @@ mod list;
 mod lookups;
 mod update;
 
-pub use bulk::{create_bulk, BulkCreate, BulkOutcome, BulkResponse, BulkResult, MAX_BULK};
+pub use bulk::{
+    create_bulk, BulkCreate, BulkItem, BulkOutcome, BulkResponse, BulkResult, MAX_BULK,
+};
 pub use create::{
     check_idempotency_key, create_link, create_link_once, Created, IDEMPOTENCY_TTL_MS,
 };

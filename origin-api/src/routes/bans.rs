@@ -1,6 +1,7 @@
 //! `/v1/bans`: trust & safety. Admin keys only.
 
-use super::links::{ApiJson, ApiQuery};
+use super::body::ApiJson;
+use super::links::ApiQuery;
 use crate::auth::Caller;
 use crate::bans::{BanView, CreateBan};
 use crate::error::{AppError, Problem};

@@ -1,7 +1,7 @@
 //! `/v1/edge/*`: what the edge worker asks the origin. Authenticated by the edge token
 //! (`HOP_EDGE_TOKEN`, the worker's `ORIGIN_TOKEN`), not by an API key.
 
-use super::links::ApiJson;
+use super::body::{ApiJson, CLICKS_BODY_LIMIT};
 use crate::error::{AppError, Problem};
 use crate::AppState;
 use axum::extract::{FromRequestParts, Path, State};
@@ -102,7 +102,7 @@ pub(crate) async fn resolve(
 pub(crate) async fn clicks(
     State(state): State<AppState>,
     _edge: EdgeCaller,
-    ApiJson(batch): ApiJson<ClickBatch>,
+    ApiJson(batch): ApiJson<ClickBatch, CLICKS_BODY_LIMIT>,
 ) -> Result<Json<ClickReceipt>, AppError> {
     if batch.events.len() > MAX_CLICK_BATCH {
         return Err(AppError::BadRequest(format!(

@@ -1,5 +1,6 @@
 //! `/v1/links`: the marketers' API.
 
+use super::body::{ApiJson, BULK_BODY_LIMIT};
 use crate::auth::Caller;
 use crate::error::{AppError, Problem};
 use crate::links::{
@@ -9,15 +10,10 @@ use crate::links::{
 };
 use crate::store::LinkStore;
 use crate::AppState;
-use axum::extract::{FromRequest, FromRequestParts, Path, State};
+use axum::extract::{FromRequestParts, Path, State};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-
-/// JSON bodies whose rejections are problem documents.
-#[derive(Debug, FromRequest)]
-#[from_request(via(axum::Json), rejection(AppError))]
-pub(crate) struct ApiJson<T>(pub(crate) T);
 
 /// A link with its `ETag` (the version) and status.
 fn link_response(status: StatusCode, link: &Link) -> Response {
@@ -86,7 +82,7 @@ pub(crate) async fn create_bulk(
     State(state): State<AppState>,
     caller: Caller,
     headers: HeaderMap,
-    ApiJson(body): ApiJson<BulkCreate>,
+    ApiJson(body): ApiJson<BulkCreate, BULK_BODY_LIMIT>,
 ) -> Result<Response, AppError> {
     state.create_limit.take(&caller.key_id, body.links.len())?;
     let key = idempotency_key(&headers)?;

@@ -2,6 +2,7 @@
 
 mod admin;
 mod bans;
+mod body;
 mod edge;
 mod health;
 mod links;
@@ -14,21 +15,22 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::Router;
 use std::time::Duration;
-use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
-/// Request bodies above this are refused with 413 (a bulk import of 10,000 links fits).
-pub const BODY_LIMIT_BYTES: usize = 32 * 1024 * 1024;
+pub use body::{ApiJson, BULK_BODY_LIMIT, CLICKS_BODY_LIMIT, SMALL_BODY_LIMIT};
+
 /// A request that takes longer than this is answered 408 and its work dropped.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The whole HTTP surface of the origin.
 ///
-/// The request timeout guards the API's routes only. The redirect path (the fallback)
-/// reads one row by key at most, and a timer per request there cost about a tenth of its
-/// CPU (`scripts/bench-redirect`); its database waits are bounded by the pool's.
+/// Every request counts against the in-flight cap (503 past it). The API's routes have a
+/// timer each; the redirect path (the fallback) arms one only when it has to wait (a
+/// cache miss), because a timer per request cost about a tenth of a cached redirect's
+/// CPU (`scripts/bench-redirect`): see [`redirect::REDIRECT_TIMEOUT`].
 pub fn router(state: AppState) -> Router {
+    let in_flight = crate::server::InFlightLayer::new(state.settings.max_in_flight as usize);
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
@@ -54,6 +56,6 @@ pub fn router(state: AppState) -> Router {
         ))
         .fallback(redirect::redirect)
         .layer(TraceLayer::new_for_http())
-        .layer(RequestBodyLimitLayer::new(BODY_LIMIT_BYTES))
+        .layer(in_flight)
         .with_state(state)
 }

@@ -31,14 +31,23 @@ pub(crate) async fn redirect(
     let code = uri.path().strip_prefix('/').unwrap_or_default();
     let decision = match reject_early(method, code) {
         Some(early) => early,
-        None => match resolve(&state, method, &headers, code, uri.query()).await {
-            Ok((decision, visited)) => {
+        None => match crate::server::within(
+            REDIRECT_TIMEOUT,
+            resolve(&state, method, &headers, code, uri.query()),
+        )
+        .await
+        {
+            Err(_) => {
+                tracing::warn!("redirect lookup timed out");
+                Decision::unavailable(method, shared::decision::RETRY_AFTER_S)
+            }
+            Ok(Ok((decision, visited))) => {
                 if let Some((route, at)) = visited {
                     record_click(&state, &decision, route, at, &headers);
                 }
                 decision
             }
-            Err(e) => {
+            Ok(Err(e)) => {
                 tracing::error!(error = %e, "redirect lookup failed");
                 Decision::unavailable(method, shared::decision::RETRY_AFTER_S)
             }
@@ -49,6 +58,10 @@ pub(crate) async fn redirect(
         .redirect_answered(outcome_name(decision.outcome));
     write(decision)
 }
+
+/// The longest a visit waits on the database (its pool, its reads) before it is told
+/// to retry (503 with `Retry-After`).
+pub(crate) const REDIRECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Queues the click, when the visit was one, for the background writer: the response
 /// does not wait for it.
@@ -93,12 +106,13 @@ async fn resolve(
         .and_then(|h| shared::normalize_domain(h).ok())
         .filter(|d| !d.starts_with('[') && d.parse::<std::net::Ipv4Addr>().is_err())
         .unwrap_or_else(|| state.settings.default_domain.clone());
-    let settings = state.cache.settings(&state.db, &domain).await?;
+    let db = &state.redirect_db;
+    let settings = state.cache.settings(db, &domain).await?;
     let code = settings.canonical_code(code);
     let Some(route) = RouteKey::new(domain, code.as_ref()) else {
         return Ok((Decision::not_found(method), None));
     };
-    let deny = state.cache.denylist(&state.db).await?;
+    let deny = state.cache.denylist(db).await?;
     // Memory first; then what can be answered without a read (a banned code, a generated
     // code past the id ceiling); then the database, once per key however many ask.
     let entry = match state.cache.cached(route.domain(), route.code()) {
@@ -107,7 +121,7 @@ async fn resolve(
         None if !state
             .cache
             .may_exist(
-                &state.db,
+                db,
                 state.settings.permutation_keys.as_ref(),
                 &settings,
                 route.code(),
@@ -116,12 +130,7 @@ async fn resolve(
         {
             None
         }
-        None => Some(
-            state
-                .cache
-                .entry(&state.db, route.domain(), route.code())
-                .await?,
-        ),
+        None => Some(state.cache.entry(db, route.domain(), route.code()).await?),
     };
     let now = now_ms();
     let visit = Visit {

@@ -1,0 +1,233 @@
+//! The listener: accepts connections and serves HTTP/1.1 on them with limits that make a
+//! hostile client cheap to refuse.
+//!
+//! `axum::serve` installs no timer, so hyper's header-read timeout never fires there,
+//! and it offers no limit on connections or header size. This loop is axum's, with:
+//! - a deadline for each request's head, which also closes an idle keep-alive connection
+//!   (hyper starts the clock as soon as it waits for the next request), so a client
+//!   trickling one byte a second holds a connection for at most that long;
+//! - at most [`Limits::max_header_bytes`] of request line and headers (431 beyond);
+//! - at most [`Limits::max_connections`] open connections: past it, the loop stops
+//!   accepting and the kernel's backlog holds newcomers until one closes;
+//! - the peer's address on every request ([`ConnectInfo`]), for limits per client.
+
+use axum::extract::ConnectInfo;
+use axum::Router;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Semaphore};
+use tower::ServiceExt;
+
+/// What one listener allows each client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// From the moment a connection waits for a request until its last header arrives.
+    pub header_read_timeout: Duration,
+    /// Request line and headers together.
+    pub max_header_bytes: usize,
+    /// Connections open at once.
+    pub max_connections: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            header_read_timeout: Duration::from_secs(10),
+            max_header_bytes: 16 * 1024,
+            max_connections: 10_000,
+        }
+    }
+}
+
+/// hyper's smallest read buffer; a header limit below it would never be reached first.
+const MIN_BUFFER: usize = 8 * 1024;
+
+/// Serves `router` on `listener` until `shutdown` completes, then lets open requests
+/// finish: idle connections close at once, busy ones after their current response.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    limits: Limits,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) -> std::io::Result<()> {
+    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let (closing, closed) = watch::channel(false);
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_header_size(limits.max_header_bytes)
+        // The buffer holds a head and then a body's chunks; twice the head limit keeps a
+        // read of a body as cheap as before without letting a head grow past its limit.
+        .max_buf_size((limits.max_header_bytes * 2).max(MIN_BUFFER));
+    let http = Arc::new(http);
+    tokio::pin!(shutdown);
+    loop {
+        let slot = tokio::select! {
+            _ = &mut shutdown => break,
+            slot = slots.clone().acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => break,
+            },
+        };
+        let (stream, peer) = tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of file descriptors, or a connection reset before it was
+                    // taken: wait a moment rather than spin, as axum does.
+                    if !is_connection_error(&e) {
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                    continue;
+                }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let service =
+            router
+                .clone()
+                .map_request(move |req: axum::http::Request<hyper::body::Incoming>| {
+                    let mut req = req.map(axum::body::Body::new);
+                    req.extensions_mut().insert(ConnectInfo(peer));
+                    req
+                });
+        let http = http.clone();
+        let mut closed = closed.clone();
+        tokio::spawn(async move {
+            let conn =
+                http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
+            tokio::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                _ = async { closed.wait_for(|c| *c).await.map(|_| ()) } => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
+                }
+            }
+            drop(slot);
+        });
+    }
+    drop(listener);
+    let _ = closing.send(true);
+    // Every connection holds a slot until it ends: having them all back is the drain.
+    let _ = slots
+        .acquire_many(u32::try_from(limits.max_connections.max(1)).unwrap_or(u32::MAX))
+        .await;
+    Ok(())
+}
+
+/// `fut` with a deadline of `limit`, whose timer is armed only if `fut` cannot finish
+/// at once: a redirect served from memory completes on its first poll and pays for no
+/// timer; one that waits on the database is cut off at the deadline.
+pub async fn within<F: std::future::Future>(
+    limit: std::time::Duration,
+    fut: F,
+) -> Result<F::Output, tokio::time::error::Elapsed> {
+    use std::task::Poll;
+    let mut fut = std::pin::pin!(fut);
+    let first = std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await;
+    match first {
+        Poll::Ready(done) => Ok(done),
+        Poll::Pending => tokio::time::timeout(limit, fut).await,
+    }
+}
+
+fn is_connection_error(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::ConnectionRefused
+            | std::io::ErrorKind::ConnectionAborted
+            | std::io::ErrorKind::ConnectionReset
+    )
+}
+
+/// The address of the client a request came from, when it came through [`serve`].
+pub fn peer(req: &axum::http::request::Parts) -> Option<SocketAddr> {
+    req.extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(a)| *a)
+}
+
+/// At most this many requests are handled at once; the next is answered 503 at once
+/// (with `Retry-After`) rather than queued, so a flood cannot build a backlog that every
+/// later visitor waits behind.
+#[derive(Debug, Clone)]
+pub struct InFlightLayer {
+    permits: Arc<Semaphore>,
+}
+
+impl InFlightLayer {
+    pub fn new(max: usize) -> Self {
+        InFlightLayer {
+            permits: Arc::new(Semaphore::new(max.max(1))),
+        }
+    }
+}
+
+impl<S> tower::Layer<S> for InFlightLayer {
+    type Service = InFlight<S>;
+    fn layer(&self, inner: S) -> InFlight<S> {
+        InFlight {
+            inner,
+            permits: self.permits.clone(),
+        }
+    }
+}
+
+/// See [`InFlightLayer`].
+#[derive(Debug, Clone)]
+pub struct InFlight<S> {
+    inner: S,
+    permits: Arc<Semaphore>,
+}
+
+/// What a request past the cap gets.
+pub const BUSY: &str = "The server is busy. Please try again shortly.\n";
+
+impl<S, B> tower::Service<axum::http::Request<B>> for InFlight<S>
+where
+    S: tower::Service<axum::http::Request<B>, Response = axum::response::Response> + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = axum::response::Response;
+    type Error = S::Error;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Self::Response, S::Error>> + Send>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: axum::http::Request<B>) -> Self::Future {
+        use axum::http::{header, HeaderValue, StatusCode};
+        use axum::response::IntoResponse;
+        match self.permits.clone().try_acquire_owned() {
+            Ok(permit) => {
+                let answer = self.inner.call(req);
+                Box::pin(async move {
+                    let res = answer.await;
+                    drop(permit);
+                    res
+                })
+            }
+            Err(_) => Box::pin(async {
+                let mut res = (StatusCode::SERVICE_UNAVAILABLE, BUSY).into_response();
+                res.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                res.headers_mut()
+                    .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+                Ok(res)
+            }),
+        }
+    }
+}

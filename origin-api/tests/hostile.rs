@@ -1,0 +1,363 @@
+//! Hostile clients against a real listener: oversized heads, slow and idle connections,
+//! floods past the in-flight cap, oversized bodies, starved pools. Each test is the
+//! attack; each assertion is what the attacker gets instead of the origin's resources.
+
+mod common;
+
+use common::{app_state_with, TestDb};
+use origin_api::AppState;
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// An origin served on a random port of loopback, as `hop-origin serve` serves it.
+struct Served {
+    addr: SocketAddr,
+    state: AppState,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+async fn serve(t: &TestDb, flags: &[&str]) -> Served {
+    let state = app_state_with(t, flags);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(origin_api::serve(listener, state.clone(), async {
+        let _ = stopped.await;
+    }));
+    Served {
+        addr,
+        state,
+        _stop: stop,
+    }
+}
+
+impl Served {
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+}
+
+/// Everything the server sends until it closes the connection, or `None` if it is still
+/// open after `limit` (the attack held it).
+async fn read_until_closed(stream: &mut TcpStream, limit: Duration) -> Option<String> {
+    let mut got = Vec::new();
+    let read = tokio::time::timeout(limit, async {
+        let mut buf = [0u8; 4096];
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    read.ok()
+        .map(|()| String::from_utf8_lossy(&got).into_owned())
+}
+
+/// The status line's code of a raw response.
+fn status_of(raw: &str) -> Option<u16> {
+    raw.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[tokio::test]
+async fn a_head_past_16_kib_is_refused_with_431() {
+    let t = TestDb::sqlite().await;
+    let s = serve(&t, &[]).await;
+    let client = reqwest::Client::new();
+    // Well under hyper's own 400 KB: without a limit of Hop's, this is served.
+    let res = client
+        .get(s.url("/healthz"))
+        .header("x-junk", "a".repeat(20 * 1024))
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(res.status(), 431);
+    // A head of ordinary size still gets through.
+    let res = client
+        .get(s.url("/healthz"))
+        .header("user-agent", "a".repeat(4 * 1024))
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(res.status(), 200);
+    t.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_client_trickling_its_head_is_cut_off_at_the_deadline() {
+    let t = TestDb::sqlite().await;
+    let s = serve(&t, &["--header-read-timeout", "1"]).await;
+    let mut slow = TcpStream::connect(s.addr).await.expect("connect");
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: s.example\r\nX-Slow: ")
+        .await
+        .expect("write");
+    // One byte now and then, never the end of the head: the deadline counts from the
+    // start of the head, so trickling does not extend it.
+    let trickle = async {
+        loop {
+            if slow.write_all(b"a").await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    };
+    let cut = tokio::time::timeout(Duration::from_secs(10), trickle).await;
+    assert!(cut.is_ok(), "the server kept a trickling client for 10 s");
+    // Meanwhile, and after, everyone else is served.
+    let res = reqwest::get(s.url("/healthz")).await.expect("healthz");
+    assert_eq!(res.status(), 200);
+    t.cleanup().await;
+}
+
+#[tokio::test]
+async fn an_idle_keep_alive_connection_is_closed() {
+    let t = TestDb::sqlite().await;
+    let s = serve(&t, &["--header-read-timeout", "1"]).await;
+    let mut idle = TcpStream::connect(s.addr).await.expect("connect");
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: s.example\r\n\r\n")
+        .await
+        .expect("write");
+    // The answer, then nothing more is asked: the connection is closed, not kept.
+    let got = read_until_closed(&mut idle, Duration::from_secs(10))
+        .await
+        .expect("an idle connection was kept open for 10 s");
+    assert_eq!(status_of(&got), Some(200), "{got}");
+    t.cleanup().await;
+}
+
+#[tokio::test]
+async fn past_the_in_flight_cap_a_request_gets_503_at_once() {
+    let t = TestDb::sqlite().await;
+    let s = serve(&t, &["--max-in-flight", "1"]).await;
+    let key = s.state.clone();
+    let token = {
+        let (k, token) = origin_api::keys::issue("acme", "k", false, 0).expect("key");
+        origin_api::store::LinkStore::insert_key(&key.db, &k)
+            .await
+            .expect("insert key");
+        token
+    };
+    // A request that holds its slot: its body is announced and never sent.
+    let mut holder = TcpStream::connect(s.addr).await.expect("connect");
+    holder
+        .write_all(
+            format!(
+                "POST /v1/links HTTP/1.1\r\nHost: s.example\r\nAuthorization: Bearer {token}\r\n\
+                 Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{"
+            )
+            .as_bytes(),
+        )
+        .await
+        .expect("write");
+    // Whatever comes next waits for no one: 503 and when to come back.
+    let res = loop {
+        let res = reqwest::get(s.url("/abc1234")).await.expect("an answer");
+        if res.status() == 503 {
+            break res;
+        }
+        // The holder's head may not have been read yet: ask again until it has.
+        tokio::task::yield_now().await;
+    };
+    assert_eq!(
+        res.headers().get("retry-after").map(|v| v.as_bytes()),
+        Some(&b"1"[..])
+    );
+    assert_eq!(res.text().await.expect("body"), origin_api::server::BUSY);
+    // Once the holder goes, the slot is free again.
+    drop(holder);
+    let res = loop {
+        let res = reqwest::get(s.url("/healthz")).await.expect("an answer");
+        if res.status() != 503 {
+            break res;
+        }
+        tokio::task::yield_now().await;
+    };
+    assert_eq!(res.status(), 200);
+    t.cleanup().await;
+}
+
+/// A bulk body of `n` realistic links (a target of about 300 bytes, a title, tags).
+fn realistic_bulk(n: usize) -> String {
+    let links: Vec<serde_json::Value> = (0..n)
+        .map(|i| {
+            serde_json::json!({
+                "target_url": format!("https://shop.example/campaigns/winter-2026/landing?item={i}&utm_source=newsletter&utm_medium=email&utm_campaign=winter-sale-{i}&ref={}", "x".repeat(150)),
+                "title": format!("Winter sale, item {i}: boots, coats and everything warm"),
+                "tags": ["winter", "newsletter", "2026"],
+            })
+        })
+        .collect();
+    serde_json::json!({ "links": links }).to_string()
+}
+
+#[tokio::test]
+async fn body_limits_are_per_route_and_the_413_names_the_real_one() {
+    let t = TestDb::sqlite().await;
+    let s = serve(&t, &[]).await;
+    let (k, token) = origin_api::keys::issue("acme", "k", false, 0).expect("key");
+    origin_api::store::LinkStore::insert_key(&s.state.db, &k)
+        .await
+        .expect("insert key");
+    let client = reqwest::Client::new();
+    let post = |path: &str, body: String| {
+        client
+            .post(s.url(path))
+            .bearer_auth(&token)
+            .header("content-type", "application/json")
+            .body(body)
+    };
+    // 10,000 realistic links: well over axum's default of 2 MiB.
+    let bulk = realistic_bulk(10_000);
+    assert!(bulk.len() > 2 << 20, "{} bytes", bulk.len());
+    let res = post("/v1/links/bulk", bulk).send().await.expect("bulk");
+    assert_eq!(res.status(), 200);
+    let results: serde_json::Value = res.json().await.expect("json");
+    let results = results["results"].as_array().expect("results");
+    assert_eq!(results.len(), 10_000);
+    assert!(results.iter().all(|r| r["ok"] == true), "{:?}", results[0]);
+
+    // Past the limit: 413, and the detail says which limit.
+    let huge = format!(
+        "{{\"links\":[{}]}}",
+        vec![
+            format!(
+                "{{\"target_url\":\"https://e.example/{}\"}}",
+                "a".repeat(2000)
+            );
+            9_000
+        ]
+        .join(",")
+    );
+    let res = post("/v1/links/bulk", huge).send().await.expect("bulk");
+    assert_eq!(res.status(), 413);
+    let problem: serde_json::Value = res.json().await.expect("problem");
+    let limit = origin_api::routes::BULK_BODY_LIMIT.to_string();
+    assert!(
+        problem["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains(&limit)),
+        "{problem}"
+    );
+    // A single create is small: 100 KB is refused, naming its own limit.
+    let big = format!(
+        "{{\"target_url\":\"https://e.example/\",\"title\":\"{}\"}}",
+        "a".repeat(100_000)
+    );
+    let res = post("/v1/links", big).send().await.expect("create");
+    assert_eq!(res.status(), 413);
+    let problem: serde_json::Value = res.json().await.expect("problem");
+    let limit = origin_api::routes::SMALL_BODY_LIMIT.to_string();
+    assert!(
+        problem["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains(&limit)),
+        "{problem}"
+    );
+    t.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_starved_api_pool_does_not_stop_redirects_or_authentication() {
+    for t in TestDb::all("starved-pool").await {
+        let s = serve(&t, &[]).await;
+        let (k, token) = origin_api::keys::issue("acme", "k", false, 0).expect("key");
+        origin_api::store::LinkStore::insert_key(&s.state.db, &k)
+            .await
+            .expect("insert key");
+        let client = no_redirects();
+        let res = client
+            .post(s.url("/v1/links"))
+            .bearer_auth(&token)
+            .json(&serde_json::json!({"target_url": "https://e.example/", "code": "held-up"}))
+            .send()
+            .await
+            .expect("create");
+        assert_eq!(res.status(), 201);
+        // Everything the API's pool has, taken (a slow import, a stuck report): taken
+        // until the pool has nothing more to give (its background tasks hold a few).
+        let mut held = Vec::new();
+        let wait = Duration::from_secs(1);
+        match &s.state.db {
+            origin_api::db::Db::Sqlite(pools) => {
+                while let Ok(Ok(c)) = tokio::time::timeout(wait, pools.read.acquire()).await {
+                    held.push(Held::Sqlite(c));
+                }
+            }
+            origin_api::db::Db::Postgres(pool) => {
+                while let Ok(Ok(c)) = tokio::time::timeout(wait, pool.acquire()).await {
+                    held.push(Held::Postgres(c));
+                }
+            }
+        }
+        assert!(!held.is_empty());
+        s.state.cache.forget_all();
+        let limit = Duration::from_secs(10);
+        // A visit still reads its link (it is not in memory) through its own pool.
+        let res = tokio::time::timeout(limit, client.get(s.url("/held-up")).send())
+            .await
+            .expect("the redirect waited on the API's pool")
+            .expect("redirect");
+        assert_eq!(res.status(), 302, "{}", t.kind());
+        // A guessed key is still told no (its own pool), rather than left waiting.
+        let res = tokio::time::timeout(
+            limit,
+            client
+                .get(s.url("/v1/links"))
+                .bearer_auth(format!("{}x", &token[..token.len() - 1]))
+                .send(),
+        )
+        .await
+        .expect("authentication waited on the API's pool")
+        .expect("list");
+        assert_eq!(res.status(), 401, "{}", t.kind());
+        drop(held);
+        t.cleanup().await;
+    }
+}
+
+/// A client that shows redirects instead of following them.
+fn no_redirects() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client")
+}
+
+/// Holds a pooled connection of either kind until dropped.
+enum Held {
+    #[allow(dead_code)]
+    Sqlite(sqlx::pool::PoolConnection<sqlx::Sqlite>),
+    #[allow(dead_code)]
+    Postgres(sqlx::pool::PoolConnection<sqlx::Postgres>),
+}
+
+#[tokio::test]
+async fn a_visit_that_cannot_get_a_connection_is_told_to_retry() {
+    let t = TestDb::sqlite().await;
+    let s = serve(&t, &[]).await;
+    let origin_api::db::Db::Sqlite(pools) = &s.state.redirect_db else {
+        unreachable!("a SQLite test");
+    };
+    let mut held = Vec::new();
+    for _ in 0..pools.read.options().get_max_connections() {
+        held.push(pools.read.acquire().await.expect("acquire"));
+    }
+    // Every connection of the redirect path is taken: the visit waits the pool's
+    // short wait, not 30 s, and is told when to come back.
+    let res = tokio::time::timeout(
+        Duration::from_secs(10),
+        reqwest::Client::new().get(s.url("/unknown1")).send(),
+    )
+    .await
+    .expect("the visit waited past 10 s")
+    .expect("visit");
+    assert_eq!(res.status(), 503);
+    assert!(res.headers().contains_key("retry-after"));
+    drop(held);
+    t.cleanup().await;
+}
