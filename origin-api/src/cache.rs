@@ -6,7 +6,8 @@
 //!   Each entry carries its own expiry, checked on read.
 //! - A miss is loaded once however many visitors ask at the same moment (single flight:
 //!   moka runs one loader per key and hands its result to every waiter).
-//! - Unknown codes are remembered briefly (a negative entry), and generated codes past
+//! - Unknown codes are remembered briefly, in a cache of their own bounded in bytes (a
+//!   scan cannot push real links out), and generated codes past
 //!   the id ceiling are answered without any read ([`crate::ceiling`]), so a scan of
 //!   random codes does not become a scan of the database.
 //! - This process's own writes put the new version in place at once, and never let an
@@ -90,6 +91,19 @@ impl Entry {
     }
 }
 
+/// The memory unknown codes may take (keys and bookkeeping): about 200,000 of them.
+pub const NEGATIVE_BYTES: u64 = 16 << 20;
+
+/// A negative entry's weight: its key and what quick_cache keeps beside it.
+#[derive(Debug, Clone, Copy)]
+struct KeyBytes;
+
+impl quick_cache::Weighter<String, Instant> for KeyBytes {
+    fn weight(&self, key: &String, _: &Instant) -> u64 {
+        key.len() as u64 + 64
+    }
+}
+
 /// Writes of one key are serialized on one of these, so that comparing versions and
 /// replacing is one step; reads take none.
 const WRITE_STRIPES: usize = 64;
@@ -101,6 +115,7 @@ pub trait RedirectSource: Send + Sync {
     async fn active_bans(&self) -> Result<Vec<Ban>, StoreError>;
     async fn domain_settings(&self, domain: &str) -> Result<DomainSettings, StoreError>;
     async fn link_ceiling(&self) -> Result<u64, StoreError>;
+    async fn served_domains(&self) -> Result<Vec<String>, StoreError>;
 }
 
 #[async_trait::async_trait]
@@ -116,6 +131,9 @@ impl<S: LinkStore + BanStore + SegmentSource> RedirectSource for S {
     }
     async fn link_ceiling(&self) -> Result<u64, StoreError> {
         SegmentSource::segment_ceiling(self, crate::LINK_SEQUENCE).await
+    }
+    async fn served_domains(&self) -> Result<Vec<String>, StoreError> {
+        LinkStore::served_domains(self).await
     }
 }
 
@@ -142,6 +160,9 @@ impl DenyMemo {
 #[derive(Clone)]
 pub struct RedirectCache {
     entries: Arc<quick_cache::sync::Cache<String, Arc<Entry>>>,
+    /// Unknown codes, apart: their keys are whatever visitors send, so they are bounded
+    /// in bytes ([`NEGATIVE_BYTES`]) and cannot push real links out of `entries`.
+    negatives: Arc<quick_cache::sync::Cache<String, Instant, KeyBytes>>,
     /// Only to run one load per key at a time: a result is dropped from here as soon as
     /// its waiters have it, and kept in `entries`.
     loads: Cache<String, Arc<Entry>>,
@@ -149,6 +170,7 @@ pub struct RedirectCache {
     settings: Arc<RwLock<HashMap<String, (DomainSettings, Instant)>>>,
     deny: Arc<DenyMemo>,
     ceiling: IdCeiling,
+    served: Arc<crate::served::ServedDomains>,
     /// Links read from the database on a miss.
     lookups: prometheus_client::metrics::counter::Counter,
     positive_ttl: Duration,
@@ -181,6 +203,11 @@ impl RedirectCache {
             entries: Arc::new(quick_cache::sync::Cache::new(
                 usize::try_from(capacity).unwrap_or(usize::MAX),
             )),
+            negatives: Arc::new(quick_cache::sync::Cache::with_weighter(
+                (NEGATIVE_BYTES / 100) as usize,
+                NEGATIVE_BYTES,
+                KeyBytes,
+            )),
             loads: Cache::builder().max_capacity(100_000).build(),
             writes: (0..WRITE_STRIPES)
                 .map(|_| std::sync::Mutex::new(()))
@@ -188,7 +215,20 @@ impl RedirectCache {
             settings: Arc::default(),
             deny: Arc::default(),
             ceiling: IdCeiling::default(),
+            served: Arc::default(),
         }
+    }
+
+    /// Whether this origin serves `domain` (holds a link on it or its settings); an
+    /// unknown host costs no read ([`crate::served`]).
+    pub async fn serves<S: RedirectSource + ?Sized>(
+        &self,
+        store: &S,
+        domain: &str,
+    ) -> Result<bool, StoreError> {
+        self.served
+            .contains(domain, || store.served_domains())
+            .await
     }
 
     /// The ceiling this cache checks generated codes against; the allocator raises it.
@@ -244,9 +284,18 @@ impl RedirectCache {
 
     /// The entry for `domain/code` if it is in memory and fresh.
     pub fn cached(&self, domain: &str, code: &str) -> Option<Arc<Entry>> {
-        self.entries
-            .get(format!("{domain}/{code}").as_str())
-            .filter(|e| e.fresh())
+        self.held(&format!("{domain}/{code}"))
+    }
+
+    fn held(&self, key: &str) -> Option<Arc<Entry>> {
+        if let Some(entry) = self.entries.get(key).filter(|e| e.fresh()) {
+            return Some(entry);
+        }
+        let expires = self.negatives.get(key).filter(|at| Instant::now() < *at)?;
+        Some(Arc::new(Entry {
+            record: None,
+            expires,
+        }))
     }
 
     fn stripe(&self, key: &str) -> std::sync::MutexGuard<'_, ()> {
@@ -262,7 +311,7 @@ impl RedirectCache {
     /// of the same version too) is held; returns whichever is kept.
     fn put(&self, key: String, entry: Arc<Entry>, strictly: bool) -> Arc<Entry> {
         let _write = self.stripe(&key);
-        if let Some(held) = self.entries.get(key.as_str()).filter(|e| e.fresh()) {
+        if let Some(held) = self.held(&key) {
             let newer = if strictly {
                 held.version() < entry.version()
             } else {
@@ -272,7 +321,13 @@ impl RedirectCache {
                 return held;
             }
         }
-        self.entries.insert(key, entry.clone());
+        if entry.record.is_some() {
+            self.negatives.remove(key.as_str());
+            self.entries.insert(key, entry.clone());
+        } else {
+            self.entries.remove(key.as_str());
+            self.negatives.insert(key, entry.expires);
+        }
         entry
     }
 
@@ -330,6 +385,9 @@ impl RedirectCache {
 
     /// Puts a record this process just wrote, unless the cache holds a newer one.
     pub async fn fence(&self, route_key: String, record: EdgeRecord) {
+        if let Some((domain, _)) = route_key.split_once('/') {
+            self.served.add(domain);
+        }
         let entry = Arc::new(Entry::new(
             Some(PreparedRecord::new(record)),
             self.positive_ttl,
@@ -346,11 +404,9 @@ impl RedirectCache {
         route: &shared::RouteKey,
         version: u64,
     ) -> Result<(), StoreError> {
+        self.served.add(route.domain());
         let key = route.to_string();
-        let stale = self
-            .entries
-            .get(key.as_str())
-            .is_some_and(|held| held.version() < version);
+        let stale = self.held(&key).is_some_and(|held| held.version() < version);
         if !stale {
             return Ok(());
         }
@@ -363,6 +419,7 @@ impl RedirectCache {
             }
             Err(e) => {
                 self.entries.remove(key.as_str());
+                self.negatives.remove(key.as_str());
                 Err(e)
             }
         }
@@ -372,6 +429,7 @@ impl RedirectCache {
     /// held may be stale.
     pub fn forget_all(&self) {
         self.entries.clear();
+        self.negatives.clear();
         self.bans_changed();
     }
 
@@ -416,6 +474,9 @@ mod tests {
         }
         async fn domain_settings(&self, _d: &str) -> Result<DomainSettings, StoreError> {
             Ok(DomainSettings::default())
+        }
+        async fn served_domains(&self) -> Result<Vec<String>, StoreError> {
+            Ok(vec![])
         }
         async fn link_ceiling(&self) -> Result<u64, StoreError> {
             Ok(u64::MAX)
@@ -579,5 +640,28 @@ mod tests {
             .await
             .expect("entry");
         assert_eq!(entry.record.as_ref().map(|r| r.record.version), Some(1));
+    }
+
+    #[tokio::test]
+    async fn unknown_codes_are_bounded_in_bytes_and_never_push_out_a_link() {
+        let cache = RedirectCache::new(1_000);
+        cache
+            .fence("s.example/abc1234".into(), link(1).edge_record(false))
+            .await;
+        let source = gate(None, true);
+        // A scan of 100,000 unknown codes of the longest alias allowed: 16 MiB of keys.
+        for i in 0..100_000 {
+            let code = format!("{i:064}");
+            cache
+                .entry(source.as_ref(), "s.example", &code)
+                .await
+                .expect("entry");
+        }
+        assert!(cache.negatives.weight() <= NEGATIVE_BYTES);
+        assert!(cache.negatives.len() > 10_000, "recent ones are remembered");
+        let held = cache
+            .cached("s.example", "abc1234")
+            .expect("the link is still held");
+        assert_eq!(held.record.as_ref().map(|r| r.record.version), Some(1));
     }
 }

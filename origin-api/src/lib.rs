@@ -20,6 +20,7 @@ pub mod ratelimit;
 pub mod retry;
 pub mod routes;
 pub mod segments;
+pub mod served;
 pub mod server;
 pub mod store;
 

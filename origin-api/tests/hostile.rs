@@ -361,3 +361,72 @@ async fn a_visit_that_cannot_get_a_connection_is_told_to_retry() {
     drop(held);
     t.cleanup().await;
 }
+
+#[tokio::test]
+async fn hosts_this_origin_does_not_serve_cost_no_database_read() {
+    for t in TestDb::all("unknown-hosts").await {
+        let s = serve(&t, &[]).await;
+        let (k, token) = origin_api::keys::issue("acme", "k", false, 0).expect("key");
+        origin_api::store::LinkStore::insert_key(&s.state.db, &k)
+            .await
+            .expect("insert key");
+        let client = no_redirects();
+        for (domain, code) in [("s.example", "on-default"), ("other.example", "on-other")] {
+            let res = client
+                .post(s.url("/v1/links"))
+                .bearer_auth(&token)
+                .json(&serde_json::json!({
+                    "target_url": "https://e.example/", "code": code, "domain": domain
+                }))
+                .send()
+                .await
+                .expect("create");
+            assert_eq!(res.status(), 201);
+        }
+        let visit = |host: String, path: &'static str| raw_get(s.addr, host, path);
+        // The served hosts are learned once...
+        assert_eq!(visit("other.example".into(), "/on-other").await, Some(302));
+        // ...and from then on, no visit on any other host reaches the database: with the
+        // redirect path's pool closed, they are all still answered.
+        if let origin_api::db::Db::Sqlite(p) = &s.state.redirect_db {
+            p.read.close().await;
+        } else if let origin_api::db::Db::Postgres(p) = &s.state.redirect_db {
+            p.close().await;
+        }
+        for i in 0..200 {
+            let host = format!("scan-{i}.attacker.example");
+            assert_eq!(visit(host, "/on-other").await, Some(404), "{}", t.kind());
+        }
+        for junk in [
+            "a_b.example",
+            "x/y",
+            &"a".repeat(300),
+            &format!("{}.example", "a".repeat(64)),
+        ] {
+            assert_eq!(
+                visit(junk.to_owned(), "/on-other").await,
+                Some(404),
+                "{junk:.30}"
+            );
+        }
+        // The links held in memory still redirect.
+        assert_eq!(visit("other.example".into(), "/on-other").await, Some(302));
+        t.cleanup().await;
+    }
+}
+
+/// The status of a `GET path` with this `Host`, sent as raw bytes (a client library
+/// would refuse most hostile hosts before sending them).
+async fn raw_get(addr: SocketAddr, host: String, path: &str) -> Option<u16> {
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .expect("write");
+    let got = read_until_closed(&mut stream, Duration::from_secs(10))
+        .await
+        .expect("an answer");
+    status_of(&got)
+}

@@ -16,7 +16,7 @@ pub const MAX_CLICK_BATCH: usize = 1_000;
 /// The longest event id accepted (a UUID is 36 characters).
 pub const MAX_EVENT_ID_LEN: usize = 64;
 /// User agents are looked at up to this many bytes; real ones are shorter.
-const MAX_UA_BYTES: usize = 512;
+pub const MAX_UA_BYTES: usize = 512;
 /// The longest referrer host kept (a DNS name's limit).
 const MAX_HOST_LEN: usize = 253;
 
@@ -198,10 +198,26 @@ pub fn country_code(raw: &str) -> Option<String> {
         .then(|| raw.to_ascii_uppercase())
 }
 
+/// The most of a `Referer` that is ever read: a scheme, `://`, a DNS name and a port
+/// fit. A reduction that reads no further can be remembered under this prefix.
+pub const MAX_REFERRER_READ: usize = 320;
+
+/// The part of a `Referer` that names its site: up to the end of its authority. `None`
+/// when that is longer than [`MAX_REFERRER_READ`] (no valid host is that long).
+pub fn referrer_site(referer: &str) -> Option<&str> {
+    let referer = referer.trim_start();
+    let after_scheme = referer.find("://")? + 3;
+    let end = referer[after_scheme..]
+        .find(['/', '?', '#'])
+        .map_or(referer.len(), |i| after_scheme + i);
+    (end <= MAX_REFERRER_READ).then(|| referer[..end].trim_end())
+}
+
 /// The host of a `Referer` header, and nothing else of it: lowercased, without a leading
-/// `www.`, for http(s) referrers only (an app's `android-app://…` names no site).
+/// `www.`, for http(s) referrers only (an app's `android-app://…` names no site). Only
+/// [`referrer_site`] is read.
 pub fn referrer_host(referer: &str) -> Option<String> {
-    let url = url::Url::parse(referer.trim()).ok()?;
+    let url = url::Url::parse(referrer_site(referer)?).ok()?;
     if !matches!(url.scheme(), "http" | "https") {
         return None;
     }
@@ -329,6 +345,14 @@ mod tests {
         assert_eq!(host("android-app://com.google.android.gm/"), None);
         assert_eq!(host("not a url"), None);
         assert_eq!(host("https://user:pass@t.co/abc").as_deref(), Some("t.co"));
+        // Only the site is read: what follows it, however long, changes nothing.
+        let long_path = format!("https://t.co/{}", "a".repeat(100_000));
+        assert_eq!(referrer_site(&long_path), Some("https://t.co"));
+        assert_eq!(host(&long_path).as_deref(), Some("t.co"));
+        assert_eq!(referrer_site("https://t.co?q=1"), Some("https://t.co"));
+        let long_host = format!("https://{}.example/", "a".repeat(400));
+        assert_eq!(referrer_site(&long_host), None);
+        assert_eq!(host(&long_host), None);
     }
 
     #[test]

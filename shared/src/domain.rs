@@ -25,16 +25,27 @@ pub const MAX_DOMAIN_BYTES: usize = 253;
 /// 63 each, not an IP address. Every KV key built from it then fits KV's 512 bytes.
 pub fn normalize_short_domain(input: &str) -> Result<String, DomainError> {
     let host = normalize_domain(input)?;
-    let refuse = |why| Err(DomainError::NotAShortDomain(host.clone(), why));
-    if host.len() > MAX_DOMAIN_BYTES {
-        return refuse("longer than 253 bytes");
+    if is_address(&host) {
+        return Err(DomainError::NotAShortDomain(host, "an IP address"));
     }
-    if host.starts_with('[') || host.parse::<std::net::Ipv4Addr>().is_ok() {
-        return refuse("an IP address");
+    match short_domain_problem(&host) {
+        Some(why) => Err(DomainError::NotAShortDomain(host, why)),
+        None => Ok(host),
+    }
+}
+
+fn is_address(host: &str) -> bool {
+    host.starts_with('[') || host.parse::<std::net::Ipv4Addr>().is_ok()
+}
+
+/// Why a normalized host that is not an address cannot be a short domain, if it cannot.
+fn short_domain_problem(host: &str) -> Option<&'static str> {
+    if host.len() > MAX_DOMAIN_BYTES {
+        return Some("longer than 253 bytes");
     }
     for label in host.split('.') {
         if label.is_empty() || label.len() > 63 {
-            return refuse("each label is 1 to 63 characters");
+            return Some("each label is 1 to 63 characters");
         }
         if label.starts_with('-')
             || label.ends_with('-')
@@ -42,10 +53,39 @@ pub fn normalize_short_domain(input: &str) -> Result<String, DomainError> {
                 .bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         {
-            return refuse("labels are letters, digits and inner hyphens");
+            return Some("labels are letters, digits and inner hyphens");
         }
     }
-    Ok(host)
+    None
+}
+
+/// What a visitor's `Host` header names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VisitorHost {
+    /// A name that could be a short domain, normalized.
+    Domain(String),
+    /// An IP address (a health checker, a curl at the server's address).
+    Address,
+    /// Not a host name a shortener could serve (too long, bad characters, a path).
+    Malformed,
+}
+
+/// Reads a `Host` header as the redirect needs it, refusing anything longer than a DNS
+/// name and a port before parsing it.
+pub fn visitor_host(input: &str) -> VisitorHost {
+    if input.len() > MAX_DOMAIN_BYTES + ":65535".len() {
+        return VisitorHost::Malformed;
+    }
+    let Ok(host) = normalize_domain(input) else {
+        return VisitorHost::Malformed;
+    };
+    if is_address(&host) {
+        return VisitorHost::Address;
+    }
+    match short_domain_problem(&host) {
+        Some(_) => VisitorHost::Malformed,
+        None => VisitorHost::Domain(host),
+    }
 }
 
 /// Normalizes a host as written by a person or sent in a `Host` header: lowercase, no
@@ -234,6 +274,32 @@ mod short_domain_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_visitors_host_is_read_without_trusting_it() {
+        assert_eq!(
+            visitor_host("S.Example:8080"),
+            VisitorHost::Domain("s.example".into())
+        );
+        assert_eq!(
+            visitor_host("s.example."),
+            VisitorHost::Domain("s.example".into())
+        );
+        for address in ["127.0.0.1:3000", "[::1]:80", "0x7f.1", "2852039166"] {
+            assert_eq!(visitor_host(address), VisitorHost::Address, "{address}");
+        }
+        let labels = vec!["a".repeat(63); 5].join(".");
+        for bad in [
+            labels.as_str(),
+            "a_b.example",
+            "s.example/path",
+            "",
+            "-a.example",
+            &"a.".repeat(100_000),
+        ] {
+            assert_eq!(visitor_host(bad), VisitorHost::Malformed, "{bad:.40}");
+        }
+    }
     use crate::alphabet::Alphabet;
     use proptest::prelude::*;
 

@@ -33,7 +33,9 @@ pub use decision::{
     decide, decide_prepared, reject_early, Body, Decision, Method, Outcome, PreparedRecord, Visit,
 };
 pub use denylist::{Denylist, DenylistSnapshot};
-pub use domain::{normalize_domain, normalize_short_domain, DomainSettings, RouteKey};
+pub use domain::{
+    normalize_domain, normalize_short_domain, visitor_host, DomainSettings, RouteKey, VisitorHost,
+};
 pub use permutation::{CodeCodec, KeyRing};
 pub use record::{EdgeRecord, LinkStatus, RedirectStatus};
 pub use target::{validate_target, TargetUrl};

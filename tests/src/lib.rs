@@ -402,6 +402,18 @@ impl Origin {
         self.process.log()
     }
 
+    /// A field of the process's `/proc/PID/status`, in bytes (`RssAnon`, `VmRSS`, …).
+    pub fn memory(&self, field: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.process.child.id()))
+            .expect("the origin's /proc status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.trim().strip_suffix(" kB")?.trim().parse::<u64>().ok())
+            .map(|kb| kb * 1024)
+            .unwrap_or_else(|| panic!("no {field} in /proc status"))
+    }
+
     /// Kills the origin at once (SIGKILL), as a crash would.
     pub fn kill(mut self) {
         self.process.signal_group(Signal::SIGKILL);

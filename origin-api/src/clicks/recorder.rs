@@ -15,7 +15,9 @@ use super::Clicks;
 use crate::metrics::Metrics;
 use crate::store::{ClickDims, ClickStore, Increments};
 use axum::http::HeaderValue;
-use shared::clicks::{classify_user_agent, country_code, referrer_host, Device};
+use shared::clicks::{
+    classify_user_agent, country_code, referrer_host, referrer_site, Device, MAX_UA_BYTES,
+};
 use shared::RouteKey;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -82,24 +84,28 @@ impl Reduced {
         referer: Option<&HeaderValue>,
         country: Option<&HeaderValue>,
     ) -> Reduced {
+        // Each memo is keyed by the most of its header that the reduction reads, so a
+        // memo entry is small however long the header, and a million distinct agents
+        // that differ past that prefix are one entry.
         let (device, bot) = match user_agent {
-            Some(ua) => AGENTS.with_borrow_mut(|memo| {
-                remember(memo, ua.as_bytes(), |b| {
-                    classify_user_agent(std::str::from_utf8(b).unwrap_or_default())
+            Some(ua) => {
+                let read = &ua.as_bytes()[..ua.len().min(MAX_UA_BYTES)];
+                AGENTS.with_borrow_mut(|memo| {
+                    remember(memo, read, |b| classify_user_agent(utf8_prefix(b)))
                 })
-            }),
+            }
             None => classify_user_agent(""),
         };
-        let referrer = referer.and_then(|r| {
-            REFERRERS.with_borrow_mut(|memo| {
-                remember(memo, r.as_bytes(), |b| {
-                    std::str::from_utf8(b)
-                        .ok()
-                        .and_then(referrer_host)
-                        .map(Arc::from)
+        let referrer = referer
+            .and_then(|r| r.to_str().ok())
+            .and_then(referrer_site)
+            .and_then(|site| {
+                REFERRERS.with_borrow_mut(|memo| {
+                    remember(memo, site.as_bytes(), |b| {
+                        referrer_host(utf8_prefix(b)).map(Arc::from)
+                    })
                 })
-            })
-        });
+            });
         let country = country
             .and_then(|c| c.to_str().ok())
             .and_then(country_code)
@@ -137,6 +143,14 @@ impl Tally {
             visitor: click.visitor,
         };
         *self.counts.entry(alike).or_default() += 1;
+    }
+}
+
+/// The longest valid UTF-8 start of `b` (a prefix cut may split a character).
+fn utf8_prefix(b: &[u8]) -> &str {
+    match std::str::from_utf8(b) {
+        Ok(s) => s,
+        Err(e) => std::str::from_utf8(&b[..e.valid_up_to()]).unwrap_or_default(),
     }
 }
 

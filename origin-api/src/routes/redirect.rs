@@ -8,7 +8,9 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use shared::clicks::counts_as_click;
-use shared::{decide_prepared, reject_early, Body, Decision, Outcome, RouteKey, Visit};
+use shared::{
+    decide_prepared, reject_early, Body, Decision, Outcome, RouteKey, Visit, VisitorHost,
+};
 
 /// Answers every path the API does not claim.
 #[utoipa::path(get, path = "/{code}", operation_id = "redirect", tag = "redirect",
@@ -99,14 +101,25 @@ async fn resolve(
 ) -> Result<(Decision, Option<Visited>), AppError> {
     // The short domain is the Host the visitor used. Without one, or with an address
     // (a health checker, a curl at the origin's IP), it is the default domain: no short
-    // domain is an IP address.
-    let domain = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .and_then(|h| shared::normalize_domain(h).ok())
-        .filter(|d| !d.starts_with('[') && d.parse::<std::net::Ipv4Addr>().is_err())
-        .unwrap_or_else(|| state.settings.default_domain.clone());
+    // domain is an IP address. A host this origin does not serve, or one no DNS name
+    // could be, is not found without a read.
     let db = &state.redirect_db;
+    let default = &state.settings.default_domain;
+    let domain = match headers.get(header::HOST).map(|h| h.to_str()) {
+        None => default.clone(),
+        Some(Err(_)) => return Ok((Decision::not_found(method), None)),
+        Some(Ok(host)) => match shared::visitor_host(host) {
+            VisitorHost::Address => default.clone(),
+            VisitorHost::Malformed => return Ok((Decision::not_found(method), None)),
+            VisitorHost::Domain(d) if &d == default => d,
+            VisitorHost::Domain(d) => {
+                if !state.cache.serves(db, &d).await? {
+                    return Ok((Decision::not_found(method), None));
+                }
+                d
+            }
+        },
+    };
     let settings = state.cache.settings(db, &domain).await?;
     let code = settings.canonical_code(code);
     let Some(route) = RouteKey::new(domain, code.as_ref()) else {

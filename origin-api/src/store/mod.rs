@@ -284,6 +284,9 @@ pub trait LinkStore: Send + Sync + Debug + 'static {
     async fn domain_settings(&self, domain: &str) -> Result<DomainSettings, StoreError>;
     /// Whether `host` is one of the short domains this origin serves (has a row).
     async fn is_own_domain(&self, host: &str) -> Result<bool, StoreError>;
+    /// Every domain that holds a link or has settings: the hosts the redirect answers
+    /// for. One index probe per domain, however many links there are.
+    async fn served_domains(&self) -> Result<Vec<String>, StoreError>;
     /// Whether an active host ban covers `host` (the host itself or a parent).
     async fn host_banned(&self, host: &str) -> Result<bool, StoreError>;
     async fn code_banned(&self, domain: &str, code: &str) -> Result<bool, StoreError>;
