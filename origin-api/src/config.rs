@@ -2,6 +2,7 @@
 //! of the same meaning (ARCHITECTURE §11), so scripts and containers configure alike.
 
 use clap::{Args, Parser, Subcommand};
+use secrecy::SecretString;
 use shared::KeyRing;
 use std::net::SocketAddr;
 
@@ -40,9 +41,10 @@ pub struct ApiArgs {
     /// The origin's base URL; defaults to the address of `--listen`.
     #[arg(long, env = "HOP_ORIGIN_URL", value_parser = parse_http_url)]
     pub origin_url: Option<url::Url>,
-    /// An API key; its owner gets the links.
-    #[arg(long, env = "HOP_API_KEY", hide_env_values = true)]
-    pub api_key: String,
+    /// The API key (its owner gets the links), from `HOP_API_KEY` or the file
+    /// `HOP_API_KEY_FILE` names: never a flag, which anyone on the machine can read.
+    #[arg(skip)]
+    pub api_key: Option<SecretString>,
     /// Seconds to keep retrying while the origin is unreachable, failing or busy.
     #[arg(long, default_value = "60")]
     pub retry_for: u64,
@@ -163,41 +165,9 @@ pub struct Settings {
     #[arg(long, env = "HOP_CF_KV_NAMESPACE_ID", global = true)]
     pub cf_kv_namespace_id: Option<String>,
 
-    /// An API token allowed to write that namespace. Read from the environment only.
-    #[arg(
-        env = "HOP_CF_API_TOKEN",
-        hide_env_values = true,
-        hide = true,
-        long = "cf-api-token",
-        global = true
-    )]
-    pub cf_api_token: Option<String>,
-
     /// Cloudflare's API base URL (a test server can stand in for it).
     #[arg(long, env = "HOP_CF_API_URL", default_value = "https://api.cloudflare.com/client/v4", value_parser = parse_http_url, global = true)]
     pub cf_api_url: url::Url,
-
-    /// The token the edge worker sends when it asks the origin about a link (its
-    /// `ORIGIN_TOKEN`); without it, `/v1/edge/*` answers 503. Read from the environment only.
-    #[arg(
-        env = "HOP_EDGE_TOKEN",
-        hide_env_values = true,
-        hide = true,
-        long = "edge-token",
-        global = true
-    )]
-    pub edge_token: Option<String>,
-
-    /// The edge worker's sync token (its `SYNC_TOKEN`); required with `--edge-sync-url`.
-    /// Read from the environment only.
-    #[arg(
-        env = "HOP_EDGE_SYNC_TOKEN",
-        hide_env_values = true,
-        hide = true,
-        long = "edge-sync-token",
-        global = true
-    )]
-    pub edge_sync_token: Option<String>,
 
     /// Route keys the redirect cache holds (about 300 bytes each); size it to the links
     /// visitors use, or every visit past it reads the database.
@@ -280,14 +250,136 @@ pub struct Settings {
     )]
     pub max_in_flight: u32,
 
-    /// Permutation keys for generated codes, `VERSION:32-HEX[,…]`; the highest version
-    /// makes new codes. Required to create links; read from the environment only.
-    #[arg(env = "HOP_PERMUTATION_KEYS", hide_env_values = true, hide = true, value_parser = parse_keys, global = true, long = "permutation-keys")]
-    pub permutation_keys: Option<KeyRing>,
+    /// Where `/metrics` is served without credentials, or `off`. Keep it on loopback or
+    /// a private network: the public listener serves `/metrics` only to a caller with
+    /// `HOP_METRICS_TOKEN`.
+    #[arg(
+        long,
+        env = "HOP_METRICS_LISTEN",
+        default_value = "127.0.0.1:9464",
+        value_parser = parse_optional_addr,
+        global = true
+    )]
+    pub metrics_listen: OptionalAddr,
+
+    /// Secrets: read from the environment or files only ([`Secrets::read`]).
+    #[arg(skip)]
+    pub secrets: Secrets,
 }
 
-fn parse_keys(s: &str) -> Result<KeyRing, String> {
-    KeyRing::parse(s).map_err(|e| e.to_string())
+/// An address to listen on, or none (`off`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OptionalAddr(pub Option<SocketAddr>);
+
+fn parse_optional_addr(s: &str) -> Result<OptionalAddr, String> {
+    if s.eq_ignore_ascii_case("off") {
+        return Ok(OptionalAddr(None));
+    }
+    s.parse()
+        .map(|a| OptionalAddr(Some(a)))
+        .map_err(|_| format!("{s:?}: give an address such as 127.0.0.1:9464, or off"))
+}
+
+/// The shortest token accepted: 16 bytes (`openssl rand -hex 16` gives 32 characters).
+pub const MIN_TOKEN_BYTES: usize = 16;
+
+/// What this process must keep secret. Never a flag, where any user of the machine can
+/// read it in `ps`; each comes from `HOP_<NAME>`, or from the file `HOP_<NAME>_FILE`
+/// names (a mounted secret). `Debug` shows none of them.
+#[derive(Debug, Clone, Default)]
+pub struct Secrets {
+    /// `HOP_PERMUTATION_KEYS`: `VERSION:32-HEX[,…]`; the highest version makes new
+    /// codes. Required to create links.
+    pub permutation_keys: Option<KeyRing>,
+    /// `HOP_EDGE_TOKEN`: what the edge worker sends when it asks about a link (its
+    /// `ORIGIN_TOKEN`); without it, `/v1/edge/*` answers 503.
+    pub edge_token: Option<SecretString>,
+    /// `HOP_EDGE_SYNC_TOKEN`: the worker's `SYNC_TOKEN`; required with `--edge-sync-url`.
+    pub edge_sync_token: Option<SecretString>,
+    /// `HOP_CF_API_TOKEN`: a Cloudflare API token allowed to write the KV namespace.
+    pub cf_api_token: Option<SecretString>,
+    /// `HOP_METRICS_TOKEN`: lets a scraper read `/metrics` on the public listener.
+    pub metrics_token: Option<SecretString>,
+}
+
+/// Why a secret could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    #[error("set {name} or {name}_FILE, not both")]
+    Both { name: &'static str },
+    #[error("cannot read {name}_FILE ({path}): {source}")]
+    File {
+        name: &'static str,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{name} is {len} bytes; use at least {MIN_TOKEN_BYTES} (e.g. openssl rand -hex 16)")]
+    TooShort { name: &'static str, len: usize },
+    #[error("{name}: {detail}")]
+    Invalid { name: &'static str, detail: String },
+}
+
+impl Secrets {
+    /// Reads every secret through `env` (the process's environment, in production).
+    pub fn read(env: impl Fn(&str) -> Option<String>) -> Result<Secrets, SecretError> {
+        let token = |name| -> Result<Option<SecretString>, SecretError> {
+            read_secret(&env, name)?
+                .map(|value| token_of(name, value))
+                .transpose()
+        };
+        let permutation_keys = read_secret(&env, "HOP_PERMUTATION_KEYS")?
+            .map(|raw| {
+                KeyRing::parse(&raw).map_err(|e| SecretError::Invalid {
+                    name: "HOP_PERMUTATION_KEYS",
+                    detail: e.to_string(),
+                })
+            })
+            .transpose()?;
+        Ok(Secrets {
+            permutation_keys,
+            edge_token: token("HOP_EDGE_TOKEN")?,
+            edge_sync_token: token("HOP_EDGE_SYNC_TOKEN")?,
+            cf_api_token: token("HOP_CF_API_TOKEN")?,
+            metrics_token: token("HOP_METRICS_TOKEN")?,
+        })
+    }
+
+    /// From the process's environment.
+    pub fn from_env() -> Result<Secrets, SecretError> {
+        Secrets::read(|name| std::env::var(name).ok())
+    }
+}
+
+/// A token of at least [`MIN_TOKEN_BYTES`].
+pub fn token_of(name: &'static str, value: String) -> Result<SecretString, SecretError> {
+    if value.len() < MIN_TOKEN_BYTES {
+        return Err(SecretError::TooShort {
+            name,
+            len: value.len(),
+        });
+    }
+    Ok(SecretString::from(value))
+}
+
+/// `name`'s value, or the contents of the file `name_FILE` names (without the trailing
+/// newline an editor adds); empty counts as unset.
+pub fn read_secret(
+    env: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+) -> Result<Option<String>, SecretError> {
+    let direct = env(name).filter(|v| !v.is_empty());
+    let file = env(&format!("{name}_FILE")).filter(|v| !v.is_empty());
+    let value = match (direct, file) {
+        (Some(_), Some(_)) => return Err(SecretError::Both { name }),
+        (Some(v), None) => v,
+        (None, Some(path)) => std::fs::read_to_string(&path)
+            .map_err(|source| SecretError::File { name, path, source })?
+            .trim_end_matches(['\n', '\r'])
+            .to_owned(),
+        (None, None) => return Ok(None),
+    };
+    Ok(Some(value).filter(|v| !v.is_empty()))
 }
 
 /// `7d`, `36h`, `90m`, `600s`, or a bare number of days.
@@ -386,5 +478,60 @@ mod tests {
         assert_eq!(retention("2").unwrap(), 2 * 86_400);
         assert!(retention("10m").is_err(), "shorter than an hour");
         assert!(retention("7w").is_err());
+    }
+
+    #[test]
+    fn secrets_are_never_flags_and_never_short() {
+        // A flag is visible to every user of the machine in `ps`.
+        for flag in [
+            "--edge-token",
+            "--edge-sync-token",
+            "--cf-api-token",
+            "--permutation-keys",
+            "--api-key",
+        ] {
+            assert!(
+                parse(&[flag, "0123456789abcdef0123"]).is_err(),
+                "{flag} is accepted"
+            );
+            assert!(
+                parse(&["import", "f.csv", flag, "0123456789abcdef0123"]).is_err(),
+                "{flag}"
+            );
+        }
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                vars.iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let short = Secrets::read(env(&[("HOP_EDGE_TOKEN", "short")])).unwrap_err();
+        assert_eq!(
+            short.to_string(),
+            "HOP_EDGE_TOKEN is 5 bytes; use at least 16 (e.g. openssl rand -hex 16)"
+        );
+        assert!(Secrets::read(env(&[
+            ("HOP_METRICS_TOKEN", "0123456789abcdef"),
+            ("HOP_METRICS_TOKEN_FILE", "/x")
+        ]))
+        .is_err());
+        assert!(Secrets::read(env(&[("HOP_PERMUTATION_KEYS", "1:zz")])).is_err());
+        // From a file, as a mounted secret.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        std::fs::write(&path, "sync-token-from-a-file-0123\n").unwrap();
+        let path = path.display().to_string();
+        let secrets =
+            Secrets::read(|name| (name == "HOP_EDGE_SYNC_TOKEN_FILE").then(|| path.clone()))
+                .unwrap();
+        use secrecy::ExposeSecret;
+        assert_eq!(
+            secrets.edge_sync_token.as_ref().map(|t| t.expose_secret()),
+            Some("sync-token-from-a-file-0123")
+        );
+        // And nothing of it in Debug (logs, panics).
+        let shown = format!("{secrets:?}");
+        assert!(!shown.contains("sync-token"), "{shown}");
     }
 }

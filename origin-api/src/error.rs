@@ -20,6 +20,12 @@ pub enum AppError {
     EdgeUnauthorized,
     #[error("{0}")]
     Forbidden(&'static str),
+    #[error("send Authorization: Bearer <HOP_METRICS_TOKEN>")]
+    MetricsUnauthorized,
+    #[error("{0}")]
+    NotHere(&'static str),
+    #[error("the database does not answer")]
+    NotReady,
     #[error("no such link")]
     NotFound,
     #[error("no such ban")]
@@ -75,7 +81,7 @@ impl AppError {
 
     pub fn status(&self) -> StatusCode {
         match self {
-            AppError::Unavailable(_) | AppError::NotConfigured(_) => {
+            AppError::Unavailable(_) | AppError::NotConfigured(_) | AppError::NotReady => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             AppError::Store(e) if e.is_unavailable() => StatusCode::SERVICE_UNAVAILABLE,
@@ -86,7 +92,10 @@ impl AppError {
                 StatusCode::PRECONDITION_FAILED
             }
             AppError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
-            AppError::Unauthorized | AppError::EdgeUnauthorized => StatusCode::UNAUTHORIZED,
+            AppError::Unauthorized | AppError::EdgeUnauthorized | AppError::MetricsUnauthorized => {
+                StatusCode::UNAUTHORIZED
+            }
+            AppError::NotHere(_) => StatusCode::NOT_FOUND,
             AppError::Forbidden(_) => StatusCode::FORBIDDEN,
             AppError::NotFound | AppError::BanNotFound => StatusCode::NOT_FOUND,
             AppError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
@@ -101,7 +110,7 @@ impl AppError {
 
     fn kind(&self) -> &'static str {
         match self {
-            AppError::Unavailable(_) => "unavailable",
+            AppError::Unavailable(_) | AppError::NotReady => "unavailable",
             AppError::Store(e) if e.is_unavailable() => "unavailable",
             AppError::NotConfigured(_) => "not-configured",
             AppError::Taken { .. } => "code-taken",
@@ -109,7 +118,10 @@ impl AppError {
             AppError::Stale { .. } => "stale-version",
             AppError::Store(e) if matches!(e.inner(), StoreError::Stale) => "stale-version",
             AppError::Store(_) => "internal",
-            AppError::Unauthorized | AppError::EdgeUnauthorized => "unauthorized",
+            AppError::Unauthorized | AppError::EdgeUnauthorized | AppError::MetricsUnauthorized => {
+                "unauthorized"
+            }
+            AppError::NotHere(_) => "not-found",
             AppError::Forbidden(_) => "forbidden",
             AppError::NotFound | AppError::BanNotFound => "not-found",
             AppError::Invalid { .. } => "invalid-field",

@@ -60,6 +60,7 @@ pub struct Shared {
     pub metrics: metrics::Metrics,
     pub clicks: clicks::Clicks,
     pub recorder: clicks::recorder::Recorder,
+    pub readiness: routes::Readiness,
 }
 
 impl AppState {
@@ -92,6 +93,7 @@ impl AppState {
             allocator,
             cache,
             create_limit: ratelimit::CreateLimit::new(settings_rate),
+            readiness: routes::Readiness::default(),
             metrics,
         }))
     }
@@ -127,6 +129,7 @@ pub async fn prepare(settings: &Settings) -> Result<Db, db::DbError> {
 /// The publisher this origin runs, when it is configured to publish.
 pub fn publisher(state: &AppState) -> std::io::Result<Option<publisher::Publisher>> {
     use publisher::sink::{KvBulk, Sink, WorkerSync};
+    use secrecy::ExposeSecret;
     let s = &state.settings;
     let kv = (s.cf_account_id.as_deref(), s.cf_kv_namespace_id.as_deref());
     let sink: Arc<dyn Sink> = match (&s.edge_sync_url, kv) {
@@ -137,7 +140,12 @@ pub fn publisher(state: &AppState) -> std::io::Result<Option<publisher::Publishe
             ))
         }
         (Some(url), _) => {
-            let Some(token) = s.edge_sync_token.as_deref().filter(|t| !t.is_empty()) else {
+            let Some(token) = s
+                .secrets
+                .edge_sync_token
+                .as_ref()
+                .map(|t| t.expose_secret())
+            else {
                 return Err(std::io::Error::other(
                     "HOP_EDGE_SYNC_URL is set but HOP_EDGE_SYNC_TOKEN is not: set the worker's SYNC_TOKEN",
                 ));
@@ -145,7 +153,7 @@ pub fn publisher(state: &AppState) -> std::io::Result<Option<publisher::Publishe
             Arc::new(WorkerSync::new(url, token).map_err(std::io::Error::other)?)
         }
         (None, (Some(account), Some(namespace))) => {
-            let Some(token) = s.cf_api_token.as_deref().filter(|t| !t.is_empty()) else {
+            let Some(token) = s.secrets.cf_api_token.as_ref().map(|t| t.expose_secret()) else {
                 return Err(std::io::Error::other(
                     "HOP_CF_ACCOUNT_ID and HOP_CF_KV_NAMESPACE_ID need HOP_CF_API_TOKEN",
                 ));
@@ -176,6 +184,17 @@ pub async fn serve(
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_with_metrics(listener, None, state, shutdown).await
+}
+
+/// As [`serve`], with `/metrics` also served without credentials on `metrics` (the
+/// `--metrics-listen` address, bound by the caller).
+pub async fn serve_with_metrics(
+    listener: TcpListener,
+    metrics: Option<TcpListener>,
+    state: AppState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let publishing = publisher(&state)?.map(|p| tokio::spawn(p.run(stopped)));
     // The origin's own clicks are written in the background, and what is queued at
@@ -194,7 +213,26 @@ pub async fn serve(
         max_connections: state.settings.max_connections as usize,
         ..server::Limits::default()
     };
-    let served = server::serve(listener, routes::router(state), limits, shutdown).await;
+    let (closing, closed) = tokio::sync::watch::channel(false);
+    let until_closed = |mut closed: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = closed.wait_for(|c| *c).await;
+    };
+    let scraping = metrics.map(|l| {
+        tokio::spawn(server::serve(
+            l,
+            routes::metrics_router(state.clone()),
+            server::Limits::default(),
+            until_closed(closed.clone()),
+        ))
+    });
+    let served = server::serve(listener, routes::router(state), limits, async move {
+        shutdown.await;
+        let _ = closing.send(true);
+    })
+    .await;
+    if let Some(task) = scraping {
+        let _ = task.await;
+    }
     sweeper.abort();
     let _ = stop.send(true);
     let _ = listening.await;

@@ -1,8 +1,8 @@
 use clap::Parser;
-use origin_api::config::{Cli, Command, KeysCommand, OutboxCommand};
+use origin_api::config::{Cli, Command, KeysCommand, OutboxCommand, Secrets};
 use origin_api::links::rfc3339;
 use origin_api::store::{now_ms, LinkStore, OutboxStore};
-use origin_api::{cli, keys, prepare, serve, AppState};
+use origin_api::{cli, keys, prepare, serve_with_metrics, AppState};
 use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
 
@@ -27,7 +27,8 @@ async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
-    let settings = cli.settings;
+    let mut settings = cli.settings;
+    settings.secrets = Secrets::from_env()?;
     // The API clients never touch the database.
     let command = match cli.command.unwrap_or(Command::Serve) {
         Command::Import(args) => return cli::run_import(args, settings.listen).await,
@@ -88,7 +89,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             println!("{n} row(s) back in line; the publisher pushes them again");
         }
         Command::Serve => {
-            if settings.permutation_keys.is_none() {
+            if settings.secrets.permutation_keys.is_none() {
                 tracing::warn!(
                     "HOP_PERMUTATION_KEYS is not set: links cannot be created until it is"
                 );
@@ -102,7 +103,25 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 default_domain = %settings.default_domain,
                 "hop origin listening"
             );
-            serve(listener, AppState::new(db, settings), shutdown_signal()).await?;
+            let metrics = match settings.metrics_listen.0 {
+                Some(addr) => {
+                    let l = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+                        format!(
+                            "cannot serve metrics on {addr}: {e} (set --metrics-listen to another address, or off)"
+                        )
+                    })?;
+                    tracing::info!(address = %l.local_addr()?, "metrics listening");
+                    Some(l)
+                }
+                None => None,
+            };
+            serve_with_metrics(
+                listener,
+                metrics,
+                AppState::new(db, settings),
+                shutdown_signal(),
+            )
+            .await?;
         }
         Command::Import(_) | Command::Export(_) => {}
     }

@@ -255,7 +255,7 @@ async fn bad_batches_are_refused_and_bad_events_not_counted() {
             "{}",
             t.kind()
         );
-        let metrics = api.visit("GET", "s.example", "/metrics").await.text;
+        let metrics = api.metrics().await;
         assert!(
             metrics.contains("hop_clicks_total{result=\"refused\"} 4"),
             "{metrics}"

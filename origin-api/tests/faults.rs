@@ -219,7 +219,7 @@ async fn operators_list_the_dead_letters_and_only_operators() {
         assert_eq!(keys, [json!("s.example/dead-1")]);
         assert_eq!(next.body["next_after"], Value::Null);
         // Counted apart from what is pending.
-        let metrics = api.visit("GET", "s.example", "/metrics").await.text;
+        let metrics = api.metrics().await;
         assert!(metrics.contains("hop_outbox_failed 2"), "{metrics}");
         assert!(
             metrics.contains("hop_outbox_pending{lane=\"normal\"} 1"),

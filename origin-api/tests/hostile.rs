@@ -430,3 +430,82 @@ async fn raw_get(addr: SocketAddr, host: String, path: &str) -> Option<u16> {
         .expect("an answer");
     status_of(&got)
 }
+
+#[tokio::test]
+async fn metrics_are_not_served_to_the_public_without_the_token() {
+    let t = TestDb::sqlite().await;
+    let s = serve(&t, &[]).await;
+    let client = no_redirects();
+    let res = client.get(s.url("/metrics")).send().await.expect("metrics");
+    assert_eq!(res.status(), 401);
+    let res = client
+        .get(s.url("/metrics"))
+        .bearer_auth("not-the-metrics-token")
+        .send()
+        .await
+        .expect("metrics");
+    assert_eq!(res.status(), 401);
+    let res = client
+        .get(s.url("/metrics"))
+        .bearer_auth(common::METRICS_TOKEN)
+        .send()
+        .await
+        .expect("metrics");
+    assert_eq!(res.status(), 200);
+    assert!(res
+        .text()
+        .await
+        .expect("text")
+        .contains("hop_redirects_total"));
+
+    // Without a token configured the public listener has no /metrics at all; the
+    // metrics listener serves it to whoever reaches it (loopback, by default).
+    let mut state = app_state_with(&t, &[]);
+    let mut settings = state.settings.clone();
+    settings.secrets.metrics_token = None;
+    state = AppState::new(state.db.clone(), settings);
+    let public = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let private = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let (public_addr, private_addr) = (
+        public.local_addr().expect("addr"),
+        private.local_addr().expect("addr"),
+    );
+    let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(origin_api::serve_with_metrics(
+        public,
+        Some(private),
+        state,
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    let res = client
+        .get(format!("http://{public_addr}/metrics"))
+        .send()
+        .await
+        .expect("metrics");
+    assert_eq!(res.status(), 404);
+    let res = client
+        .get(format!("http://{private_addr}/metrics"))
+        .send()
+        .await
+        .expect("metrics");
+    assert_eq!(res.status(), 200);
+    assert!(res
+        .text()
+        .await
+        .expect("text")
+        .contains("hop_redirects_total"));
+    // The metrics listener serves nothing else.
+    let res = client
+        .get(format!("http://{private_addr}/v1/links"))
+        .send()
+        .await
+        .expect("links");
+    assert_eq!(res.status(), 404);
+    t.cleanup().await;
+}

@@ -32,6 +32,7 @@ fn hop(db_url: &str) -> Command {
         .env("HOP_PERMUTATION_KEYS", TEST_KEYS)
         .env("HOP_DEFAULT_DOMAIN", "s.example")
         .env("HOP_LOG", "warn")
+        .env("HOP_METRICS_LISTEN", "off")
         .stdin(Stdio::null());
     command
 }

@@ -1452,6 +1452,10 @@ async fn metrics_count_creations_redirects_segments_and_the_outbox_backlog() {
 async fn metrics(api: &Api) -> Reply {
     api.send(
         Request::get("/metrics")
+            .header(
+                header::AUTHORIZATION,
+                format!("Bearer {}", common::METRICS_TOKEN),
+            )
             .body(Body::empty())
             .expect("request"),
     )

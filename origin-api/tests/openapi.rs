@@ -43,7 +43,7 @@ fn keys_of(v: &Value) -> BTreeSet<String> {
 #[tokio::test]
 async fn the_description_matches_the_routes_and_the_shapes_served() {
     let t = TestDb::sqlite().await;
-    let state = common::app_state_with(&t, &["--edge-token", "edge-test-token"]);
+    let state = common::app_state_with(&t, &["--edge-token", "edge-test-token-0123"]);
     let (status, doc) = call(
         &state,
         Request::get("/openapi.json").body(Body::empty()).unwrap(),
@@ -75,7 +75,8 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
                 .body(Body::from("{}"))
                 .unwrap();
             let (status, _) = call(&state, req).await;
-            let expected = if path.starts_with("/v1/") {
+            // `/metrics` on the public listener needs its token too.
+            let expected = if path.starts_with("/v1/") || path == "/metrics" {
                 StatusCode::UNAUTHORIZED
             } else if path == "/{code}" {
                 StatusCode::NOT_FOUND

@@ -442,6 +442,7 @@ impl Origin {
     async fn metrics_text(&self) -> String {
         client()
             .get(self.url("/metrics"))
+            .bearer_auth(METRICS_TOKEN)
             .send()
             .await
             .expect("metrics")
@@ -455,6 +456,8 @@ impl Origin {
 pub const EDGE_TOKEN: &str = "edge-token-0123456789abcdef";
 /// The sync token both sides of a wired test use.
 pub const SYNC_TOKEN: &str = "sync-token-0123456789abcdef";
+/// The token the harness reads an origin's `/metrics` with.
+pub const METRICS_TOKEN: &str = "metrics-token-0123456789abcdef";
 /// The permutation keys both sides of a wired test use.
 pub const PERMUTATION_KEYS: &str = "1:000102030405060708090a0b0c0d0e0f";
 
@@ -488,6 +491,9 @@ pub fn origin_env(dir: &Path, publish_to: Option<&Edge>) -> Vec<(&'static str, S
         ("HOP_PERMUTATION_KEYS", PERMUTATION_KEYS.to_owned()),
         ("HOP_EDGE_TOKEN", EDGE_TOKEN.to_owned()),
         ("HOP_CREATE_RATE", "1000000".to_owned()),
+        // Many origins run at once here: metrics on each one's own port, with a token.
+        ("HOP_METRICS_LISTEN", "off".to_owned()),
+        ("HOP_METRICS_TOKEN", METRICS_TOKEN.to_owned()),
     ];
     if let Some(edge) = publish_to {
         env.push(("HOP_EDGE_SYNC_URL", edge.url("")));

@@ -14,6 +14,7 @@ async fn scripts_dev_runs_origin_and_edge_and_stops_them() {
         .arg(repo_root().join("scripts/dev"))
         .env("HOP_ORIGIN_PORT", origin_port.to_string())
         .env("HOP_EDGE_PORT", edge_port.to_string())
+        .env("HOP_METRICS_PORT", free_port().to_string())
         .env("HOP_DEV_DIR", dir.path());
     let mut dev = Process::spawn("scripts/dev", command, dir.path().join("dev.log"));
 

@@ -29,10 +29,17 @@ fn connect(
     api: &ApiArgs,
     listen: SocketAddr,
 ) -> Result<(ApiClient, url::Url), client::ClientError> {
+    use secrecy::ExposeSecret;
     let base = origin_url(api, listen)?;
+    let from_env = crate::config::read_secret(&|name| std::env::var(name).ok(), "HOP_API_KEY")
+        .map_err(|e| client::ClientError::Setup(e.to_string()))?
+        .map(secrecy::SecretString::from);
+    let key = api.api_key.clone().or(from_env).ok_or_else(|| {
+        client::ClientError::Setup("set HOP_API_KEY (or HOP_API_KEY_FILE) to an API key".into())
+    })?;
     let client = ApiClient::new(
         base.clone(),
-        &api.api_key,
+        key.expose_secret(),
         Duration::from_secs(api.retry_for),
     )?;
     Ok((client, base))

@@ -172,6 +172,7 @@ pub(crate) async fn prepare_link(
     };
     let keys = state
         .settings
+        .secrets
         .permutation_keys
         .as_ref()
         .ok_or(AppError::NotConfigured(

@@ -22,9 +22,10 @@ impl FromRequestParts<AppState> for EdgeCaller {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
         let Some(expected) = state
             .settings
+            .secrets
             .edge_token
-            .as_deref()
-            .filter(|t| !t.is_empty())
+            .as_ref()
+            .map(secrecy::ExposeSecret::expose_secret)
         else {
             return Err(AppError::NotConfigured(
                 "answer the edge: set HOP_EDGE_TOKEN to the worker's ORIGIN_TOKEN",

@@ -19,6 +19,20 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 pub use body::{ApiJson, BULK_BODY_LIMIT, CLICKS_BODY_LIMIT, SMALL_BODY_LIMIT};
+pub use health::Readiness;
+
+/// What the metrics listener serves (`--metrics-listen`): `/metrics` without credentials,
+/// and liveness, so a scraper can tell a dead process from a missing metric.
+pub fn metrics_router(state: AppState) -> Router {
+    Router::new()
+        .route("/metrics", get(health::metrics))
+        .route("/healthz", get(health::healthz))
+        .route_layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            REQUEST_TIMEOUT,
+        ))
+        .with_state(state)
+}
 
 /// A request that takes longer than this is answered 408 and its work dropped.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -34,7 +48,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
-        .route("/metrics", get(health::metrics))
+        .route("/metrics", get(health::metrics_public))
         .route("/openapi.json", get(openapi::openapi))
         .route("/v1/links", post(links::create).get(links::list))
         .route("/v1/links/bulk", post(links::create_bulk))

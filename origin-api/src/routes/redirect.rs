@@ -135,7 +135,7 @@ async fn resolve(
             .cache
             .may_exist(
                 db,
-                state.settings.permutation_keys.as_ref(),
+                state.settings.secrets.permutation_keys.as_ref(),
                 &settings,
                 route.code(),
             )

@@ -114,6 +114,8 @@ impl TestDb {
 
 /// A key ring for tests (never used outside them).
 pub const TEST_KEYS: &str = "1:000102030405060708090a0b0c0d0e0f";
+/// The metrics token of every test origin.
+pub const METRICS_TOKEN: &str = "test-metrics-token-0123456789";
 
 /// The router over `db`, as `hop-origin serve` builds it, with the default domain
 /// `s.example` and test permutation keys.
@@ -122,6 +124,10 @@ pub fn app_state(t: &TestDb) -> origin_api::AppState {
 }
 
 /// As [`app_state`], with more flags.
+///
+/// Secrets are not flags: `--edge-token X` among `extra` is given to the origin as
+/// `HOP_EDGE_TOKEN` would be, and every test origin has the test keys and
+/// [`METRICS_TOKEN`].
 pub fn app_state_with(t: &TestDb, extra: &[&str]) -> origin_api::AppState {
     let mut args = vec![
         "hop-origin",
@@ -129,11 +135,26 @@ pub fn app_state_with(t: &TestDb, extra: &[&str]) -> origin_api::AppState {
         &t.url,
         "--default-domain",
         "s.example",
-        "--permutation-keys",
-        TEST_KEYS,
     ];
-    args.extend_from_slice(extra);
-    let settings = Cli::try_parse_from(args).expect("valid flags").settings;
+    let mut env = vec![
+        ("HOP_PERMUTATION_KEYS", TEST_KEYS.to_owned()),
+        ("HOP_METRICS_TOKEN", METRICS_TOKEN.to_owned()),
+    ];
+    let mut rest = extra.iter();
+    while let Some(arg) = rest.next() {
+        match *arg {
+            "--edge-token" => env.push((
+                "HOP_EDGE_TOKEN",
+                rest.next().expect("--edge-token VALUE").to_string(),
+            )),
+            other => args.push(other),
+        }
+    }
+    let mut settings = Cli::try_parse_from(args).expect("valid flags").settings;
+    settings.secrets = origin_api::config::Secrets::read(|name| {
+        env.iter().find(|(n, _)| *n == name).map(|(_, v)| v.clone())
+    })
+    .expect("valid secrets");
     origin_api::AppState::new(t.db.clone(), settings)
 }
 
@@ -217,6 +238,18 @@ impl Api {
                 .expect("request"),
         )
         .await
+    }
+
+    /// `/metrics`, read with the metrics token.
+    pub async fn metrics(&self) -> String {
+        self.send(
+            Request::get("/metrics")
+                .header(header::AUTHORIZATION, format!("Bearer {METRICS_TOKEN}"))
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await
+        .text
     }
 
     pub async fn count(&self, table: &str) -> i64 {
