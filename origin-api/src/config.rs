@@ -262,9 +262,71 @@ pub struct Settings {
     )]
     pub metrics_listen: OptionalAddr,
 
+    /// Hosts a link may point at although they are not public (an intranet's "go
+    /// links"), comma-separated: a name (`wiki`), a domain and its subdomains
+    /// (`.corp.example`), or an address or network (`10.0.0.0/8`, `fd00::/8`). Loops and
+    /// bans are refused regardless.
+    #[arg(
+        long,
+        env = "HOP_ALLOW_TARGET_HOSTS",
+        value_delimiter = ',',
+        value_parser = parse_allowed_host,
+        global = true
+    )]
+    pub allow_target_hosts: Vec<AllowedHost>,
+
     /// Secrets: read from the environment or files only ([`Secrets::read`]).
     #[arg(skip)]
     pub secrets: Secrets,
+}
+
+/// One entry of `--allow-target-hosts`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AllowedHost {
+    /// Exactly this name.
+    Name(String),
+    /// This domain and every name under it.
+    Suffix(String),
+    /// Any address in this network.
+    Network(ipnet::IpNet),
+}
+
+impl AllowedHost {
+    /// Whether this entry lets a link point at `target`.
+    pub fn admits(&self, target: &shared::TargetUrl) -> bool {
+        match (self, target.ip()) {
+            (AllowedHost::Network(net), Some(ip)) => net.contains(&ip),
+            (AllowedHost::Name(name), None) => target.host() == name,
+            (AllowedHost::Suffix(domain), None) => {
+                let host = target.host();
+                host == domain
+                    || host
+                        .strip_suffix(domain.as_str())
+                        .is_some_and(|rest| rest.ends_with('.'))
+            }
+            _ => false,
+        }
+    }
+}
+
+fn parse_allowed_host(s: &str) -> Result<AllowedHost, String> {
+    let s = s.trim();
+    if let Ok(net) = s.parse::<ipnet::IpNet>() {
+        return Ok(AllowedHost::Network(net));
+    }
+    if let Ok(ip) = s.parse::<std::net::IpAddr>() {
+        return Ok(AllowedHost::Network(ipnet::IpNet::from(ip)));
+    }
+    let (suffix, name) = match s.strip_prefix('.') {
+        Some(rest) => (true, rest),
+        None => (false, s),
+    };
+    let name = shared::normalize_domain(name).map_err(|e| format!("{s:?}: {e}"))?;
+    Ok(if suffix {
+        AllowedHost::Suffix(name)
+    } else {
+        AllowedHost::Name(name)
+    })
 }
 
 /// An address to listen on, or none (`off`).

@@ -509,3 +509,108 @@ async fn metrics_are_not_served_to_the_public_without_the_token() {
     assert_eq!(res.status(), 404);
     t.cleanup().await;
 }
+
+#[tokio::test]
+async fn links_to_private_addresses_and_back_to_the_shortener_are_refused() {
+    for (api, t) in common::apis_with("target-policy", &["--listen", "93.184.216.34:8080"]).await {
+        let token = api.key("acme", false).await;
+        // Another domain this shortener serves: it holds a link.
+        let res = api
+            .create(
+                &token,
+                serde_json::json!({"target_url": "https://e.example/", "domain": "go.example", "code": "other"}),
+            )
+            .await;
+        assert_eq!(res.status, 201, "{}", res.text);
+        let refused = |target: &'static str, says: &'static str| (target, says);
+        for (target, says) in [
+            refused("http://169.254.169.254/latest/meta-data/", "link-local"),
+            refused("http://2852039166/", "link-local"),
+            refused("http://0x7f.1/", "loopback"),
+            refused("http://[::1]/", "loopback"),
+            refused("http://[::ffff:10.0.0.1]/", "private"),
+            refused("http://10.1.2.3/admin", "private"),
+            refused("http://localhost:8080/", "inside a network"),
+            refused("http://printer.local/", "inside a network"),
+            refused("http://wiki/", "single-label"),
+            // Back to the shortener: a trailing dot, another served domain, its address.
+            refused("https://s.example./x", "loop"),
+            refused("https://S.EXAMPLE/x", "loop"),
+            refused("https://go.example/other", "loop"),
+            refused("http://93.184.216.34:8080/abc", "loop"),
+        ] {
+            let res = api
+                .create(&token, serde_json::json!({ "target_url": target }))
+                .await;
+            assert_eq!(res.status, 422, "{target}: {}", res.text);
+            assert_eq!(res.body["field"], "target_url", "{target}");
+            let detail = res.body["detail"].as_str().unwrap_or_default();
+            assert!(detail.contains(says), "{target}: {detail}");
+        }
+        // The same checks guard a change and a bulk item.
+        let res = api
+            .create(
+                &token,
+                serde_json::json!({ "target_url": "https://public.example/" }),
+            )
+            .await;
+        assert_eq!(res.status, 201);
+        let code = res.body["code"].as_str().expect("code").to_owned();
+        let res = api
+            .send(
+                axum::http::Request::patch(format!("/v1/links/s.example/{code}"))
+                    .header("authorization", format!("Bearer {token}"))
+                    .header("content-type", "application/json")
+                    .header("if-match", "\"1\"")
+                    .body(axum::body::Body::from(
+                        r#"{"target_url":"http://127.0.0.1/"}"#,
+                    ))
+                    .expect("request"),
+            )
+            .await;
+        assert_eq!(res.status, 422, "{}", res.text);
+        let res = api
+            .post_json(
+                &token,
+                "/v1/links/bulk",
+                &serde_json::json!({"links": [{"target_url": "http://192.168.0.1/"}, {"target_url": "https://ok.example/"}]}),
+            )
+            .await;
+        assert_eq!(res.body["results"][0]["ok"], false, "{}", res.text);
+        assert_eq!(res.body["results"][1]["ok"], true, "{}", res.text);
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn an_intranet_deployment_allows_its_own_hosts_and_nothing_else() {
+    for (api, t) in common::apis_with(
+        "target-allowlist",
+        &["--allow-target-hosts", "wiki,.corp.example,10.0.0.0/8"],
+    )
+    .await
+    {
+        let token = api.key("acme", false).await;
+        for allowed in [
+            "http://wiki/page",
+            "http://jira.corp.example/browse/X-1",
+            "http://10.20.30.40/",
+        ] {
+            let res = api
+                .create(&token, serde_json::json!({ "target_url": allowed }))
+                .await;
+            assert_eq!(res.status, 201, "{allowed}: {}", res.text);
+        }
+        for refused in [
+            "http://192.168.1.1/",
+            "http://169.254.169.254/",
+            "http://other/",
+        ] {
+            let res = api
+                .create(&token, serde_json::json!({ "target_url": refused }))
+                .await;
+            assert_eq!(res.status, 422, "{refused}: {}", res.text);
+        }
+        t.cleanup().await;
+    }
+}

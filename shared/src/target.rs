@@ -1,6 +1,7 @@
 //! Target URLs: what a link may point at, and how the visitor's query joins it.
 
-use url::Url;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use url::{Host, Url};
 
 /// The longest target accepted, in bytes after normalization. Longer URLs break in
 /// browsers, proxies and mail clients, and are a favourite of abuse.
@@ -34,11 +35,110 @@ impl TargetUrl {
         self.url.as_str()
     }
 
-    /// The host, in the normalized form host bans are matched against.
+    /// The host, in the normalized form host bans and the loop check are matched
+    /// against: as the redirect reads a `Host`, without a trailing dot (`evil.example.`
+    /// is `evil.example`).
     pub fn host(&self) -> &str {
         // Validation guarantees a host.
-        self.url.host_str().unwrap_or_default()
+        let host = self.url.host_str().unwrap_or_default();
+        host.strip_suffix('.').unwrap_or(host)
     }
+
+    /// The address, when the host is one (in whatever notation it was written: the URL
+    /// parser reads `2852039166` and `0x7f.1` as the IPv4 addresses they are).
+    pub fn ip(&self) -> Option<IpAddr> {
+        match self.url.host()? {
+            Host::Ipv4(a) => Some(IpAddr::V4(a)),
+            Host::Ipv6(a) => Some(IpAddr::V6(a)),
+            Host::Domain(_) => None,
+        }
+    }
+
+    /// The port a visitor's browser would connect to.
+    pub fn port(&self) -> u16 {
+        self.url.port_or_known_default().unwrap_or(80)
+    }
+
+    /// Why a public shortener must not send visitors here, if it must not: an address
+    /// outside the public internet (private, loopback, link-local and metadata,
+    /// shared, reserved, multicast, documentation; IPv4 inside IPv6 is judged as
+    /// IPv4), or a name that only resolves inside a network (`localhost`, a single
+    /// label, `.local`, `.internal`, …).
+    pub fn non_public(&self) -> Option<&'static str> {
+        match self.ip() {
+            Some(IpAddr::V4(a)) => ipv4_non_public(a),
+            Some(IpAddr::V6(a)) => ipv6_non_public(a),
+            None => name_non_public(self.host()),
+        }
+    }
+}
+
+/// Names that resolve, if at all, only inside someone's network (RFC 6761, RFC 6762,
+/// RFC 8375, ICANN's `.internal`), and never to a site a link may share.
+const PRIVATE_SUFFIXES: &[&str] = &[
+    "localhost",
+    "local",
+    "localdomain",
+    "internal",
+    "intranet",
+    "lan",
+    "home.arpa",
+    "invalid",
+    "onion",
+];
+
+fn name_non_public(host: &str) -> Option<&'static str> {
+    if !host.contains('.') {
+        return Some("a single-label name, which resolves only inside a network");
+    }
+    let private = PRIVATE_SUFFIXES.iter().any(|suffix| {
+        host == *suffix
+            || host
+                .strip_suffix(suffix)
+                .is_some_and(|rest| rest.ends_with('.'))
+    });
+    private.then_some("a name that resolves only inside a network")
+}
+
+fn ipv4_non_public(a: Ipv4Addr) -> Option<&'static str> {
+    let [x, y, ..] = a.octets();
+    Some(match (x, y) {
+        _ if a.is_loopback() => "a loopback address",
+        _ if a.is_private() => "a private address",
+        _ if a.is_link_local() => "a link-local address (cloud metadata lives there)",
+        (0, _) => "an address of this network",
+        (100, 64..=127) => "a shared (carrier-grade NAT) address",
+        (192, 0) if a.octets()[2] == 0 || a.octets()[2] == 2 => "a reserved address",
+        (198, 18..=19) => "a benchmarking address",
+        (198, 51) if a.octets()[2] == 100 => "a documentation address",
+        (203, 0) if a.octets()[2] == 113 => "a documentation address",
+        (224..=239, _) => "a multicast address",
+        (240..=255, _) => "a reserved address",
+        _ => return None,
+    })
+}
+
+fn ipv6_non_public(a: Ipv6Addr) -> Option<&'static str> {
+    let s = a.segments();
+    // IPv4 carried inside IPv6 reaches the IPv4 address: judged as one.
+    if let Some(v4) = a.to_ipv4_mapped() {
+        return ipv4_non_public(v4);
+    }
+    let embedded = |hi: u16, lo: u16| Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo));
+    Some(match s {
+        _ if a.is_loopback() => "a loopback address",
+        _ if a.is_unspecified() => "an unspecified address",
+        [0, 0, 0, 0, 0, 0, _, _] => return ipv4_non_public(embedded(s[6], s[7])),
+        [0x64, 0xff9b, 0, 0, 0, 0, hi, lo] => return ipv4_non_public(embedded(hi, lo)),
+        [0x2002, hi, lo, ..] => return ipv4_non_public(embedded(hi, lo)),
+        [x, ..] if x & 0xfe00 == 0xfc00 => "a private (unique local) address",
+        [x, ..] if x & 0xffc0 == 0xfe80 => "a link-local address",
+        [x, ..] if x & 0xff00 == 0xff00 => "a multicast address",
+        [0x2001, 0xdb8, ..] => "a documentation address",
+        [0x2001, 0, ..] => "a Teredo address",
+        [0x100, 0, 0, 0, ..] => "a discard address",
+        _ => return None,
+    })
 }
 
 /// Validates and normalizes a target URL.
@@ -155,6 +255,54 @@ mod tests {
             validate_target(&fits).unwrap().as_str().len(),
             MAX_TARGET_LEN
         );
+    }
+
+    #[test]
+    fn only_public_hosts_are_public() {
+        let why = |t: &str| validate_target(t).unwrap().non_public();
+        for private in [
+            "http://169.254.169.254/latest/meta-data/",
+            "http://2852039166/",
+            "http://0x7f.1/",
+            "http://127.1/",
+            "http://0177.0.0.1/",
+            "http://[::1]/",
+            "http://[::ffff:127.0.0.1]/",
+            "http://[::ffff:a9fe:a9fe]/",
+            "http://[64:ff9b::a9fe:a9fe]/",
+            "http://[2002:7f00:1::]/",
+            "http://[fd00::1]/",
+            "http://[fe80::1]/",
+            "http://10.0.0.1/",
+            "http://172.16.5.4/",
+            "http://192.168.1.1/",
+            "http://100.64.0.1/",
+            "http://0.0.0.0/",
+            "http://224.0.0.1/",
+            "http://255.255.255.255/",
+            "http://localhost/",
+            "http://LOCALHOST./",
+            "http://app.localhost/",
+            "http://printer.local/",
+            "http://db.internal/",
+            "http://router.home.arpa/",
+            "http://intranet/",
+        ] {
+            assert!(why(private).is_some(), "{private} was taken for public");
+        }
+        for public in [
+            "https://example.com/",
+            "http://8.8.8.8/",
+            "http://[2606:4700:4700::1111]/",
+            "https://shop.example/",
+            "https://localhost.example.com/",
+            "https://internal.example.com/",
+        ] {
+            assert_eq!(why(public), None, "{public}");
+        }
+        let t = validate_target("http://Evil.Example./x").unwrap();
+        assert_eq!(t.host(), "evil.example");
+        assert_eq!(validate_target("https://e.example/").unwrap().port(), 443);
     }
 
     fn merged(target: &str, visitor: Option<&str>) -> String {

@@ -6,14 +6,42 @@ use super::{parse_rfc3339, MAX_TAGS, MAX_TAG_CHARS, MAX_TITLE_CHARS};
 use crate::error::AppError;
 use shared::{validate_target, RedirectStatus};
 
-/// A valid target for a link on `domain`: a real http(s) URL, not on one of this
-/// shortener's own domains (a loop), not on a banned host. Returns the normalized URL.
+/// A valid target for a link on `domain`: a real http(s) URL on a public host (or one
+/// the operator allows), not on one of this shortener's own domains or addresses (a
+/// loop), not on a banned host. Returns the normalized URL.
 pub(crate) async fn target(
     lookups: &mut Lookups<'_>,
     domain: &str,
     raw: &str,
 ) -> Result<String, AppError> {
     let target = validate_target(raw).map_err(|e| AppError::invalid("target_url", e))?;
+    let settings = &lookups.state().settings;
+    if let Some(why) = target.non_public() {
+        if !settings
+            .allow_target_hosts
+            .iter()
+            .any(|a| a.admits(&target))
+        {
+            return Err(AppError::invalid(
+                "target_url",
+                format!(
+                    "{} is {why}; links may point only at public hosts (an operator can allow \
+                     private ones with --allow-target-hosts)",
+                    target.host()
+                ),
+            ));
+        }
+    }
+    let listen = settings.listen;
+    if target.ip() == Some(listen.ip()) && target.port() == listen.port() {
+        return Err(AppError::invalid(
+            "target_url",
+            format!(
+                "{} is this shortener's own address; a link to it would loop",
+                target.host()
+            ),
+        ));
+    }
     if target.host() == domain || lookups.is_own_domain(target.host()).await? {
         return Err(AppError::invalid(
             "target_url",

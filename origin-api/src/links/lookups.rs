@@ -24,6 +24,10 @@ impl<'a> Lookups<'a> {
         }
     }
 
+    pub(crate) fn state(&self) -> &'a AppState {
+        self.state
+    }
+
     pub(crate) async fn settings(&mut self, domain: &str) -> Result<DomainSettings, StoreError> {
         if let Some(s) = self.domains.get(domain) {
             return Ok(s.clone());

@@ -72,10 +72,10 @@ mod tests {
         let db = crate::db::Db::connect(&url).await.expect("connect");
         let readiness = Readiness::default();
         assert!(readiness.check(&db).await);
-        // The clock stops (a closed pool answers at once, so nothing waits on it).
-        tokio::time::pause();
-        // The database goes away: for the rest of the second, nobody's call reaches it.
+        // The database goes away; then the clock stops (a closed pool answers at once,
+        // so nothing waits on it). For the rest of the second, nobody's call reaches it.
         db.close().await;
+        tokio::time::pause();
         for _ in 0..1_000 {
             assert!(readiness.check(&db).await, "a call reached the database");
         }

@@ -658,7 +658,12 @@ impl LinkStore for Db {
 
     async fn is_own_domain(&self, host: &str) -> Result<bool, StoreError> {
         let found: Option<i64> = crate::on_pool!(self, pool => {
-            sqlx::query_scalar("SELECT CAST(1 AS BIGINT) FROM domains WHERE domain = $1")
+            // A row in `domains`, or any link on it: both are served.
+            sqlx::query_scalar(
+                "SELECT CAST(1 AS BIGINT) FROM domains WHERE domain = $1 \
+                 UNION ALL SELECT CAST(1 AS BIGINT) FROM (SELECT 1 FROM links WHERE domain = $1 LIMIT 1) AS l \
+                 LIMIT 1",
+            )
                 .bind(host)
                 .fetch_optional(pool)
                 .await?

@@ -282,7 +282,8 @@ pub trait LinkStore: Send + Sync + Debug + 'static {
     async fn update_link(&self, link: &Link, expected: u64) -> Result<Link, StoreError>;
     /// The domain's settings, or the defaults when it has no row.
     async fn domain_settings(&self, domain: &str) -> Result<DomainSettings, StoreError>;
-    /// Whether `host` is one of the short domains this origin serves (has a row).
+    /// Whether `host` is one of the short domains this origin serves (has a row in
+    /// `domains` or holds a link).
     async fn is_own_domain(&self, host: &str) -> Result<bool, StoreError>;
     /// Every domain that holds a link or has settings: the hosts the redirect answers
     /// for. One index probe per domain, however many links there are.
