@@ -1,12 +1,29 @@
 //! Who is calling: the API key in `Authorization: Bearer hop_…`.
+//!
+//! A well-formed token whose key id is not in memory costs a database read, so guessing
+//! is limited per client address ([`AuthGuard`]): past a minute's worth of failures the
+//! client is answered 429 before any read. Keys that verified are held for `--key-hold`
+//! (10 s by default), so a valid key's requests need no read at all and never wait behind an
+//! attacker's failures, wherever those come from.
 
 use crate::error::AppError;
-use crate::keys::parse_token;
+use crate::keys::{parse_token, ApiKey};
 use crate::store::LinkStore;
 use crate::AppState;
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
+use std::hash::{BuildHasher, RandomState};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Keys held in memory at most (only keys that exist and verified are held).
+const KEYS_HELD: usize = 10_000;
+/// Clients tracked apart; more share a slot (by a per-process random hash), so the
+/// table is the same size whatever the number of attackers.
+const SLOTS: usize = 16_384;
 
 /// The owner a request acts for.
 #[derive(Debug, Clone)]
@@ -27,17 +44,35 @@ impl FromRequestParts<AppState> for Caller {
             .and_then(|v| v.strip_prefix("Bearer "))
             .map(str::trim)
             .ok_or(AppError::Unauthorized)?;
+        // A malformed token costs nothing to refuse.
         let (key_id, secret) = parse_token(token).ok_or(AppError::Unauthorized)?;
-        let key = state
-            .auth_db
-            .find_key(key_id)
-            .await?
-            .filter(|k| k.revoked_at.is_none() && k.verifies(secret))
-            .ok_or(AppError::Unauthorized)?;
+        let guard = &state.auth;
+        let key = match guard.held(key_id) {
+            // A held key that verifies passes whoever else is failing.
+            Some(key) if key.verifies(secret) => key,
+            held => {
+                let client = state
+                    .proxies
+                    .client_ip(crate::server::peer(parts), &parts.headers);
+                guard.admit(client)?;
+                let found = match held {
+                    // A wrong secret for a held key: refused without a read.
+                    Some(_) => None,
+                    None => state.auth_db.find_key(key_id).await?,
+                };
+                match found.filter(|k| k.revoked_at.is_none() && k.verifies(secret)) {
+                    Some(key) => guard.hold(key),
+                    None => {
+                        guard.failed(client);
+                        return Err(AppError::Unauthorized);
+                    }
+                }
+            }
+        };
         Ok(Caller {
             admin: key.is_admin(),
-            owner_id: key.owner_id,
-            key_id: key.key_id,
+            owner_id: key.owner_id.clone(),
+            key_id: key.key_id.clone(),
         })
     }
 }
@@ -50,5 +85,135 @@ impl Caller {
         } else {
             Err(AppError::Forbidden(why))
         }
+    }
+}
+
+/// Failed authentications per client, and the keys that verified.
+///
+/// Failures are counted with a generic cell rate (GCRA) per slot: each failure pushes
+/// the slot's "theoretical arrival time" one interval on; a client whose time is more
+/// than a minute ahead has used its minute's worth and waits for it to come back.
+pub struct AuthGuard {
+    slots: Box<[AtomicU64]>,
+    hasher: RandomState,
+    /// Milliseconds one failure costs.
+    interval_ms: u64,
+    /// Failures allowed in a row, as milliseconds ahead of now.
+    burst_ms: u64,
+    epoch: Instant,
+    keys: quick_cache::sync::Cache<String, (Arc<ApiKey>, Instant)>,
+    /// How long a verified key is held; zero holds none.
+    hold: Duration,
+}
+
+impl std::fmt::Debug for AuthGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthGuard")
+            .field("failures_per_minute", &(60_000 / self.interval_ms.max(1)))
+            .finish_non_exhaustive()
+    }
+}
+
+impl AuthGuard {
+    /// Allows `per_minute` failures a minute per client, in bursts of as many, and
+    /// holds verified keys for `hold`.
+    pub fn new(per_minute: u32, hold: Duration) -> Self {
+        let per_minute = u64::from(per_minute.max(1));
+        let interval_ms = (60_000 / per_minute).max(1);
+        AuthGuard {
+            slots: (0..SLOTS).map(|_| AtomicU64::new(0)).collect(),
+            hasher: RandomState::new(),
+            interval_ms,
+            burst_ms: interval_ms * per_minute,
+            epoch: Instant::now(),
+            keys: quick_cache::sync::Cache::new(KEYS_HELD),
+            hold,
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// An IPv6 client owns at least a /64, so it is counted by that.
+    fn slot(&self, client: IpAddr) -> &AtomicU64 {
+        let key = match client {
+            IpAddr::V4(a) => u128::from(u32::from(a)),
+            IpAddr::V6(a) => u128::from(a) >> 64 | 1 << 127,
+        };
+        &self.slots[(self.hasher.hash_one(key) as usize) % self.slots.len()]
+    }
+
+    /// Refuses (429) a client that has used its failures; without an address (a
+    /// request that did not come through the listener), nothing is counted.
+    pub fn admit(&self, client: Option<IpAddr>) -> Result<(), AppError> {
+        let Some(client) = client else { return Ok(()) };
+        let ahead = self
+            .slot(client)
+            .load(Ordering::Acquire)
+            .saturating_sub(self.now_ms());
+        if ahead > self.burst_ms.saturating_sub(self.interval_ms) {
+            let wait_ms = ahead - (self.burst_ms - self.interval_ms);
+            return Err(AppError::TooManyFailures {
+                retry_after_s: wait_ms.div_ceil(1000).max(1),
+            });
+        }
+        Ok(())
+    }
+
+    /// Counts one failed authentication against `client`.
+    pub fn failed(&self, client: Option<IpAddr>) {
+        let Some(client) = client else { return };
+        let now = self.now_ms();
+        let slot = self.slot(client);
+        let _ = slot.fetch_update(Ordering::AcqRel, Ordering::Acquire, |tat| {
+            Some(tat.max(now).saturating_add(self.interval_ms))
+        });
+    }
+
+    /// The key with this id, if it verified within the hold.
+    pub fn held(&self, key_id: &str) -> Option<Arc<ApiKey>> {
+        self.keys
+            .get(key_id)
+            .filter(|(_, at)| at.elapsed() < self.hold)
+            .map(|(key, _)| key)
+    }
+
+    /// Holds a key that verified; returns it.
+    pub fn hold(&self, key: ApiKey) -> Arc<ApiKey> {
+        let key = Arc::new(key);
+        if !self.hold.is_zero() {
+            self.keys
+                .insert(key.key_id.clone(), (key.clone(), Instant::now()));
+        }
+        key
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_client_gets_its_minute_of_failures_then_waits() {
+        let guard = AuthGuard::new(30, Duration::from_secs(10));
+        let attacker: IpAddr = "203.0.113.9".parse().unwrap();
+        let other: IpAddr = "198.51.100.7".parse().unwrap();
+        for _ in 0..30 {
+            guard.admit(Some(attacker)).expect("within its minute");
+            guard.failed(Some(attacker));
+        }
+        let Err(AppError::TooManyFailures { retry_after_s }) = guard.admit(Some(attacker)) else {
+            panic!("the 31st guess was let through");
+        };
+        assert!((1..=2).contains(&retry_after_s), "{retry_after_s}");
+        // Someone else is not held back (unless by chance in the same slot: 1 in 16,384).
+        guard.admit(Some(other)).expect("another client");
+        // An IPv6 attacker cannot escape by moving within its /64.
+        let v6 = |s: &str| -> IpAddr { s.parse().unwrap() };
+        for i in 0..30 {
+            guard.failed(Some(v6(&format!("2001:db8:1:2::{i:x}"))));
+        }
+        assert!(guard.admit(Some(v6("2001:db8:1:2:ffff::1"))).is_err());
     }
 }

@@ -368,6 +368,11 @@ impl RedirectCache {
         let loaded = self
             .loads
             .try_get_with(key.clone(), async {
+                // A load that finished between this visitor's miss and now has put its
+                // entry in place before it was forgotten here: use it, read nothing.
+                if let Some(entry) = self.cached(domain, code) {
+                    return Ok(entry);
+                }
                 self.lookups.inc();
                 let link = store.get_link(domain, code).await?;
                 let record = link.map(|l| PreparedRecord::new(l.edge_record(false)));

@@ -275,6 +275,53 @@ pub struct Settings {
     )]
     pub allow_target_hosts: Vec<AllowedHost>,
 
+    /// Failed authentications a client address may make per minute (in bursts of as
+    /// many); past them it is answered 429 until a failure's worth of time has passed.
+    #[arg(
+        long,
+        env = "HOP_AUTH_FAILURES_PER_MINUTE",
+        default_value = "30",
+        value_parser = clap::value_parser!(u32).range(1..=60_000),
+        global = true
+    )]
+    pub auth_failures_per_minute: u32,
+
+    /// Seconds a key that verified is used without reading it again, so that valid keys
+    /// need no read while guessed ones flood the database; a key revoked by another
+    /// process (the CLI) is refused within this long. 0: read every time.
+    #[arg(
+        long,
+        env = "HOP_KEY_HOLD",
+        default_value = "10",
+        value_parser = clap::value_parser!(u64).range(0..=300),
+        global = true
+    )]
+    pub key_hold: u64,
+
+    /// Proxies in front of the origin whose forwarding headers are believed, as
+    /// addresses or networks, comma-separated (a load balancer, Cloudflare's ranges).
+    /// From any other peer, `--client-ip-header` and `--country-header` are ignored.
+    #[arg(long, env = "HOP_TRUSTED_PROXIES", value_delimiter = ',', value_parser = parse_network, global = true)]
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+
+    /// The header a trusted proxy names the client's address in.
+    #[arg(
+        long,
+        env = "HOP_CLIENT_IP_HEADER",
+        default_value = "x-forwarded-for",
+        global = true
+    )]
+    pub client_ip_header: axum::http::HeaderName,
+
+    /// The header a trusted proxy names the visitor's country in (two letters).
+    #[arg(
+        long,
+        env = "HOP_COUNTRY_HEADER",
+        default_value = "cf-ipcountry",
+        global = true
+    )]
+    pub country_header: axum::http::HeaderName,
+
     /// Secrets: read from the environment or files only ([`Secrets::read`]).
     #[arg(skip)]
     pub secrets: Secrets,
@@ -307,6 +354,13 @@ impl AllowedHost {
             _ => false,
         }
     }
+}
+
+fn parse_network(s: &str) -> Result<ipnet::IpNet, String> {
+    let s = s.trim();
+    s.parse::<ipnet::IpNet>()
+        .or_else(|_| s.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+        .map_err(|_| format!("{s:?}: give an address or a network, e.g. 10.0.0.0/8"))
 }
 
 fn parse_allowed_host(s: &str) -> Result<AllowedHost, String> {

@@ -50,6 +50,8 @@ pub enum AppError {
     Deleted,
     #[error("this key creates links faster than allowed; retry in {retry_after_s} s")]
     RateLimited { retry_after_s: u64 },
+    #[error("too many failed authentications from this address; retry in {retry_after_s} s")]
+    TooManyFailures { retry_after_s: u64 },
 }
 
 impl AppError {
@@ -104,7 +106,9 @@ impl AppError {
             AppError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             AppError::PreconditionRequired => StatusCode::PRECONDITION_REQUIRED,
             AppError::Deleted => StatusCode::GONE,
-            AppError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            AppError::RateLimited { .. } | AppError::TooManyFailures { .. } => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
         }
     }
 
@@ -130,7 +134,7 @@ impl AppError {
             AppError::UnsupportedMediaType(_) => "unsupported-media-type",
             AppError::PreconditionRequired => "precondition-required",
             AppError::Deleted => "deleted",
-            AppError::RateLimited { .. } => "rate-limited",
+            AppError::RateLimited { .. } | AppError::TooManyFailures { .. } => "rate-limited",
         }
     }
 }
@@ -185,7 +189,8 @@ impl IntoResponse for AppError {
         )
             .into_response();
         match &self {
-            AppError::RateLimited { retry_after_s } => {
+            AppError::RateLimited { retry_after_s }
+            | AppError::TooManyFailures { retry_after_s } => {
                 res.headers_mut()
                     .insert(header::RETRY_AFTER, (*retry_after_s).into());
             }

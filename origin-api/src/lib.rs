@@ -7,6 +7,7 @@ pub mod cache;
 pub mod ceiling;
 pub mod cli;
 pub mod clicks;
+pub mod client;
 pub mod config;
 pub mod db;
 pub mod error;
@@ -61,12 +62,25 @@ pub struct Shared {
     pub clicks: clicks::Clicks,
     pub recorder: clicks::recorder::Recorder,
     pub readiness: routes::Readiness,
+    /// Failed authentications per client, and the keys that verified.
+    pub auth: auth::AuthGuard,
+    /// Which peers' forwarding headers are believed.
+    pub proxies: client::Proxies,
 }
 
 impl AppState {
     /// The state of a serving origin over a migrated database.
     pub fn new(db: Db, settings: Settings) -> Self {
         let settings_rate = settings.create_rate;
+        let auth = auth::AuthGuard::new(
+            settings.auth_failures_per_minute,
+            std::time::Duration::from_secs(settings.key_hold),
+        );
+        let proxies = client::Proxies::new(
+            settings.trusted_proxies.clone(),
+            settings.client_ip_header.clone(),
+            settings.country_header.clone(),
+        );
         let metrics = metrics::Metrics::default();
         let cache = cache::RedirectCache::counting(
             settings.redirect_cache_entries,
@@ -94,6 +108,8 @@ impl AppState {
             cache,
             create_limit: ratelimit::CreateLimit::new(settings_rate),
             readiness: routes::Readiness::default(),
+            auth,
+            proxies,
             metrics,
         }))
     }

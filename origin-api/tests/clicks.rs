@@ -11,7 +11,15 @@ use origin_api::store::now_ms;
 use serde_json::{json, Value};
 
 const EDGE_TOKEN: &str = "edge-click-token";
-const FLAGS: &[&str] = &["--edge-token", EDGE_TOKEN];
+const FLAGS: &[&str] = &[
+    "--edge-token",
+    EDGE_TOKEN,
+    "--trusted-proxies",
+    "10.0.0.0/8",
+];
+/// The proxy in front of the test origin, and a client that reaches it directly.
+const PROXY: &str = "10.0.0.2:40000";
+const STRANGER: &str = "203.0.113.50:40000";
 const HUMAN_UA: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1";
 const BOT_UA: &str = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
 
@@ -36,20 +44,33 @@ impl Api {
         format!("s.example/{alias}")
     }
 
+    /// A visit through the proxy in front of the origin (which says the country).
     async fn visit_as(&self, method: &str, path: &str, ua: &str, referer: &str) -> StatusCode {
-        self.send(
-            Request::builder()
-                .method(method)
-                .uri(path)
-                .header(header::HOST, "s.example")
-                .header(header::USER_AGENT, ua)
-                .header(header::REFERER, referer)
-                .header("cf-ipcountry", "NL")
-                .body(Body::empty())
-                .expect("request"),
-        )
-        .await
-        .status
+        self.visit_from(PROXY, method, path, ua, referer).await
+    }
+
+    /// A visit whose connection comes from `peer`, claiming the country NL.
+    async fn visit_from(
+        &self,
+        peer: &str,
+        method: &str,
+        path: &str,
+        ua: &str,
+        referer: &str,
+    ) -> StatusCode {
+        let mut req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::HOST, "s.example")
+            .header(header::USER_AGENT, ua)
+            .header(header::REFERER, referer)
+            .header("cf-ipcountry", "NL")
+            .body(Body::empty())
+            .expect("request");
+        let peer: std::net::SocketAddr = peer.parse().expect("address");
+        req.extensions_mut()
+            .insert(axum::extract::ConnectInfo(peer));
+        self.send(req).await.status
     }
 }
 
@@ -281,6 +302,9 @@ async fn the_origins_own_redirects_are_counted_as_clicks() {
             assert_eq!(status, StatusCode::FOUND);
         }
         api.visit_as("GET", "/own-path", BOT_UA, "").await;
+        // A client that is not the proxy claims a country too: counted, without one.
+        api.visit_from(STRANGER, "GET", "/own-path", HUMAN_UA, "")
+            .await;
         // Not clicks: a HEAD, and a code that names no link.
         api.visit_as("HEAD", "/own-path", HUMAN_UA, "").await;
         api.visit_as("GET", "/no-such-code", HUMAN_UA, "").await;
@@ -294,22 +318,23 @@ async fn the_origins_own_redirects_are_counted_as_clicks() {
             .await;
         assert_eq!(
             counts(&stats.body["totals"]),
-            (3, 3, 1),
+            (4, 4, 1),
             "{}: {}",
             t.kind(),
             stats.text
         );
         assert_eq!(
             ranked(&stats.body["top"]["referrers"]),
-            [(Some("news.example".into()), 3)]
+            [(Some("news.example".into()), 3), (None, 1)]
         );
+        // The stranger's claimed country was not believed.
         assert_eq!(
             ranked(&stats.body["top"]["countries"]),
-            [(Some("NL".into()), 3)]
+            [(Some("NL".into()), 3), (None, 1)]
         );
         assert_eq!(
             ranked(&stats.body["top"]["devices"]),
-            [(Some("mobile".into()), 3)]
+            [(Some("mobile".into()), 4)]
         );
         t.cleanup().await;
     }

@@ -614,3 +614,111 @@ async fn an_intranet_deployment_allows_its_own_hosts_and_nothing_else() {
         t.cleanup().await;
     }
 }
+
+#[tokio::test]
+async fn guessed_keys_are_throttled_per_client_and_a_valid_key_is_not() {
+    let t = TestDb::sqlite().await;
+    let s = serve(
+        &t,
+        &[
+            "--auth-failures-per-minute",
+            "5",
+            "--trusted-proxies",
+            "127.0.0.1",
+        ],
+    )
+    .await;
+    let (k, token) = origin_api::keys::issue("acme", "k", false, 0).expect("key");
+    origin_api::store::LinkStore::insert_key(&s.state.db, &k)
+        .await
+        .expect("insert key");
+    let client = no_redirects();
+    let list = |token: String, client_ip: &'static str| {
+        client
+            .get(s.url("/v1/links"))
+            .bearer_auth(token)
+            .header("x-forwarded-for", client_ip)
+            .send()
+    };
+    // The marketer's key works (and is held from now on).
+    assert_eq!(
+        list(token.clone(), "198.51.100.1")
+            .await
+            .expect("list")
+            .status(),
+        200
+    );
+    // An attacker guesses well-formed tokens: each costs a read, until its minute is used.
+    // Wrong secrets for the real key id, and made-up key ids, alternately.
+    let guess = |i: usize| {
+        if i.is_multiple_of(2) {
+            format!("hop_{}_{:064x}", &k.key_id, i)
+        } else {
+            format!("hop_{:016x}_{:064x}", i, i)
+        }
+    };
+    for i in 0..5 {
+        let res = list(guess(i), "203.0.113.66").await.expect("guess");
+        assert_eq!(res.status(), 401);
+    }
+    let res = list(guess(5), "203.0.113.66").await.expect("guess");
+    assert_eq!(res.status(), 429);
+    let wait: u64 = res
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok()?.parse().ok())
+        .expect("Retry-After");
+    assert!((1..=12).contains(&wait), "{wait}");
+    // The valid key, from anywhere (even the attacker's address), is not held back.
+    assert_eq!(
+        list(token.clone(), "203.0.113.66")
+            .await
+            .expect("list")
+            .status(),
+        200
+    );
+    assert_eq!(
+        list(token.clone(), "198.51.100.1")
+            .await
+            .expect("list")
+            .status(),
+        200
+    );
+    // Another client is not held back either.
+    assert_eq!(
+        list(guess(7), "192.0.2.200").await.expect("guess").status(),
+        401
+    );
+    t.cleanup().await;
+}
+
+#[tokio::test]
+async fn forwarding_headers_from_strangers_are_not_believed() {
+    let t = TestDb::sqlite().await;
+    // No trusted proxy: every request below comes from 127.0.0.1, whatever it claims.
+    let s = serve(&t, &["--auth-failures-per-minute", "3"]).await;
+    let client = no_redirects();
+    for i in 0..3 {
+        let res = client
+            .get(s.url("/v1/links"))
+            .bearer_auth(format!("hop_{i:016x}_{}", "1".repeat(64)))
+            .header("x-forwarded-for", format!("198.51.100.{i}"))
+            .send()
+            .await
+            .expect("guess");
+        assert_eq!(res.status(), 401);
+    }
+    let res = client
+        .get(s.url("/v1/links"))
+        .bearer_auth(format!("hop_{:016x}_{}", 9, "1".repeat(64)))
+        .header("x-forwarded-for", "198.51.100.99")
+        .send()
+        .await
+        .expect("guess");
+    assert_eq!(
+        res.status(),
+        429,
+        "a forged X-Forwarded-For bought a new budget"
+    );
+    t.cleanup().await;
+}

@@ -4,8 +4,8 @@ use crate::clicks::recorder::{OwnClick, Reduced};
 use crate::error::AppError;
 use crate::store::now_ms;
 use crate::AppState;
-use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use shared::clicks::counts_as_click;
 use shared::{
@@ -23,12 +23,10 @@ use shared::{
         (status = 410, description = "Expired or deleted"),
         (status = 503, description = "The database cannot answer now; see Retry-After"),
     ))]
-pub(crate) async fn redirect(
-    State(state): State<AppState>,
-    method: Method,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Response {
+pub(crate) async fn redirect(State(state): State<AppState>, req: Request) -> Response {
+    let (parts, _) = req.into_parts();
+    let peer = crate::server::peer(&parts);
+    let (method, headers, uri) = (parts.method, parts.headers, parts.uri);
     let method = shared::Method::parse(method.as_str());
     let code = uri.path().strip_prefix('/').unwrap_or_default();
     let decision = match reject_early(method, code) {
@@ -45,7 +43,7 @@ pub(crate) async fn redirect(
             }
             Ok(Ok((decision, visited))) => {
                 if let Some((route, at)) = visited {
-                    record_click(&state, &decision, route, at, &headers);
+                    record_click(&state, &decision, route, at, &headers, peer);
                 }
                 decision
             }
@@ -73,6 +71,7 @@ fn record_click(
     route: RouteKey,
     at: i64,
     headers: &HeaderMap,
+    peer: Option<std::net::SocketAddr>,
 ) {
     if !state.recorder.enabled() || !counts_as_click(shared::Method::Get, decision.outcome) {
         return;
@@ -84,13 +83,11 @@ fn record_click(
         visitor: Reduced::of(
             headers.get(header::USER_AGENT),
             headers.get(header::REFERER),
-            headers.get(CF_IPCOUNTRY),
+            // Only a trusted proxy's word: anyone can send `CF-IPCountry`.
+            state.proxies.country(peer, headers),
         ),
     });
 }
-
-/// The visitor's country, when Cloudflare proxies the origin.
-const CF_IPCOUNTRY: &str = "cf-ipcountry";
 
 async fn resolve(
     state: &AppState,
