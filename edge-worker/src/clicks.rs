@@ -9,7 +9,7 @@
 
 use crate::names;
 use futures_util::future::{select, Either};
-use shared::clicks::{ClickEvent, Visitor, CLICKS_PATH};
+use shared::clicks::{ClickEvent, Visitor, VisitorBudget, CLICKS_PATH, CLICKS_PER_VISITOR_MINUTE};
 use shared::RouteKey;
 use std::time::Duration;
 use wasm_bindgen::prelude::*;
@@ -50,6 +50,21 @@ extern "C" {
     fn attempts(this: &Message) -> f64;
 }
 
+/// Visitors whose click budgets the isolate tracks apart (8 bytes each).
+const BUDGET_SLOTS: usize = 4096;
+
+thread_local! {
+    // The isolate's per-visitor click budgets, made on the first click.
+    static BUDGET: std::cell::RefCell<Option<VisitorBudget>> = const { std::cell::RefCell::new(None) };
+}
+
+/// A seed no visitor can predict: from the runtime's random UUID.
+fn seed() -> u64 {
+    random_uuid()
+        .bytes()
+        .fold(0u64, |h, b| h.rotate_left(5) ^ u64::from(b))
+}
+
 /// What a visit reports: the link, the version answered from, and the response's status.
 pub(crate) struct Click<'a> {
     pub(crate) route: &'a RouteKey,
@@ -70,6 +85,19 @@ pub(crate) fn report(env: &Env, ctx: &Context, request: &web_sys::Request, click
     }
     let headers = request.headers();
     let header = |name: &'static str| headers.get(name).ok().flatten();
+    // One visitor's flood is answered but not counted past its budget. Cloudflare sets
+    // `CF-Connecting-IP` itself; a request without it (only in local development) is
+    // not limited.
+    if let Some(ip) = header("cf-connecting-ip") {
+        let now_s = click.at_ms / 1000;
+        let admitted = BUDGET.with_borrow_mut(|b| {
+            b.get_or_insert_with(|| VisitorBudget::new(BUDGET_SLOTS, seed()))
+                .admit(&ip, now_s, CLICKS_PER_VISITOR_MINUTE)
+        });
+        if !admitted {
+            return;
+        }
+    }
     // `cf` is built afresh on each access: read it once, and only here.
     let country = Reflect::get(request, &names::js("cf"))
         .ok()

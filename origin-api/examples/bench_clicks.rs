@@ -156,7 +156,7 @@ async fn main() {
     db.migrate().await.expect("migrate");
     seed_links(&db).await;
     // A year of retention: the synthetic month is all acceptable.
-    let clicks = Clicks::new(24 * 365, Metrics::default());
+    let clicks = Clicks::new(24 * 365, 100, Metrics::default());
     let now = now_ms();
     let kind = db.kind();
 
@@ -235,7 +235,7 @@ async fn main() {
     };
     while left > 0 {
         let n = left.min(100_000);
-        let mut inc = Increments::default();
+        let mut inc = Increments::new(100);
         for _ in 0..n {
             let e = traffic.event(from, DAYS * 24 * HOUR_MS);
             let i: usize = e.link["s.example/link-".len()..].parse().expect("index");

@@ -212,6 +212,17 @@ pub struct Settings {
     )]
     pub click_id_retention_h: u64,
 
+    /// Distinct referrer hosts counted per link and hour; visits from any other host
+    /// are counted as `(other)`, so forged referrers cannot grow a link's statistics.
+    #[arg(
+        long,
+        env = "HOP_REFERRERS_PER_HOUR",
+        default_value = "100",
+        value_parser = clap::value_parser!(u32).range(1..=100_000),
+        global = true
+    )]
+    pub referrers_per_hour: u32,
+
     /// How long delivered outbox rows are kept before they are pruned (a number with
     /// `d`, `h`, `m` or `s`; a bare number is days). The newest delivered row of each key
     /// is kept regardless.

@@ -98,7 +98,11 @@ impl AppState {
             metrics.ids_wasted.clone(),
         );
         AppState(Arc::new(Shared {
-            clicks: clicks::Clicks::new(settings.click_id_retention_h, metrics.clone()),
+            clicks: clicks::Clicks::new(
+                settings.click_id_retention_h,
+                settings.referrers_per_hour,
+                metrics.clone(),
+            ),
             recorder: clicks::recorder::Recorder::new(settings.record_clicks, metrics.clone()),
             redirect_db: db.with_own_pool(REDIRECT_CONNECTIONS, POOL_WAIT),
             auth_db: db.with_own_pool(AUTH_CONNECTIONS, POOL_WAIT),

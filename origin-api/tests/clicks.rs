@@ -520,3 +520,44 @@ async fn ids_past_their_retention_are_forgotten() {
         t.cleanup().await;
     }
 }
+
+#[tokio::test]
+async fn forged_referrers_cannot_grow_a_links_statistics() {
+    let flags = [FLAGS, &["--referrers-per-hour", "10"]].concat();
+    for (api, t) in apis_with("clicks-referrers", &flags).await {
+        let owner = api.key("ana", false).await;
+        let link = api.link(&owner, "forged-refs").await;
+        // 600 visits, each claiming a different site sent it, in two batches (the cap
+        // holds across writes too).
+        for half in 0..2 {
+            let events: Vec<Value> = (0..300)
+                .map(|i| {
+                    let mut e = event(&format!("f-{half}-{i}"), &link, "DE", false, 302);
+                    e["referrer_host"] = json!(format!("forged-{half}-{i}.example"));
+                    e
+                })
+                .collect();
+            let res = api
+                .post_clicks(EDGE_TOKEN, &json!({ "events": events }))
+                .await;
+            assert_eq!(res.body["counted"], 300, "{}", res.text);
+        }
+        let rows = api
+            .count("click_dims WHERE dim = 'referrer' AND value <> ''")
+            .await;
+        assert_eq!(rows, 11, "{}: ten hosts and the rest", t.kind());
+        let stats = api
+            .get_as(&owner, "/v1/links/s.example/forged-refs/stats?top=20")
+            .await;
+        let referrers = ranked(&stats.body["top"]["referrers"]);
+        assert_eq!(referrers.len(), 11, "{referrers:?}");
+        assert_eq!(referrers[0], (Some("(other)".into()), 590));
+        assert_eq!(counts(&stats.body["totals"]).0, 600, "nothing is lost");
+        // The top is chosen by the database: asking for 3 gets 3 per dimension.
+        let stats = api
+            .get_as(&owner, "/v1/links/s.example/forged-refs/stats?top=3")
+            .await;
+        assert_eq!(ranked(&stats.body["top"]["referrers"]).len(), 3);
+        t.cleanup().await;
+    }
+}

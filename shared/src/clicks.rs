@@ -190,6 +190,55 @@ pub struct ClickReceipt {
     pub refused: u64,
 }
 
+/// Clicks one visitor may add per minute at one edge isolate; visits past it are still
+/// answered, and not counted. A person does not follow sixty short links a minute.
+pub const CLICKS_PER_VISITOR_MINUTE: u16 = 60;
+
+/// Per-visitor click budgets in a table of fixed size, so a flood from many addresses
+/// costs no more memory than one from a single address (visitors beyond the table share
+/// slots, by a seeded hash). A fixed window per minute: simple, and one visitor can add
+/// at most twice the budget across a minute's boundary.
+#[derive(Debug, Clone)]
+pub struct VisitorBudget {
+    slots: Vec<(u32, u16)>,
+    seed: u64,
+}
+
+impl VisitorBudget {
+    /// `slots` budgets; `seed` keeps an attacker from choosing addresses that collide
+    /// with a victim's.
+    pub fn new(slots: usize, seed: u64) -> Self {
+        VisitorBudget {
+            slots: vec![(u32::MAX, 0); slots.max(1)],
+            seed,
+        }
+    }
+
+    /// Whether `visitor` (its address) may add one more click at `now_s`.
+    pub fn admit(&mut self, visitor: &str, now_s: u64, per_minute: u16) -> bool {
+        // FNV-1a, seeded: enough to spread addresses, and small in WebAssembly.
+        let mut h = 0xcbf2_9ce4_8422_2325u64 ^ self.seed;
+        for b in visitor.bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        let len = self.slots.len();
+        let Some((minute, used)) = self.slots.get_mut((h % len as u64) as usize) else {
+            return true;
+        };
+        let now = u32::try_from(now_s / 60).unwrap_or(u32::MAX);
+        if *minute != now {
+            *minute = now;
+            *used = 0;
+        }
+        if *used >= per_minute {
+            return false;
+        }
+        *used += 1;
+        true
+    }
+}
+
 /// `cf.country` (or `CF-IPCountry`) when it is a code: two ASCII letters or digits
 /// (`T1` is Tor, `XX` unknown), uppercased.
 pub fn country_code(raw: &str) -> Option<String> {
@@ -329,6 +378,24 @@ mod tests {
         ] {
             assert!(classify_user_agent(ua).1, "{ua:?} should be a bot");
         }
+    }
+
+    #[test]
+    fn a_visitor_adds_at_most_its_budget_a_minute() {
+        let mut budget = VisitorBudget::new(4096, 7);
+        let now = 1_800_000_000;
+        let admitted = (0..100)
+            .filter(|_| budget.admit("203.0.113.9", now, CLICKS_PER_VISITOR_MINUTE))
+            .count();
+        assert_eq!(admitted, usize::from(CLICKS_PER_VISITOR_MINUTE));
+        assert!(budget.admit("198.51.100.1", now, CLICKS_PER_VISITOR_MINUTE));
+        // The next minute, a new budget.
+        assert!(budget.admit("203.0.113.9", now + 60, CLICKS_PER_VISITOR_MINUTE));
+        // A million addresses take no more room than the table.
+        for i in 0..1_000_000u32 {
+            budget.admit(&i.to_string(), now, 1);
+        }
+        assert_eq!(budget.slots.len(), 4096);
     }
 
     #[test]

@@ -31,6 +31,8 @@ pub struct Clicks {
     links: quick_cache::sync::Cache<String, Arc<LinkRef>>,
     /// Events older than this are refused: their ids may have been forgotten.
     retention_ms: i64,
+    /// Distinct referrer hosts counted per link and hour.
+    referrer_cap: u32,
     metrics: Metrics,
 }
 
@@ -43,12 +45,18 @@ impl std::fmt::Debug for Clicks {
 }
 
 impl Clicks {
-    pub fn new(retention_h: u64, metrics: Metrics) -> Self {
+    pub fn new(retention_h: u64, referrer_cap: u32, metrics: Metrics) -> Self {
         Clicks {
+            referrer_cap,
             links: quick_cache::sync::Cache::new(LINK_REFS_HELD),
             retention_ms: i64::try_from(retention_h.saturating_mul(3_600_000)).unwrap_or(i64::MAX),
             metrics,
         }
+    }
+
+    /// Distinct referrer hosts counted per link and hour.
+    pub fn referrer_cap(&self) -> u32 {
+        self.referrer_cap
     }
 
     /// How long event ids are kept, in ms.
@@ -91,7 +99,9 @@ impl Clicks {
                 })
             })
             .collect();
-        receipt.counted = store.record_clicks(&attributed, now).await?;
+        receipt.counted = store
+            .record_clicks(&attributed, now, self.referrer_cap)
+            .await?;
         receipt.duplicates = attributed.len() as u64 - receipt.counted;
         self.metrics.clicks_ingested(&receipt);
         Ok(receipt)

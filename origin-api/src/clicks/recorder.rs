@@ -328,7 +328,7 @@ async fn attribute<S: ClickStore + ?Sized>(
     let links = clicks
         .links_of(store, routes.iter().map(|(r, _, _)| r.as_str()))
         .await?;
-    let mut increments = Increments::default();
+    let mut increments = Increments::new(clicks.referrer_cap());
     let mut unknown = 0u64;
     for (route, a, n) in routes {
         let Some(link) = links.get(&route) else {

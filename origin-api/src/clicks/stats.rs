@@ -232,7 +232,13 @@ pub async fn link_stats<S: ClickStore + ?Sized>(
     }
     let mut top = Top::default();
     for d in store
-        .click_dims(link.link_id, range.from, range.to, range.include_bots)
+        .click_dims(
+            link.link_id,
+            range.from,
+            range.to,
+            range.include_bots,
+            i64::from(range.top),
+        )
         .await?
     {
         let list = match d.dim.as_str() {

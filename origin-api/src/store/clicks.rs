@@ -19,13 +19,20 @@ type DimKey = (u64, &'static str, i64, bool, String);
 /// Rollup increments, gathered before they are written: by new events from the edge, or
 /// by the origin's own tally. Keyed so that each row is written once per statement and,
 /// across concurrent writers, in one global order (no deadlocks).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Increments {
     hours: BTreeMap<HourKey, (String, i64, i64)>,
     days: BTreeMap<DayKey, (i64, i64)>,
     dims: BTreeMap<DimKey, i64>,
     visits: u64,
+    /// Distinct referrer hosts kept per link and hour; visits from others count as
+    /// [`OTHER_REFERRERS`].
+    referrer_cap: i64,
 }
+
+/// The referrer value that stands for every host past a link-hour's cap: a name no
+/// host can have.
+pub const OTHER_REFERRERS: &str = "(other)";
 
 /// What one visit (or `n` alike) adds to the rollups.
 #[derive(Debug, Clone, Copy)]
@@ -55,6 +62,17 @@ impl<'a> ClickDims<'a> {
 }
 
 impl Increments {
+    /// Nothing yet; at most `referrer_cap` distinct referrer hosts per link and hour.
+    pub fn new(referrer_cap: u32) -> Self {
+        Increments {
+            hours: BTreeMap::new(),
+            days: BTreeMap::new(),
+            dims: BTreeMap::new(),
+            visits: 0,
+            referrer_cap: i64::from(referrer_cap),
+        }
+    }
+
     /// Adds `n` visits of the link `link_id` (owned by `owner_id`) with `dims`.
     pub fn add(&mut self, link_id: u64, owner_id: &str, dims: &ClickDims<'_>, n: i64) {
         let hour = dims.at.div_euclid(HOUR_MS) * HOUR_MS;
@@ -146,7 +164,38 @@ macro_rules! write_increments {
             );
             q.build().execute(&mut *$tx).await?;
         }
-        let dims: Vec<_> = inc.dims.iter().collect();
+        // Referrers are capped per link and hour: the value is kept if the link-hour has
+        // it already or has room, else counted under OTHER_REFERRERS. Anyone can send any
+        // Referer, so without the cap one link's hour could hold a row per forged host.
+        // One statement per referrer increment; each reads at most the cap's rows.
+        let (referrers, dims): (Vec<_>, Vec<_>) = inc
+            .dims
+            .iter()
+            .partition(|((_, dim, _, _, value), _)| *dim == "referrer" && !value.is_empty());
+        for ((link, _, hour, bot, value), visits) in referrers {
+            sqlx::query(
+                "INSERT INTO click_dims (link_id, dim, hour, bot, value, visits) \
+                 SELECT $1, 'referrer', $2, $3, \
+                   CASE WHEN EXISTS (SELECT 1 FROM click_dims WHERE link_id = $1 \
+                          AND dim = 'referrer' AND hour = $2 AND bot = $3 AND value = $4) \
+                     OR (SELECT COUNT(*) FROM click_dims WHERE link_id = $1 \
+                          AND dim = 'referrer' AND hour = $2 AND bot = $3 \
+                          AND value <> '' AND value <> $6) < $7 \
+                   THEN $4 ELSE $6 END, $5 \
+                 WHERE TRUE \
+                 ON CONFLICT (link_id, dim, hour, bot, value) DO UPDATE SET \
+                 visits = click_dims.visits + excluded.visits",
+            )
+            .bind(*link as i64)
+            .bind(*hour)
+            .bind(*bot)
+            .bind(value.as_str())
+            .bind(*visits)
+            .bind(OTHER_REFERRERS)
+            .bind(inc.referrer_cap)
+            .execute(&mut *$tx)
+            .await?;
+        }
         for chunk in dims.chunks(CHUNK) {
             let mut q = sqlx::QueryBuilder::new(
                 "INSERT INTO click_dims (link_id, dim, hour, bot, value, visits) ",
@@ -258,7 +307,12 @@ impl ClickStore for Db {
         Ok(found)
     }
 
-    async fn record_clicks(&self, events: &[Attributed<'_>], now: i64) -> Result<u64, StoreError> {
+    async fn record_clicks(
+        &self,
+        events: &[Attributed<'_>],
+        now: i64,
+        referrer_cap: u32,
+    ) -> Result<u64, StoreError> {
         // One id once, even within a batch.
         let mut ids = HashSet::with_capacity(events.len());
         let events: Vec<&Attributed<'_>> = events
@@ -282,7 +336,7 @@ impl ClickStore for Db {
                 let claimed: Vec<String> = q.build_query_scalar().fetch_all(&mut *tx).await?;
                 fresh.extend(claimed);
             }
-            let mut inc = Increments::default();
+            let mut inc = Increments::new(referrer_cap);
             for a in events.iter().filter(|a| fresh.contains(&a.event.event_id)) {
                 inc.add(a.link_id, a.owner_id, &ClickDims::of(a.event), 1);
             }
@@ -350,17 +404,25 @@ impl ClickStore for Db {
         from: i64,
         to: i64,
         include_bots: bool,
+        top: i64,
     ) -> Result<Vec<DimCount>, StoreError> {
+        // The top of each dimension is chosen by the database: only `top` rows per
+        // dimension come back, however many values the range holds.
         let rows: Vec<(String, String, i64)> = crate::on_pool!(self, pool => {
             sqlx::query_as(
-                "SELECT dim, value, CAST(SUM(visits) AS BIGINT) AS n FROM click_dims \
-                 WHERE link_id = $1 AND hour >= $2 AND hour < $3 AND (bot = FALSE OR $4) \
-                 GROUP BY dim, value ORDER BY n DESC, value",
+                "SELECT dim, value, n FROM ( \
+                   SELECT dim, value, CAST(SUM(visits) AS BIGINT) AS n, \
+                     ROW_NUMBER() OVER (PARTITION BY dim ORDER BY SUM(visits) DESC, value) AS r \
+                   FROM click_dims \
+                   WHERE link_id = $1 AND hour >= $2 AND hour < $3 AND (bot = FALSE OR $4) \
+                   GROUP BY dim, value) ranked \
+                 WHERE r <= $5 ORDER BY dim, n DESC, value",
             )
             .bind(link as i64)
             .bind(from)
             .bind(to)
             .bind(include_bots)
+            .bind(top)
             .fetch_all(pool)
             .await?
         });

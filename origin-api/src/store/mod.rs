@@ -5,7 +5,7 @@ mod activation;
 pub use activation::{ActivationPromise, MIN_HEADROOM, SKEW_MARGIN_MS};
 mod bans;
 mod clicks;
-pub use clicks::{ClickDims, Increments};
+pub use clicks::{ClickDims, Increments, OTHER_REFERRERS};
 mod links;
 mod outbox;
 mod segments;
@@ -412,7 +412,14 @@ pub trait ClickStore: Send + Sync + Debug + 'static {
     async fn link_refs_by_id(&self, ids: &[u64]) -> Result<Vec<LinkRef>, StoreError>;
     /// Counts the events whose ids were never counted, in one transaction with claiming
     /// those ids; returns how many were counted.
-    async fn record_clicks(&self, events: &[Attributed<'_>], now: i64) -> Result<u64, StoreError>;
+    /// Counts the events not counted before, at most `referrer_cap` distinct referrer
+    /// hosts per link and hour.
+    async fn record_clicks(
+        &self,
+        events: &[Attributed<'_>],
+        now: i64,
+        referrer_cap: u32,
+    ) -> Result<u64, StoreError>;
     /// Adds counts gathered in memory (the origin's own clicks), in one transaction.
     async fn add_rollups(&self, increments: &Increments) -> Result<(), StoreError>;
     /// Forgets the ids of events received before `before` (Unix ms); returns how many.
@@ -427,12 +434,14 @@ pub trait ClickStore: Send + Sync + Debug + 'static {
         bucket_ms: i64,
     ) -> Result<Vec<Rollup>, StoreError>;
     /// A link's visits in `[from, to)` per dimension value, most first.
+    /// The `top` most visited values of each dimension of a link in `[from, to)`.
     async fn click_dims(
         &self,
         link: u64,
         from: i64,
         to: i64,
         include_bots: bool,
+        top: i64,
     ) -> Result<Vec<DimCount>, StoreError>;
     /// An owner's most visited links in `[from, to)`.
     async fn owner_top_links(
