@@ -8,7 +8,9 @@
 //! versions moving forward; this check catches late and replayed pushes.
 
 use futures_util::future::join_all;
-use shared::sync::{judge, tokens_match, Refusal, SyncBatch, SyncItem, SyncReply, MAX_SYNC_ITEMS};
+use shared::sync::{
+    judge, tokens_match, Refusal, SyncBatch, SyncItem, SyncReply, MAX_SYNC_ITEMS, MIN_TOKEN_BYTES,
+};
 use worker::kv::KvStore;
 use worker::{console_error, Env, Method, Request, Response, Result};
 
@@ -67,6 +69,13 @@ pub(crate) async fn handle(mut req: Request, env: &Env) -> Result<Response> {
             "this worker has no SYNC_TOKEN, so it accepts no pushes",
         );
     };
+    // A guessable token is as good as none: refuse to run with one.
+    if expected.len() < MIN_TOKEN_BYTES {
+        return problem(
+            503,
+            "this worker's SYNC_TOKEN is shorter than 16 bytes, so it accepts no pushes",
+        );
+    }
     let given = req.headers().get("authorization")?.unwrap_or_default();
     let authorized = given
         .strip_prefix("Bearer ")

@@ -407,8 +407,7 @@ fn parse_optional_addr(s: &str) -> Result<OptionalAddr, String> {
         .map_err(|_| format!("{s:?}: give an address such as 127.0.0.1:9464, or off"))
 }
 
-/// The shortest token accepted: 16 bytes (`openssl rand -hex 16` gives 32 characters).
-pub const MIN_TOKEN_BYTES: usize = 16;
+pub use shared::sync::MIN_TOKEN_BYTES;
 
 /// What this process must keep secret. Never a flag, where any user of the machine can
 /// read it in `ps`; each comes from `HOP_<NAME>`, or from the file `HOP_<NAME>_FILE`

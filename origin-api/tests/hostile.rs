@@ -722,3 +722,43 @@ async fn forwarding_headers_from_strangers_are_not_believed() {
     );
     t.cleanup().await;
 }
+
+#[tokio::test]
+async fn text_that_would_deceive_or_break_a_reader_is_refused() {
+    for (api, t) in common::apis("hostile-text").await {
+        let token = api.key("acme", false).await;
+        for (body, field) in [
+            (
+                serde_json::json!({"target_url": "https://e.example/", "title": "pay \u{202E}moc.elpmaxe"}),
+                "title",
+            ),
+            (
+                serde_json::json!({"target_url": "https://e.example/", "title": "line\nbreak"}),
+                "title",
+            ),
+            (
+                serde_json::json!({"target_url": "https://e.example/", "tags": ["a,b"]}),
+                "tags",
+            ),
+            (
+                serde_json::json!({"target_url": "https://e.example/", "tags": ["esc\u{1b}[31m"]}),
+                "tags",
+            ),
+            (
+                serde_json::json!({"target_url": "https://e.example/", "tags": ["\u{2066}x"]}),
+                "tags",
+            ),
+        ] {
+            let res = api.create(&token, body.clone()).await;
+            assert_eq!(res.status, 422, "{body}: {}", res.text);
+            assert_eq!(res.body["field"], field, "{body}");
+        }
+        // A cursor no page gave out, past what an id can be: 422, not 500.
+        let res = api
+            .call_as(&token, "GET", "/v1/links?cursor=1.9223372036854775808")
+            .await;
+        assert_eq!(res.status, 422, "{}", res.text);
+        assert_eq!(res.body["field"], "cursor");
+        t.cleanup().await;
+    }
+}

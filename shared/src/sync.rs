@@ -78,12 +78,23 @@ pub struct SyncReply {
 /// The version a stored value carries, by the kind of its key; `None` for a key Hop does
 /// not write or a value that does not parse.
 pub fn version_of(key: &str, value: &str) -> Option<u64> {
-    #[derive(Deserialize)]
-    struct V {
-        v: u64,
-    }
-    if key.starts_with("l:") || key == DENY_KEY || key.starts_with("cfg:") {
-        serde_json::from_str::<V>(value).ok().map(|x| x.v)
+    // Every value is parsed whole, as the edge will read it: a value that merely
+    // carries a `v` (`{"v":9}`) would otherwise be written and make the link answer
+    // 503, or a denylist unreadable.
+    if let Some(route) = key.strip_prefix("l:") {
+        crate::RouteKey::parse(route)?;
+        let record = crate::EdgeRecord::from_json(value).ok()?;
+        // A live link's target must be one the edge can redirect to.
+        if record.status == crate::LinkStatus::Active
+            && crate::validate_target(&record.target).is_err()
+        {
+            return None;
+        }
+        Some(record.version)
+    } else if key == DENY_KEY {
+        serde_json::from_str::<crate::DenylistSnapshot>(value)
+            .ok()
+            .map(|d| d.v)
     } else if key == ACTIVATION_KEY {
         crate::activation::ActivationMeta::from_json(value)
             .ok()
@@ -125,6 +136,9 @@ pub fn judge(item: &SyncItem, held: Option<&str>) -> Result<(), Refusal> {
         _ => Ok(()),
     }
 }
+
+/// The shortest token either side accepts (`openssl rand -hex 16` gives 32 characters).
+pub const MIN_TOKEN_BYTES: usize = 16;
 
 /// Compares two secrets in time that depends on their lengths only, not on where they
 /// first differ.
@@ -189,6 +203,16 @@ mod tests {
     fn an_item_must_carry_the_version_it_claims_and_a_known_key() {
         assert!(judge(&item("l:s.example/abc", RECORD_V2, 9), None).is_err());
         assert!(judge(&item("elsewhere", RECORD_V2, 2), None).is_err());
+        // Only values the edge can serve: a bare version, a record whose live target is
+        // not a URL, a key that is not a route, a denylist of the wrong shape.
+        assert!(judge(&item("l:s.example/abc", r#"{"v":9}"#, 9), None).is_err());
+        let bad_target = r#"{"t":"not a url","s":"active","r":302,"v":2}"#;
+        assert!(judge(&item("l:s.example/abc", bad_target, 2), None).is_err());
+        let tombstone = r#"{"t":"","s":"deleted","r":302,"v":2}"#;
+        assert_eq!(judge(&item("l:s.example/abc", tombstone, 2), None), Ok(()));
+        assert!(judge(&item("l:no-slash", RECORD_V2, 2), None).is_err());
+        assert!(judge(&item("deny", r#"{"v":3,"codes":"x"}"#, 3), None).is_err());
+        assert!(judge(&item("cfg:s.example", r#"{"v":1}"#, 1), None).is_err());
         assert!(judge(&item("l:s.example/abc", "{}", 0), None).is_err());
     }
 

@@ -121,6 +121,25 @@ pub async fn export(
     Ok(written)
 }
 
+/// A cell a spreadsheet would run as a formula (`=HYPERLINK(…)`, `+`, `-`, `@`, or a
+/// leading tab or carriage return) gets a leading `'`, which spreadsheets show as text
+/// and `import` takes off again (OWASP's advice for CSV injection).
+pub fn neutralized(cell: &str) -> String {
+    if cell.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{cell}")
+    } else {
+        cell.to_owned()
+    }
+}
+
+/// What `import` makes of a cell `export` wrote: [`neutralized`] undone.
+pub fn unneutralized(cell: String) -> String {
+    match cell.strip_prefix('\'') {
+        Some(rest) if rest.starts_with(['=', '+', '-', '@', '\t', '\r']) => rest.to_owned(),
+        _ => cell,
+    }
+}
+
 fn csv_row(link: &LinkView) -> Vec<String> {
     vec![
         link.domain.clone(),
@@ -129,8 +148,8 @@ fn csv_row(link: &LinkView) -> Vec<String> {
         link.status.as_str().to_owned(),
         link.redirect.to_string(),
         link.expires_at.clone().unwrap_or_default(),
-        link.title.clone().unwrap_or_default(),
-        link.tags.join(","),
+        neutralized(link.title.as_deref().unwrap_or_default()),
+        neutralized(&link.tags.join(",")),
         link.forward_query.to_string(),
         serde_json::to_value(link.code_kind)
             .ok()
@@ -140,4 +159,26 @@ fn csv_row(link: &LinkView) -> Vec<String> {
         link.created_at.clone(),
         link.updated_at.clone(),
     ]
+}
+
+#[cfg(test)]
+mod neutralizing {
+    use super::*;
+
+    #[test]
+    fn formulas_are_exported_as_text_and_imported_as_they_were() {
+        for formula in [
+            "=HYPERLINK(\"http://evil\",\"x\")",
+            "+1",
+            "-2",
+            "@SUM(A1)",
+            "\tx",
+        ] {
+            let cell = neutralized(formula);
+            assert!(cell.starts_with('\''), "{cell}");
+            assert_eq!(unneutralized(cell), formula);
+        }
+        assert_eq!(neutralized("Spring sale"), "Spring sale");
+        assert_eq!(unneutralized("'quoted".into()), "'quoted");
+    }
 }

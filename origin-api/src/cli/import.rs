@@ -444,7 +444,7 @@ fn row_body(
             _ => Err(format!("forward_query: {v:?} is neither true nor false")),
         })
         .transpose()?;
-    let tags = cell("tags").map(|v| {
+    let tags = cell("tags").map(super::export::unneutralized).map(|v| {
         v.split(',')
             .map(str::trim)
             .filter(|t| !t.is_empty())
@@ -457,7 +457,7 @@ fn row_body(
         code: cell("code"),
         expires_at: cell("expires_at"),
         redirect,
-        title: cell("title"),
+        title: cell("title").map(super::export::unneutralized),
         tags,
         forward_query,
     })

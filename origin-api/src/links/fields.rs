@@ -78,9 +78,26 @@ pub(crate) fn redirect(code: u16) -> Result<RedirectStatus, AppError> {
     RedirectStatus::try_from(code).map_err(|e| AppError::invalid("redirect", e))
 }
 
+/// Characters no title or tag may hold: control characters (a newline in a CSV cell, a
+/// terminal escape in the CLI's output) and the bidirectional controls that make text
+/// display other than it reads (`\u{202E}` turns `moc.elpmaxe` into `example.com`).
+fn unsafe_char(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+        )
+}
+
 /// A title; empty means none.
 pub(crate) fn title(raw: Option<String>) -> Result<Option<String>, AppError> {
     let title = raw.filter(|t| !t.is_empty());
+    if title.as_ref().is_some_and(|t| t.chars().any(unsafe_char)) {
+        return Err(AppError::invalid(
+            "title",
+            "control and bidirectional-override characters are not allowed",
+        ));
+    }
     if title
         .as_ref()
         .is_some_and(|t| t.chars().count() > MAX_TITLE_CHARS)
@@ -107,6 +124,16 @@ pub(crate) fn tags(tags: Vec<String>) -> Result<Vec<String>, AppError> {
         return Err(AppError::invalid(
             "tags",
             format!("{bad:?}: a tag has 1 to {MAX_TAG_CHARS} characters"),
+        ));
+    }
+    // A comma would split the tag in two in a CSV export and its import.
+    if let Some(bad) = tags
+        .iter()
+        .find(|t| t.contains(',') || t.chars().any(unsafe_char))
+    {
+        return Err(AppError::invalid(
+            "tags",
+            format!("{bad:?}: a tag holds no comma, control or bidirectional-override character"),
         ));
     }
     Ok(tags)

@@ -93,7 +93,9 @@ fn encode_cursor(created_at: i64, link_id: u64) -> String {
 
 fn decode_cursor(cursor: &str) -> Option<(i64, u64)> {
     let (at, id) = cursor.split_once('.')?;
-    Some((at.parse().ok()?, id.parse().ok()?))
+    // Link ids are stored as BIGINT: a larger one was never given out.
+    let id: i64 = id.parse().ok()?;
+    Some((at.parse().ok()?, u64::try_from(id).ok()?))
 }
 
 #[cfg(test)]
@@ -108,6 +110,12 @@ mod tests {
         );
         assert_eq!(decode_cursor("42"), None);
         assert_eq!(decode_cursor("a.b"), None);
+        assert_eq!(
+            decode_cursor("1.9223372036854775808"),
+            None,
+            "past i64::MAX"
+        );
+        assert_eq!(decode_cursor("1.-1"), None);
         let bad = ListFilter::new(
             "o",
             ListParams {
