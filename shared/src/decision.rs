@@ -14,22 +14,32 @@ use url::Url;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PreparedRecord {
     pub record: EdgeRecord,
-    /// `None`: the target does not parse (a corrupt copy).
+    /// The target parsed, when it is an http(s) URL exactly as the `url` crate writes
+    /// it (every target the origin stores). Anything else (a corrupt copy) is `None`
+    /// and decided from the stored text, exactly as the edge decides it: fuzzing found a
+    /// copy with a target of another scheme that this path redirected to and the
+    /// edge's refused.
     target: Option<Url>,
 }
 
 impl PreparedRecord {
     pub fn new(record: EdgeRecord) -> Self {
-        let target = Url::parse(&record.target).ok();
+        let target = Url::parse(&record.target).ok().filter(|url| {
+            url.as_str() == record.target && VisitUrl::from_serialized(url.as_str()).is_some()
+        });
         PreparedRecord { record, target }
+    }
+
+    fn decided_target(&self) -> Target<'_> {
+        match &self.target {
+            Some(url) => Target::Parsed(url),
+            None => Target::Stored(&self.record.target),
+        }
     }
 
     /// The target's host, as host bans match it (empty for a corrupt target).
     pub fn target_host(&self) -> &str {
-        self.target
-            .as_ref()
-            .and_then(Url::host_str)
-            .unwrap_or_default()
+        self.decided_target().host().unwrap_or_default()
     }
 }
 
@@ -197,7 +207,7 @@ pub fn decide_prepared(
     deny: &Denylist,
     settings: &DomainSettings,
 ) -> Decision {
-    let parsed = || prepared.and_then(|p| p.target.as_ref()).map(Target::Parsed);
+    let parsed = || prepared.map(PreparedRecord::decided_target);
     decide_with(visit, prepared.map(|p| &p.record), parsed, deny, settings)
 }
 
@@ -210,9 +220,9 @@ enum Target<'u> {
     Stored(&'u str),
 }
 
-impl Target<'_> {
+impl<'u> Target<'u> {
     /// The host, as host bans match it; `None` for a corrupt target.
-    fn host(&self) -> Option<&str> {
+    fn host(&self) -> Option<&'u str> {
         match self {
             Target::Parsed(url) => url.host_str(),
             Target::Stored(text) => VisitUrl::from_serialized(text).map(|v| v.host),
@@ -360,6 +370,17 @@ mod tests {
             codes: codes.iter().map(|s| s.to_string()).collect(),
             hosts: hosts.iter().map(|s| s.to_string()).collect(),
         })
+    }
+
+    #[test]
+    fn a_corrupt_target_is_never_a_location_either_way() {
+        // Found by fuzzing: the origin's prepared path parsed any scheme and redirected
+        // where the edge refused. `run` checks both paths decide alike.
+        for target in ["javascript:alert(1)", "httzs://e.example/a", "data:text/html,x"] {
+            let d = run(Some(&active(target)), Method::Get, None, &Denylist::default());
+            assert_eq!(d.header("location"), None, "{target}");
+            assert!(!(300..400).contains(&d.status), "{target}: {}", d.status);
+        }
     }
 
     #[test]

@@ -35,6 +35,8 @@ impl From<DenylistSnapshot> for Denylist {
                 .hosts
                 .into_iter()
                 .map(|h| h.trim_end_matches('.').to_ascii_lowercase())
+                // An empty ban names no host (found by fuzzing: it "blocked" `.` alone).
+                .filter(|h| !h.is_empty())
                 .collect(),
         }
     }

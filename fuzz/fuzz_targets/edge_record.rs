@@ -1,0 +1,51 @@
+//! A stored edge record, as KV may hold it (or as a corrupted copy): parsed and decided
+//! for a visit without a panic, and a record that parses survives its own round trip.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use shared::{decide, Denylist, DomainSettings, EdgeRecord, Method, RouteKey, Visit};
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(raw) = std::str::from_utf8(data) else {
+        return;
+    };
+    let (json, query) = raw.split_once('\u{0}').unwrap_or((raw, ""));
+    let Ok(record) = EdgeRecord::from_json(json) else {
+        return;
+    };
+    assert_eq!(
+        EdgeRecord::from_json(&record.to_json()).ok().as_ref(),
+        Some(&record)
+    );
+    let Some(route) = RouteKey::new("s.example", "abc1234") else {
+        return;
+    };
+    for method in [Method::Get, Method::Head] {
+        let visit = Visit {
+            method,
+            route: &route,
+            query: Some(query),
+            now: 1_800_000_000,
+        };
+        let d = decide(
+            &visit,
+            Some(&record),
+            &Denylist::default(),
+            &DomainSettings::default(),
+        );
+        // A redirect always says where to, and only to an http(s) URL.
+        if (300..400).contains(&d.status) {
+            let location = d.header("location").expect("a Location");
+            assert!(location.starts_with("http://") || location.starts_with("https://"));
+        }
+        let prepared = shared::PreparedRecord::new(record.clone());
+        let p = shared::decide_prepared(
+            &visit,
+            Some(&prepared),
+            &Denylist::default(),
+            &DomainSettings::default(),
+        );
+        assert_eq!(p.status, d.status, "both ways decide alike");
+        assert_eq!(p.header("location"), d.header("location"));
+    }
+});
