@@ -2,7 +2,7 @@
 //! a person can act on. Server-side failures are logged and answered without internals.
 
 use crate::store::StoreError;
-use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
@@ -220,6 +220,15 @@ impl From<JsonRejection> for AppError {
                 AppError::UnsupportedMediaType("send Content-Type: application/json".into())
             }
             other => AppError::BadRequest(other.body_text()),
+        }
+    }
+}
+
+impl From<PathRejection> for AppError {
+    fn from(rejection: PathRejection) -> Self {
+        AppError::Invalid {
+            field: "path",
+            detail: rejection.body_text(),
         }
     }
 }

@@ -376,8 +376,17 @@ mod tests {
     fn a_corrupt_target_is_never_a_location_either_way() {
         // Found by fuzzing: the origin's prepared path parsed any scheme and redirected
         // where the edge refused. `run` checks both paths decide alike.
-        for target in ["javascript:alert(1)", "httzs://e.example/a", "data:text/html,x"] {
-            let d = run(Some(&active(target)), Method::Get, None, &Denylist::default());
+        for target in [
+            "javascript:alert(1)",
+            "httzs://e.example/a",
+            "data:text/html,x",
+        ] {
+            let d = run(
+                Some(&active(target)),
+                Method::Get,
+                None,
+                &Denylist::default(),
+            );
             assert_eq!(d.header("location"), None, "{target}");
             assert!(!(300..400).contains(&d.status), "{target}: {}", d.status);
         }

@@ -46,11 +46,17 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
 /// Parses `If-Match: "<version>"`.
 pub fn parse_if_match(value: Option<&str>) -> Result<u64, AppError> {
     let value = value.ok_or(AppError::PreconditionRequired)?;
-    value
-        .trim()
+    let trimmed = value.trim();
+    // The ETag as sent, quoted; a bare version is taken too (clients often drop the
+    // quotes), and means the same.
+    trimmed
         .strip_prefix('"')
         .and_then(|v| v.strip_suffix('"'))
-        .and_then(|v| v.parse().ok())
+        .unwrap_or(trimmed)
+        .parse::<u64>()
+        .ok()
+        // Versions are stored as BIGINT: a larger one was never handed out.
+        .filter(|v| i64::try_from(*v).is_ok())
         .ok_or_else(|| {
             AppError::BadRequest(format!(
                 "If-Match must be a version in quotes, like \"3\"; got {value}"

@@ -1,13 +1,13 @@
 //! `/v1/bans`: trust & safety. Admin keys only.
 
 use super::body::ApiJson;
-use super::links::ApiQuery;
+use super::links::{ApiPath, ApiQuery};
 use crate::auth::Caller;
 use crate::bans::{BanView, CreateBan};
 use crate::error::{AppError, Problem};
 use crate::store::{now_ms, BanStore, LiftOutcome};
 use crate::AppState;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde::Deserialize;
@@ -73,7 +73,7 @@ pub(crate) async fn list(
 pub(crate) async fn lift(
     State(state): State<AppState>,
     caller: Caller,
-    Path(id): Path<i64>,
+    ApiPath(id): ApiPath<i64>,
 ) -> Result<StatusCode, AppError> {
     admin(&caller)?;
     let outcome = state.db.lift_ban(id, now_ms()).await?;

@@ -2,9 +2,10 @@
 //! (`HOP_EDGE_TOKEN`, the worker's `ORIGIN_TOKEN`), not by an API key.
 
 use super::body::{ApiJson, CLICKS_BODY_LIMIT};
+use super::links::ApiPath;
 use crate::error::{AppError, Problem};
 use crate::AppState;
-use axum::extract::{FromRequestParts, Path, State};
+use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -60,7 +61,7 @@ impl FromRequestParts<AppState> for EdgeCaller {
 pub(crate) async fn resolve(
     State(state): State<AppState>,
     _edge: EdgeCaller,
-    Path((domain, code)): Path<(String, String)>,
+    ApiPath((domain, code)): ApiPath<(String, String)>,
 ) -> Result<Response, AppError> {
     state.metrics.edge_resolves.inc();
     let domain = shared::normalize_domain(&domain).map_err(|_| AppError::NotFound)?;

@@ -10,7 +10,7 @@ use crate::links::{
 };
 use crate::store::LinkStore;
 use crate::AppState;
-use axum::extract::{FromRequestParts, Path, State};
+use axum::extract::{FromRequestParts, State};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -126,6 +126,11 @@ fn with_location(mut res: Response, domain: &str, code: &str) -> Response {
 #[from_request(via(axum::extract::Query), rejection(AppError))]
 pub(crate) struct ApiQuery<T>(pub(crate) T);
 
+/// Path parameters whose rejections (an id that is not a number) are problem documents.
+#[derive(Debug, FromRequestParts)]
+#[from_request(via(axum::extract::Path), rejection(AppError))]
+pub(crate) struct ApiPath<T>(pub(crate) T);
+
 /// `GET /v1/links?domain=&tag=&status=&cursor=&limit=`: the caller's links, newest first.
 #[utoipa::path(get, path = "/v1/links", operation_id = "list_links", tag = "links", params(ListParams),
     responses(
@@ -157,7 +162,7 @@ pub(crate) async fn list(
 pub(crate) async fn read(
     State(state): State<AppState>,
     caller: Caller,
-    Path((domain, code)): Path<(String, String)>,
+    ApiPath((domain, code)): ApiPath<(String, String)>,
 ) -> Result<Response, AppError> {
     let link = owned_link(&state, &caller.owner_id, &domain, &code).await?;
     Ok(link_response(StatusCode::OK, &link))
@@ -166,7 +171,7 @@ pub(crate) async fn read(
 /// `PATCH /v1/links/{domain}/{code}` with `If-Match: "<version>"`.
 #[utoipa::path(patch, path = "/v1/links/{domain}/{code}", operation_id = "update_link", tag = "links",
     params(("domain" = String, Path), ("code" = String, Path),
-        ("If-Match" = String, Header, description = "The version read, as its ETag: \"3\"")),
+        ("If-Match" = Option<String>, Header, description = "The version read, as its ETag: \"3\". Required: without it the answer is 428")),
     request_body = UpdateLink,
     responses(
         (status = 200, description = "The changed link, version bumped", body = LinkView, headers(("ETag" = String))),
@@ -178,7 +183,7 @@ pub(crate) async fn read(
 pub(crate) async fn update(
     State(state): State<AppState>,
     caller: Caller,
-    Path((domain, code)): Path<(String, String)>,
+    ApiPath((domain, code)): ApiPath<(String, String)>,
     headers: HeaderMap,
     ApiJson(changes): ApiJson<UpdateLink>,
 ) -> Result<Response, AppError> {
@@ -200,7 +205,7 @@ pub(crate) async fn update(
 pub(crate) async fn delete(
     State(state): State<AppState>,
     caller: Caller,
-    Path((domain, code)): Path<(String, String)>,
+    ApiPath((domain, code)): ApiPath<(String, String)>,
     headers: HeaderMap,
 ) -> Result<StatusCode, AppError> {
     let expected = match headers.get(header::IF_MATCH) {

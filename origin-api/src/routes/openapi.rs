@@ -35,7 +35,7 @@ use utoipa::{Modify, OpenApi};
         openapi,
         redirect::redirect,
     ),
-    modifiers(&BearerKey),
+    modifiers(&BearerKey, &CommonResponses),
     tags(
         (name = "links", description = "Marketers' links, isolated per owner"),
         (name = "stats", description = "Clicks on the caller's links: time series, top dimensions, account summary"),
@@ -71,6 +71,80 @@ impl Modify for BearerKey {
             "metrics_token",
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
         );
+    }
+}
+
+/// The answers every `/v1` operation can give besides its own, added to each so that
+/// the description names every status the API sends (schemathesis checks it does):
+/// a throttled guesser's 429 and an unreachable database's 503 anywhere; 400, 413, 415
+/// and 422 wherever a body is read; 400 and 422 wherever parameters are.
+struct CommonResponses;
+
+impl Modify for CommonResponses {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+        let problem = |description: &str| {
+            ResponseBuilder::new()
+                .description(description)
+                .content(
+                    "application/problem+json",
+                    ContentBuilder::new()
+                        .schema(Some(Ref::from_schema_name("Problem")))
+                        .build(),
+                )
+                .build()
+        };
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            if !path.starts_with("/v1/") {
+                continue;
+            }
+            let operations = [
+                &mut item.get,
+                &mut item.post,
+                &mut item.patch,
+                &mut item.delete,
+                &mut item.put,
+            ];
+            for operation in operations.into_iter().flatten() {
+                // The shapes of the headers the API parses itself.
+                for parameter in operation.parameters.iter_mut().flatten() {
+                    let pattern = match parameter.name.as_str() {
+                        "If-Match" => r#"^("[0-9]{1,18}"|[0-9]{1,18})$"#,
+                        "Idempotency-Key" => "^[!-~]{1,255}$",
+                        _ => continue,
+                    };
+                    parameter.schema = Some(
+                        utoipa::openapi::ObjectBuilder::new()
+                            .schema_type(utoipa::openapi::schema::Type::String)
+                            .pattern(Some(pattern))
+                            .into(),
+                    );
+                }
+                let mut add = |status: &str, description: &str| {
+                    operation
+                        .responses
+                        .responses
+                        .entry(status.to_owned())
+                        .or_insert_with(|| problem(description).into());
+                };
+                add("401", "no valid credentials");
+                add(
+                    "429",
+                    "too many failed authentications from this address; see Retry-After",
+                );
+                add("503", "the database cannot answer now; see Retry-After");
+                if operation.request_body.is_some() {
+                    add("400", "malformed JSON");
+                    add("413", "body too large (the detail names the limit)");
+                    add("415", "not JSON");
+                    add("422", "a field is invalid (the problem names it)");
+                }
+                if operation.parameters.as_ref().is_some_and(|p| !p.is_empty()) {
+                    add("400", "a malformed header (such as If-Match)");
+                    add("422", "a parameter is invalid (the problem names it)");
+                }
+            }
+        }
     }
 }
 

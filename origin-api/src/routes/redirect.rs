@@ -14,9 +14,12 @@ use shared::{
 
 /// Answers every path the API does not claim.
 #[utoipa::path(get, path = "/{code}", operation_id = "redirect", tag = "redirect",
-    params(("code" = String, Path), ("Host" = String, Header, description = "The short domain (the origin's default domain when it is not one of Hop's)")),
+    params(("code" = String, Path), ("Host" = Option<String>, Header, description = "The short domain; without one, or with an address, the origin's default domain. A host this origin does not serve is 404")),
     responses(
-        (status = 301, description = "Moved permanently (also 302, 307, 308 as the link says); `Location` is the target, with the visitor's query merged when the link forwards it"),
+        (status = 301, description = "Moved permanently, as the link says; `Location` is the target, with the visitor's query merged when the link forwards it"),
+        (status = 302, description = "Found (the default)"),
+        (status = 307, description = "Temporary redirect, as the link says"),
+        (status = 308, description = "Permanent redirect, as the link says"),
         (status = 403, description = "Banned: a short notice, never a Location"),
         (status = 404, description = "No such link, or disabled"),
         (status = 405, description = "Neither GET nor HEAD"),

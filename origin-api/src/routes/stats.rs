@@ -1,13 +1,13 @@
 //! `/v1/links/{domain}/{code}/stats` and `/v1/stats`: what marketers' links did.
 
-use super::links::ApiQuery;
+use super::links::{ApiPath, ApiQuery};
 use crate::auth::Caller;
 use crate::clicks::stats::{link_stats, owner_stats, LinkStats, OwnerStats, Range, StatsParams};
 use crate::error::{AppError, Problem};
 use crate::links::owned_link;
 use crate::store::now_ms;
 use crate::AppState;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::Json;
 
 /// `GET /v1/links/{domain}/{code}/stats`: a link's visits over time and its top
@@ -24,7 +24,7 @@ use axum::Json;
 pub(crate) async fn link(
     State(state): State<AppState>,
     caller: Caller,
-    Path((domain, code)): Path<(String, String)>,
+    ApiPath((domain, code)): ApiPath<(String, String)>,
     ApiQuery(params): ApiQuery<StatsParams>,
 ) -> Result<Json<LinkStats>, AppError> {
     let range = Range::new(&params, now_ms())?;
