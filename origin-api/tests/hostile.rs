@@ -39,6 +39,15 @@ impl Served {
     fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
+
+    /// A new API key of `acme`: its record (for its id) and its token.
+    async fn key(&self) -> (origin_api::keys::ApiKey, String) {
+        let (k, token) = origin_api::keys::issue("acme", "k", false, 0).expect("key");
+        origin_api::store::LinkStore::insert_key(&self.state.db, &k)
+            .await
+            .expect("insert key");
+        (k, token)
+    }
 }
 
 /// Everything the server sends until it closes the connection, or `None` if it is still
@@ -134,14 +143,7 @@ async fn an_idle_keep_alive_connection_is_closed() {
 async fn past_the_in_flight_cap_a_request_gets_503_at_once() {
     let t = TestDb::sqlite().await;
     let s = serve(&t, &["--max-in-flight", "1"]).await;
-    let key = s.state.clone();
-    let token = {
-        let (k, token) = origin_api::keys::issue("acme", "k", false, 0).expect("key");
-        origin_api::store::LinkStore::insert_key(&key.db, &k)
-            .await
-            .expect("insert key");
-        token
-    };
+    let (_, token) = s.key().await;
     // A request that holds its slot: its body is announced and never sent.
     let mut holder = TcpStream::connect(s.addr).await.expect("connect");
     holder
@@ -199,10 +201,7 @@ fn realistic_bulk(n: usize) -> String {
 async fn body_limits_are_per_route_and_the_413_names_the_real_one() {
     let t = TestDb::sqlite().await;
     let s = serve(&t, &[]).await;
-    let (k, token) = origin_api::keys::issue("acme", "k", false, 0).expect("key");
-    origin_api::store::LinkStore::insert_key(&s.state.db, &k)
-        .await
-        .expect("insert key");
+    let (_, token) = s.key().await;
     let client = reqwest::Client::new();
     let post = |path: &str, body: String| {
         client
@@ -265,10 +264,7 @@ async fn body_limits_are_per_route_and_the_413_names_the_real_one() {
 async fn a_starved_api_pool_does_not_stop_redirects_or_authentication() {
     for t in TestDb::all("starved-pool").await {
         let s = serve(&t, &[]).await;
-        let (k, token) = origin_api::keys::issue("acme", "k", false, 0).expect("key");
-        origin_api::store::LinkStore::insert_key(&s.state.db, &k)
-            .await
-            .expect("insert key");
+        let (_, token) = s.key().await;
         let client = no_redirects();
         let res = client
             .post(s.url("/v1/links"))
@@ -366,10 +362,7 @@ async fn a_visit_that_cannot_get_a_connection_is_told_to_retry() {
 async fn hosts_this_origin_does_not_serve_cost_no_database_read() {
     for t in TestDb::all("unknown-hosts").await {
         let s = serve(&t, &[]).await;
-        let (k, token) = origin_api::keys::issue("acme", "k", false, 0).expect("key");
-        origin_api::store::LinkStore::insert_key(&s.state.db, &k)
-            .await
-            .expect("insert key");
+        let (_, token) = s.key().await;
         let client = no_redirects();
         for (domain, code) in [("s.example", "on-default"), ("other.example", "on-other")] {
             let res = client
@@ -628,10 +621,7 @@ async fn guessed_keys_are_throttled_per_client_and_a_valid_key_is_not() {
         ],
     )
     .await;
-    let (k, token) = origin_api::keys::issue("acme", "k", false, 0).expect("key");
-    origin_api::store::LinkStore::insert_key(&s.state.db, &k)
-        .await
-        .expect("insert key");
+    let (k, token) = s.key().await;
     let client = no_redirects();
     let list = |token: String, client_ip: &'static str| {
         client

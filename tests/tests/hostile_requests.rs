@@ -94,14 +94,20 @@ async fn run(port: u16, cases: Vec<Case>) -> usize {
     n
 }
 
-#[tokio::test]
-async fn every_hostile_request_gets_its_exact_answer_at_the_origin_and_the_edge() {
+/// An origin publishing to a `wrangler dev` that asks it about new links, and a key.
+async fn wired() -> (tempfile::TempDir, hop_e2e::Edge, Origin, u16, String) {
     let dir = tempfile::tempdir().expect("temp dir");
     let origin_port = free_port();
     let edge = wired_edge(origin_port).await;
     let env = origin_env(dir.path(), Some(&edge));
     let key = api_key(&env, "e2e", false);
     let origin = Origin::start(origin_port, &env, dir.path().join("origin.log")).await;
+    (dir, edge, origin, origin_port, key)
+}
+
+#[tokio::test]
+async fn every_hostile_request_gets_its_exact_answer_at_the_origin_and_the_edge() {
+    let (_dir, edge, origin, origin_port, key) = wired().await;
     let edge_port: u16 = edge
         .url("")
         .rsplit(':')
@@ -219,12 +225,7 @@ async fn counted(origin: &Origin, key: &str, code: &str) -> i64 {
 
 #[tokio::test]
 async fn one_visitors_flood_is_answered_but_counted_only_up_to_its_budget() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let origin_port = free_port();
-    let edge = wired_edge(origin_port).await;
-    let env = origin_env(dir.path(), Some(&edge));
-    let key = api_key(&env, "e2e", false);
-    let origin = Origin::start(origin_port, &env, dir.path().join("origin.log")).await;
+    let (_dir, edge, origin, _, key) = wired().await;
     for code in ["flooded-link", "marker-link"] {
         let res = client()
             .post(origin.url("/v1/links"))
