@@ -3,9 +3,13 @@
 //!
 //! `axum::serve` installs no timer, so hyper's header-read timeout never fires there,
 //! and it offers no limit on connections or header size. This loop is axum's, with:
-//! - a deadline for each request's head, which also closes an idle keep-alive connection
-//!   (hyper starts the clock as soon as it waits for the next request), so a client
-//!   trickling one byte a second holds a connection for at most that long;
+//! - a deadline for each request's head, which also closes an idle keep-alive connection:
+//!   a connection waiting for a request (since it opened, or since its last response was
+//!   written) is closed once it has waited [`Limits::header_read_timeout`], however it
+//!   trickles; one busy with a request is closed after [`Limits::max_busy`] (a body that
+//!   never arrives, an answer never read). A watchdog per connection checks once a second ([`Watch`]):
+//!   hyper's own header timeout re-armed a timer for every request, which cost about a
+//!   seventh of a cached redirect's CPU (`scripts/bench-redirect`);
 //! - at most [`Limits::max_header_bytes`] of request line and headers (431 beyond);
 //! - at most [`Limits::max_connections`] open connections: past it, the loop stops
 //!   accepting and the kernel's backlog holds newcomers until one closes;
@@ -13,7 +17,7 @@
 
 use axum::extract::ConnectInfo;
 use axum::Router;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -31,6 +35,9 @@ pub struct Limits {
     pub max_header_bytes: usize,
     /// Connections open at once.
     pub max_connections: usize,
+    /// The longest one request may keep its connection busy: reading its body, writing
+    /// its answer to a client that reads slowly or not at all.
+    pub max_busy: Duration,
 }
 
 impl Default for Limits {
@@ -39,7 +46,91 @@ impl Default for Limits {
             header_read_timeout: Duration::from_secs(10),
             max_header_bytes: 16 * 1024,
             max_connections: 10_000,
+            max_busy: MAX_BUSY,
         }
+    }
+}
+
+/// How often each connection's watchdog looks: deadlines hold to within this.
+const WATCH_EVERY: Duration = Duration::from_secs(1);
+/// The longest a connection may be busy with one request by default, reading its body
+/// and writing its answer: past the API's request timeout (30 s), with room for a large
+/// export.
+pub const MAX_BUSY: Duration = Duration::from_secs(120);
+
+/// A connection's state for its watchdog: waiting for a request since some moment, or
+/// busy with one since some moment (the top bit), in milliseconds of the process's
+/// clock. Two atomic stores per request, no timer.
+#[derive(Debug)]
+struct Watch {
+    state: std::sync::atomic::AtomicU64,
+}
+
+const BUSY_BIT: u64 = 1 << 63;
+
+fn clock_ms() -> u64 {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let epoch = EPOCH.get_or_init(std::time::Instant::now);
+    u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX >> 1)
+}
+
+impl Watch {
+    fn new() -> Self {
+        Watch {
+            state: std::sync::atomic::AtomicU64::new(clock_ms()),
+        }
+    }
+
+    fn busy(&self) {
+        self.state
+            .store(clock_ms() | BUSY_BIT, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn waiting(&self) {
+        self.state
+            .store(clock_ms(), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the connection has waited longer than `head` for a request, or been busy
+    /// with one longer than `busy`.
+    fn overdue(&self, head: Duration, busy: Duration) -> bool {
+        let state = self.state.load(std::sync::atomic::Ordering::Relaxed);
+        let since = state & !BUSY_BIT;
+        let limit = if state & BUSY_BIT != 0 { busy } else { head };
+        clock_ms().saturating_sub(since) > u64::try_from(limit.as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+/// A response body that marks its connection as waiting again once it is dropped (hyper
+/// drops it when the last byte is written, or the write failed).
+struct Finished {
+    body: axum::body::Body,
+    watch: Arc<Watch>,
+}
+
+impl Drop for Finished {
+    fn drop(&mut self) {
+        self.watch.waiting();
+    }
+}
+
+impl http_body::Body for Finished {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
     }
 }
 
@@ -57,8 +148,8 @@ pub async fn serve(
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let (closing, closed) = watch::channel(false);
     let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read_timeout)
+    // The watchdog keeps the deadlines; hyper needs no timer of its own.
+    http.header_read_timeout(None::<Duration>)
         .max_header_size(limits.max_header_bytes)
         // The buffer holds a head and then a body's chunks; twice the head limit keeps a
         // read of a body as cheap as before without letting a head grow past its limit.
@@ -89,25 +180,45 @@ pub async fn serve(
             },
         };
         let _ = stream.set_nodelay(true);
-        let service =
-            router
-                .clone()
-                .map_request(move |req: axum::http::Request<hyper::body::Incoming>| {
-                    let mut req = req.map(axum::body::Body::new);
-                    req.extensions_mut().insert(ConnectInfo(peer));
-                    req
-                });
+        let watch = Arc::new(Watch::new());
+        let (began, ended) = (watch.clone(), watch.clone());
+        let service = router
+            .clone()
+            .map_request(move |req: axum::http::Request<hyper::body::Incoming>| {
+                began.busy();
+                let mut req = req.map(axum::body::Body::new);
+                req.extensions_mut().insert(ConnectInfo(peer));
+                req
+            })
+            .map_response(move |res: axum::response::Response| {
+                // Waiting again once the whole answer is written (its body dropped).
+                let ended = ended.clone();
+                res.map(move |body| axum::body::Body::new(Finished { body, watch: ended }))
+            });
         let http = http.clone();
         let mut closed = closed.clone();
+        let (header_read_timeout, max_busy) = (limits.header_read_timeout, limits.max_busy);
         tokio::spawn(async move {
             let conn =
                 http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
             tokio::pin!(conn);
-            tokio::select! {
-                _ = conn.as_mut() => {}
-                _ = async { closed.wait_for(|c| *c).await.map(|_| ()) } => {
-                    conn.as_mut().graceful_shutdown();
-                    let _ = conn.await;
+            let mut tick = tokio::time::interval(WATCH_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut draining = false;
+            loop {
+                tokio::select! {
+                    _ = conn.as_mut() => break,
+                    _ = tick.tick() => {
+                        if watch.overdue(header_read_timeout, max_busy) {
+                            // Dropping the connection closes it: a client that sends no
+                            // complete head, or reads no answer, holds nothing longer.
+                            break;
+                        }
+                    }
+                    _ = async { closed.wait_for(|c| *c).await.map(|_| ()) }, if !draining => {
+                        draining = true;
+                        conn.as_mut().graceful_shutdown();
+                    }
                 }
             }
             drop(slot);

@@ -752,3 +752,47 @@ async fn text_that_would_deceive_or_break_a_reader_is_refused() {
         t.cleanup().await;
     }
 }
+
+#[tokio::test]
+async fn a_request_whose_body_never_comes_is_cut_off_when_busy_too_long() {
+    let t = TestDb::sqlite().await;
+    let state = app_state_with(&t, &[]);
+    let (k, token) = origin_api::keys::issue("acme", "k", false, 0).expect("key");
+    origin_api::store::LinkStore::insert_key(&state.db, &k)
+        .await
+        .expect("insert key");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let limits = origin_api::server::Limits {
+        max_busy: Duration::from_secs(1),
+        ..Default::default()
+    };
+    let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(origin_api::server::serve(
+        listener,
+        origin_api::routes::router(state),
+        limits,
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    // The head arrives, the body it announces never does: without the watchdog this
+    // holds the connection until the API's 30 s request timeout (and a client that
+    // never reads its answer, for ever).
+    let mut stuck = TcpStream::connect(addr).await.expect("connect");
+    let head = format!(
+        "POST /v1/links HTTP/1.1\r\nHost: s.example\r\nContent-Type: application/json\r\n\
+         Authorization: Bearer {token}\r\nContent-Length: 100\r\n\r\n{{"
+    );
+    stuck.write_all(head.as_bytes()).await.expect("write");
+    let got = read_until_closed(&mut stuck, Duration::from_secs(10)).await;
+    // Closed without an answer: the request never completed.
+    assert_eq!(
+        got.as_deref(),
+        Some(""),
+        "a busy connection was held for 10 s"
+    );
+    t.cleanup().await;
+}
