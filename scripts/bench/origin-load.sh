@@ -36,13 +36,17 @@ PY
 # origin_load_lua DIR: writes DIR/random.lua. Its arguments: a file of codes, "in-turn"
 # or "random", and optionally "browser" (send a browser's User-Agent and a Referer). It
 # prints "RESULT requests duration_us p50_us p99_us socket_errors non_2xx_3xx".
+# DIR/once.lua is the same with "once": in turn, and the thread stops as soon as every
+# code has been answered, a pass by count, not by time (wrk still waits out -d, so the
+# duration it reports is only the cap). Run it with one thread (-t1).
 origin_load_lua() {
   cat >"$1/random.lua" <<'LUA'
 local codes = {}
-local in_turn, next_code = false, 0
+local in_turn, once, next_code, answered = false, false, 0, 0
 init = function(args)
   for line in io.lines(args[1]) do codes[#codes + 1] = "/" .. line end
-  in_turn = args[2] == "in-turn"
+  once = args[2] == "once"
+  in_turn = args[2] == "in-turn" or once
   if args[3] == "browser" then
     -- What a browser sends, so that a click has its user agent and referrer to reduce.
     wrk.headers["User-Agent"] = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36"
@@ -63,6 +67,13 @@ done = function(summary, latency, requests)
   io.write(string.format("RESULT %d %d %d %d %d %d\n", summary.requests, summary.duration,
     latency:percentile(50), latency:percentile(99), summary.errors.connect + summary.errors.read
     + summary.errors.write + summary.errors.timeout, summary.errors.status))
+end
+LUA
+  # Counting answers costs wrk a call per response, so only the pass by count has it.
+  cat "$1/random.lua" - >"$1/once.lua" <<'LUA'
+response = function(status, headers, body)
+  answered = answered + 1
+  if answered >= #codes then wrk.thread:stop() end
 end
 LUA
 }
