@@ -98,8 +98,8 @@ pub const NEGATIVE_BYTES: u64 = 16 << 20;
 #[derive(Debug, Clone, Copy)]
 struct KeyBytes;
 
-impl quick_cache::Weighter<String, Instant> for KeyBytes {
-    fn weight(&self, key: &String, _: &Instant) -> u64 {
+impl quick_cache::Weighter<String, Arc<Entry>> for KeyBytes {
+    fn weight(&self, key: &String, _: &Arc<Entry>) -> u64 {
         key.len() as u64 + 64
     }
 }
@@ -162,7 +162,7 @@ pub struct RedirectCache {
     entries: Arc<quick_cache::sync::Cache<String, Arc<Entry>>>,
     /// Unknown codes, apart: their keys are whatever visitors send, so they are bounded
     /// in bytes ([`NEGATIVE_BYTES`]) and cannot push real links out of `entries`.
-    negatives: Arc<quick_cache::sync::Cache<String, Instant, KeyBytes>>,
+    negatives: Arc<quick_cache::sync::Cache<String, Arc<Entry>, KeyBytes>>,
     /// Only to run one load per key at a time: a result is dropped from here as soon as
     /// its waiters have it, and kept in `entries`.
     loads: Cache<String, Arc<Entry>>,
@@ -291,11 +291,7 @@ impl RedirectCache {
         if let Some(entry) = self.entries.get(key).filter(|e| e.fresh()) {
             return Some(entry);
         }
-        let expires = self.negatives.get(key).filter(|at| Instant::now() < *at)?;
-        Some(Arc::new(Entry {
-            record: None,
-            expires,
-        }))
+        self.negatives.get(key).filter(|e| e.fresh())
     }
 
     fn stripe(&self, key: &str) -> std::sync::MutexGuard<'_, ()> {
@@ -326,7 +322,7 @@ impl RedirectCache {
             self.entries.insert(key, entry.clone());
         } else {
             self.entries.remove(key.as_str());
-            self.negatives.insert(key, entry.expires);
+            self.negatives.insert(key, entry.clone());
         }
         entry
     }

@@ -193,7 +193,7 @@ pub async fn serve(
             .map_response(move |res: axum::response::Response| {
                 // Waiting again once the whole answer is written (its body dropped).
                 let ended = ended.clone();
-                res.map(move |body| axum::body::Body::new(Finished { body, watch: ended }))
+                res.map(move |body| Finished { body, watch: ended })
             });
         let http = http.clone();
         let mut closed = closed.clone();
@@ -265,80 +265,18 @@ pub fn peer(req: &axum::http::request::Parts) -> Option<SocketAddr> {
         .map(|ConnectInfo(a)| *a)
 }
 
-/// At most this many requests are handled at once; the next is answered 503 at once
-/// (with `Retry-After`) rather than queued, so a flood cannot build a backlog that every
-/// later visitor waits behind.
-#[derive(Debug, Clone)]
-pub struct InFlightLayer {
-    permits: Arc<Semaphore>,
-}
-
-impl InFlightLayer {
-    pub fn new(max: usize) -> Self {
-        InFlightLayer {
-            permits: Arc::new(Semaphore::new(max.max(1))),
-        }
-    }
-}
-
-impl<S> tower::Layer<S> for InFlightLayer {
-    type Service = InFlight<S>;
-    fn layer(&self, inner: S) -> InFlight<S> {
-        InFlight {
-            inner,
-            permits: self.permits.clone(),
-        }
-    }
-}
-
-/// See [`InFlightLayer`].
-#[derive(Debug, Clone)]
-pub struct InFlight<S> {
-    inner: S,
-    permits: Arc<Semaphore>,
-}
-
-/// What a request past the cap gets.
+/// What a request past the in-flight cap gets.
 pub const BUSY: &str = "The server is busy. Please try again shortly.\n";
 
-impl<S, B> tower::Service<axum::http::Request<B>> for InFlight<S>
-where
-    S: tower::Service<axum::http::Request<B>, Response = axum::response::Response> + Send + 'static,
-    S::Future: Send + 'static,
-{
-    type Response = axum::response::Response;
-    type Error = S::Error;
-    type Future = std::pin::Pin<
-        Box<dyn std::future::Future<Output = Result<Self::Response, S::Error>> + Send>,
-    >;
-
-    fn poll_ready(
-        &mut self,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Result<(), S::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: axum::http::Request<B>) -> Self::Future {
-        use axum::http::{header, HeaderValue, StatusCode};
-        use axum::response::IntoResponse;
-        match self.permits.clone().try_acquire_owned() {
-            Ok(permit) => {
-                let answer = self.inner.call(req);
-                Box::pin(async move {
-                    let res = answer.await;
-                    drop(permit);
-                    res
-                })
-            }
-            Err(_) => Box::pin(async {
-                let mut res = (StatusCode::SERVICE_UNAVAILABLE, BUSY).into_response();
-                res.headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-                res.headers_mut()
-                    .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-                Ok(res)
-            }),
-        }
-    }
+/// The answer past the in-flight cap (`routes::router` sheds the load with tower's global
+/// concurrency limit; shedding is the only error that limit has).
+pub async fn busy(_: tower::BoxError) -> axum::response::Response {
+    use axum::http::{header, HeaderValue, StatusCode};
+    use axum::response::IntoResponse;
+    let mut res = (StatusCode::SERVICE_UNAVAILABLE, BUSY).into_response();
+    res.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    res.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    res
 }

@@ -157,12 +157,17 @@ async fn past_the_in_flight_cap_a_request_gets_503_at_once() {
         .await
         .expect("write");
     // Whatever comes next waits for no one: 503 and when to come back.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let res = loop {
         let res = reqwest::get(s.url("/abc1234")).await.expect("an answer");
         if res.status() == 503 {
             break res;
         }
         // The holder's head may not have been read yet: ask again until it has.
+        assert!(
+            std::time::Instant::now() < deadline,
+            "past the cap, requests were still served"
+        );
         tokio::task::yield_now().await;
     };
     assert_eq!(
