@@ -10,11 +10,14 @@
 //! Zipf-distributed, 15% bots, over 30 days.
 
 use axum::http::HeaderValue;
-use origin_api::clicks::recorder::{OwnClick, Recorder, Reduced};
+use origin_api::cache::LinkTag;
+use origin_api::clicks::recorder::{Recorder, Reduced};
 use origin_api::clicks::stats::{link_stats, owner_stats, Granularity, Range};
+use origin_api::clicks::tally::Clicked;
 use origin_api::clicks::Clicks;
 use origin_api::db::Db;
 use origin_api::metrics::Metrics;
+use origin_api::owners::Owners;
 use origin_api::store::{now_ms, ClickDims, ClickStore, Increments, LinkRef, LinkStore};
 use shared::clicks::{ClickEvent, Device};
 use shared::RouteKey;
@@ -185,8 +188,27 @@ async fn main() {
             );
         }
     }
-    // The origin's own clicks: queued by the redirect path, tallied, written together.
-    let recorder = Recorder::new(true, Metrics::default());
+    // The origin's own clicks: counted by the redirect path, tallied, written together.
+    let links: Vec<LinkRef> = {
+        let keys: Vec<RouteKey> = (0..LINKS)
+            .map(|i| RouteKey::new("s.example", format!("link-{i:04}")).expect("route"))
+            .collect();
+        let mut refs = db.link_refs(&keys).await.expect("links");
+        refs.sort_by(|a, b| a.code.cmp(&b.code));
+        refs
+    };
+    let owners = Owners::default();
+    let tags: std::collections::HashMap<String, LinkTag> = links
+        .iter()
+        .map(|l| {
+            let tag = LinkTag {
+                id: l.link_id,
+                owner: owners.intern(&l.owner_id),
+            };
+            (format!("{}/{}", l.domain, l.code), tag)
+        })
+        .collect();
+    let recorder = Recorder::new(true, 96 << 20, owners, Metrics::default());
     let mut traffic = Traffic::new(7);
     let agents = [
         "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36",
@@ -196,20 +218,16 @@ async fn main() {
     let started = Instant::now();
     for i in 0..200_000u32 {
         let e = traffic.event(now - HOUR_MS, HOUR_MS);
-        recorder.record(OwnClick {
-            route: RouteKey::parse(&e.link).expect("route"),
-            at: e.at,
-            status: e.status,
-            visitor: Reduced::of(
-                HeaderValue::from_str(agents[i as usize % 3]).ok().as_ref(),
-                e.referrer_host
-                    .and_then(|h| HeaderValue::from_str(&format!("https://{h}/page")).ok())
-                    .as_ref(),
-                e.country
-                    .and_then(|c| HeaderValue::from_str(&c).ok())
-                    .as_ref(),
-            ),
-        });
+        let visitor = Reduced::of(
+            HeaderValue::from_str(agents[i as usize % 3]).ok().as_ref(),
+            e.referrer_host
+                .and_then(|h| HeaderValue::from_str(&format!("https://{h}/page")).ok())
+                .as_ref(),
+            e.country
+                .and_then(|c| HeaderValue::from_str(&c).ok())
+                .as_ref(),
+        );
+        recorder.record(Clicked::Link(tags[&e.link]), e.at, e.status, visitor);
         if i % 50_000 == 49_999 {
             recorder.flush(&clicks, &db).await;
         }
@@ -225,14 +243,6 @@ async fn main() {
     let from = now - DAYS * 24 * HOUR_MS;
     let started = Instant::now();
     let mut left = rollup_events;
-    let links: Vec<LinkRef> = {
-        let keys: Vec<RouteKey> = (0..LINKS)
-            .map(|i| RouteKey::new("s.example", format!("link-{i:04}")).expect("route"))
-            .collect();
-        let mut refs = db.link_refs(&keys).await.expect("links");
-        refs.sort_by(|a, b| a.code.cmp(&b.code));
-        refs
-    };
     while left > 0 {
         let n = left.min(100_000);
         let mut inc = Increments::new(100);

@@ -21,9 +21,10 @@ use crate::bans::Ban;
 use crate::ceiling::IdCeiling;
 use crate::error::AppError;
 use crate::links::Link;
+use crate::owners::{OwnerId, Owners};
 use crate::store::{BanStore, LinkStore, SegmentSource, StoreError};
 use moka::future::Cache;
-use shared::{CodeKind, Denylist, DomainSettings, EdgeRecord, KeyRing, PreparedRecord};
+use shared::{CodeKind, Denylist, DomainSettings, EdgeRecord, KeyRing, PreparedRecord, RouteKey};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -45,7 +46,16 @@ pub struct Entry {
     /// The link's record, its target parsed once here rather than on every visit;
     /// `None`: no such link.
     pub record: Option<PreparedRecord>,
+    /// Which link it is and whose, so that a click on it is counted without a read.
+    pub link: Option<LinkTag>,
     expires: Instant,
+}
+
+/// A link as a click needs it: its id and its owner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LinkTag {
+    pub id: u64,
+    pub owner: OwnerId,
 }
 
 /// `d` give or take up to a tenth, so that entries loaded together do not all expire
@@ -70,14 +80,16 @@ fn jittered(d: Duration) -> Duration {
 }
 
 impl Entry {
-    fn new(record: Option<PreparedRecord>, positive_ttl: Duration) -> Self {
-        let ttl = if record.is_some() {
+    fn new(found: Option<(PreparedRecord, LinkTag)>, positive_ttl: Duration) -> Self {
+        let ttl = if found.is_some() {
             positive_ttl
         } else {
             NEGATIVE_TTL
         };
+        let (record, link) = found.unzip();
         Entry {
             record,
+            link,
             expires: Instant::now() + jittered(ttl),
         }
     }
@@ -171,6 +183,7 @@ pub struct RedirectCache {
     deny: Arc<DenyMemo>,
     ceiling: IdCeiling,
     served: Arc<crate::served::ServedDomains>,
+    owners: Owners,
     /// Links read from the database on a miss.
     lookups: prometheus_client::metrics::counter::Counter,
     positive_ttl: Duration,
@@ -216,7 +229,22 @@ impl RedirectCache {
             deny: Arc::default(),
             ceiling: IdCeiling::default(),
             served: Arc::default(),
+            owners: Owners::default(),
         }
+    }
+
+    /// The owners of the links this cache holds, by number ([`LinkTag::owner`]).
+    pub fn owners(&self) -> &Owners {
+        &self.owners
+    }
+
+    /// What an entry holds of a link read from the database.
+    fn found(&self, link: Link) -> (PreparedRecord, LinkTag) {
+        let tag = LinkTag {
+            id: link.link_id,
+            owner: self.owners.intern(&link.owner_id),
+        };
+        (PreparedRecord::new(link.edge_record(false)), tag)
     }
 
     /// Whether this origin serves `domain` (holds a link on it or its settings); an
@@ -282,9 +310,9 @@ impl RedirectCache {
         Ok(deny)
     }
 
-    /// The entry for `domain/code` if it is in memory and fresh.
-    pub fn cached(&self, domain: &str, code: &str) -> Option<Arc<Entry>> {
-        self.held(&format!("{domain}/{code}"))
+    /// The entry for `route` if it is in memory and fresh.
+    pub fn cached(&self, route: &RouteKey) -> Option<Arc<Entry>> {
+        self.held(route.as_str())
     }
 
     fn held(&self, key: &str) -> Option<Arc<Entry>> {
@@ -350,29 +378,28 @@ impl RedirectCache {
         Ok(false)
     }
 
-    /// The entry for `domain/code`, loading it once on a miss.
+    /// The entry for `route`, loading it once on a miss.
     pub async fn entry<S: RedirectSource + ?Sized>(
         &self,
         store: &S,
-        domain: &str,
-        code: &str,
+        route: &RouteKey,
     ) -> Result<Arc<Entry>, AppError> {
-        if let Some(entry) = self.cached(domain, code) {
+        if let Some(entry) = self.cached(route) {
             return Ok(entry);
         }
-        let key = format!("{domain}/{code}");
+        let key = route.as_str().to_owned();
         let loaded = self
             .loads
             .try_get_with(key.clone(), async {
                 // A load that finished between this visitor's miss and now has put its
                 // entry in place before it was forgotten here: use it, read nothing.
-                if let Some(entry) = self.cached(domain, code) {
+                if let Some(entry) = self.cached(route) {
                     return Ok(entry);
                 }
                 self.lookups.inc();
-                let link = store.get_link(domain, code).await?;
-                let record = link.map(|l| PreparedRecord::new(l.edge_record(false)));
-                Ok::<_, StoreError>(Arc::new(Entry::new(record, self.positive_ttl)))
+                let link = store.get_link(route.domain(), route.code()).await?;
+                let found = link.map(|l| self.found(l));
+                Ok::<_, StoreError>(Arc::new(Entry::new(found, self.positive_ttl)))
             })
             .await
             .map_err(|e: Arc<StoreError>| AppError::Store(StoreError::Shared(e)))?;
@@ -384,13 +411,21 @@ impl RedirectCache {
         Ok(kept)
     }
 
-    /// Puts a record this process just wrote, unless the cache holds a newer one.
-    pub async fn fence(&self, route_key: String, record: EdgeRecord) {
+    /// Puts a link this process just wrote, unless the cache holds a newer version.
+    pub async fn fence(&self, link: &Link) {
+        let tag = LinkTag {
+            id: link.link_id,
+            owner: self.owners.intern(&link.owner_id),
+        };
+        self.fence_record(link.route_key(), link.edge_record(false), tag);
+    }
+
+    fn fence_record(&self, route_key: String, record: EdgeRecord, tag: LinkTag) {
         if let Some((domain, _)) = route_key.split_once('/') {
             self.served.add(domain);
         }
         let entry = Arc::new(Entry::new(
-            Some(PreparedRecord::new(record)),
+            Some((PreparedRecord::new(record), tag)),
             self.positive_ttl,
         ));
         self.put(route_key, entry, true);
@@ -414,8 +449,8 @@ impl RedirectCache {
         self.lookups.inc();
         match store.get_link(route.domain(), route.code()).await {
             Ok(link) => {
-                let record = link.map(|l| PreparedRecord::new(l.edge_record(false)));
-                self.put(key, Arc::new(Entry::new(record, self.positive_ttl)), false);
+                let found = link.map(|l| self.found(l));
+                self.put(key, Arc::new(Entry::new(found, self.positive_ttl)), false);
                 Ok(())
             }
             Err(e) => {
@@ -506,6 +541,10 @@ mod tests {
         }
     }
 
+    fn route(code: &str) -> RouteKey {
+        RouteKey::new("s.example", code).expect("route")
+    }
+
     fn gate(link: Option<Link>, open: bool) -> Arc<Gate> {
         Arc::new(Gate {
             loads: AtomicUsize::new(0),
@@ -524,7 +563,7 @@ mod tests {
                 let (cache, source) = (cache.clone(), source.clone());
                 tokio::spawn(async move {
                     source.started.send_modify(|n| *n += 1);
-                    cache.entry(source.as_ref(), "s.example", "abc1234").await
+                    cache.entry(source.as_ref(), &route("abc1234")).await
                 })
             })
             .collect();
@@ -547,17 +586,21 @@ mod tests {
         let cache = RedirectCache::new(100);
         let source = gate(None, true);
         let key = "s.example/abc1234".to_owned();
-        cache.fence(key.clone(), link(3).edge_record(false)).await;
-        cache.fence(key.clone(), link(2).edge_record(false)).await;
+        cache.fence(&link(3)).await;
+        cache.fence(&link(2)).await;
         let entry = cache
-            .entry(source.as_ref(), "s.example", "abc1234")
+            .entry(source.as_ref(), &route("abc1234"))
             .await
             .expect("entry");
         assert_eq!(entry.record.as_ref().map(|r| r.record.version), Some(3));
         assert_eq!(source.loads.load(Ordering::SeqCst), 0, "served from memory");
-        cache.fence(key, link(4).edge_record(true)).await;
+        let tag = LinkTag {
+            id: 1,
+            owner: cache.owners().intern("o"),
+        };
+        cache.fence_record(key, link(4).edge_record(true), tag);
         let entry = cache
-            .entry(source.as_ref(), "s.example", "abc1234")
+            .entry(source.as_ref(), &route("abc1234"))
             .await
             .expect("entry");
         assert_eq!(
@@ -586,13 +629,11 @@ mod tests {
     #[tokio::test]
     async fn another_processs_newer_version_replaces_what_is_held_and_an_older_one_does_not() {
         let cache = RedirectCache::new(100);
-        let route = shared::RouteKey::new("s.example", "abc1234").expect("route");
-        cache
-            .fence(route.to_string(), link(2).edge_record(false))
-            .await;
+        let held_route = route("abc1234");
+        cache.fence(&link(2)).await;
         let source = gate(Some(link(3)), true);
         cache
-            .changed_elsewhere(source.as_ref(), &route, 2)
+            .changed_elsewhere(source.as_ref(), &held_route, 2)
             .await
             .expect("same version");
         assert_eq!(
@@ -601,20 +642,20 @@ mod tests {
             "nothing newer: no read"
         );
         cache
-            .changed_elsewhere(source.as_ref(), &route, 3)
+            .changed_elsewhere(source.as_ref(), &held_route, 3)
             .await
             .expect("newer");
-        let held = cache.cached("s.example", "abc1234").expect("held");
+        let held = cache.cached(&held_route).expect("held");
         assert_eq!(held.record.as_ref().map(|r| r.record.version), Some(3));
         // Codes this process never held cost nothing.
-        let other = shared::RouteKey::new("s.example", "zzz9999").expect("route");
+        let other = route("zzz9999");
         cache
             .changed_elsewhere(source.as_ref(), &other, 9)
             .await
             .expect("not held");
         assert_eq!(source.loads.load(Ordering::SeqCst), 1);
         cache.forget_all();
-        assert!(cache.cached("s.example", "abc1234").is_none());
+        assert!(cache.cached(&held_route).is_none());
     }
 
     #[tokio::test]
@@ -623,7 +664,7 @@ mod tests {
         let source = gate(None, true);
         for _ in 0..3 {
             let entry = cache
-                .entry(source.as_ref(), "s.example", "abc1234")
+                .entry(source.as_ref(), &route("abc1234"))
                 .await
                 .expect("entry");
             assert!(entry.record.is_none());
@@ -633,11 +674,9 @@ mod tests {
             1,
             "the negative answer is cached"
         );
-        cache
-            .fence("s.example/abc1234".into(), link(1).edge_record(false))
-            .await;
+        cache.fence(&link(1)).await;
         let entry = cache
-            .entry(source.as_ref(), "s.example", "abc1234")
+            .entry(source.as_ref(), &route("abc1234"))
             .await
             .expect("entry");
         assert_eq!(entry.record.as_ref().map(|r| r.record.version), Some(1));
@@ -646,22 +685,20 @@ mod tests {
     #[tokio::test]
     async fn unknown_codes_are_bounded_in_bytes_and_never_push_out_a_link() {
         let cache = RedirectCache::new(1_000);
-        cache
-            .fence("s.example/abc1234".into(), link(1).edge_record(false))
-            .await;
+        cache.fence(&link(1)).await;
         let source = gate(None, true);
         // A scan of 100,000 unknown codes of the longest alias allowed: 16 MiB of keys.
         for i in 0..100_000 {
             let code = format!("{i:064}");
             cache
-                .entry(source.as_ref(), "s.example", &code)
+                .entry(source.as_ref(), &route(&code))
                 .await
                 .expect("entry");
         }
         assert!(cache.negatives.weight() <= NEGATIVE_BYTES);
         assert!(cache.negatives.len() > 10_000, "recent ones are remembered");
         let held = cache
-            .cached("s.example", "abc1234")
+            .cached(&route("abc1234"))
             .expect("the link is still held");
         assert_eq!(held.record.as_ref().map(|r| r.record.version), Some(1));
     }

@@ -200,6 +200,18 @@ pub struct Settings {
     #[arg(long, env = "HOP_RECORD_CLICKS", default_value = "true", action = clap::ArgAction::Set, global = true)]
     pub record_clicks: bool,
 
+    /// MiB the origin's clicks not yet written may take in memory (one window of them).
+    /// A full window is written at once; what still finds no room is dropped and
+    /// counted. 96 MiB holds a window over two million links' worth of keys.
+    #[arg(
+        long,
+        env = "HOP_CLICK_TALLY_MIB",
+        default_value = "96",
+        value_parser = clap::value_parser!(u64).range(1..=65_536),
+        global = true
+    )]
+    pub click_tally_mib: u64,
+
     /// Hours a click event's id is kept to refuse it a second time; events older than
     /// this are refused, since they could no longer be told from a replay. It must cover
     /// how long the edge's queue may hold and retry a batch (4 days on Cloudflare).

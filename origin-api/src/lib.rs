@@ -16,6 +16,7 @@ pub mod housekeeping;
 pub mod keys;
 pub mod links;
 pub mod metrics;
+pub mod owners;
 pub mod publisher;
 pub mod ratelimit;
 pub mod retry;
@@ -103,7 +104,12 @@ impl AppState {
                 settings.referrers_per_hour,
                 metrics.clone(),
             ),
-            recorder: clicks::recorder::Recorder::new(settings.record_clicks, metrics.clone()),
+            recorder: clicks::recorder::Recorder::new(
+                settings.record_clicks,
+                usize::try_from(settings.click_tally_mib << 20).unwrap_or(usize::MAX),
+                cache.owners().clone(),
+                metrics.clone(),
+            ),
             redirect_db: db.with_own_pool(REDIRECT_CONNECTIONS, POOL_WAIT),
             auth_db: db.with_own_pool(AUTH_CONNECTIONS, POOL_WAIT),
             db,

@@ -561,3 +561,76 @@ async fn forged_referrers_cannot_grow_a_links_statistics() {
         t.cleanup().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_tally_is_written_sooner_and_loses_nothing() {
+    use origin_api::cache::LinkTag;
+    use origin_api::clicks::recorder::Reduced;
+    use origin_api::clicks::tally::Clicked;
+    use origin_api::store::ClickStore;
+    // 1 MiB holds a window of 14,336 keys: six batches of 7,000 distinct links need
+    // three windows at least, each written when it fills, well before its time is up.
+    for (api, t) in apis_with("clicks-full", &["--click-tally-mib", "1"]).await {
+        let state = api.state.clone();
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let writer = tokio::spawn({
+            let state = state.clone();
+            async move { state.recorder.run(&state.clicks, &state.db, stopped).await }
+        });
+        let owner = state.cache.owners().intern("ana");
+        let now = now_ms();
+        let visitor = Reduced::of(None, None, None);
+        for batch in 0..6u64 {
+            for i in 0..7_000 {
+                let link = LinkTag {
+                    id: 1_000_000 + batch * 7_000 + i,
+                    owner,
+                };
+                state
+                    .recorder
+                    .record(Clicked::Link(link), now, 302, visitor.clone());
+            }
+            // The next batch once this one is in the tally (a shard holds 16,384 keys).
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while state.recorder.untaken() > 0 {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the tally stopped taking clicks"
+                );
+                tokio::task::yield_now().await;
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+        }
+        // Two full windows are written while the third is still open: long before a
+        // window's time would have closed them (a window stays open 10 s at least).
+        let counted = || async {
+            let totals = state
+                .db
+                .owner_totals("ana", now - 3_600_000, now + 3_600_000)
+                .await
+                .expect("totals");
+            totals.visits + totals.bots
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while counted().await < 2 * 14_336 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "full windows were not written"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        stop.send(true).expect("writer alive");
+        writer.await.expect("writer");
+        let totals = state
+            .db
+            .owner_totals("ana", now - 3_600_000, now + 3_600_000)
+            .await
+            .expect("totals");
+        assert_eq!(totals.visits + totals.bots, 42_000, "{}", t.kind());
+        assert!(
+            api.metrics().await.contains("hop_clicks_dropped_total 0"),
+            "nothing dropped"
+        );
+        t.cleanup().await;
+    }
+}

@@ -2,8 +2,9 @@
 # the wrk script that visits them.
 
 # origin_seed PORT KEY N DIR: creates N links through POST /v1/links/bulk with KEY, and
-# writes their codes to DIR/known.txt (shuffled) and DIR/half.txt (half of them mixed
-# with as many unknown codes of the same shape).
+# writes their codes to DIR/known.txt (shuffled), DIR/half.txt (half of them mixed
+# with as many unknown codes of the same shape) and DIR/hot.txt (one code nine times in
+# ten, drawn at random: a link taking 90% of the traffic).
 origin_seed() {
   echo "seeding $3 links through POST /v1/links/bulk…" >&2
   python3 - "$1" "$2" "$3" "$4" <<'PY'
@@ -30,6 +31,10 @@ open(f"{work}/known.txt", "w").write("\n".join(codes) + "\n")
 half = codes[: len(codes) // 2] + unknown[: len(codes) // 2]
 random.shuffle(half)
 open(f"{work}/half.txt", "w").write("\n".join(half) + "\n")
+# One link taking 90% of the visits (a star posts it), the rest spread over all links.
+hot = [codes[0]] * (9 * len(codes) // 10) + codes[: len(codes) // 10]
+random.shuffle(hot)
+open(f"{work}/hot.txt", "w").write("\n".join(hot) + "\n")
 PY
 }
 
@@ -37,15 +42,18 @@ PY
 # or "random", and optionally "browser" (send a browser's User-Agent and a Referer). It
 # prints "RESULT requests duration_us p50_us p99_us socket_errors non_2xx_3xx".
 # DIR/once.lua is the same with "once": in turn, and the thread stops as soon as every
-# code has been answered, a pass by count, not by time (wrk still waits out -d, so the
-# duration it reports is only the cap). Run it with one thread (-t1).
+# code has been answered, a pass by count, not by time. wrk itself still waits out -d, so
+# once.lua also creates the file named by a fourth argument when it is done, for the
+# caller to stop wrk with SIGINT (wrk then reports at once, with the pass's own
+# duration): see origin_once. Run it with one thread (-t1).
 origin_load_lua() {
   cat >"$1/random.lua" <<'LUA'
 local codes = {}
-local in_turn, once, next_code, answered = false, false, 0, 0
+local in_turn, once, next_code, answered, done_file = false, false, 0, 0, nil
 init = function(args)
   for line in io.lines(args[1]) do codes[#codes + 1] = "/" .. line end
   once = args[2] == "once"
+  done_file = args[4]
   in_turn = args[2] == "in-turn" or once
   if args[3] == "browser" then
     -- What a browser sends, so that a click has its user agent and referrer to reduce.
@@ -73,7 +81,28 @@ LUA
   cat "$1/random.lua" - >"$1/once.lua" <<'LUA'
 response = function(status, headers, body)
   answered = answered + 1
-  if answered >= #codes then wrk.thread:stop() end
+  if answered == #codes then
+    if done_file then
+      local f = io.open(done_file, "w")
+      if f then f:close() end
+    end
+    wrk.thread:stop()
+  end
 end
 LUA
+}
+
+# origin_once DIR URL CODES CAP_S [wrk args…]: one pass over CODES with DIR/once.lua,
+# stopped as soon as every code is answered (at the latest after CAP_S); prints wrk's
+# RESULT line.
+origin_once() {
+  local dir=$1 url=$2 codes=$3 cap=$4
+  shift 4
+  rm -f "$dir/once.done"
+  wrk -t1 "$@" -d"${cap}s" -s "$dir/once.lua" "$url" -- "$codes" once browser "$dir/once.done" >"$dir/once.out" &
+  local w=$!
+  while kill -0 "$w" 2>/dev/null && [ ! -e "$dir/once.done" ]; do sleep 0.2; done
+  kill -INT "$w" 2>/dev/null || true
+  wait "$w" || true
+  grep '^RESULT' "$dir/once.out"
 }

@@ -152,20 +152,31 @@ fn already_normal(input: &str) -> Option<&str> {
 }
 
 /// A normalized domain and code: the identity of a link as visitors see it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+///
+/// Held as its text, `domain/code`, in one allocation: the origin's redirect path makes
+/// one per visit and looks its entry up by that text.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct RouteKey {
-    domain: String,
-    code: String,
+    key: String,
+    /// Where the `/` is.
+    slash: usize,
 }
 
 impl RouteKey {
     /// Builds a key from an already normalized domain and a code; neither may contain `/`.
-    pub fn new(domain: impl Into<String>, code: impl Into<String>) -> Option<Self> {
-        let (domain, code) = (domain.into(), code.into());
+    pub fn new(domain: impl AsRef<str>, code: impl AsRef<str>) -> Option<Self> {
+        let (domain, code) = (domain.as_ref(), code.as_ref());
         if domain.is_empty() || code.is_empty() || domain.contains('/') || code.contains('/') {
             return None;
         }
-        Some(RouteKey { domain, code })
+        let mut key = String::with_capacity(domain.len() + 1 + code.len());
+        key.push_str(domain);
+        key.push('/');
+        key.push_str(code);
+        Some(RouteKey {
+            key,
+            slash: domain.len(),
+        })
     }
 
     /// Reads a key written by `Display`: `domain/code`.
@@ -175,11 +186,16 @@ impl RouteKey {
     }
 
     pub fn domain(&self) -> &str {
-        &self.domain
+        &self.key[..self.slash]
     }
 
     pub fn code(&self) -> &str {
-        &self.code
+        &self.key[self.slash + 1..]
+    }
+
+    /// `domain/code`, as `Display` writes it.
+    pub fn as_str(&self) -> &str {
+        &self.key
     }
 
     /// The KV key of the link's edge record: `l:{domain}/{code}`.
@@ -188,9 +204,22 @@ impl RouteKey {
     }
 }
 
+/// By domain, then code (not by the text: `a-b/x` sorts after `a/y`).
+impl Ord for RouteKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.domain(), self.code()).cmp(&(other.domain(), other.code()))
+    }
+}
+
+impl PartialOrd for RouteKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
 impl fmt::Display for RouteKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.domain, self.code)
+        f.write_str(&self.key)
     }
 }
 

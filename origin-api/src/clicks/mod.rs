@@ -9,6 +9,7 @@
 
 pub mod recorder;
 pub mod stats;
+pub mod tally;
 
 use crate::metrics::Metrics;
 use crate::store::{Attributed, ClickStore, LinkRef, StoreError};

@@ -1,78 +1,73 @@
 //! Clicks of the origin's own redirects.
 //!
-//! The redirect handler hands each click to a bounded queue without waiting
-//! ([`Recorder::record`] never blocks and never fails a redirect), carrying only the
-//! visitor already reduced to its coarse dimensions. A background task takes clicks off
-//! the queue into a tally in memory, counting alike clicks once with a weight, and
-//! writes the tally to the rollups every few seconds: the database sees one row update
-//! per link and dimension value per interval, not one per click. These clicks exist
-//! only in this process, so they need no ids: each is added to the tally once, and each
-//! slice of it is written in one transaction or retried whole. A crash loses the clicks
-//! not yet written (a few seconds' worth); a full queue, or a database down for longer
-//! than the retries, drops clicks, counted in `hop_clicks_dropped_total`.
+//! The redirect handler adds each click to its worker thread's shard of the tally
+//! ([`Recorder::record`] never waits on anything but that shard and never fails a
+//! redirect), carrying the link's id from the redirect cache and the visitor already
+//! reduced to its coarse dimensions. A background task moves the shards into one window
+//! every few milliseconds, and closes the window when writing it is cheap enough
+//! ([`closes`]): at least every [`MIN_WINDOW`], at most every [`MAX_WINDOW`], and at
+//! once when it reaches its bound in bytes. A closed window is written to the rollups in
+//! link order, a slice at a time, so that the database sees one row update per link and
+//! dimension value per window, and never a burst. These clicks exist only in this
+//! process, so they need no ids: each is in one window once, and each slice of it is
+//! written in one transaction or retried whole. A crash loses the clicks not yet
+//! written; clicks that find no room (a full window while the last one is still being
+//! written), and a database down for longer than the retries, are dropped and counted
+//! in `hop_clicks_dropped_total`.
 
+use super::tally::{Clicked, Closed, Count, Key, Shard, Shards, Window};
 use super::Clicks;
 use crate::metrics::Metrics;
+use crate::owners::Owners;
 use crate::store::{ClickDims, ClickStore, Increments};
 use axum::http::HeaderValue;
 use shared::clicks::{
     classify_user_agent, country_code, referrer_host, referrer_site, Device, MAX_UA_BYTES,
 };
-use shared::RouteKey;
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc;
 
-/// Clicks waiting to be tallied at most (over a second's worth at full speed); beyond,
-/// new ones are dropped (and counted).
-pub const QUEUE: usize = 262_144;
-/// How often queued clicks are taken into the tally.
+pub use super::tally::Reduced;
+
+/// How often the shards are moved into the window.
 const TAKE_EVERY: Duration = Duration::from_millis(20);
-/// How often the tally closes to be written (sooner when it grows past [`MAX_TALLY`]).
-pub const WRITE_EVERY: Duration = Duration::from_secs(10);
-const MAX_TALLY: usize = 100_000;
-/// A closed tally is written a slice per tick: at least this many alike clicks.
+/// A window stays open at least this long (what the stats lag behind under light load)…
+pub const MIN_WINDOW: Duration = Duration::from_secs(10);
+/// … and at most this long (under load heavy enough that writing sooner would cost more
+/// than [`WRITE_BUDGET`]).
+pub const MAX_WINDOW: Duration = Duration::from_secs(300);
+/// The share of one core that writing the origin's clicks may take, about.
+const WRITE_BUDGET: f64 = 0.02;
+/// What writing one key is taken to cost before the first write measures it.
+const FIRST_COST: Duration = Duration::from_micros(10);
+/// Keys one thread's shard holds between takes, at most.
+const SHARD_KEYS: usize = 16_384;
+/// The writer's pace: a slice per tick, at least this many keys, the whole window
+/// spread over [`WRITE_SPREAD`].
 const SLICE: usize = 500;
 const SLICE_EVERY: Duration = Duration::from_millis(100);
+const WRITE_SPREAD: Duration = Duration::from_secs(30);
 /// User agents and referrers whose reduction is remembered, per kind.
 const MAX_REMEMBERED: usize = 10_000;
-/// Waits between attempts at writing a tally the database refused.
+/// Waits between attempts at writing a slice the database refused.
 const RETRIES: [Duration; 3] = [
     Duration::from_millis(100),
     Duration::from_millis(500),
     Duration::from_secs(2),
 ];
 
-/// One click as the redirect path saw it, its headers already reduced.
-#[derive(Debug)]
-pub struct OwnClick {
-    pub route: RouteKey,
-    /// Unix ms.
-    pub at: i64,
-    pub status: u16,
-    pub visitor: Reduced,
-}
-
-/// A visitor reduced to what is kept, with the parts shared between alike visitors.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Reduced {
-    pub device: Device,
-    pub bot: bool,
-    pub referrer: Option<Arc<str>>,
-    pub country: Option<[u8; 2]>,
-}
-
 /// Header bytes → their reduction.
-type Memo<T> = HashMap<Box<[u8]>, T>;
+type Memo<T> = HashMap<Box<[u8]>, T, foldhash::fast::RandomState>;
 
 thread_local! {
     // Per worker thread: the reductions of recent user agents and referrers. A busy
     // origin sees the same few over and over, and reducing them (lowercasing an agent,
     // parsing a URL) costs more than looking them up.
-    static AGENTS: RefCell<Memo<(Device, bool)>> = RefCell::new(HashMap::new());
-    static REFERRERS: RefCell<Memo<Option<Arc<str>>>> = RefCell::new(HashMap::new());
+    static AGENTS: RefCell<Memo<(Device, bool)>> = RefCell::new(Memo::default());
+    static REFERRERS: RefCell<Memo<Option<Arc<str>>>> = RefCell::new(Memo::default());
 }
 
 impl Reduced {
@@ -119,33 +114,6 @@ impl Reduced {
     }
 }
 
-/// Alike clicks: the same link, hour, status and visitor.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct Alike {
-    route: RouteKey,
-    hour: i64,
-    status: u16,
-    visitor: Reduced,
-}
-
-/// Clicks gathered since the last write.
-#[derive(Debug, Default)]
-struct Tally {
-    counts: HashMap<Alike, i64>,
-}
-
-impl Tally {
-    fn add(&mut self, click: OwnClick) {
-        let alike = Alike {
-            route: click.route,
-            hour: click.at.div_euclid(3_600_000) * 3_600_000,
-            status: click.status,
-            visitor: click.visitor,
-        };
-        *self.counts.entry(alike).or_default() += 1;
-    }
-}
-
 /// The longest valid UTF-8 start of `b` (a prefix cut may split a character).
 fn utf8_prefix(b: &[u8]) -> &str {
     match std::str::from_utf8(b) {
@@ -166,197 +134,317 @@ fn remember<T: Clone>(memo: &mut Memo<T>, key: &[u8], reduce: impl FnOnce(&[u8])
     value
 }
 
-/// The redirect path's end of the queue, and the writer's.
+/// Whether a window of `keys` distinct keys, open for `age`, closes now: when writing it
+/// (`keys` × `cost` per key) takes at most [`WRITE_BUDGET`] of its age, once it is at
+/// least [`MIN_WINDOW`] old; at [`MAX_WINDOW`] in any case; at once when `full`.
+pub fn closes(keys: usize, age: Duration, cost: Duration, full: bool) -> bool {
+    full || age >= MAX_WINDOW
+        || (age >= MIN_WINDOW
+            && keys as f64 * cost.as_secs_f64() <= WRITE_BUDGET * age.as_secs_f64())
+}
+
+/// The redirect path's end of the tally, and the writer's.
 #[derive(Debug)]
 pub struct Recorder {
-    tx: Option<mpsc::Sender<OwnClick>>,
-    /// The writer's state: the queue's other end and the tally. Locked by the one task
-    /// that writes (or by [`Recorder::flush`], in tests without that task).
-    writer: tokio::sync::Mutex<Option<(mpsc::Receiver<OwnClick>, Tally)>>,
+    shards: Option<Shards>,
+    /// The writer's state: the open window and the closed one being written. Locked by
+    /// the one task that writes (or by [`Recorder::flush`], in tests without it).
+    writer: tokio::sync::Mutex<Writer>,
+    owners: Owners,
     metrics: Metrics,
 }
 
+#[derive(Debug)]
+struct Writer {
+    window: Window,
+    spares: Vec<Shard>,
+}
+
 impl Recorder {
-    /// A recorder; a disabled one records nothing.
-    pub fn new(enabled: bool, metrics: Metrics) -> Self {
-        let (tx, writer) = if enabled {
-            let (tx, rx) = mpsc::channel(QUEUE);
-            (Some(tx), Some((rx, Tally::default())))
-        } else {
-            (None, None)
-        };
+    /// A recorder whose open window holds at most `max_bytes`, resolving owners through
+    /// `owners` (the redirect cache's); a disabled one records nothing.
+    pub fn new(enabled: bool, max_bytes: usize, owners: Owners, metrics: Metrics) -> Self {
         Recorder {
-            tx,
-            writer: tokio::sync::Mutex::new(writer),
+            shards: enabled.then(|| Shards::new(SHARD_KEYS)),
+            writer: tokio::sync::Mutex::new(Writer {
+                window: Window::new(max_bytes),
+                spares: Vec::new(),
+            }),
+            owners,
             metrics,
         }
     }
 
     /// Whether clicks are being recorded.
     pub fn enabled(&self) -> bool {
-        self.tx.is_some()
+        self.shards.is_some()
     }
 
-    /// Queues a click without waiting.
-    pub fn record(&self, click: OwnClick) {
-        if let Some(tx) = &self.tx {
-            if tx.try_send(click).is_err() {
+    /// Counts a click (Unix ms `at`) without waiting.
+    pub fn record(&self, clicked: Clicked, at: i64, status: u16, visitor: Reduced) {
+        if let Some(shards) = &self.shards {
+            if !shards.add(clicked, at, status, visitor) {
                 self.metrics.clicks_dropped.inc();
             }
         }
     }
 
-    /// Tallies and writes everything queued so far, unless the writer task runs (it
-    /// writes on its own schedule): for tests and benchmarks without it.
+    /// Keys counted by the redirect path and not yet taken into the tally.
+    pub fn untaken(&self) -> usize {
+        self.shards.as_ref().map_or(0, Shards::keys)
+    }
+
+    /// Writes everything counted so far, unless the writer task runs (it writes on its
+    /// own schedule): for tests and benchmarks without it.
     pub async fn flush<S: ClickStore + ?Sized>(&self, clicks: &Clicks, store: &S) {
         let Ok(mut writer) = self.writer.try_lock() else {
             return;
         };
-        if let Some((rx, tally)) = writer.as_mut() {
-            drain(rx, tally);
-            let all: Vec<_> = std::mem::take(&mut tally.counts).into_iter().collect();
-            self.write(clicks, store, all).await;
+        let Some(shards) = &self.shards else { return };
+        let Writer { window, spares } = &mut *writer;
+        self.dropped(shards.take_into(window, spares));
+        let mut closed = window.close();
+        let n = closed.remaining();
+        self.write_slice(clicks, store, &mut closed, n).await;
+    }
+
+    fn dropped(&self, n: u64) {
+        if n > 0 {
+            tracing::warn!(clicks = n, "click tally full; clicks dropped");
+            self.metrics.clicks_dropped.inc_by(n);
         }
     }
 
-    /// Tallies queued clicks as they come and writes them in slices, until `stop`
+    /// Tallies clicks as they come and writes closed windows in slices, until `stop`
     /// changes; then writes what is left.
     ///
-    /// Every [`WRITE_EVERY`] the tally closes and is written in slices of a few hundred
-    /// alike clicks per [`SLICE_EVERY`], rather than in one transaction: a burst of
-    /// tens of thousands of row updates at once held a core long enough to triple the
-    /// redirect's p99 (`scripts/bench-clicks`), where the same work spread out is lost
-    /// in the noise.
+    /// Two loops: one moves the shards into the window and closes it, never waiting on
+    /// the database (a shard is emptied every [`TAKE_EVERY`] even while a write is
+    /// retried); the other writes the closed window a slice per [`SLICE_EVERY`], spread
+    /// over [`WRITE_SPREAD`]: a burst of tens of thousands of row updates at once held a
+    /// core long enough to triple the redirect's p99 (`scripts/bench-clicks`), where the
+    /// same work spread out is lost in the noise.
     pub async fn run<S: ClickStore + ?Sized>(
         &self,
         clicks: &Clicks,
         store: &S,
         mut stop: tokio::sync::watch::Receiver<bool>,
     ) {
+        let Some(shards) = &self.shards else { return };
         let mut writer = self.writer.lock().await;
-        let Some((rx, tally)) = writer.as_mut() else {
-            return;
-        };
-        let mut take = tokio::time::interval(TAKE_EVERY);
-        let mut every = tokio::time::interval(SLICE_EVERY);
-        let mut closed: Vec<(Alike, i64)> = Vec::new();
-        let mut opened = Instant::now();
-        loop {
-            tokio::select! {
-                // Taken on a timer rather than as they arrive: a task waiting on the
-                // queue is woken by every click sent, which cost the redirect path a
-                // quarter more CPU per request; taking a few thousand at a time costs
-                // a fraction of a millisecond per take.
-                _ = take.tick() => drain(rx, tally),
-                _ = every.tick() => {
-                    if closed.is_empty() && (opened.elapsed() >= WRITE_EVERY || tally.counts.len() >= MAX_TALLY) {
-                        closed = std::mem::take(&mut tally.counts).into_iter().collect();
-                        opened = Instant::now();
-                    }
-                    // A slice per tick, larger when the closed tally is large, so that
-                    // it is written before the next one closes.
-                    let ticks = (WRITE_EVERY.as_millis() / SLICE_EVERY.as_millis()).max(1) as usize;
-                    let n = closed.len().min(SLICE.max(closed.len().div_ceil(ticks)));
-                    if n > 0 {
-                        let slice = closed.split_off(closed.len() - n);
-                        self.write(clicks, store, slice).await;
+        let Writer { window, spares } = &mut *writer;
+        let (hand, mut handed) = tokio::sync::mpsc::channel::<Closed>(1);
+        // Set while a closed window is being written; the next one waits for it.
+        let writing = AtomicBool::new(false);
+        // Set when the open window is full while the last one is still being written:
+        // the writer then writes the rest at once.
+        let hurry = AtomicBool::new(false);
+        // Measured cost of writing one key, in ns.
+        let cost = AtomicU64::new(FIRST_COST.as_nanos() as u64);
+        let tallying = async {
+            let mut take = tokio::time::interval(TAKE_EVERY);
+            take.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            loop {
+                tokio::select! {
+                    _ = take.tick() => {}
+                    // The only change ever sent is the stop (or the sender went away).
+                    _ = stop.changed() => break,
+                }
+                self.dropped(shards.take_into(window, spares));
+                let busy = writing.load(Ordering::Acquire);
+                hurry.store(busy && window.is_full(), Ordering::Release);
+                let per_key = Duration::from_nanos(cost.load(Ordering::Relaxed));
+                if !busy
+                    && !window.is_empty()
+                    && closes(
+                        window.len(),
+                        window.opened().elapsed(),
+                        per_key,
+                        window.is_full(),
+                    )
+                {
+                    writing.store(true, Ordering::Release);
+                    if hand.send(window.close()).await.is_err() {
+                        break;
                     }
                 }
-                // The only change ever sent is the stop (or the sender went away).
-                _ = stop.changed() => break,
             }
-        }
-        // Shutting down: what the last requests queued.
-        drain(rx, tally);
-        closed.extend(std::mem::take(&mut tally.counts));
-        self.write(clicks, store, closed).await;
+            // Shutting down: what the last requests counted.
+            self.dropped(shards.take_into(window, spares));
+            hurry.store(true, Ordering::Release);
+            let _ = hand.send(window.close()).await;
+            drop(hand);
+        };
+        let writing_out = async {
+            let mut tick = tokio::time::interval(SLICE_EVERY);
+            while let Some(mut closed) = handed.recv().await {
+                let per_tick = SLICE.max(
+                    (closed.remaining() as u128 * SLICE_EVERY.as_millis()
+                        / WRITE_SPREAD.as_millis()) as usize,
+                );
+                while closed.remaining() > 0 {
+                    let n = if hurry.load(Ordering::Acquire) {
+                        closed.remaining()
+                    } else {
+                        tick.tick().await;
+                        per_tick
+                    };
+                    let started = Instant::now();
+                    let keys = n.min(closed.remaining());
+                    self.write_slice(clicks, store, &mut closed, n).await;
+                    // What a key cost, smoothed over slices (a slice that waited out
+                    // retries counts as costly, which only keeps windows longer).
+                    let measured = started.elapsed().as_nanos() as u64 / keys.max(1) as u64;
+                    let old = cost.load(Ordering::Relaxed);
+                    cost.store((old * 7 + measured) / 8, Ordering::Relaxed);
+                }
+                writing.store(false, Ordering::Release);
+            }
+        };
+        tokio::join!(tallying, writing_out);
     }
 
-    /// Writes alike clicks, retrying a little while the database refuses.
-    async fn write<S: ClickStore + ?Sized>(
+    /// Writes the next `n` keys of `closed` (and, with the last slice, its clicks known
+    /// only by route key), retrying a little while the database refuses; past the
+    /// retries they are dropped and counted.
+    async fn write_slice<S: ClickStore + ?Sized>(
         &self,
         clicks: &Clicks,
         store: &S,
-        counts: Vec<(Alike, i64)>,
+        closed: &mut Closed,
+        n: usize,
     ) {
-        if counts.is_empty() {
-            return;
-        }
-        let total: i64 = counts.iter().map(|(_, n)| n).sum();
+        let slice = closed.peek(n);
+        let last = slice.len() + closed.unresolved().len() == closed.remaining();
+        let total: u64 = slice.iter().map(|(_, c)| u64::from(c.n)).sum::<u64>()
+            + if last {
+                closed
+                    .unresolved()
+                    .iter()
+                    .map(|(_, _, n)| u64::from(*n))
+                    .sum()
+            } else {
+                0
+            };
         let mut waits = RETRIES.iter();
         loop {
-            match attribute(clicks, store, &counts).await {
-                Ok((increments, unknown)) => match store.add_rollups(&increments).await {
+            let increments = match self
+                .increments(clicks, store, closed, slice.len(), last)
+                .await
+            {
+                Ok(inc) => Some(inc),
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading the links of clicks failed");
+                    None
+                }
+            };
+            if let Some((increments, unknown)) = increments {
+                match store.add_rollups(&increments).await {
                     Ok(()) => {
                         clicks.counted_own(increments.visits(), unknown);
-                        return;
+                        break;
                     }
                     Err(e) => tracing::warn!(error = %e, "writing clicks failed"),
-                },
-                Err(e) => tracing::warn!(error = %e, "reading the links of clicks failed"),
+                }
             }
             match waits.next() {
                 Some(wait) => tokio::time::sleep(*wait).await,
                 None => {
                     tracing::error!(clicks = total, "writing clicks failed; dropped");
-                    self.metrics
-                        .clicks_dropped
-                        .inc_by(u64::try_from(total).unwrap_or_default());
-                    return;
+                    self.metrics.clicks_dropped.inc_by(total);
+                    break;
                 }
             }
         }
+        let written = closed.peek(n).len();
+        closed.advance(written);
+        if last {
+            closed.clear_unresolved();
+        }
     }
-}
 
-fn drain(rx: &mut mpsc::Receiver<OwnClick>, tally: &mut Tally) {
-    while let Ok(click) = rx.try_recv() {
-        tally.add(click);
-    }
-}
-
-/// The tally as rollup increments, and how many clicks named no known link.
-async fn attribute<S: ClickStore + ?Sized>(
-    clicks: &Clicks,
-    store: &S,
-    counts: &[(Alike, i64)],
-) -> Result<(Increments, u64), crate::store::StoreError> {
-    let routes: Vec<(String, &Alike, &i64)> = counts
-        .iter()
-        .map(|(a, n)| (a.route.to_string(), a, n))
-        .collect();
-    let links = clicks
-        .links_of(store, routes.iter().map(|(r, _, _)| r.as_str()))
-        .await?;
-    let mut increments = Increments::new(clicks.referrer_cap());
-    let mut unknown = 0u64;
-    for (route, a, n) in routes {
-        let Some(link) = links.get(&route) else {
-            unknown += u64::try_from(*n).unwrap_or_default();
-            continue;
+    /// The next `n` keys of `closed` as rollup increments (and, when `last`, its clicks
+    /// known only by route key, resolved with one read), and how many clicks named no
+    /// known link.
+    async fn increments<S: ClickStore + ?Sized>(
+        &self,
+        clicks: &Clicks,
+        store: &S,
+        closed: &Closed,
+        n: usize,
+        last: bool,
+    ) -> Result<(Increments, u64), crate::store::StoreError> {
+        let owners = self.owners.names();
+        let mut increments = Increments::new(clicks.referrer_cap());
+        let mut unknown = 0u64;
+        let mut add = |link: u64, owner: &str, key: &Key, n: u32| {
+            let dims = ClickDims {
+                at: key.hour_ms(),
+                bot: key.bot,
+                status: key.status,
+                country: key.country(),
+                referrer: closed.referrer(key.referrer),
+                device: key.device.as_str(),
+            };
+            increments.add(link, owner, &dims, i64::from(n));
         };
-        let country = a
-            .visitor
-            .country
-            .map(|c| String::from_utf8_lossy(&c).into_owned())
-            .unwrap_or_default();
-        let dims = ClickDims {
-            at: a.hour,
-            bot: a.visitor.bot,
-            status: a.status,
-            country: &country,
-            referrer: a.visitor.referrer.as_deref().unwrap_or_default(),
-            device: a.visitor.device.as_str(),
-        };
-        increments.add(link.link_id, &link.owner_id, &dims, *n);
+        for (key, Count { n, owner }) in closed.peek(n) {
+            match owners.get(*owner) {
+                Some(owner) => add(key.link, owner, key, *n),
+                None => unknown += u64::from(*n),
+            }
+        }
+        if last && !closed.unresolved().is_empty() {
+            let routes: Vec<String> = closed
+                .unresolved()
+                .iter()
+                .map(|(route, _, _)| route.to_string())
+                .collect();
+            let links = clicks
+                .links_of(store, routes.iter().map(String::as_str))
+                .await?;
+            for (route, (_, key, n)) in routes.iter().zip(closed.unresolved()) {
+                match links.get(route) {
+                    Some(link) => add(link.link_id, &link.owner_id, key, *n),
+                    None => unknown += u64::from(*n),
+                }
+            }
+        }
+        Ok((increments, unknown))
     }
-    Ok((increments, unknown))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use shared::clicks::Visitor;
+
+    #[test]
+    fn a_window_closes_when_writing_it_is_cheap_enough_or_at_its_limits() {
+        let cost = Duration::from_micros(10);
+        assert!(
+            !closes(100, Duration::from_secs(5), cost, false),
+            "too young"
+        );
+        assert!(
+            closes(100, MIN_WINDOW, cost, false),
+            "light load: every 10 s"
+        );
+        // A million keys take 10 s to write: more than 2% of a minute, within 2% of
+        // 500 s, so such a window closes at MAX_WINDOW.
+        assert!(!closes(1_000_000, Duration::from_secs(60), cost, false));
+        assert!(!closes(
+            1_000_000,
+            MAX_WINDOW - Duration::from_secs(1),
+            cost,
+            false
+        ));
+        assert!(closes(1_000_000, MAX_WINDOW, cost, false));
+        assert!(
+            closes(1_000_000, Duration::from_secs(1), cost, true),
+            "full"
+        );
+    }
 
     #[test]
     fn reducing_headers_matches_the_edge_and_remembers() {

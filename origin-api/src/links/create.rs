@@ -126,10 +126,7 @@ pub(crate) fn write_failed(state: &AppState, route: &str, e: StoreError) -> AppE
 /// replaces any "unknown" the redirect cache held), and it is counted. The cache holds
 /// the record unmarked: the redirect checks bans against the live denylist.
 pub(crate) async fn stored(state: &AppState, link: &Link) {
-    state
-        .cache
-        .fence(link.route_key(), link.edge_record(false))
-        .await;
+    state.cache.fence(link).await;
     state.metrics.links_created.inc();
 }
 

@@ -162,10 +162,7 @@ async fn write(
     match state.db.update_link(&next, expected).await {
         Ok(written) => {
             // Unmarked: the redirect checks bans against the live denylist.
-            state
-                .cache
-                .fence(written.route_key(), written.edge_record(false))
-                .await;
+            state.cache.fence(&written).await;
             Ok(written)
         }
         // Someone else wrote first; say which version is there now.

@@ -69,10 +69,7 @@ pub(crate) async fn resolve(
     let code = settings.canonical_code(&code).into_owned();
     let route = RouteKey::new(domain, code).ok_or(AppError::NotFound)?;
     let deny = state.cache.denylist(&state.db).await?;
-    let entry = state
-        .cache
-        .entry(&state.db, route.domain(), route.code())
-        .await?;
+    let entry = state.cache.entry(&state.db, &route).await?;
     let prepared = entry.record.as_ref().ok_or(AppError::NotFound)?;
     let mut record = prepared.record.clone();
     if deny.blocks_code(&route) || deny.blocks_host(prepared.target_host()) {

@@ -73,13 +73,15 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/edge/resolve/{domain}/{code}", get(edge::resolve))
         .route("/v1/edge/clicks", post(edge::clicks))
         .route("/v1/admin/outbox", get(admin::outbox))
-        // `route_layer`: the routes above, not the fallback.
+        // `route_layer`: the routes above, not the fallback. The redirect path has no
+        // request span either: a perf profile at a million links put it at about 2% of
+        // a cached redirect's CPU, and the handler logs what goes wrong itself.
         .route_layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             REQUEST_TIMEOUT,
         ))
+        .route_layer(TraceLayer::new_for_http())
         .fallback(redirect::redirect)
-        .layer(TraceLayer::new_for_http())
         .layer(in_flight)
         .with_state(state)
 }

@@ -1,12 +1,12 @@
 //! `GET|HEAD /{code}` on the origin: the same decision as the edge, from the database.
 
-use crate::clicks::recorder::{OwnClick, Reduced};
+use crate::clicks::tally::{Clicked, Reduced};
 use crate::error::AppError;
 use crate::store::now_ms;
 use crate::AppState;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use shared::clicks::counts_as_click;
 use shared::{
     decide_prepared, reject_early, Body, Decision, Outcome, RouteKey, Visit, VisitorHost,
@@ -45,8 +45,8 @@ pub(crate) async fn redirect(State(state): State<AppState>, req: Request) -> Res
                 Decision::unavailable(method, shared::decision::RETRY_AFTER_S)
             }
             Ok(Ok((decision, visited))) => {
-                if let Some((route, at)) = visited {
-                    record_click(&state, &decision, route, at, &headers, peer);
+                if let Some((clicked, at)) = visited {
+                    record_click(&state, &decision, clicked, at, &headers, peer);
                 }
                 decision
             }
@@ -71,7 +71,7 @@ pub(crate) const REDIRECT_TIMEOUT: std::time::Duration = std::time::Duration::fr
 fn record_click(
     state: &AppState,
     decision: &Decision,
-    route: RouteKey,
+    clicked: Clicked,
     at: i64,
     headers: &HeaderMap,
     peer: Option<std::net::SocketAddr>,
@@ -79,17 +79,13 @@ fn record_click(
     if !state.recorder.enabled() || !counts_as_click(shared::Method::Get, decision.outcome) {
         return;
     }
-    state.recorder.record(OwnClick {
-        route,
-        at,
-        status: decision.status,
-        visitor: Reduced::of(
-            headers.get(header::USER_AGENT),
-            headers.get(header::REFERER),
-            // Only a trusted proxy's word: anyone can send `CF-IPCountry`.
-            state.proxies.country(peer, headers),
-        ),
-    });
+    let visitor = Reduced::of(
+        headers.get(header::USER_AGENT),
+        headers.get(header::REFERER),
+        // Only a trusted proxy's word: anyone can send `CF-IPCountry`.
+        state.proxies.country(peer, headers),
+    );
+    state.recorder.record(clicked, at, decision.status, visitor);
 }
 
 async fn resolve(
@@ -104,23 +100,25 @@ async fn resolve(
     // domain is an IP address. A host this origin does not serve, or one no DNS name
     // could be, is not found without a read.
     let db = &state.redirect_db;
-    let default = &state.settings.default_domain;
+    let default = state.settings.default_domain.as_str();
+    let host;
     let domain = match headers.get(header::HOST).map(|h| h.to_str()) {
-        None => default.clone(),
+        None => default,
         Some(Err(_)) => return Ok((Decision::not_found(method), None)),
-        Some(Ok(host)) => match shared::visitor_host(host) {
-            VisitorHost::Address => default.clone(),
+        Some(Ok(value)) => match shared::visitor_host(value) {
+            VisitorHost::Address => default,
             VisitorHost::Malformed => return Ok((Decision::not_found(method), None)),
-            VisitorHost::Domain(d) if &d == default => d,
+            VisitorHost::Domain(d) if d == default => default,
             VisitorHost::Domain(d) => {
                 if !state.cache.serves(db, &d).await? {
                     return Ok((Decision::not_found(method), None));
                 }
-                d
+                host = d;
+                host.as_str()
             }
         },
     };
-    let settings = state.cache.settings(db, &domain).await?;
+    let settings = state.cache.settings(db, domain).await?;
     let code = settings.canonical_code(code);
     let Some(route) = RouteKey::new(domain, code.as_ref()) else {
         return Ok((Decision::not_found(method), None));
@@ -128,7 +126,7 @@ async fn resolve(
     let deny = state.cache.denylist(db).await?;
     // Memory first; then what can be answered without a read (a banned code, a generated
     // code past the id ceiling); then the database, once per key however many ask.
-    let entry = match state.cache.cached(route.domain(), route.code()) {
+    let entry = match state.cache.cached(&route) {
         Some(entry) => Some(entry),
         None if deny.blocks_code(&route) => None,
         None if !state
@@ -143,7 +141,7 @@ async fn resolve(
         {
             None
         }
-        None => Some(state.cache.entry(db, route.domain(), route.code()).await?),
+        None => Some(state.cache.entry(db, &route).await?),
     };
     let now = now_ms();
     let visit = Visit {
@@ -154,12 +152,20 @@ async fn resolve(
     };
     let record = entry.as_ref().and_then(|e| e.record.as_ref());
     let decision = decide_prepared(&visit, record, &deny, &settings);
-    let visited = (method == shared::Method::Get).then_some((route, now));
+    // The link as the cache knows it; a banned code whose record was never read is
+    // resolved from its route key when the click is written.
+    let visited = (method == shared::Method::Get).then(|| {
+        let clicked = match entry.as_ref().and_then(|e| e.link) {
+            Some(link) => Clicked::Link(link),
+            None => Clicked::Route(route),
+        };
+        (clicked, now)
+    });
     Ok((decision, visited))
 }
 
 /// The link a `GET` visited and when (Unix ms).
-type Visited = (RouteKey, i64);
+type Visited = (Clicked, i64);
 
 fn outcome_name(outcome: Outcome) -> &'static str {
     match outcome {
@@ -187,16 +193,18 @@ fn header_name(name: &str) -> Option<HeaderName> {
 }
 
 fn write(decision: Decision) -> Response {
-    let status = StatusCode::from_u16(decision.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let body = match decision.body {
-        Body::Empty => String::new(),
-        Body::Text(s) | Body::Html(s) => s.to_owned(),
+        Body::Empty => axum::body::Body::empty(),
+        Body::Text(s) | Body::Html(s) => axum::body::Body::from(s),
     };
-    let mut res = (status, body).into_response();
+    let mut res = Response::new(body);
+    *res.status_mut() =
+        StatusCode::from_u16(decision.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let headers = res.headers_mut();
-    headers.remove(header::CONTENT_TYPE);
-    for (name, value) in &decision.headers {
-        if let (Some(name), Ok(value)) = (header_name(name), HeaderValue::from_str(value)) {
+    for (name, value) in decision.headers {
+        // The decision's strings become the header values as they are, without a copy.
+        let value = HeaderValue::from_maybe_shared(axum::body::Bytes::from(value));
+        if let (Some(name), Ok(value)) = (header_name(name), value) {
             headers.insert(name, value);
         }
     }

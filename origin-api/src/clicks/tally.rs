@@ -1,0 +1,485 @@
+//! The origin's own clicks, counted in memory until they are written.
+//!
+//! Two stages, so that no lock is shared by every request:
+//!
+//! - [`Shards`]: the redirect path adds each click to the shard of its own worker
+//!   thread (a mutex only that thread and, every few milliseconds, the tally task take),
+//!   counting alike clicks once with a weight.
+//! - [`Window`]: the tally task moves the shards' counts into one window, keyed
+//!   compactly (a link's id, not its route key), and bounded in bytes. A closed window
+//!   becomes a sorted [`Closed`] list that the writer writes to the rollups.
+
+use crate::cache::LinkTag;
+use crate::owners::OwnerId;
+use shared::clicks::Device;
+use shared::RouteKey;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// A fast hasher: keys are the process's own numbers and reduced header values, and a
+/// shard or window is bounded, so flooding one with colliding keys gains nothing.
+type Hasher = foldhash::fast::RandomState;
+
+/// A visitor reduced to what is kept, with the parts shared between alike visitors.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Reduced {
+    pub device: Device,
+    pub bot: bool,
+    pub referrer: Option<Arc<str>>,
+    pub country: Option<[u8; 2]>,
+}
+
+/// The link a click is about: known from the redirect cache, or (a banned code whose
+/// record was never read) only by its route key, resolved when written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Clicked {
+    Link(LinkTag),
+    Route(RouteKey),
+}
+
+/// Alike clicks, as a shard counts them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Seen {
+    link: u64,
+    hour: u32,
+    status: u16,
+    visitor: Reduced,
+}
+
+/// Clicks on one key, and whose link it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Count {
+    /// Bounded by the clicks one window can see (minutes of traffic), far below 2³².
+    pub n: u32,
+    pub owner: OwnerId,
+}
+
+/// Alike clicks as a window counts them: the same link, hour, status and visitor, in
+/// 24 bytes. Sorted, a window's keys come link by link, the rollups' own order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key {
+    pub link: u64,
+    /// Hours since the Unix epoch.
+    pub hour: u32,
+    pub status: u16,
+    pub bot: bool,
+    pub device: Device,
+    /// `[0, 0]`: unknown.
+    pub country: [u8; 2],
+    /// Index into the window's referrers; 0: none.
+    pub referrer: u32,
+}
+
+impl Key {
+    /// The hour's start in Unix ms.
+    pub fn hour_ms(&self) -> i64 {
+        i64::from(self.hour) * HOUR_MS
+    }
+
+    /// The country code, empty when unknown.
+    pub fn country(&self) -> &str {
+        match self.country {
+            [0, 0] => "",
+            ref c => std::str::from_utf8(c).unwrap_or_default(),
+        }
+    }
+}
+
+const HOUR_MS: i64 = 3_600_000;
+
+/// Clicks on codes known only by their route key that one shard or window holds at most
+/// (banned codes whose record was never read: rare); beyond, they are dropped, counted.
+const UNRESOLVED: usize = 4_096;
+
+/// One thread's clicks since the tally task last took them.
+#[derive(Debug, Default)]
+pub struct Shard {
+    counts: HashMap<Seen, Count, Hasher>,
+    unresolved: Vec<(RouteKey, u32, u16, Reduced)>,
+}
+
+impl Shard {
+    fn is_empty(&self) -> bool {
+        self.counts.is_empty() && self.unresolved.is_empty()
+    }
+}
+
+/// The redirect path's side: a shard per worker thread, each behind its own mutex.
+#[derive(Debug)]
+pub struct Shards {
+    slots: Box<[Mutex<Shard>]>,
+    /// Keys one shard holds at most between takes (the tally task takes every few ms,
+    /// so only a stalled task lets a shard fill); new keys beyond are dropped, counted.
+    cap: usize,
+}
+
+/// Every thread's place among the shards, given in turn as threads first record.
+fn thread_slot() -> usize {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static SLOT: usize = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    SLOT.with(|s| *s)
+}
+
+impl Shards {
+    pub fn new(cap: usize) -> Self {
+        let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
+        Shards {
+            slots: (0..(threads * 2).clamp(4, 64))
+                .map(|_| Mutex::default())
+                .collect(),
+            cap,
+        }
+    }
+
+    /// Keys held in all shards.
+    pub fn keys(&self) -> usize {
+        self.slots
+            .iter()
+            .map(|s| {
+                let shard = s.lock().unwrap_or_else(|e| e.into_inner());
+                shard.counts.len() + shard.unresolved.len()
+            })
+            .sum()
+    }
+
+    /// Counts one click; `false` if it had to be dropped (its shard is full).
+    pub fn add(&self, clicked: Clicked, at: i64, status: u16, visitor: Reduced) -> bool {
+        let hour = u32::try_from(at.div_euclid(HOUR_MS)).unwrap_or_default();
+        let slot = &self.slots[thread_slot() % self.slots.len()];
+        let mut shard = slot.lock().unwrap_or_else(|e| e.into_inner());
+        match clicked {
+            Clicked::Link(link) => {
+                let seen = Seen {
+                    link: link.id,
+                    hour,
+                    status,
+                    visitor,
+                };
+                if let Some(count) = shard.counts.get_mut(&seen) {
+                    count.n = count.n.saturating_add(1);
+                    return true;
+                }
+                if shard.counts.len() >= self.cap {
+                    return false;
+                }
+                shard.counts.insert(
+                    seen,
+                    Count {
+                        n: 1,
+                        owner: link.owner,
+                    },
+                );
+            }
+            Clicked::Route(route) => {
+                if shard.unresolved.len() >= UNRESOLVED {
+                    return false;
+                }
+                shard.unresolved.push((route, hour, status, visitor));
+            }
+        }
+        true
+    }
+
+    /// Moves every shard's counts into `window`, swapping each shard with a spare so
+    /// that neither side allocates in the steady state. What the window has no room for
+    /// stays in the spare, to go first into the next window. Returns the clicks dropped.
+    pub fn take_into(&self, window: &mut Window, spares: &mut Vec<Shard>) -> u64 {
+        spares.resize_with(self.slots.len(), Shard::default);
+        let mut dropped = 0;
+        for (slot, spare) in self.slots.iter().zip(spares.iter_mut()) {
+            // What an earlier take had no room for goes first; while some of it still
+            // finds none, the shard keeps its own clicks.
+            if !spare.is_empty() {
+                dropped += window.absorb(spare);
+                if !spare.is_empty() {
+                    continue;
+                }
+            }
+            {
+                let mut shard = slot.lock().unwrap_or_else(|e| e.into_inner());
+                if shard.is_empty() {
+                    continue;
+                }
+                std::mem::swap(&mut *shard, spare);
+            }
+            dropped += window.absorb(spare);
+        }
+        dropped
+    }
+}
+
+/// The referrer hosts of one window, each once.
+#[derive(Debug, Default)]
+struct Referrers {
+    names: Vec<Arc<str>>,
+    ids: HashMap<Arc<str>, u32, Hasher>,
+    bytes: usize,
+}
+
+impl Referrers {
+    fn id(&mut self, host: Option<&Arc<str>>) -> u32 {
+        let Some(host) = host else { return 0 };
+        if let Some(id) = self.ids.get(host) {
+            return *id;
+        }
+        self.names.push(host.clone());
+        let id = u32::try_from(self.names.len()).unwrap_or(u32::MAX);
+        self.bytes += host.len() + 64;
+        self.ids.insert(host.clone(), id);
+        id
+    }
+}
+
+/// Clicks counted since the window opened, bounded in bytes.
+#[derive(Debug)]
+pub struct Window {
+    counts: HashMap<Key, Count, Hasher>,
+    referrers: Referrers,
+    unresolved: Vec<(RouteKey, Key, u32)>,
+    opened: Instant,
+    clicks: u64,
+    max_bytes: usize,
+    /// A new key found no room: the window should close now.
+    full: bool,
+}
+
+/// What one slot of a hash table of `capacity` entries costs: the entry and its
+/// control byte, with the table's spare eighth.
+fn table_bytes(capacity: usize) -> usize {
+    capacity.div_ceil(7) * 8 * (std::mem::size_of::<(Key, Count)>() + 1)
+}
+
+impl Window {
+    pub fn new(max_bytes: usize) -> Self {
+        Window {
+            counts: HashMap::default(),
+            referrers: Referrers::default(),
+            unresolved: Vec::new(),
+            opened: Instant::now(),
+            clicks: 0,
+            max_bytes,
+            full: false,
+        }
+    }
+
+    /// The memory the window holds, about.
+    pub fn bytes(&self) -> usize {
+        table_bytes(self.counts.capacity())
+            + self.referrers.bytes
+            + self.unresolved.capacity() * std::mem::size_of::<(RouteKey, Key, u32)>()
+    }
+
+    /// Distinct keys held: what writing the window costs, about, in rows.
+    pub fn len(&self) -> usize {
+        self.counts.len() + self.unresolved.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn opened(&self) -> Instant {
+        self.opened
+    }
+
+    /// Whether a click found no room since the window opened.
+    pub fn is_full(&self) -> bool {
+        self.full
+    }
+
+    /// Whether one more key fits without the table growing past the bound.
+    fn has_room(&self) -> bool {
+        let grows = self.counts.len() >= self.counts.capacity();
+        !grows
+            || self.bytes() - table_bytes(self.counts.capacity())
+                + table_bytes((self.counts.capacity() * 2).max(8))
+                <= self.max_bytes
+    }
+
+    /// Adds a shard's counts. What finds no room (a new key, the window full) stays
+    /// in the shard, for the next window. Returns the clicks dropped (those known only
+    /// by route key, past their bound).
+    fn absorb(&mut self, shard: &mut Shard) -> u64 {
+        shard.counts.retain(|seen, count| {
+            let key = Key {
+                link: seen.link,
+                hour: seen.hour,
+                status: seen.status,
+                bot: seen.visitor.bot,
+                device: seen.visitor.device,
+                country: seen.visitor.country.unwrap_or([0, 0]),
+                referrer: self.referrers.id(seen.visitor.referrer.as_ref()),
+            };
+            if let Some(held) = self.counts.get_mut(&key) {
+                held.n = held.n.saturating_add(count.n);
+            } else if self.has_room() {
+                self.counts.insert(key, *count);
+            } else {
+                self.full = true;
+                return true;
+            }
+            self.clicks += u64::from(count.n);
+            false
+        });
+        let mut dropped = 0;
+        for (route, hour, status, visitor) in shard.unresolved.drain(..) {
+            if self.unresolved.len() >= UNRESOLVED {
+                dropped += 1;
+                continue;
+            }
+            let key = Key {
+                link: 0,
+                hour,
+                status,
+                bot: visitor.bot,
+                device: visitor.device,
+                country: visitor.country.unwrap_or([0, 0]),
+                referrer: self.referrers.id(visitor.referrer.as_ref()),
+            };
+            self.clicks += 1;
+            self.unresolved.push((route, key, 1));
+        }
+        dropped
+    }
+
+    /// The window's counts, sorted, for writing; the window is left empty and open
+    /// again, its memory given back.
+    pub fn close(&mut self) -> Closed {
+        let closed = std::mem::replace(self, Window::new(self.max_bytes));
+        let mut entries: Vec<(Key, Count)> = closed.counts.into_iter().collect();
+        entries.sort_unstable_by_key(|(k, _)| *k);
+        Closed {
+            entries,
+            next: 0,
+            referrers: closed.referrers.names,
+            unresolved: closed.unresolved,
+            clicks: closed.clicks,
+        }
+    }
+}
+
+/// A closed window, being written in order.
+#[derive(Debug, Default)]
+pub struct Closed {
+    entries: Vec<(Key, Count)>,
+    next: usize,
+    referrers: Vec<Arc<str>>,
+    unresolved: Vec<(RouteKey, Key, u32)>,
+    /// Clicks it counts.
+    pub clicks: u64,
+}
+
+impl Closed {
+    /// Keys not yet written.
+    pub fn remaining(&self) -> usize {
+        self.entries.len() - self.next + self.unresolved.len()
+    }
+
+    /// The next `n` keys to write, without moving on ([`Closed::advance`] does, once
+    /// they are written).
+    pub fn peek(&self, n: usize) -> &[(Key, Count)] {
+        &self.entries[self.next..(self.next + n).min(self.entries.len())]
+    }
+
+    pub fn advance(&mut self, n: usize) {
+        self.next = (self.next + n).min(self.entries.len());
+    }
+
+    /// Clicks known only by route key; the writer resolves them with the last slice.
+    pub fn unresolved(&self) -> &[(RouteKey, Key, u32)] {
+        &self.unresolved
+    }
+
+    pub fn clear_unresolved(&mut self) {
+        self.unresolved.clear();
+    }
+
+    /// A referrer host by its index in this window; empty for none.
+    pub fn referrer(&self, id: u32) -> &str {
+        id.checked_sub(1)
+            .and_then(|i| self.referrers.get(i as usize))
+            .map_or("", |r| r.as_ref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::owners::Owners;
+
+    fn visitor(referrer: Option<&str>) -> Reduced {
+        Reduced {
+            device: Device::Desktop,
+            bot: false,
+            referrer: referrer.map(Arc::from),
+            country: Some(*b"NL"),
+        }
+    }
+
+    fn tag(owners: &Owners, id: u64) -> Clicked {
+        Clicked::Link(LinkTag {
+            id,
+            owner: owners.intern("ana"),
+        })
+    }
+
+    #[test]
+    fn alike_clicks_are_one_key_with_a_count_and_closed_in_link_order() {
+        let owners = Owners::default();
+        let shards = Shards::new(1_000);
+        let mut window = Window::new(1 << 20);
+        let mut spares = Vec::new();
+        for link in [7, 3, 7, 7] {
+            assert!(shards.add(tag(&owners, link), 0, 302, visitor(Some("t.co"))));
+        }
+        assert!(shards.add(tag(&owners, 3), 0, 302, visitor(None)));
+        assert_eq!(shards.take_into(&mut window, &mut spares), 0);
+        assert_eq!((window.len(), window.clicks), (3, 5));
+        let closed = window.close();
+        assert!(window.is_empty(), "a new window opens");
+        let written: Vec<(u64, &str, u32)> = closed
+            .peek(10)
+            .iter()
+            .map(|(k, c)| (k.link, closed.referrer(k.referrer), c.n))
+            .collect();
+        assert_eq!(written, [(3, "", 1), (3, "t.co", 1), (7, "t.co", 3)]);
+    }
+
+    #[test]
+    fn a_full_window_keeps_what_it_cannot_hold_for_the_next_one() {
+        let owners = Owners::default();
+        let shards = Shards::new(100_000);
+        // Room for a table of 1,792 keys, not for the next (3,584).
+        let bound = table_bytes(1_792) + 1_000;
+        let mut window = Window::new(bound);
+        let mut spares = Vec::new();
+        for link in 0..5_000 {
+            assert!(shards.add(tag(&owners, link), 0, 302, visitor(None)));
+        }
+        let mut written = 0;
+        for _ in 0..3 {
+            assert_eq!(
+                shards.take_into(&mut window, &mut spares),
+                0,
+                "nothing dropped"
+            );
+            assert!(window.bytes() <= bound, "{}", window.bytes());
+            written += window.close().remaining();
+        }
+        assert_eq!(written, 5_000, "every click in some window");
+    }
+
+    #[test]
+    fn a_full_shard_refuses_new_keys_but_counts_known_ones() {
+        let owners = Owners::default();
+        let shards = Shards::new(2);
+        assert!(shards.add(tag(&owners, 1), 0, 302, visitor(None)));
+        assert!(shards.add(tag(&owners, 2), 0, 302, visitor(None)));
+        assert!(!shards.add(tag(&owners, 3), 0, 302, visitor(None)));
+        assert!(shards.add(tag(&owners, 1), 0, 302, visitor(None)));
+    }
+}
