@@ -5,7 +5,7 @@ use crate::db::Db;
 use async_trait::async_trait;
 use shared::clicks::ClickEvent;
 use shared::RouteKey;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Rows per multi-row statement: well under both databases' limits on bound values.
 const CHUNK: usize = 500;
@@ -167,36 +167,64 @@ macro_rules! write_increments {
         // Referrers are capped per link and hour: the value is kept if the link-hour has
         // it already or has room, else counted under OTHER_REFERRERS. Anyone can send any
         // Referer, so without the cap one link's hour could hold a row per forged host.
-        // One statement per referrer increment; each reads at most the cap's rows.
-        let (referrers, dims): (Vec<_>, Vec<_>) = inc
+        // What the link-hours of this write hold already is read in one query per few
+        // hundred links, and the cap is applied here: a statement per referrer, as
+        // before, cost a round trip to the database per link-hour written.
+        let referrers: Vec<_> = inc
             .dims
             .iter()
-            .partition(|((_, dim, _, _, value), _)| *dim == "referrer" && !value.is_empty());
-        for ((link, _, hour, bot, value), visits) in referrers {
-            sqlx::query(
-                "INSERT INTO click_dims (link_id, dim, hour, bot, value, visits) \
-                 SELECT $1, 'referrer', $2, $3, \
-                   CASE WHEN EXISTS (SELECT 1 FROM click_dims WHERE link_id = $1 \
-                          AND dim = 'referrer' AND hour = $2 AND bot = $3 AND value = $4) \
-                     OR (SELECT COUNT(*) FROM click_dims WHERE link_id = $1 \
-                          AND dim = 'referrer' AND hour = $2 AND bot = $3 \
-                          AND value <> '' AND value <> $6) < $7 \
-                   THEN $4 ELSE $6 END, $5 \
-                 WHERE TRUE \
-                 ON CONFLICT (link_id, dim, hour, bot, value) DO UPDATE SET \
-                 visits = click_dims.visits + excluded.visits",
-            )
-            .bind(*link as i64)
-            .bind(*hour)
-            .bind(*bot)
-            .bind(value.as_str())
-            .bind(*visits)
-            .bind(OTHER_REFERRERS)
-            .bind(inc.referrer_cap)
-            .execute(&mut *$tx)
-            .await?;
+            .filter(|((_, dim, _, _, value), _)| *dim == "referrer" && !value.is_empty())
+            .collect();
+        let mut rows: BTreeMap<(u64, &str, i64, bool, &str), i64> = inc
+            .dims
+            .iter()
+            .filter(|((_, dim, _, _, value), _)| *dim != "referrer" || value.is_empty())
+            .map(|((link, dim, hour, bot, value), n)| ((*link, *dim, *hour, *bot, value.as_str()), *n))
+            .collect();
+        if !referrers.is_empty() {
+            let (first, last) = referrers.iter().fold((i64::MAX, i64::MIN), |(lo, hi), ((_, _, h, _, _), _)| {
+                (lo.min(*h), hi.max(*h))
+            });
+            let links: Vec<u64> = referrers
+                .iter()
+                .map(|((link, ..), _)| *link)
+                .collect::<std::collections::BTreeSet<u64>>()
+                .into_iter()
+                .collect();
+            let mut held: HashMap<(u64, i64, bool), HashSet<String>> = HashMap::new();
+            for chunk in links.chunks(CHUNK) {
+                let mut q = sqlx::QueryBuilder::new(
+                    "SELECT link_id, hour, bot, value FROM click_dims                      WHERE dim = 'referrer' AND value <> '' AND hour >= ",
+                );
+                q.push_bind(first).push(" AND hour <= ").push_bind(last).push(" AND link_id IN (");
+                let mut list = q.separated(", ");
+                for link in chunk {
+                    list.push_bind(*link as i64);
+                }
+                q.push(")");
+                let found: Vec<(i64, i64, bool, String)> =
+                    q.build_query_as().fetch_all(&mut *$tx).await?;
+                for (link, hour, bot, value) in found {
+                    held.entry((link_id(link)?, hour, bot)).or_default().insert(value);
+                }
+            }
+            for ((link, _, hour, bot, value), n) in referrers {
+                let values = held.entry((*link, *hour, *bot)).or_default();
+                let distinct = values.len() - usize::from(values.contains(OTHER_REFERRERS));
+                let kept = if values.contains(value.as_str())
+                    || (value != OTHER_REFERRERS && (distinct as i64) < inc.referrer_cap)
+                {
+                    values.insert(value.clone());
+                    value.as_str()
+                } else {
+                    values.insert(OTHER_REFERRERS.to_owned());
+                    OTHER_REFERRERS
+                };
+                *rows.entry((*link, "referrer", *hour, *bot, kept)).or_default() += *n;
+            }
         }
-        for chunk in dims.chunks(CHUNK) {
+        let rows: Vec<_> = rows.into_iter().collect();
+        for chunk in rows.chunks(CHUNK) {
             let mut q = sqlx::QueryBuilder::new(
                 "INSERT INTO click_dims (link_id, dim, hour, bot, value, visits) ",
             );
@@ -205,7 +233,7 @@ macro_rules! write_increments {
                     .push_bind(*dim)
                     .push_bind(*hour)
                     .push_bind(*bot)
-                    .push_bind(value.as_str())
+                    .push_bind(*value)
                     .push_bind(*visits);
             });
             q.push(
