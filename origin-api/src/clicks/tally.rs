@@ -300,20 +300,25 @@ impl Window {
                 <= self.max_bytes
     }
 
+    /// The compact key of alike clicks, their referrer numbered in this window.
+    fn key(&mut self, link: u64, hour: u32, status: u16, visitor: &Reduced) -> Key {
+        Key {
+            link,
+            hour,
+            status,
+            bot: visitor.bot,
+            device: visitor.device,
+            country: visitor.country.unwrap_or([0, 0]),
+            referrer: self.referrers.id(visitor.referrer.as_ref()),
+        }
+    }
+
     /// Adds a shard's counts. What finds no room (a new key, the window full) stays
     /// in the shard, for the next window. Returns the clicks dropped (those known only
     /// by route key, past their bound).
     fn absorb(&mut self, shard: &mut Shard) -> u64 {
         shard.counts.retain(|seen, count| {
-            let key = Key {
-                link: seen.link,
-                hour: seen.hour,
-                status: seen.status,
-                bot: seen.visitor.bot,
-                device: seen.visitor.device,
-                country: seen.visitor.country.unwrap_or([0, 0]),
-                referrer: self.referrers.id(seen.visitor.referrer.as_ref()),
-            };
+            let key = self.key(seen.link, seen.hour, seen.status, &seen.visitor);
             if let Some(held) = self.counts.get_mut(&key) {
                 held.n = held.n.saturating_add(count.n);
             } else if self.has_room() {
@@ -331,15 +336,7 @@ impl Window {
                 dropped += 1;
                 continue;
             }
-            let key = Key {
-                link: 0,
-                hour,
-                status,
-                bot: visitor.bot,
-                device: visitor.device,
-                country: visitor.country.unwrap_or([0, 0]),
-                referrer: self.referrers.id(visitor.referrer.as_ref()),
-            };
+            let key = self.key(0, hour, status, &visitor);
             self.clicks += 1;
             self.unresolved.push((route, key, 1));
         }
