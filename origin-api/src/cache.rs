@@ -16,6 +16,10 @@
 //! - Bans are not folded into entries: the active bans are held as one denylist,
 //!   exactly as the edge holds its snapshot, re-read every `DENYLIST_TTL` and at once
 //!   after this process changes a ban.
+//! - Each worker thread keeps its own copy of the settings, the denylist and the links it
+//!   serves most ([`front`]), so that a hot link's visits share no lock and no counter.
+
+mod front;
 
 use crate::bans::Ban;
 use crate::ceiling::IdCeiling;
@@ -159,11 +163,12 @@ struct DenyMemo {
 }
 
 impl DenyMemo {
-    fn fresh(&self) -> Option<Arc<Denylist>> {
+    /// The denylist and when it was read, if that is less than [`DENYLIST_TTL`] ago.
+    fn fresh(&self) -> Option<(Arc<Denylist>, Instant)> {
         let held = self.held.read().unwrap_or_else(|e| e.into_inner());
         held.as_ref()
             .filter(|(_, at)| at.elapsed() < DENYLIST_TTL)
-            .map(|(deny, _)| deny.clone())
+            .map(|(deny, at)| (deny.clone(), *at))
     }
 }
 
@@ -181,6 +186,7 @@ pub struct RedirectCache {
     writes: Arc<[std::sync::Mutex<()>]>,
     settings: Arc<RwLock<HashMap<String, (DomainSettings, Instant)>>>,
     deny: Arc<DenyMemo>,
+    front: Arc<front::Fronts>,
     ceiling: IdCeiling,
     served: Arc<crate::served::ServedDomains>,
     owners: Owners,
@@ -227,6 +233,7 @@ impl RedirectCache {
                 .collect(),
             settings: Arc::default(),
             deny: Arc::default(),
+            front: Arc::default(),
             ceiling: IdCeiling::default(),
             served: Arc::default(),
             owners: Owners::default(),
@@ -271,21 +278,27 @@ impl RedirectCache {
         store: &S,
         domain: &str,
     ) -> Result<DomainSettings, AppError> {
+        if let Some(settings) = self.front.settings(domain, SETTINGS_TTL) {
+            return Ok(settings);
+        }
         {
             let held = self.settings.read().unwrap_or_else(|e| e.into_inner());
             if let Some((settings, at)) = held.get(domain) {
                 if at.elapsed() < SETTINGS_TTL {
+                    self.front.keep_settings(domain, settings, *at);
                     return Ok(settings.clone());
                 }
             }
         }
         let settings = store.domain_settings(domain).await?;
+        let at = Instant::now();
         let mut held = self.settings.write().unwrap_or_else(|e| e.into_inner());
         // Bounded: drop everything rather than grow with junk Host headers.
         if held.len() >= 10_000 {
             held.clear();
         }
-        held.insert(domain.to_owned(), (settings.clone(), Instant::now()));
+        held.insert(domain.to_owned(), (settings.clone(), at));
+        self.front.keep_settings(domain, &settings, at);
         Ok(settings)
     }
 
@@ -294,25 +307,42 @@ impl RedirectCache {
         &self,
         store: &S,
     ) -> Result<Arc<Denylist>, AppError> {
-        if let Some(deny) = self.deny.fresh() {
+        // The generation first: a ban change after this read leaves any copy made from
+        // what is read below stale.
+        let generation = self.deny.generation.load(Ordering::Acquire);
+        if let Some(deny) = self.front.denylist(generation, DENYLIST_TTL) {
+            return Ok(deny);
+        }
+        if let Some((deny, at)) = self.deny.fresh() {
+            self.front.keep_denylist(&deny, generation, at);
             return Ok(deny);
         }
         let _reading = self.deny.reading.lock().await;
         if let Some(deny) = self.deny.fresh() {
-            return Ok(deny);
+            return Ok(deny.0);
         }
         let generation = self.deny.generation.load(Ordering::Acquire);
         let deny = Arc::new(crate::bans::denylist(store.active_bans().await?));
         if self.deny.generation.load(Ordering::Acquire) == generation {
+            let at = Instant::now();
             let mut held = self.deny.held.write().unwrap_or_else(|e| e.into_inner());
-            *held = Some((deny.clone(), Instant::now()));
+            *held = Some((deny.clone(), at));
+            drop(held);
+            self.front.keep_denylist(&deny, generation, at);
         }
         Ok(deny)
     }
 
-    /// The entry for `route` if it is in memory and fresh.
+    /// The entry for `route` if it is in memory and fresh: this thread's copy, else the
+    /// shared one.
     pub fn cached(&self, route: &RouteKey) -> Option<Arc<Entry>> {
-        self.held(route.as_str())
+        let miss = match self.front.entry(route) {
+            Ok(entry) => return Some(entry),
+            Err(miss) => miss,
+        };
+        let entry = self.held(route.as_str())?;
+        self.front.saw(route, miss, &entry);
+        Some(entry)
     }
 
     fn held(&self, key: &str) -> Option<Arc<Entry>> {
@@ -345,6 +375,9 @@ impl RedirectCache {
                 return held;
             }
         }
+        // The threads' copies are invalidated after the shared one is replaced (see
+        // [`front`]), not before.
+        let written = self.front.key(&key);
         if entry.record.is_some() {
             self.negatives.remove(key.as_str());
             self.entries.insert(key, entry.clone());
@@ -352,6 +385,7 @@ impl RedirectCache {
             self.entries.remove(key.as_str());
             self.negatives.insert(key, entry.clone());
         }
+        self.front.changed(written);
         entry
     }
 
@@ -456,6 +490,7 @@ impl RedirectCache {
             Err(e) => {
                 self.entries.remove(key.as_str());
                 self.negatives.remove(key.as_str());
+                self.front.changed(self.front.key(&key));
                 Err(e)
             }
         }
@@ -466,6 +501,7 @@ impl RedirectCache {
     pub fn forget_all(&self) {
         self.entries.clear();
         self.negatives.clear();
+        self.front.changed_all();
         self.bans_changed();
     }
 
@@ -701,5 +737,127 @@ mod tests {
             .cached(&route("abc1234"))
             .expect("the link is still held");
         assert_eq!(held.record.as_ref().map(|r| r.record.version), Some(1));
+    }
+
+    fn version_of(entry: &Entry) -> Option<u64> {
+        entry.record.as_ref().map(|r| r.record.version)
+    }
+
+    #[tokio::test]
+    async fn a_hot_links_copy_on_this_thread_gives_way_to_a_write_at_once() {
+        let cache = RedirectCache::new(100);
+        let hot = route("abc1234");
+        cache.fence(&link(1)).await;
+        // Served often enough on this thread to be copied into its front.
+        for _ in 0..5 {
+            assert_eq!(cache.cached(&hot).as_deref().and_then(version_of), Some(1));
+        }
+        cache.fence(&link(2)).await;
+        assert_eq!(cache.cached(&hot).as_deref().and_then(version_of), Some(2));
+        // A ban arrives as a new record from this process too.
+        let tag = LinkTag {
+            id: 1,
+            owner: cache.owners().intern("o"),
+        };
+        for _ in 0..5 {
+            cache.cached(&hot);
+        }
+        cache.fence_record(hot.to_string(), link(3).edge_record(true), tag);
+        assert_eq!(
+            cache
+                .cached(&hot)
+                .and_then(|e| e.record.as_ref().map(|r| r.record.status)),
+            Some(LinkStatus::Banned)
+        );
+        for _ in 0..5 {
+            cache.cached(&hot);
+        }
+        cache.forget_all();
+        assert!(cache.cached(&hot).is_none(), "forgotten on every thread");
+    }
+
+    /// A ban source whose bans can change between reads.
+    struct Bans(std::sync::Mutex<Vec<Ban>>);
+
+    #[async_trait::async_trait]
+    impl RedirectSource for Bans {
+        async fn get_link(&self, _d: &str, _c: &str) -> Result<Option<Link>, StoreError> {
+            Ok(None)
+        }
+        async fn active_bans(&self) -> Result<Vec<Ban>, StoreError> {
+            Ok(self.0.lock().expect("bans").clone())
+        }
+        async fn domain_settings(&self, _d: &str) -> Result<DomainSettings, StoreError> {
+            Ok(DomainSettings::default())
+        }
+        async fn served_domains(&self) -> Result<Vec<String>, StoreError> {
+            Ok(vec![])
+        }
+        async fn link_ceiling(&self) -> Result<u64, StoreError> {
+            Ok(u64::MAX)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_ban_this_process_made_reaches_the_next_visit_on_every_thread() {
+        let cache = RedirectCache::new(100);
+        let source = Bans(std::sync::Mutex::new(vec![]));
+        let hot = route("abc1234");
+        for _ in 0..3 {
+            let deny = cache.denylist(&source).await.expect("bans");
+            assert!(!deny.blocks_code(&hot));
+        }
+        let ban = Ban {
+            ban_id: 1,
+            target: crate::bans::BanTarget::Code {
+                domain: hot.domain().into(),
+                code: hot.code().into(),
+            },
+            reason: "test".into(),
+            created_by: "admin".into(),
+            created_at: 0,
+            lifted_at: None,
+        };
+        source.0.lock().expect("bans").push(ban);
+        cache.bans_changed();
+        let deny = cache.denylist(&source).await.expect("bans");
+        assert!(deny.blocks_code(&hot), "the thread's copy was not used");
+    }
+
+    /// Writers move a hot link's version up while readers on other threads serve it: once
+    /// a write has returned, no reader anywhere serves an older version. Run many times:
+    /// an invalidation that came before the shared cache was updated, or a generation
+    /// read after it, shows as a stale read.
+    #[test]
+    fn no_thread_serves_an_older_version_once_a_write_has_returned() {
+        use std::sync::atomic::AtomicBool;
+        let cache = RedirectCache::new(100);
+        let hot = route("abc1234");
+        let tag = LinkTag {
+            id: 1,
+            owner: cache.owners().intern("o"),
+        };
+        cache.fence_record(hot.to_string(), link(1).edge_record(false), tag);
+        let written = AtomicU64::new(1);
+        let done = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            for _ in 0..3 {
+                scope.spawn(|| {
+                    while !done.load(Ordering::Acquire) {
+                        let floor = written.load(Ordering::Acquire);
+                        let seen = cache.cached(&hot).as_deref().and_then(version_of);
+                        assert!(
+                            seen >= Some(floor),
+                            "served version {seen:?} after version {floor} was written"
+                        );
+                    }
+                });
+            }
+            for v in 2..=2_000 {
+                cache.fence_record(hot.to_string(), link(v).edge_record(false), tag);
+                written.store(v, Ordering::Release);
+            }
+            done.store(true, Ordering::Release);
+        });
     }
 }

@@ -13,6 +13,7 @@ pub mod db;
 pub mod error;
 pub mod freshness;
 pub mod housekeeping;
+pub mod in_flight;
 pub mod keys;
 pub mod links;
 pub mod metrics;

@@ -268,9 +268,8 @@ pub fn peer(req: &axum::http::request::Parts) -> Option<SocketAddr> {
 /// What a request past the in-flight cap gets.
 pub const BUSY: &str = "The server is busy. Please try again shortly.\n";
 
-/// The answer past the in-flight cap (`routes::router` sheds the load with tower's global
-/// concurrency limit; shedding is the only error that limit has).
-pub async fn busy(_: tower::BoxError) -> axum::response::Response {
+/// The answer past the in-flight cap ([`crate::in_flight`]).
+pub fn busy() -> axum::response::Response {
     use axum::http::{header, HeaderValue, StatusCode};
     use axum::response::IntoResponse;
     let mut res = (StatusCode::SERVICE_UNAVAILABLE, BUSY).into_response();

@@ -44,17 +44,9 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// cache miss), because a timer per request cost about a tenth of a cached redirect's
 /// CPU (`scripts/bench-redirect`): see [`redirect::REDIRECT_TIMEOUT`].
 pub fn router(state: AppState) -> Router {
-    // At most `--max-in-flight` requests at once over every route (one semaphore); the
-    // next is answered 503 at once rather than queued, so a flood builds no backlog that
-    // later visitors wait behind.
-    let in_flight = tower::ServiceBuilder::new()
-        .layer(axum::error_handling::HandleErrorLayer::<_, ()>::new(
-            crate::server::busy,
-        ))
-        .load_shed()
-        .layer(tower::limit::GlobalConcurrencyLimitLayer::new(
-            (state.settings.max_in_flight as usize).max(1),
-        ));
+    // At most `--max-in-flight` requests at once over every route; the next is answered
+    // 503 at once rather than queued.
+    let in_flight = crate::in_flight::InFlightLayer::new(state.settings.max_in_flight as usize);
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
