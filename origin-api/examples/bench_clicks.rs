@@ -28,21 +28,9 @@ const OWNER: &str = "bench";
 const HOUR_MS: i64 = 3_600_000;
 const DAYS: i64 = 30;
 
-/// A small, fast, seedable generator (SplitMix64): the same run twice makes the same data.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
+#[path = "support/rng.rs"]
+mod rng;
+use rng::Rng;
 
 /// Ranks 0..n with probability ∝ 1/(rank+1), by inverting the cumulative weights.
 struct Zipf(Vec<f64>);

@@ -522,12 +522,13 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use tokio::sync::{watch, Semaphore};
 
-    /// Counts loads, and holds each one until released.
+    /// Counts loads, and holds each one until released; serves the bans it is given.
     struct Gate {
         loads: AtomicUsize,
         started: watch::Sender<usize>,
         release: Semaphore,
         link: Option<Link>,
+        bans: std::sync::Mutex<Vec<Ban>>,
     }
 
     #[async_trait::async_trait]
@@ -542,7 +543,7 @@ mod tests {
             Ok(self.link.clone())
         }
         async fn active_bans(&self) -> Result<Vec<Ban>, StoreError> {
-            Ok(vec![])
+            Ok(self.bans.lock().expect("bans").clone())
         }
         async fn domain_settings(&self, _d: &str) -> Result<DomainSettings, StoreError> {
             Ok(DomainSettings::default())
@@ -587,6 +588,7 @@ mod tests {
             started: watch::channel(0).0,
             release: Semaphore::new(if open { Semaphore::MAX_PERMITS } else { 0 }),
             link,
+            bans: Default::default(),
         })
     }
 
@@ -776,35 +778,13 @@ mod tests {
         assert!(cache.cached(&hot).is_none(), "forgotten on every thread");
     }
 
-    /// A ban source whose bans can change between reads.
-    struct Bans(std::sync::Mutex<Vec<Ban>>);
-
-    #[async_trait::async_trait]
-    impl RedirectSource for Bans {
-        async fn get_link(&self, _d: &str, _c: &str) -> Result<Option<Link>, StoreError> {
-            Ok(None)
-        }
-        async fn active_bans(&self) -> Result<Vec<Ban>, StoreError> {
-            Ok(self.0.lock().expect("bans").clone())
-        }
-        async fn domain_settings(&self, _d: &str) -> Result<DomainSettings, StoreError> {
-            Ok(DomainSettings::default())
-        }
-        async fn served_domains(&self) -> Result<Vec<String>, StoreError> {
-            Ok(vec![])
-        }
-        async fn link_ceiling(&self) -> Result<u64, StoreError> {
-            Ok(u64::MAX)
-        }
-    }
-
     #[tokio::test]
     async fn a_ban_this_process_made_reaches_the_next_visit_on_every_thread() {
         let cache = RedirectCache::new(100);
-        let source = Bans(std::sync::Mutex::new(vec![]));
+        let source = gate(None, true);
         let hot = route("abc1234");
         for _ in 0..3 {
-            let deny = cache.denylist(&source).await.expect("bans");
+            let deny = cache.denylist(source.as_ref()).await.expect("bans");
             assert!(!deny.blocks_code(&hot));
         }
         let ban = Ban {
@@ -818,9 +798,9 @@ mod tests {
             created_at: 0,
             lifted_at: None,
         };
-        source.0.lock().expect("bans").push(ban);
+        source.bans.lock().expect("bans").push(ban);
         cache.bans_changed();
-        let deny = cache.denylist(&source).await.expect("bans");
+        let deny = cache.denylist(source.as_ref()).await.expect("bans");
         assert!(deny.blocks_code(&hot), "the thread's copy was not used");
     }
 

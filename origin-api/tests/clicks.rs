@@ -553,6 +553,31 @@ async fn forged_referrers_cannot_grow_a_links_statistics() {
         assert_eq!(referrers.len(), 11, "{referrers:?}");
         assert_eq!(referrers[0], (Some("(other)".into()), 590));
         assert_eq!(counts(&stats.body["totals"]).0, 600, "nothing is lost");
+        // A host the link-hour holds keeps being counted under its name once the cap is
+        // reached; a new one still is not.
+        let kept = referrers[1].0.clone().expect("a kept host");
+        let events: Vec<Value> = (0..10)
+            .map(|i| {
+                let mut e = event(&format!("f-2-{i}"), &link, "DE", false, 302);
+                e["referrer_host"] = json!(if i < 5 {
+                    kept.clone()
+                } else {
+                    format!("forged-2-{i}.example")
+                });
+                e
+            })
+            .collect();
+        let res = api
+            .post_clicks(EDGE_TOKEN, &json!({ "events": events }))
+            .await;
+        assert_eq!(res.body["counted"], 10, "{}", res.text);
+        let stats = api
+            .get_as(&owner, "/v1/links/s.example/forged-refs/stats?top=20")
+            .await;
+        let referrers = ranked(&stats.body["top"]["referrers"]);
+        assert_eq!(referrers.len(), 11, "{}: {referrers:?}", t.kind());
+        assert_eq!(referrers[0], (Some("(other)".into()), 595));
+        assert_eq!(referrers[1], (Some(kept), 6));
         // The top is chosen by the database: asking for 3 gets 3 per dimension.
         let stats = api
             .get_as(&owner, "/v1/links/s.example/forged-refs/stats?top=3")
