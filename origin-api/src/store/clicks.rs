@@ -257,8 +257,8 @@ macro_rules! write_increments {
                 let kept = if values.contains(value.as_str()) {
                     value.as_str()
                 } else if value != OTHER_REFERRERS && *distinct < inc.referrer_cap {
+                    // Each (link-hour, host) comes once: `inc.dims` is keyed by it.
                     *distinct += 1;
-                    values.insert(value.clone());
                     value.as_str()
                 } else {
                     OTHER_REFERRERS
