@@ -31,6 +31,20 @@ impl InFlightLayer {
             max: max.max(1),
         }
     }
+
+    /// A slot under the cap, or `None` when every slot is taken: for a path that
+    /// answers without a tower service (the origin's visits, [`crate::routes::Origin`]).
+    pub fn enter(&self) -> Option<Slot> {
+        enter(&self.count, self.max)
+    }
+}
+
+fn enter(count: &Arc<AtomicUsize>, max: usize) -> Option<Slot> {
+    if count.fetch_add(1, Ordering::AcqRel) >= max {
+        count.fetch_sub(1, Ordering::AcqRel);
+        return None;
+    }
+    Some(Slot(count.clone()))
 }
 
 impl<S> tower::Layer<S> for InFlightLayer {
@@ -55,7 +69,7 @@ pub struct InFlight<S> {
 /// A request's place under the cap, given back when its response is ready (or the
 /// request is dropped).
 #[derive(Debug)]
-struct Slot(Arc<AtomicUsize>);
+pub struct Slot(Arc<AtomicUsize>);
 
 impl Drop for Slot {
     fn drop(&mut self) {
@@ -76,17 +90,15 @@ where
     }
 
     fn call(&mut self, req: Request) -> Self::Future {
-        if self.count.fetch_add(1, Ordering::AcqRel) >= self.max {
-            self.count.fetch_sub(1, Ordering::AcqRel);
-            return Counted {
+        match enter(&self.count, self.max) {
+            None => Counted {
                 inner: None,
                 slot: None,
-            };
-        }
-        let slot = Slot(self.count.clone());
-        Counted {
-            inner: Some(self.inner.call(req)),
-            slot: Some(slot),
+            },
+            slot => Counted {
+                inner: Some(self.inner.call(req)),
+                slot,
+            },
         }
     }
 }

@@ -252,7 +252,7 @@ pub async fn serve_with_metrics(
             until_closed(closed.clone()),
         ))
     });
-    let served = server::serve(listener, routes::router(state), limits, async move {
+    let served = server::serve(listener, routes::Origin::new(state), limits, async move {
         shutdown.await;
         let _ = closing.send(true);
     })

@@ -49,7 +49,9 @@ impl ServedDomains {
                 return Ok(set.contains(domain));
             }
         }
-        let mut set: HashSet<String> = read().await?.into_iter().collect();
+        // Boxed: the read's future would otherwise be part of every visit's (see
+        // `RedirectCache::settings`).
+        let mut set: HashSet<String> = Box::pin(read()).await?.into_iter().collect();
         let found = set.contains(domain);
         let mut held = self.held.write().unwrap_or_else(|e| e.into_inner());
         // Domains added while the read was on its way stay (links are never removed,

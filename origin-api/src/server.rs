@@ -13,12 +13,16 @@
 //! - at most [`Limits::max_header_bytes`] of request line and headers (431 beyond);
 //! - at most [`Limits::max_connections`] open connections: past it, the loop stops
 //!   accepting and the kernel's backlog holds newcomers until one closes;
-//! - the peer's address on every request ([`ConnectInfo`]), for limits per client.
+//! - the peer's address on every request, for limits per client (a router gets it as
+//!   [`ConnectInfo`]; see [`App`]).
 
 use axum::extract::ConnectInfo;
+use axum::response::Response;
 use axum::Router;
+use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use hyper_util::service::TowerToHyperService;
+use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -134,14 +138,43 @@ impl http_body::Body for Finished {
     }
 }
 
+/// What [`serve`] runs: an answer to each request, given the client's address (a clone
+/// of the app answers each).
+pub trait App: Clone + Send + Sync + 'static {
+    fn answer(
+        self,
+        req: axum::http::Request<Incoming>,
+        peer: SocketAddr,
+    ) -> impl Future<Output = Response> + Send + 'static;
+}
+
+/// A router gets the peer as [`ConnectInfo`], for its handlers' limits per client.
+impl App for Router {
+    fn answer(
+        self,
+        req: axum::http::Request<Incoming>,
+        peer: SocketAddr,
+    ) -> impl Future<Output = Response> + Send + 'static {
+        let mut req = req.map(axum::body::Body::new);
+        req.extensions_mut().insert(ConnectInfo(peer));
+        let answered = self.oneshot(req);
+        async move {
+            match answered.await {
+                Ok(res) => res,
+                Err(never) => match never {},
+            }
+        }
+    }
+}
+
 /// hyper's smallest read buffer; a header limit below it would never be reached first.
 const MIN_BUFFER: usize = 8 * 1024;
 
-/// Serves `router` on `listener` until `shutdown` completes, then lets open requests
+/// Serves `app` on `listener` until `shutdown` completes, then lets open requests
 /// finish: idle connections close at once, busy ones after their current response.
 pub async fn serve(
     listener: TcpListener,
-    router: Router,
+    app: impl App,
     limits: Limits,
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> std::io::Result<()> {
@@ -182,25 +215,22 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let watch = Arc::new(Watch::new());
         let (began, ended) = (watch.clone(), watch.clone());
-        let service = router
-            .clone()
-            .map_request(move |req: axum::http::Request<hyper::body::Incoming>| {
-                began.busy();
-                let mut req = req.map(axum::body::Body::new);
-                req.extensions_mut().insert(ConnectInfo(peer));
-                req
-            })
-            .map_response(move |res: axum::response::Response| {
+        let app = app.clone();
+        let service = hyper::service::service_fn(move |req| {
+            began.busy();
+            let answer = app.clone().answer(req, peer);
+            let ended = ended.clone();
+            async move {
                 // Waiting again once the whole answer is written (its body dropped).
-                let ended = ended.clone();
-                res.map(move |body| Finished { body, watch: ended })
-            });
+                let res = answer.await;
+                Ok::<_, Infallible>(res.map(move |body| Finished { body, watch: ended }))
+            }
+        });
         let http = http.clone();
         let mut closed = closed.clone();
         let (header_read_timeout, max_busy) = (limits.header_read_timeout, limits.max_busy);
         tokio::spawn(async move {
-            let conn =
-                http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
+            let conn = http.serve_connection(TokioIo::new(stream), service);
             tokio::pin!(conn);
             let mut tick = tokio::time::interval(WATCH_EVERY);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -245,7 +275,9 @@ pub async fn within<F: std::future::Future>(
     let first = std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await;
     match first {
         Poll::Ready(done) => Ok(done),
-        Poll::Pending => tokio::time::timeout(limit, fut).await,
+        // Boxed: a timer is most of a kilobyte, which every visit's future would
+        // otherwise carry (and hyper copy) to serve only the ones that wait.
+        Poll::Pending => Box::pin(tokio::time::timeout(limit, fut)).await,
     }
 }
 

@@ -247,20 +247,29 @@ pub fn classify(code: &str, space: &CodeSpace) -> Option<CodeKind> {
 /// domain (every alphabet's digits and every alias are `[A-Za-z0-9][A-Za-z0-9_-]*`, at
 /// most 64 long, and never a reserved word).
 pub fn is_plausible_code(code: &str) -> bool {
-    !code.is_empty()
-        && code.len() <= ALIAS_MAX_LEN
-        && code.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && code.chars().all(is_alias_char)
+    // Bytes, not chars: every allowed character is ASCII, so a byte of a multi-byte
+    // character fails the test as its character would.
+    let bytes = code.as_bytes();
+    bytes.len() <= ALIAS_MAX_LEN
+        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
+        && bytes.iter().all(|&b| is_alias_byte(b))
         && !is_reserved(code)
 }
 
 fn is_alias_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '_' || c == '-'
+    u8::try_from(c).is_ok_and(is_alias_byte)
+}
+
+fn is_alias_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
 }
 
 /// Whether `word` is one of [`RESERVED_WORDS`], ignoring ASCII case.
 pub fn is_reserved(word: &str) -> bool {
-    RESERVED_WORDS.iter().any(|r| r.eq_ignore_ascii_case(word))
+    // The length first, inline: nearly every code matches none by length alone.
+    RESERVED_WORDS
+        .iter()
+        .any(|r| r.len() == word.len() && r.eq_ignore_ascii_case(word))
 }
 
 #[cfg(test)]

@@ -5,12 +5,14 @@ use crate::error::AppError;
 use crate::store::now_ms;
 use crate::AppState;
 use axum::extract::{Request, State};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
 use shared::clicks::counts_as_click;
 use shared::{
     decide_prepared, reject_early, Body, Decision, Outcome, RouteKey, Visit, VisitorHost,
 };
+use std::net::SocketAddr;
 
 /// Answers every path the API does not claim.
 #[utoipa::path(get, path = "/{code}", operation_id = "redirect", tag = "redirect",
@@ -29,6 +31,11 @@ use shared::{
 pub(crate) async fn redirect(State(state): State<AppState>, req: Request) -> Response {
     let (parts, _) = req.into_parts();
     let peer = crate::server::peer(&parts);
+    answer(&state, parts, peer).await
+}
+
+/// The answer to a visit, from its request's head and the client's address.
+pub(crate) async fn answer(state: &AppState, parts: Parts, peer: Option<SocketAddr>) -> Response {
     let (method, headers, uri) = (parts.method, parts.headers, parts.uri);
     let method = shared::Method::parse(method.as_str());
     let code = uri.path().strip_prefix('/').unwrap_or_default();
@@ -36,7 +43,7 @@ pub(crate) async fn redirect(State(state): State<AppState>, req: Request) -> Res
         Some(early) => early,
         None => match crate::server::within(
             REDIRECT_TIMEOUT,
-            resolve(&state, method, &headers, code, uri.query()),
+            resolve(state, method, &headers, code, uri.query()),
         )
         .await
         {
@@ -46,7 +53,7 @@ pub(crate) async fn redirect(State(state): State<AppState>, req: Request) -> Res
             }
             Ok(Ok((decision, visited))) => {
                 if let Some((clicked, at)) = visited {
-                    record_click(&state, &decision, clicked, at, &headers, peer);
+                    record_click(state, &decision, clicked, at, &headers, peer);
                 }
                 decision
             }
@@ -74,7 +81,7 @@ fn record_click(
     clicked: Clicked,
     at: i64,
     headers: &HeaderMap,
-    peer: Option<std::net::SocketAddr>,
+    peer: Option<SocketAddr>,
 ) {
     if !state.recorder.enabled() || !counts_as_click(shared::Method::Get, decision.outcome) {
         return;
@@ -105,6 +112,10 @@ async fn resolve(
     let domain = match headers.get(header::HOST).map(|h| h.to_str()) {
         None => default,
         Some(Err(_)) => return Ok((Decision::not_found(method), None)),
+        // The default domain as it was configured, already normal: nearly every visit
+        // of a single-domain origin, and normalizing it again cost a tenth of a
+        // cached redirect's instructions.
+        Some(Ok(value)) if value == default => default,
         Some(Ok(value)) => match shared::visitor_host(value) {
             VisitorHost::Address => default,
             VisitorHost::Malformed => return Ok((Decision::not_found(method), None)),
@@ -129,19 +140,18 @@ async fn resolve(
     let entry = match state.cache.cached(&route) {
         Some(entry) => Some(entry),
         None if deny.blocks_code(&route) => None,
-        None if !state
-            .cache
-            .may_exist(
-                db,
-                state.settings.secrets.permutation_keys.as_ref(),
-                &settings,
-                route.code(),
-            )
-            .await? =>
+        // Boxed: only a miss pays for these futures' room (`RedirectCache::settings`).
+        None if !Box::pin(state.cache.may_exist(
+            db,
+            state.settings.secrets.permutation_keys.as_ref(),
+            &settings,
+            route.code(),
+        ))
+        .await? =>
         {
             None
         }
-        None => Some(state.cache.entry(db, &route).await?),
+        None => Some(Box::pin(state.cache.entry(db, &route)).await?),
     };
     let now = now_ms();
     let visit = Visit {
