@@ -71,6 +71,16 @@ impl IdCeiling {
         if self.fresh() {
             return Ok(false);
         }
+        // Boxed: the visits the two answers above settle (nearly all) carry no room
+        // for the lock and the read.
+        Box::pin(self.read_again(id, read)).await
+    }
+
+    async fn read_again<F, Fut>(&self, id: u64, read: F) -> Result<bool, StoreError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<u64, StoreError>>,
+    {
         // One reader at a time; the others then see its answer.
         let _reading = self.0.reading.lock().await;
         if id < self.0.known.load(Ordering::Acquire) {

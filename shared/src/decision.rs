@@ -3,10 +3,11 @@
 
 use crate::codes::is_plausible_code;
 use crate::denylist::Denylist;
-use crate::domain::{DomainSettings, RouteKey};
+use crate::domain::{DomainSettings, RouteKey, DEFAULT_MAX_AGE_S};
 use crate::record::{EdgeRecord, LinkStatus};
 use crate::target::merge_query;
 use crate::visit_url::VisitUrl;
+use std::borrow::Cow;
 use url::Url;
 
 /// A record with its target checked and its host found once, for callers that keep
@@ -107,7 +108,9 @@ pub enum Body {
 pub struct Decision {
     pub outcome: Outcome,
     pub status: u16,
-    pub headers: Vec<(&'static str, String)>,
+    /// Name and value; a value the same for every visit is borrowed, so writing it out
+    /// copies and allocates nothing.
+    pub headers: Vec<(&'static str, Cow<'static, str>)>,
     /// Already empty for `HEAD`; the `Content-Type` header still says what a `GET`
     /// would carry.
     pub body: Body,
@@ -139,7 +142,7 @@ const NO_STORE: &str = "no-store";
 
 impl Decision {
     fn new(method: Method, outcome: Outcome, status: u16, body: Body) -> Self {
-        let mut headers = vec![("cache-control", NO_STORE.to_owned())];
+        let mut headers = vec![("cache-control", Cow::Borrowed(NO_STORE))];
         match body {
             Body::Empty => {}
             Body::Text(_) => headers.push(("content-type", "text/plain; charset=utf-8".into())),
@@ -165,7 +168,8 @@ impl Decision {
     /// that may exist.
     pub fn unavailable(method: Method, retry_after_s: u32) -> Self {
         let mut d = Decision::new(method, Outcome::Unavailable, 503, Body::Text(UNAVAILABLE));
-        d.headers.push(("retry-after", retry_after_s.to_string()));
+        d.headers
+            .push(("retry-after", retry_after_s.to_string().into()));
         d
     }
 
@@ -189,7 +193,7 @@ impl Decision {
         self.headers
             .iter()
             .find(|(n, _)| *n == name)
-            .map(|(_, v)| v.as_str())
+            .map(|(_, v)| v.as_ref())
     }
 }
 
@@ -266,10 +270,13 @@ impl<'u> Target<'u> {
     }
 }
 
-/// `private, max-age={max_age}`, in a string of exactly its length: the origin hands it
-/// to its response without a copy, and `format!` cost a redirect more than the rest of
-/// its headers.
-fn private_max_age(max_age: i64) -> String {
+/// `private, max-age={max_age}`: borrowed for the default age (most links' every
+/// visit), else in a string of exactly its length, which the origin hands to its
+/// response without a copy (`format!` cost a redirect more than the rest of its headers).
+fn private_max_age(max_age: i64) -> Cow<'static, str> {
+    if max_age == i64::from(DEFAULT_MAX_AGE_S) {
+        return Cow::Borrowed(DEFAULT_CACHE_CONTROL);
+    }
     const PREFIX: &str = "private, max-age=";
     let mut digits = [0u8; 20];
     let mut n = max_age.unsigned_abs();
@@ -291,8 +298,11 @@ fn private_max_age(max_age: i64) -> String {
     for &d in &digits[at..] {
         out.push(char::from(d));
     }
-    out
+    Cow::Owned(out)
 }
+
+/// What [`private_max_age`] says for [`DEFAULT_MAX_AGE_S`] (a test checks).
+const DEFAULT_CACHE_CONTROL: &str = "private, max-age=60";
 
 /// The decision itself; `target` gives the record's target, and is asked only once the
 /// record is known to be live enough to need it.
@@ -350,7 +360,7 @@ fn decide_with<'u>(
         outcome: Outcome::Redirect,
         status: record.redirect.code(),
         headers: vec![
-            ("location", location),
+            ("location", location.into()),
             ("cache-control", private_max_age(max_age)),
         ],
         body: Body::Empty,
@@ -368,6 +378,7 @@ mod tests {
             0,
             7,
             60,
+            i64::from(crate::domain::DEFAULT_MAX_AGE_S),
             86_400,
             i64::from(u32::MAX),
             i64::MAX,
@@ -376,7 +387,9 @@ mod tests {
         ] {
             let got = super::private_max_age(age);
             assert_eq!(got, format!("private, max-age={age}"));
-            assert_eq!(got.capacity(), got.len(), "{age}");
+            if let std::borrow::Cow::Owned(s) = &got {
+                assert_eq!(s.capacity(), s.len(), "{age}");
+            }
         }
     }
 

@@ -96,7 +96,7 @@ fn router_under(state: AppState, in_flight: InFlightLayer) -> Router {
 /// The origin as [`crate::server::serve`] runs it: the same surface as [`router`], with
 /// visits answered by the redirect handler directly. Going through the router cost a
 /// visit its matching, an extensions map for the peer's address, a boxed body and a move
-/// of the request through each layer: together about a fifth of a cached redirect's
+/// of the request through each layer: together about a quarter of a cached redirect's
 /// instructions (`scripts/bench-redirect-instructions`).
 #[derive(Debug, Clone)]
 pub struct Origin(Arc<OriginParts>);

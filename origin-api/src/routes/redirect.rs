@@ -4,6 +4,7 @@ use crate::clicks::tally::{Clicked, Reduced};
 use crate::error::AppError;
 use crate::store::now_ms;
 use crate::AppState;
+use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
@@ -12,6 +13,7 @@ use shared::clicks::counts_as_click;
 use shared::{
     decide_prepared, reject_early, Body, Decision, Outcome, RouteKey, Visit, VisitorHost,
 };
+use std::borrow::Cow;
 use std::net::SocketAddr;
 
 /// Answers every path the API does not claim.
@@ -140,14 +142,17 @@ async fn resolve(
     let entry = match state.cache.cached(&route) {
         Some(entry) => Some(entry),
         None if deny.blocks_code(&route) => None,
-        // Boxed: only a miss pays for these futures' room (`RedirectCache::settings`).
-        None if !Box::pin(state.cache.may_exist(
-            db,
-            state.settings.secrets.permutation_keys.as_ref(),
-            &settings,
-            route.code(),
-        ))
-        .await? =>
+        // The ceiling boxes its own read (`IdCeiling::admits`); the load is boxed here,
+        // so only a miss pays for its future's room (`RedirectCache::settings`).
+        None if !state
+            .cache
+            .may_exist(
+                db,
+                state.settings.secrets.permutation_keys.as_ref(),
+                &settings,
+                route.code(),
+            )
+            .await? =>
         {
             None
         }
@@ -213,7 +218,10 @@ fn write(decision: Decision) -> Response {
     let headers = res.headers_mut();
     for (name, value) in decision.headers {
         // The decision's strings become the header values as they are, without a copy.
-        let value = HeaderValue::from_maybe_shared(axum::body::Bytes::from(value));
+        let value = HeaderValue::from_maybe_shared(match value {
+            Cow::Borrowed(value) => Bytes::from_static(value.as_bytes()),
+            Cow::Owned(value) => Bytes::from(value),
+        });
         if let (Some(name), Ok(value)) = (header_name(name), value) {
             headers.insert(name, value);
         }
