@@ -18,6 +18,18 @@ need_wrk() {
   $sudo_cmd apt-get install -y wrk >/dev/null
 }
 
+# wait_http URL [SECONDS]: returns once URL answers, or fails saying so after SECONDS
+# (60 by default).
+wait_http() {
+  local i
+  for i in $(seq 1 $(( ${2:-60} * 10 ))); do
+    curl -s -o /dev/null "$1" && return 0
+    sleep 0.1
+  done
+  echo "nothing answered at $1 within ${2:-60} s" >&2
+  return 1
+}
+
 # A TCP port free on loopback at the time of asking.
 # A free port below Linux's ephemeral range (32768+), which processes binding port 0
 # (wrangler, workerd) never get: a port chosen here stays ours until we use it.

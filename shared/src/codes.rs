@@ -266,10 +266,7 @@ fn is_alias_byte(b: u8) -> bool {
 
 /// Whether `word` is one of [`RESERVED_WORDS`], ignoring ASCII case.
 pub fn is_reserved(word: &str) -> bool {
-    // The length first, inline: nearly every code matches none by length alone.
-    RESERVED_WORDS
-        .iter()
-        .any(|r| r.len() == word.len() && r.eq_ignore_ascii_case(word))
+    RESERVED_WORDS.iter().any(|r| r.eq_ignore_ascii_case(word))
 }
 
 #[cfg(test)]

@@ -155,6 +155,18 @@ impl App for Origin {
 mod tests {
     use super::routed;
 
+    /// A route missing from `ROUTED` would answer as a visit when served.
+    #[test]
+    fn every_documented_route_goes_to_the_router() {
+        use utoipa::OpenApi;
+        let doc = super::openapi::ApiDoc::openapi();
+        let paths: Vec<&String> = doc.paths.paths.keys().collect();
+        assert!(paths.len() > 10, "{paths:?}");
+        for path in paths.into_iter().filter(|p| *p != "/{code}") {
+            assert!(routed(path), "{path}");
+        }
+    }
+
     #[test]
     fn the_router_gets_its_own_paths_and_every_other_path_is_a_visit() {
         for api in [
