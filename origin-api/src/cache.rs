@@ -278,14 +278,15 @@ impl RedirectCache {
         store: &S,
         domain: &str,
     ) -> Result<DomainSettings, AppError> {
-        if let Some(settings) = self.front.settings(domain, SETTINGS_TTL) {
+        if let Some(settings) = self.front.settings(domain) {
             return Ok(settings);
         }
         {
             let held = self.settings.read().unwrap_or_else(|e| e.into_inner());
             if let Some((settings, at)) = held.get(domain) {
                 if at.elapsed() < SETTINGS_TTL {
-                    self.front.keep_settings(domain, settings, *at);
+                    self.front
+                        .keep_settings(domain, settings, *at + SETTINGS_TTL);
                     return Ok(settings.clone());
                 }
             }
@@ -302,7 +303,8 @@ impl RedirectCache {
             held.clear();
         }
         held.insert(domain.to_owned(), (settings.clone(), at));
-        self.front.keep_settings(domain, &settings, at);
+        self.front
+            .keep_settings(domain, &settings, at + SETTINGS_TTL);
         Ok(settings)
     }
 
@@ -314,11 +316,12 @@ impl RedirectCache {
         // The generation first: a ban change after this read leaves any copy made from
         // what is read below stale.
         let generation = self.deny.generation.load(Ordering::Acquire);
-        if let Some(deny) = self.front.denylist(generation, DENYLIST_TTL) {
+        if let Some(deny) = self.front.denylist(generation) {
             return Ok(deny);
         }
         if let Some((deny, at)) = self.deny.fresh() {
-            self.front.keep_denylist(&deny, generation, at);
+            self.front
+                .keep_denylist(&deny, generation, at + DENYLIST_TTL);
             return Ok(deny);
         }
         Box::pin(self.read_denylist(store)).await
@@ -339,7 +342,8 @@ impl RedirectCache {
             let mut held = self.deny.held.write().unwrap_or_else(|e| e.into_inner());
             *held = Some((deny.clone(), at));
             drop(held);
-            self.front.keep_denylist(&deny, generation, at);
+            self.front
+                .keep_denylist(&deny, generation, at + DENYLIST_TTL);
         }
         Ok(deny)
     }

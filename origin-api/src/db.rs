@@ -27,8 +27,11 @@ pub enum DbError {
 /// How much of a SQLite file is mapped into memory (address space, not memory: pages are
 /// read on demand and shared with the OS's cache).
 const SQLITE_MMAP_BYTES: u64 = 4 << 30;
-/// The writer connection's page cache, in KiB (SQLite's default is 2 MiB).
-const SQLITE_WRITER_CACHE_KIB: u64 = 64 * 1024;
+/// The writer connection's page cache, in KiB (SQLite's default is 2 MiB). It is
+/// anonymous memory, held for the process's life: 64 MiB cost a million-link origin a
+/// sixth of its `RssAnon`, and measured no faster than 16 at the rollup writer's work or
+/// the edge's ingestion (`docs/benchmarks.md`); the rollups' pages are mapped besides.
+const SQLITE_WRITER_CACHE_KIB: u64 = 16 * 1024;
 
 /// Runs the same code against whichever database `db` is, binding `$pool` to a pool for
 /// reading. The body is compiled once per database, so each dialect's types are checked;

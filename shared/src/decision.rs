@@ -280,8 +280,9 @@ fn private_max_age(max_age: i64) -> Cow<'static, str> {
     }
 }
 
-/// What [`private_max_age`] says for [`DEFAULT_MAX_AGE_S`] (a test checks).
-const DEFAULT_CACHE_CONTROL: &str = "private, max-age=60";
+/// What [`private_max_age`] says for [`DEFAULT_MAX_AGE_S`] (a test checks): most
+/// redirects' `Cache-Control`, which a server may hold ready-made.
+pub const DEFAULT_CACHE_CONTROL: &str = "private, max-age=60";
 
 /// The decision itself; `target` gives the record's target, and is asked only once the
 /// record is known to be live enough to need it.

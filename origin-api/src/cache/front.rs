@@ -21,7 +21,7 @@ use std::cell::RefCell;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Slots for entries per thread: direct-mapped by the key's hash.
 const SLOTS: usize = 256;
@@ -54,9 +54,11 @@ impl Default for Fronts {
 struct Front {
     /// The [`Fronts::id`] these copies come from; another cache's visit starts afresh.
     cache: u64,
+    /// Each with the moment its shared copy expires: a deadline compared with the clock
+    /// costs less than the age computed from it on every visit.
     settings: Vec<(Box<str>, DomainSettings, Instant)>,
     /// This thread's own copy, the generation it was taken under, when the shared one
-    /// was read.
+    /// expires.
     deny: Option<(Arc<Denylist>, u64, Instant)>,
     slots: Vec<Slot>,
 }
@@ -168,40 +170,44 @@ impl Fronts {
         }
     }
 
-    /// `domain`'s settings, if this thread holds them from a shared copy younger than
-    /// `ttl`.
-    pub(super) fn settings(&self, domain: &str, ttl: Duration) -> Option<DomainSettings> {
+    /// `domain`'s settings, if this thread holds them from a shared copy not yet expired.
+    pub(super) fn settings(&self, domain: &str) -> Option<DomainSettings> {
+        let now = Instant::now();
         self.with(|front| {
             front
                 .settings
                 .iter()
-                .find(|(d, _, at)| **d == *domain && at.elapsed() < ttl)
+                .find(|(d, _, until)| **d == *domain && now < *until)
                 .map(|(_, s, _)| s.clone())
         })
     }
 
-    /// Keeps `settings` of `domain`, read from the shared copy taken `at`.
-    pub(super) fn keep_settings(&self, domain: &str, settings: &DomainSettings, at: Instant) {
+    /// Keeps `settings` of `domain`, from a shared copy that expires `until`.
+    pub(super) fn keep_settings(&self, domain: &str, settings: &DomainSettings, until: Instant) {
         self.with(|front| {
             front.settings.retain(|(d, ..)| **d != *domain);
             if front.settings.len() >= DOMAINS {
                 front.settings.remove(0);
             }
-            front.settings.push((domain.into(), settings.clone(), at));
+            front
+                .settings
+                .push((domain.into(), settings.clone(), until));
         });
     }
 
     /// This thread's denylist, if it was copied under `generation` from a shared copy
-    /// younger than `ttl`.
-    pub(super) fn denylist(&self, generation: u64, ttl: Duration) -> Option<Arc<Denylist>> {
+    /// not yet expired.
+    pub(super) fn denylist(&self, generation: u64) -> Option<Arc<Denylist>> {
+        let now = Instant::now();
         self.with(|front| match &front.deny {
-            Some((deny, g, at)) if *g == generation && at.elapsed() < ttl => Some(deny.clone()),
+            Some((deny, g, until)) if *g == generation && now < *until => Some(deny.clone()),
             _ => None,
         })
     }
 
-    /// Keeps a copy of `deny`, the shared denylist read `at` under `generation`.
-    pub(super) fn keep_denylist(&self, deny: &Denylist, generation: u64, at: Instant) {
-        self.with(|front| front.deny = Some((Arc::new(deny.clone()), generation, at)));
+    /// Keeps a copy of `deny`, the shared denylist that expires `until`, read under
+    /// `generation`.
+    pub(super) fn keep_denylist(&self, deny: &Denylist, generation: u64, until: Instant) {
+        self.with(|front| front.deny = Some((Arc::new(deny.clone()), generation, until)));
     }
 }

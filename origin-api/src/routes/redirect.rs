@@ -10,6 +10,7 @@ use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
 use shared::clicks::counts_as_click;
+use shared::decision::DEFAULT_CACHE_CONTROL;
 use shared::{
     decide_prepared, reject_early, Body, Decision, Outcome, RouteKey, Visit, VisitorHost,
 };
@@ -217,14 +218,20 @@ fn write(decision: Decision) -> Response {
         StatusCode::from_u16(decision.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let headers = res.headers_mut();
     for (name, value) in decision.headers {
-        // The decision's strings become the header values as they are, without a copy.
-        let value = HeaderValue::from_maybe_shared(match value {
-            Cow::Borrowed(value) => Bytes::from_static(value.as_bytes()),
-            Cow::Owned(value) => Bytes::from(value),
-        });
+        // The decision's strings become the header values as they are, without a copy;
+        // the usual cache header is checked once, at compile time.
+        let value = match value {
+            Cow::Borrowed(DEFAULT_CACHE_CONTROL) => Ok(DEFAULT_CACHE_HEADER),
+            Cow::Borrowed(value) => {
+                HeaderValue::from_maybe_shared(Bytes::from_static(value.as_bytes()))
+            }
+            Cow::Owned(value) => HeaderValue::from_maybe_shared(Bytes::from(value)),
+        };
         if let (Some(name), Ok(value)) = (header_name(name), value) {
             headers.insert(name, value);
         }
     }
     res
 }
+
+const DEFAULT_CACHE_HEADER: HeaderValue = HeaderValue::from_static(DEFAULT_CACHE_CONTROL);
