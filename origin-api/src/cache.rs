@@ -285,8 +285,7 @@ impl RedirectCache {
             let held = self.settings.read().unwrap_or_else(|e| e.into_inner());
             if let Some((settings, at)) = held.get(domain) {
                 if at.elapsed() < SETTINGS_TTL {
-                    self.front
-                        .keep_settings(domain, settings, *at + SETTINGS_TTL);
+                    self.front.keep_settings(domain, settings, *at);
                     return Ok(settings.clone());
                 }
             }
@@ -303,8 +302,7 @@ impl RedirectCache {
             held.clear();
         }
         held.insert(domain.to_owned(), (settings.clone(), at));
-        self.front
-            .keep_settings(domain, &settings, at + SETTINGS_TTL);
+        self.front.keep_settings(domain, &settings, at);
         Ok(settings)
     }
 
@@ -320,8 +318,7 @@ impl RedirectCache {
             return Ok(deny);
         }
         if let Some((deny, at)) = self.deny.fresh() {
-            self.front
-                .keep_denylist(&deny, generation, at + DENYLIST_TTL);
+            self.front.keep_denylist(&deny, generation, at);
             return Ok(deny);
         }
         Box::pin(self.read_denylist(store)).await
@@ -342,8 +339,7 @@ impl RedirectCache {
             let mut held = self.deny.held.write().unwrap_or_else(|e| e.into_inner());
             *held = Some((deny.clone(), at));
             drop(held);
-            self.front
-                .keep_denylist(&deny, generation, at + DENYLIST_TTL);
+            self.front.keep_denylist(&deny, generation, at);
         }
         Ok(deny)
     }

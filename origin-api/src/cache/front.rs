@@ -182,8 +182,10 @@ impl Fronts {
         })
     }
 
-    /// Keeps `settings` of `domain`, from a shared copy that expires `until`.
-    pub(super) fn keep_settings(&self, domain: &str, settings: &DomainSettings, until: Instant) {
+    /// Keeps `settings` of `domain`, from the shared copy read `at`, until that copy
+    /// expires.
+    pub(super) fn keep_settings(&self, domain: &str, settings: &DomainSettings, at: Instant) {
+        let until = at + super::SETTINGS_TTL;
         self.with(|front| {
             front.settings.retain(|(d, ..)| **d != *domain);
             if front.settings.len() >= DOMAINS {
@@ -205,9 +207,10 @@ impl Fronts {
         })
     }
 
-    /// Keeps a copy of `deny`, the shared denylist that expires `until`, read under
-    /// `generation`.
-    pub(super) fn keep_denylist(&self, deny: &Denylist, generation: u64, until: Instant) {
+    /// Keeps a copy of `deny`, the shared denylist read `at` under `generation`, until
+    /// that copy expires.
+    pub(super) fn keep_denylist(&self, deny: &Denylist, generation: u64, at: Instant) {
+        let until = at + super::DENYLIST_TTL;
         self.with(|front| front.deny = Some((Arc::new(deny.clone()), generation, until)));
     }
 }
