@@ -214,3 +214,45 @@ impl Fronts {
         self.with(|front| front.deny = Some((Arc::new(deny.clone()), generation, until)));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::{DENYLIST_TTL, SETTINGS_TTL};
+    use std::time::Duration;
+
+    /// A shared copy read `age` ago.
+    fn read_ago(age: Duration) -> Instant {
+        Instant::now()
+            .checked_sub(age)
+            .expect("the clock goes back that far")
+    }
+
+    /// Another process's ban reaches this one's visits only through the shared copy's
+    /// re-read: a thread's copy must not outlive it.
+    #[test]
+    fn a_threads_copies_last_no_longer_than_the_shared_ones() {
+        let fronts = Fronts::default();
+        let deny = Denylist::default();
+        let settings = DomainSettings::default();
+        let just = Duration::from_millis(100);
+        fronts.keep_denylist(&deny, 7, read_ago(DENYLIST_TTL - just * 10));
+        fronts.keep_settings("s.example", &settings, read_ago(SETTINGS_TTL - just * 10));
+        assert!(
+            fronts.denylist(7).is_some(),
+            "a copy younger than the shared one's TTL serves"
+        );
+        assert!(
+            fronts.denylist(8).is_none(),
+            "a ban change since the copy voids it"
+        );
+        assert!(fronts.settings("s.example").is_some());
+        fronts.keep_denylist(&deny, 7, read_ago(DENYLIST_TTL + just));
+        fronts.keep_settings("s.example", &settings, read_ago(SETTINGS_TTL + just));
+        assert!(fronts.denylist(7).is_none(), "expired with the shared copy");
+        assert!(
+            fronts.settings("s.example").is_none(),
+            "expired with the shared copy"
+        );
+    }
+}
