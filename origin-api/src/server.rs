@@ -7,9 +7,12 @@
 //!   a connection waiting for a request (since it opened, or since its last response was
 //!   written) is closed once it has waited [`Limits::header_read_timeout`], however it
 //!   trickles; one busy with a request is closed after [`Limits::max_busy`] (a body that
-//!   never arrives, an answer never read). A watchdog per connection checks once a second ([`Watch`]):
-//!   hyper's own header timeout re-armed a timer for every request, which cost about a
-//!   seventh of a cached redirect's CPU (`scripts/bench-redirect`);
+//!   never arrives, an answer never read). One watchdog for the whole listener looks at
+//!   every connection once a second ([`Watchdog`]): hyper's own header timeout re-armed a
+//!   timer for every request, which cost about a seventh of a cached redirect's CPU
+//!   (`scripts/bench-redirect`), and a timer and a shutdown signal polled by each
+//!   connection cost a request about 400 instructions more than one flag
+//!   (`scripts/bench-redirect-instructions`);
 //! - at most [`Limits::max_header_bytes`] of request line and headers (431 beyond);
 //! - at most [`Limits::max_connections`] open connections: past it, the loop stops
 //!   accepting and the kernel's backlog holds newcomers until one closes;
@@ -19,15 +22,18 @@
 use axum::extract::ConnectInfo;
 use axum::response::Response;
 use axum::Router;
+use futures_util::task::AtomicWaker;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::Semaphore;
 use tower::ServiceExt;
 
 /// What one listener allows each client.
@@ -55,53 +61,134 @@ impl Default for Limits {
     }
 }
 
-/// How often each connection's watchdog looks: deadlines hold to within this.
+/// How often the watchdog looks: a deadline holds to within two of these (a change is
+/// seen at the first look after it, and a deadline passed at the next look after that).
 const WATCH_EVERY: Duration = Duration::from_secs(1);
 /// The longest a connection may be busy with one request by default, reading its body
 /// and writing its answer: past the API's request timeout (30 s), with room for a large
 /// export.
 pub const MAX_BUSY: Duration = Duration::from_secs(120);
 
-/// A connection's state for its watchdog: waiting for a request since some moment, or
-/// busy with one since some moment (the top bit), in milliseconds of the process's
-/// clock. Two atomic stores per request, no timer.
-#[derive(Debug)]
+/// One connection as the watchdog sees it, and what the watchdog tells it.
+#[derive(Debug, Default)]
 struct Watch {
-    state: std::sync::atomic::AtomicU64,
+    /// Moves on every change between waiting for a request and being busy with one; odd
+    /// while busy. The connection's own task is the only writer, and reads no clock: the
+    /// watchdog notes when it first saw each value.
+    turns: AtomicU64,
+    /// [`RUN`], [`DRAIN`] or [`CLOSE`], set by the watchdog.
+    order: AtomicU8,
+    /// The connection's task, woken when `order` changes.
+    waker: AtomicWaker,
 }
 
-const BUSY_BIT: u64 = 1 << 63;
-
-fn clock_ms() -> u64 {
-    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    let epoch = EPOCH.get_or_init(std::time::Instant::now);
-    u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX >> 1)
-}
+const RUN: u8 = 0;
+/// Finish the request under way, if any, and close.
+const DRAIN: u8 = 1;
+/// Close now.
+const CLOSE: u8 = 2;
 
 impl Watch {
-    fn new() -> Self {
-        Watch {
-            state: std::sync::atomic::AtomicU64::new(clock_ms()),
+    fn busy(&self) {
+        let turns = self.turns.load(Ordering::Relaxed);
+        if turns.is_multiple_of(2) {
+            self.turns.store(turns + 1, Ordering::Relaxed);
         }
     }
 
-    fn busy(&self) {
-        self.state
-            .store(clock_ms() | BUSY_BIT, std::sync::atomic::Ordering::Relaxed);
-    }
-
     fn waiting(&self) {
-        self.state
-            .store(clock_ms(), std::sync::atomic::Ordering::Relaxed);
+        let turns = self.turns.load(Ordering::Relaxed);
+        if !turns.is_multiple_of(2) {
+            self.turns.store(turns + 1, Ordering::Relaxed);
+        }
     }
 
-    /// Whether the connection has waited longer than `head` for a request, or been busy
-    /// with one longer than `busy`.
-    fn overdue(&self, head: Duration, busy: Duration) -> bool {
-        let state = self.state.load(std::sync::atomic::Ordering::Relaxed);
-        let since = state & !BUSY_BIT;
-        let limit = if state & BUSY_BIT != 0 { busy } else { head };
-        clock_ms().saturating_sub(since) > u64::try_from(limit.as_millis()).unwrap_or(u64::MAX)
+    fn tell(&self, order: u8) {
+        if self.order.fetch_max(order, Ordering::AcqRel) < order {
+            self.waker.wake();
+        }
+    }
+
+    /// Resolves to the watchdog's order once it is past `heard`: one atomic load per poll
+    /// while nothing changes, and the waker kept only when it is not the same task's.
+    fn ordered(&self, heard: u8) -> impl Future<Output = u8> + '_ {
+        std::future::poll_fn(move |cx| {
+            let order = self.order.load(Ordering::Acquire);
+            if order > heard {
+                return std::task::Poll::Ready(order);
+            }
+            self.waker.register(cx.waker());
+            match self.order.load(Ordering::Acquire) {
+                order if order > heard => std::task::Poll::Ready(order),
+                _ => std::task::Poll::Pending,
+            }
+        })
+    }
+}
+
+/// What the watchdog keeps of one connection: the last [`Watch::turns`] it saw, and when
+/// it first saw it.
+struct Seen {
+    watch: Arc<Watch>,
+    turns: u64,
+    since: Instant,
+}
+
+/// Every open connection of one listener, looked at once per [`WATCH_EVERY`].
+#[derive(Default)]
+struct Watchdog {
+    open: Mutex<HashMap<u64, Seen>>,
+    next: AtomicU64,
+}
+
+impl Watchdog {
+    /// A new connection; it is watched until [`Watchdog::ended`].
+    fn opened(&self) -> (u64, Arc<Watch>) {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let watch = Arc::new(Watch::default());
+        let seen = Seen {
+            watch: watch.clone(),
+            turns: 0,
+            since: Instant::now(),
+        };
+        self.open
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, seen);
+        (id, watch)
+    }
+
+    fn ended(&self, id: u64) {
+        self.open
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
+    }
+
+    /// Closes each connection that has waited longer than `head` for a request, or been
+    /// busy with one longer than `busy`.
+    fn look(&self, now: Instant, head: Duration, busy: Duration) {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        for seen in open.values_mut() {
+            let turns = seen.watch.turns.load(Ordering::Relaxed);
+            if turns != seen.turns {
+                seen.turns = turns;
+                seen.since = now;
+                continue;
+            }
+            let limit = if turns.is_multiple_of(2) { head } else { busy };
+            if now.saturating_duration_since(seen.since) > limit {
+                seen.watch.tell(CLOSE);
+            }
+        }
+    }
+
+    /// Every connection finishes the request under way, if any, and closes.
+    fn drain(&self) {
+        let open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        for seen in open.values() {
+            seen.watch.tell(DRAIN);
+        }
     }
 }
 
@@ -179,7 +266,19 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> std::io::Result<()> {
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
-    let (closing, closed) = watch::channel(false);
+    let watchdog = Arc::new(Watchdog::default());
+    let looking = tokio::spawn({
+        let watchdog = watchdog.clone();
+        let (head, busy) = (limits.header_read_timeout, limits.max_busy);
+        async move {
+            let mut tick = tokio::time::interval(WATCH_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                watchdog.look(Instant::now(), head, busy);
+            }
+        }
+    });
     let mut http = hyper::server::conn::http1::Builder::new();
     // The watchdog keeps the deadlines; hyper needs no timer of its own.
     http.header_read_timeout(None::<Duration>)
@@ -213,7 +312,7 @@ pub async fn serve(
             },
         };
         let _ = stream.set_nodelay(true);
-        let watch = Arc::new(Watch::new());
+        let (id, watch) = watchdog.opened();
         let (began, ended) = (watch.clone(), watch.clone());
         let app = app.clone();
         let service = hyper::service::service_fn(move |req| {
@@ -227,39 +326,37 @@ pub async fn serve(
             }
         });
         let http = http.clone();
-        let mut closed = closed.clone();
-        let (header_read_timeout, max_busy) = (limits.header_read_timeout, limits.max_busy);
+        let watchdog = watchdog.clone();
         tokio::spawn(async move {
             let conn = http.serve_connection(TokioIo::new(stream), service);
             tokio::pin!(conn);
-            let mut tick = tokio::time::interval(WATCH_EVERY);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            let mut draining = false;
+            let mut heard = RUN;
             loop {
                 tokio::select! {
+                    biased;
                     _ = conn.as_mut() => break,
-                    _ = tick.tick() => {
-                        if watch.overdue(header_read_timeout, max_busy) {
+                    order = watch.ordered(heard) => {
+                        heard = order;
+                        if order == CLOSE {
                             // Dropping the connection closes it: a client that sends no
                             // complete head, or reads no answer, holds nothing longer.
                             break;
                         }
-                    }
-                    _ = async { closed.wait_for(|c| *c).await.map(|_| ()) }, if !draining => {
-                        draining = true;
                         conn.as_mut().graceful_shutdown();
                     }
                 }
             }
+            watchdog.ended(id);
             drop(slot);
         });
     }
     drop(listener);
-    let _ = closing.send(true);
+    watchdog.drain();
     // Every connection holds a slot until it ends: having them all back is the drain.
     let _ = slots
         .acquire_many(u32::try_from(limits.max_connections.max(1)).unwrap_or(u32::MAX))
         .await;
+    looking.abort();
     Ok(())
 }
 
@@ -310,4 +407,137 @@ pub fn busy() -> axum::response::Response {
     res.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEAD: Duration = Duration::from_secs(10);
+    const BUSY: Duration = Duration::from_secs(120);
+
+    fn order(watch: &Watch) -> u8 {
+        watch.order.load(Ordering::Acquire)
+    }
+
+    #[test]
+    fn a_connection_waiting_past_the_head_deadline_is_told_to_close() {
+        let dog = Watchdog::default();
+        let (_, watch) = dog.opened();
+        let opened = Instant::now();
+        dog.look(opened + HEAD / 2, HEAD, BUSY);
+        assert_eq!(order(&watch), RUN);
+        dog.look(opened + HEAD + Duration::from_millis(1), HEAD, BUSY);
+        assert_eq!(order(&watch), CLOSE);
+    }
+
+    #[test]
+    fn each_request_starts_the_clock_again_and_a_busy_one_gets_the_longer_limit() {
+        let dog = Watchdog::default();
+        let (_, watch) = dog.opened();
+        let t0 = Instant::now();
+        // A request arrives: from the watchdog's next look, busy since then.
+        watch.busy();
+        dog.look(t0 + HEAD, HEAD, BUSY);
+        dog.look(t0 + HEAD * 3, HEAD, BUSY);
+        assert_eq!(order(&watch), RUN, "a busy connection has the busy limit");
+        dog.look(t0 + HEAD + BUSY + Duration::from_millis(1), HEAD, BUSY);
+        assert_eq!(order(&watch), CLOSE);
+
+        let (_, watch) = dog.opened();
+        // Requests answered between looks keep a connection alive however many there are.
+        for look in 1..=5u32 {
+            watch.busy();
+            watch.waiting();
+            dog.look(t0 + HEAD * look, HEAD, BUSY);
+            assert_eq!(order(&watch), RUN, "look {look}");
+        }
+        // Then nothing more: closed a head deadline after the last look that saw a change.
+        dog.look(t0 + HEAD * 6 + Duration::from_millis(1), HEAD, BUSY);
+        assert_eq!(order(&watch), CLOSE);
+    }
+
+    #[test]
+    fn a_drain_reaches_every_open_connection_and_an_ended_one_is_forgotten() {
+        let dog = Watchdog::default();
+        let (a, first) = dog.opened();
+        let (_, second) = dog.opened();
+        dog.ended(a);
+        dog.drain();
+        assert_eq!(order(&first), RUN, "an ended connection is not watched");
+        assert_eq!(order(&second), DRAIN);
+        // A drain never undoes a close.
+        second.tell(CLOSE);
+        second.tell(DRAIN);
+        assert_eq!(order(&second), CLOSE);
+    }
+
+    /// An app that answers `/slow` once its test says so, and anything else at once.
+    #[derive(Clone)]
+    struct Gated(Arc<tokio::sync::Notify>);
+
+    impl App for Gated {
+        async fn answer(self, req: axum::http::Request<Incoming>, _: SocketAddr) -> Response {
+            if req.uri().path() == "/slow" {
+                self.0.notified().await;
+            }
+            Response::new(axum::body::Body::from("done"))
+        }
+    }
+
+    async fn read_all(stream: &mut tokio::net::TcpStream) -> String {
+        use tokio::io::AsyncReadExt;
+        let mut got = Vec::new();
+        let _ = stream.read_to_end(&mut got).await;
+        String::from_utf8_lossy(&got).into_owned()
+    }
+
+    #[tokio::test]
+    async fn at_shutdown_a_request_under_way_is_answered_and_an_idle_connection_closed() {
+        use tokio::io::AsyncWriteExt;
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let gate = Arc::new(tokio::sync::Notify::new());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve(
+            listener,
+            Gated(gate.clone()),
+            Limits::default(),
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        // One connection with a request under way, one that was answered and waits.
+        let mut busy = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        busy.write_all(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .expect("write");
+        let mut idle = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        idle.write_all(b"GET /fast HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .expect("write");
+        let mut first = [0u8; 12];
+        tokio::io::AsyncReadExt::read_exact(&mut idle, &mut first)
+            .await
+            .expect("the idle connection's first answer");
+        assert_eq!(&first, b"HTTP/1.1 200");
+        stop.send(()).expect("the server is running");
+        // The idle connection is closed without waiting for its head deadline (10 s).
+        let rest = tokio::time::timeout(Duration::from_secs(5), read_all(&mut idle))
+            .await
+            .expect("an idle connection was kept open after shutdown");
+        assert!(rest.ends_with("done"), "{rest}");
+        // The request under way still gets its answer, and then the server is done.
+        gate.notify_one();
+        let answered = tokio::time::timeout(Duration::from_secs(5), read_all(&mut busy))
+            .await
+            .expect("the request under way was never answered");
+        assert!(answered.starts_with("HTTP/1.1 200"), "{answered}");
+        assert!(answered.ends_with("done"), "{answered}");
+        tokio::time::timeout(Duration::from_secs(5), server)
+            .await
+            .expect("serve did not return once drained")
+            .expect("serve's task")
+            .expect("serve");
+    }
 }
