@@ -44,7 +44,10 @@ pub const SETTINGS_TTL: Duration = Duration::from_secs(60);
 /// How long other processes' ban changes may take to reach this one's redirects.
 pub const DENYLIST_TTL: Duration = Duration::from_secs(5);
 
-/// What the redirect path knows about one route key.
+/// What the redirect path knows about one route key. Held by value in the cache's
+/// table and cloned on every read: a copy and a reference count on the target's text,
+/// where an `Arc` of the entry was one more allocation to reach (a cache miss per visit
+/// at a million links).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     /// The link's record, its target parsed once here rather than on every visit;
@@ -99,7 +102,15 @@ impl Entry {
     }
 
     fn version(&self) -> u64 {
-        self.record.as_ref().map_or(0, |r| r.record.version)
+        self.record.as_ref().map_or(0, |r| r.version)
+    }
+
+    /// A copy that shares no memory with this one (see [`front`]).
+    fn detached(&self) -> Self {
+        Entry {
+            record: self.record.as_ref().map(PreparedRecord::detached),
+            ..self.clone()
+        }
     }
 
     fn fresh(&self) -> bool {
@@ -114,11 +125,14 @@ pub const NEGATIVE_BYTES: u64 = 16 << 20;
 #[derive(Debug, Clone, Copy)]
 struct KeyBytes;
 
-impl quick_cache::Weighter<String, Arc<Entry>> for KeyBytes {
-    fn weight(&self, key: &String, _: &Arc<Entry>) -> u64 {
+impl quick_cache::Weighter<Key, Entry> for KeyBytes {
+    fn weight(&self, key: &Key, _: &Entry) -> u64 {
         key.len() as u64 + 64
     }
 }
+
+/// A route key as the cache holds it: up to 24 bytes within the table's slot.
+type Key = compact_str::CompactString;
 
 /// Writes of one key are serialized on one of these, so that comparing versions and
 /// replacing is one step; reads take none.
@@ -176,13 +190,13 @@ impl DenyMemo {
 /// ceiling. Cheap to clone; clones share everything.
 #[derive(Clone)]
 pub struct RedirectCache {
-    entries: Arc<quick_cache::sync::Cache<String, Arc<Entry>>>,
+    entries: Arc<quick_cache::sync::Cache<Key, Entry>>,
     /// Unknown codes, apart: their keys are whatever visitors send, so they are bounded
     /// in bytes ([`NEGATIVE_BYTES`]) and cannot push real links out of `entries`.
-    negatives: Arc<quick_cache::sync::Cache<String, Arc<Entry>, KeyBytes>>,
+    negatives: Arc<quick_cache::sync::Cache<Key, Entry, KeyBytes>>,
     /// Only to run one load per key at a time: a result is dropped from here as soon as
     /// its waiters have it, and kept in `entries`.
-    loads: Cache<String, Arc<Entry>>,
+    loads: Cache<String, Entry>,
     writes: Arc<[std::sync::Mutex<()>]>,
     settings: Arc<RwLock<HashMap<String, (DomainSettings, Instant)>>>,
     deny: Arc<DenyMemo>,
@@ -346,7 +360,7 @@ impl RedirectCache {
 
     /// The entry for `route` if it is in memory and fresh: this thread's copy, else the
     /// shared one.
-    pub fn cached(&self, route: &RouteKey) -> Option<Arc<Entry>> {
+    pub fn cached(&self, route: &RouteKey) -> Option<Entry> {
         let miss = match self.front.entry(route) {
             Ok(entry) => return Some(entry),
             Err(miss) => miss,
@@ -356,7 +370,7 @@ impl RedirectCache {
         Some(entry)
     }
 
-    fn held(&self, key: &str) -> Option<Arc<Entry>> {
+    fn held(&self, key: &str) -> Option<Entry> {
         if let Some(entry) = self.entries.get(key).filter(|e| e.fresh()) {
             return Some(entry);
         }
@@ -374,9 +388,9 @@ impl RedirectCache {
 
     /// Keeps `entry` for `key` unless a fresh entry of a higher version (`strictly`:
     /// of the same version too) is held; returns whichever is kept.
-    fn put(&self, key: String, entry: Arc<Entry>, strictly: bool) -> Arc<Entry> {
-        let _write = self.stripe(&key);
-        if let Some(held) = self.held(&key) {
+    fn put(&self, key: &str, entry: Entry, strictly: bool) -> Entry {
+        let _write = self.stripe(key);
+        if let Some(held) = self.held(key) {
             let newer = if strictly {
                 held.version() < entry.version()
             } else {
@@ -388,13 +402,13 @@ impl RedirectCache {
         }
         // The threads' copies are invalidated after the shared one is replaced (see
         // [`front`]), not before.
-        let written = self.front.key(&key);
+        let written = self.front.key(key);
         if entry.record.is_some() {
-            self.negatives.remove(key.as_str());
-            self.entries.insert(key, entry.clone());
+            self.negatives.remove(key);
+            self.entries.insert(key.into(), entry.clone());
         } else {
-            self.entries.remove(key.as_str());
-            self.negatives.insert(key, entry.clone());
+            self.entries.remove(key);
+            self.negatives.insert(key.into(), entry.clone());
         }
         self.front.changed(written);
         entry
@@ -428,7 +442,7 @@ impl RedirectCache {
         &self,
         store: &S,
         route: &RouteKey,
-    ) -> Result<Arc<Entry>, AppError> {
+    ) -> Result<Entry, AppError> {
         if let Some(entry) = self.cached(route) {
             return Ok(entry);
         }
@@ -444,14 +458,14 @@ impl RedirectCache {
                 self.lookups.inc();
                 let link = store.get_link(route.domain(), route.code()).await?;
                 let found = link.map(|l| self.found(l));
-                Ok::<_, StoreError>(Arc::new(Entry::new(found, self.positive_ttl)))
+                Ok::<_, StoreError>(Entry::new(found, self.positive_ttl))
             })
             .await
             .map_err(|e: Arc<StoreError>| AppError::Store(StoreError::Shared(e)))?;
         // Kept first, then the load forgotten: a visitor arriving in between finds the
         // entry instead of starting a second load. A write this process made while the
         // read was on its way wins over it.
-        let kept = self.put(key.clone(), loaded, false);
+        let kept = self.put(&key, loaded, false);
         self.loads.invalidate(&key).await;
         Ok(kept)
     }
@@ -469,11 +483,8 @@ impl RedirectCache {
         if let Some((domain, _)) = route_key.split_once('/') {
             self.served.add(domain);
         }
-        let entry = Arc::new(Entry::new(
-            Some((PreparedRecord::new(record), tag)),
-            self.positive_ttl,
-        ));
-        self.put(route_key, entry, true);
+        let entry = Entry::new(Some((PreparedRecord::new(record), tag)), self.positive_ttl);
+        self.put(&route_key, entry, true);
     }
 
     /// Another process wrote `route` at `version` (announced by PostgreSQL): an entry
@@ -495,7 +506,7 @@ impl RedirectCache {
         match store.get_link(route.domain(), route.code()).await {
             Ok(link) => {
                 let found = link.map(|l| self.found(l));
-                self.put(key, Arc::new(Entry::new(found, self.positive_ttl)), false);
+                self.put(&key, Entry::new(found, self.positive_ttl), false);
                 Ok(())
             }
             Err(e) => {
@@ -625,7 +636,7 @@ mod tests {
         source.release.add_permits(Semaphore::MAX_PERMITS);
         for v in visitors {
             let entry = v.await.expect("task").expect("entry");
-            assert_eq!(entry.record.as_ref().map(|r| r.record.version), Some(1));
+            assert_eq!(entry.record.as_ref().map(|r| r.version), Some(1));
         }
         assert_eq!(source.loads.load(Ordering::SeqCst), 1);
     }
@@ -641,7 +652,7 @@ mod tests {
             .entry(source.as_ref(), &route("abc1234"))
             .await
             .expect("entry");
-        assert_eq!(entry.record.as_ref().map(|r| r.record.version), Some(3));
+        assert_eq!(entry.record.as_ref().map(|r| r.version), Some(3));
         assert_eq!(source.loads.load(Ordering::SeqCst), 0, "served from memory");
         let tag = LinkTag {
             id: 1,
@@ -653,7 +664,7 @@ mod tests {
             .await
             .expect("entry");
         assert_eq!(
-            entry.record.as_ref().map(|r| r.record.status),
+            entry.record.as_ref().map(|r| r.status),
             Some(LinkStatus::Banned)
         );
     }
@@ -695,7 +706,7 @@ mod tests {
             .await
             .expect("newer");
         let held = cache.cached(&held_route).expect("held");
-        assert_eq!(held.record.as_ref().map(|r| r.record.version), Some(3));
+        assert_eq!(held.record.as_ref().map(|r| r.version), Some(3));
         // Codes this process never held cost nothing.
         let other = route("zzz9999");
         cache
@@ -728,7 +739,42 @@ mod tests {
             .entry(source.as_ref(), &route("abc1234"))
             .await
             .expect("entry");
-        assert_eq!(entry.record.as_ref().map(|r| r.record.version), Some(1));
+        assert_eq!(entry.record.as_ref().map(|r| r.version), Some(1));
+    }
+
+    /// Keys of up to 24 bytes live in the table's slot, longer ones apart: both are held,
+    /// found and replaced alike.
+    #[tokio::test]
+    async fn a_route_key_held_in_its_slot_or_apart_is_found_and_replaced_alike() {
+        let cache = RedirectCache::new(100);
+        let source = gate(None, true);
+        let short = route("abc1234");
+        let long = RouteKey::new("links.a-rather-long-brand.example", "abc1234").expect("route");
+        assert!(short.as_str().len() <= 24 && long.as_str().len() > 24);
+        for key in [&short, &long] {
+            let mut written = link(2);
+            written.domain = key.domain().into();
+            cache.fence(&written).await;
+            let entry = cache.entry(source.as_ref(), key).await.expect("entry");
+            assert_eq!(entry.record.as_ref().map(|r| r.version), Some(2), "{key}");
+            written.version = 3;
+            cache.fence(&written).await;
+            let entry = cache.cached(key).expect("held");
+            assert_eq!(entry.record.as_ref().map(|r| r.version), Some(3), "{key}");
+        }
+        assert_eq!(source.loads.load(Ordering::SeqCst), 0, "both were held");
+    }
+
+    /// A thread's front keeps a copy of its own: cloning it must not touch the shared
+    /// entry's reference count, which every other thread's visits change.
+    #[test]
+    fn a_detached_entry_is_equal_and_shares_nothing() {
+        let (record, tag) = RedirectCache::new(1).found(link(1));
+        let entry = Entry::new(Some((record, tag)), POSITIVE_TTL);
+        let copy = entry.detached();
+        assert_eq!(copy, entry);
+        let target = |e: &Entry| e.record.as_ref().map(|r| r.target().as_ptr());
+        assert_ne!(target(&copy), target(&entry));
     }
 
     #[tokio::test]
@@ -749,11 +795,11 @@ mod tests {
         let held = cache
             .cached(&route("abc1234"))
             .expect("the link is still held");
-        assert_eq!(held.record.as_ref().map(|r| r.record.version), Some(1));
+        assert_eq!(held.record.as_ref().map(|r| r.version), Some(1));
     }
 
     fn version_of(entry: &Entry) -> Option<u64> {
-        entry.record.as_ref().map(|r| r.record.version)
+        entry.record.as_ref().map(|r| r.version)
     }
 
     #[tokio::test]
@@ -763,10 +809,10 @@ mod tests {
         cache.fence(&link(1)).await;
         // Served often enough on this thread to be copied into its front.
         for _ in 0..5 {
-            assert_eq!(cache.cached(&hot).as_deref().and_then(version_of), Some(1));
+            assert_eq!(cache.cached(&hot).as_ref().and_then(version_of), Some(1));
         }
         cache.fence(&link(2)).await;
-        assert_eq!(cache.cached(&hot).as_deref().and_then(version_of), Some(2));
+        assert_eq!(cache.cached(&hot).as_ref().and_then(version_of), Some(2));
         // A ban arrives as a new record from this process too.
         let tag = LinkTag {
             id: 1,
@@ -779,7 +825,7 @@ mod tests {
         assert_eq!(
             cache
                 .cached(&hot)
-                .and_then(|e| e.record.as_ref().map(|r| r.record.status)),
+                .and_then(|e| e.record.as_ref().map(|r| r.status)),
             Some(LinkStatus::Banned)
         );
         for _ in 0..5 {
@@ -836,7 +882,7 @@ mod tests {
                 scope.spawn(|| {
                     while !done.load(Ordering::Acquire) {
                         let floor = written.load(Ordering::Acquire);
-                        let seen = cache.cached(&hot).as_deref().and_then(version_of);
+                        let seen = cache.cached(&hot).as_ref().and_then(version_of);
                         assert!(
                             seen >= Some(floor),
                             "served version {seen:?} after version {floor} was written"

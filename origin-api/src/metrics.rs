@@ -5,6 +5,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+use shared::Outcome;
 use std::sync::Arc;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -26,7 +27,7 @@ pub struct LaneLabel {
 #[derive(Clone)]
 pub struct Metrics {
     registry: Arc<Registry>,
-    /// `hop_redirects_total`, one counter per outcome of [`REDIRECT_OUTCOMES`], created
+    /// `hop_redirects_total`, one counter per [`Outcome`], by its discriminant, created
     /// up front: the redirect path then bumps an atomic, without the family's lock.
     redirects: Arc<[Counter]>,
     pub links_created: Counter,
@@ -108,9 +109,12 @@ impl Default for Metrics {
             "Outbox rows not yet published, by lane",
             outbox_pending.clone(),
         );
-        let redirects = REDIRECT_OUTCOMES
+        let redirects = Outcome::ALL
             .iter()
-            .map(|&outcome| redirects.get_or_create(&OutcomeLabel { outcome }).clone())
+            .map(|o| {
+                let label = OutcomeLabel { outcome: o.name() };
+                redirects.get_or_create(&label).clone()
+            })
             .collect();
         let edge_resolves = Counter::default();
         registry.register(
@@ -215,25 +219,11 @@ impl Default for Metrics {
     }
 }
 
-/// The `outcome` labels of `hop_redirects_total`.
-pub const REDIRECT_OUTCOMES: [&str; 8] = [
-    "redirect",
-    "not_found",
-    "disabled",
-    "expired",
-    "deleted",
-    "banned",
-    "unavailable",
-    "method_not_allowed",
-];
-
 impl Metrics {
-    /// Counts one redirect request answered with `outcome` (one of [`REDIRECT_OUTCOMES`]).
-    pub fn redirect_answered(&self, outcome: &str) {
-        if let Some(i) = REDIRECT_OUTCOMES.iter().position(|o| *o == outcome) {
-            if let Some(counter) = self.redirects.get(i) {
-                counter.inc();
-            }
+    /// Counts one redirect request answered with `outcome`.
+    pub fn redirect_answered(&self, outcome: Outcome) {
+        if let Some(counter) = self.redirects.get(outcome as usize) {
+            counter.inc();
         }
     }
 

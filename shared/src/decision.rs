@@ -4,18 +4,23 @@
 use crate::codes::is_plausible_code;
 use crate::denylist::Denylist;
 use crate::domain::{DomainSettings, RouteKey, DEFAULT_MAX_AGE_S};
-use crate::record::{EdgeRecord, LinkStatus};
+use crate::record::{EdgeRecord, LinkStatus, RedirectStatus};
 use crate::target::merge_query;
 use crate::visit_url::VisitUrl;
 use std::borrow::Cow;
+use std::sync::Arc;
 use url::Url;
 
 /// A record with its target checked and its host found once, for callers that keep
 /// records in memory (the origin's cache): deciding from it parses nothing unless a
 /// visitor's query is merged in, exactly as the edge decides from the stored text.
+///
+/// Its fields are the record's, held flat beside a shared target: a cache can keep it
+/// by value, cloned on every read for a reference count, with the target's text its one
+/// allocation (a million cached links were four pointers deep, a cache miss each).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PreparedRecord {
-    pub record: EdgeRecord,
+    target: Arc<str>,
     /// Where the target's host lies in its text, when the target is an http(s) URL
     /// exactly as the `url` crate writes it (every target the origin stores). Anything
     /// else (a corrupt copy) is `None` and decided from the stored text, exactly as the
@@ -23,6 +28,11 @@ pub struct PreparedRecord {
     /// path redirected to and the edge's refused. A span rather than a parsed `Url`
     /// keeps a million cached links about a hundred bytes each smaller.
     host: Option<(u32, u32)>,
+    pub status: LinkStatus,
+    pub redirect: RedirectStatus,
+    pub expires_at: Option<i64>,
+    pub version: u64,
+    pub forward_query: bool,
 }
 
 impl PreparedRecord {
@@ -38,26 +48,88 @@ impl PreparedRecord {
                 let start = u32::try_from(start).ok()?;
                 Some((start, start + u32::try_from(v.host.len()).ok()?))
             });
-        PreparedRecord { record, host }
+        PreparedRecord {
+            target: record.target.into(),
+            host,
+            status: record.status,
+            redirect: record.redirect,
+            expires_at: record.expires_at,
+            version: record.version,
+            forward_query: record.forward_query,
+        }
+    }
+
+    /// The record's target, as stored.
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// The record as the edge stores it.
+    pub fn to_record(&self) -> EdgeRecord {
+        EdgeRecord {
+            target: self.target.to_string(),
+            status: self.status,
+            redirect: self.redirect,
+            expires_at: self.expires_at,
+            version: self.version,
+            forward_query: self.forward_query,
+        }
+    }
+
+    /// A copy that shares no memory with this one: a thread that keeps it for itself
+    /// changes no reference count another thread reads.
+    pub fn detached(&self) -> Self {
+        PreparedRecord {
+            target: Arc::from(&*self.target),
+            ..self.clone()
+        }
+    }
+
+    fn rules(&self) -> Rules {
+        Rules {
+            status: self.status,
+            redirect: self.redirect,
+            expires_at: self.expires_at,
+            forward_query: self.forward_query,
+        }
     }
 
     fn decided_target(&self) -> Target<'_> {
         match self.host {
             Some((start, end)) => Target::Checked {
-                text: &self.record.target,
+                text: &self.target,
                 host: self
-                    .record
                     .target
                     .get(start as usize..end as usize)
                     .unwrap_or_default(),
             },
-            None => Target::Stored(&self.record.target),
+            None => Target::Stored(&self.target),
         }
     }
 
     /// The target's host, as host bans match it (empty for a corrupt target).
     pub fn target_host(&self) -> &str {
         self.decided_target().host().unwrap_or_default()
+    }
+}
+
+/// What a decision reads of a record besides its target.
+#[derive(Debug, Clone, Copy)]
+struct Rules {
+    status: LinkStatus,
+    redirect: RedirectStatus,
+    expires_at: Option<i64>,
+    forward_query: bool,
+}
+
+impl From<&EdgeRecord> for Rules {
+    fn from(r: &EdgeRecord) -> Self {
+        Rules {
+            status: r.status,
+            redirect: r.redirect,
+            expires_at: r.expires_at,
+            forward_query: r.forward_query,
+        }
     }
 }
 
@@ -93,6 +165,34 @@ pub enum Outcome {
     /// The answer depends on something that cannot be reached now.
     Unavailable,
     MethodNotAllowed,
+}
+
+impl Outcome {
+    /// Every outcome, in the order of its discriminant.
+    pub const ALL: [Outcome; 8] = [
+        Outcome::Redirect,
+        Outcome::NotFound,
+        Outcome::Disabled,
+        Outcome::Expired,
+        Outcome::Deleted,
+        Outcome::Banned,
+        Outcome::Unavailable,
+        Outcome::MethodNotAllowed,
+    ];
+
+    /// Its name in metrics and logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Redirect => "redirect",
+            Outcome::NotFound => "not_found",
+            Outcome::Disabled => "disabled",
+            Outcome::Expired => "expired",
+            Outcome::Deleted => "deleted",
+            Outcome::Banned => "banned",
+            Outcome::Unavailable => "unavailable",
+            Outcome::MethodNotAllowed => "method_not_allowed",
+        }
+    }
 }
 
 /// The body of a response, before the method is applied.
@@ -218,7 +318,7 @@ pub fn decide(
     settings: &DomainSettings,
 ) -> Decision {
     let stored = || record.map(|r| Target::Stored(&r.target));
-    decide_with(visit, record, stored, deny, settings)
+    decide_with(visit, record.map(Rules::from), stored, deny, settings)
 }
 
 /// [`decide`] for a record whose target is already parsed.
@@ -229,7 +329,13 @@ pub fn decide_prepared(
     settings: &DomainSettings,
 ) -> Decision {
     let parsed = || prepared.map(PreparedRecord::decided_target);
-    decide_with(visit, prepared.map(|p| &p.record), parsed, deny, settings)
+    decide_with(
+        visit,
+        prepared.map(PreparedRecord::rules),
+        parsed,
+        deny,
+        settings,
+    )
 }
 
 /// A record's target as a decision needs it.
@@ -288,7 +394,7 @@ pub const DEFAULT_CACHE_CONTROL: &str = "private, max-age=60";
 /// record is known to be live enough to need it.
 fn decide_with<'u>(
     visit: &Visit<'_>,
-    record: Option<&EdgeRecord>,
+    record: Option<Rules>,
     target: impl FnOnce() -> Option<Target<'u>>,
     deny: &Denylist,
     settings: &DomainSettings,
@@ -355,6 +461,16 @@ mod tests {
     use super::*;
     use crate::denylist::DenylistSnapshot;
     use crate::record::RedirectStatus;
+
+    /// Metrics count outcomes in an array indexed by the discriminant.
+    #[test]
+    fn every_outcome_is_listed_once_in_its_place_with_its_own_name() {
+        let mut names = std::collections::HashSet::new();
+        for (i, outcome) in Outcome::ALL.iter().enumerate() {
+            assert_eq!(*outcome as usize, i, "{outcome:?}");
+            assert!(names.insert(outcome.name()), "{outcome:?}");
+        }
+    }
 
     #[test]
     fn the_default_cache_header_is_the_one_its_age_gives() {

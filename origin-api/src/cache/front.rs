@@ -72,8 +72,9 @@ struct Slot {
 
 struct Held {
     key: Box<str>,
-    /// This thread's own copy: cloning it touches no other core's cache line.
-    entry: Arc<Entry>,
+    /// This thread's own copy ([`Entry::detached`]): cloning it touches no other core's
+    /// cache line.
+    entry: Entry,
     generation: u64,
 }
 
@@ -112,7 +113,7 @@ impl Fronts {
 
     /// The entry for `route` from this thread's copy, or where to keep it once the shared
     /// cache has it.
-    pub(super) fn entry(&self, route: &RouteKey) -> Result<Arc<Entry>, Miss> {
+    pub(super) fn entry(&self, route: &RouteKey) -> Result<Entry, Miss> {
         let hash = self.hasher.hash_one(route.as_str());
         let generation = self.generation(hash).load(Ordering::Acquire);
         self.with(|front| {
@@ -146,7 +147,7 @@ impl Fronts {
             }
             slot.held = Some(Held {
                 key: route.as_str().into(),
-                entry: Arc::new(entry.clone()),
+                entry: entry.detached(),
                 generation: miss.generation,
             });
         });

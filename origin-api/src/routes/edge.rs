@@ -71,7 +71,7 @@ pub(crate) async fn resolve(
     let deny = state.cache.denylist(&state.db).await?;
     let entry = state.cache.entry(&state.db, &route).await?;
     let prepared = entry.record.as_ref().ok_or(AppError::NotFound)?;
-    let mut record = prepared.record.clone();
+    let mut record = prepared.to_record();
     if deny.blocks_code(&route) || deny.blocks_host(prepared.target_host()) {
         record.status = LinkStatus::Banned;
     }

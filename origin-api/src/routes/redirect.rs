@@ -11,9 +11,7 @@ use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
 use shared::clicks::counts_as_click;
 use shared::decision::DEFAULT_CACHE_CONTROL;
-use shared::{
-    decide_prepared, reject_early, Body, Decision, Outcome, RouteKey, Visit, VisitorHost,
-};
+use shared::{decide_prepared, reject_early, Body, Decision, RouteKey, Visit, VisitorHost};
 use std::borrow::Cow;
 use std::net::SocketAddr;
 
@@ -66,9 +64,7 @@ pub(crate) async fn answer(state: &AppState, parts: Parts, peer: Option<SocketAd
             }
         },
     };
-    state
-        .metrics
-        .redirect_answered(outcome_name(decision.outcome));
+    state.metrics.redirect_answered(decision.outcome);
     write(decision)
 }
 
@@ -182,19 +178,6 @@ async fn resolve(
 
 /// The link a `GET` visited and when (Unix ms).
 type Visited = (Clicked, i64);
-
-fn outcome_name(outcome: Outcome) -> &'static str {
-    match outcome {
-        Outcome::Redirect => "redirect",
-        Outcome::NotFound => "not_found",
-        Outcome::Disabled => "disabled",
-        Outcome::Expired => "expired",
-        Outcome::Deleted => "deleted",
-        Outcome::Banned => "banned",
-        Outcome::Unavailable => "unavailable",
-        Outcome::MethodNotAllowed => "method_not_allowed",
-    }
-}
 
 /// The headers `shared::decide` writes, without parsing their names on every request.
 fn header_name(name: &str) -> Option<HeaderName> {
