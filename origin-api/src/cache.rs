@@ -113,8 +113,8 @@ impl Entry {
         }
     }
 
-    fn fresh(&self) -> bool {
-        Instant::now() < self.expires
+    fn fresh(&self, now: Instant) -> bool {
+        now < self.expires
     }
 }
 
@@ -177,11 +177,12 @@ struct DenyMemo {
 }
 
 impl DenyMemo {
-    /// The denylist and when it was read, if that is less than [`DENYLIST_TTL`] ago.
-    fn fresh(&self) -> Option<(Arc<Denylist>, Instant)> {
+    /// The denylist and when it was read, if that is less than [`DENYLIST_TTL`] before
+    /// `now`.
+    fn fresh(&self, now: Instant) -> Option<(Arc<Denylist>, Instant)> {
         let held = self.held.read().unwrap_or_else(|e| e.into_inner());
         held.as_ref()
-            .filter(|(_, at)| at.elapsed() < DENYLIST_TTL)
+            .filter(|(_, at)| now.saturating_duration_since(*at) < DENYLIST_TTL)
             .map(|(deny, at)| (deny.clone(), *at))
     }
 }
@@ -286,19 +287,22 @@ impl RedirectCache {
     }
 
     /// A domain's settings, read at most once per [`SETTINGS_TTL`] (domains are few, and
-    /// a read at expiry by several visitors at once is harmless).
+    /// a read at expiry by several visitors at once is harmless). `now`: the visit's
+    /// moment, read once for all of its lookups (the clock was a tenth of a cached
+    /// visit's instructions when each read it).
     pub async fn settings<S: RedirectSource + ?Sized>(
         &self,
         store: &S,
         domain: &str,
+        now: Instant,
     ) -> Result<DomainSettings, AppError> {
-        if let Some(settings) = self.front.settings(domain) {
+        if let Some(settings) = self.front.settings(domain, now) {
             return Ok(settings);
         }
         {
             let held = self.settings.read().unwrap_or_else(|e| e.into_inner());
             if let Some((settings, at)) = held.get(domain) {
-                if at.elapsed() < SETTINGS_TTL {
+                if now.saturating_duration_since(*at) < SETTINGS_TTL {
                     self.front.keep_settings(domain, settings, *at);
                     return Ok(settings.clone());
                 }
@@ -320,18 +324,20 @@ impl RedirectCache {
         Ok(settings)
     }
 
-    /// The active bans, read at most once per [`DENYLIST_TTL`] (and by one caller).
+    /// The active bans, read at most once per [`DENYLIST_TTL`] (and by one caller), as
+    /// of `now`.
     pub async fn denylist<S: RedirectSource + ?Sized>(
         &self,
         store: &S,
+        now: Instant,
     ) -> Result<Arc<Denylist>, AppError> {
         // The generation first: a ban change after this read leaves any copy made from
         // what is read below stale.
         let generation = self.deny.generation.load(Ordering::Acquire);
-        if let Some(deny) = self.front.denylist(generation) {
+        if let Some(deny) = self.front.denylist(generation, now) {
             return Ok(deny);
         }
-        if let Some((deny, at)) = self.deny.fresh() {
+        if let Some((deny, at)) = self.deny.fresh(now) {
             self.front.keep_denylist(&deny, generation, at);
             return Ok(deny);
         }
@@ -343,7 +349,7 @@ impl RedirectCache {
         store: &S,
     ) -> Result<Arc<Denylist>, AppError> {
         let _reading = self.deny.reading.lock().await;
-        if let Some(deny) = self.deny.fresh() {
+        if let Some(deny) = self.deny.fresh(Instant::now()) {
             return Ok(deny.0);
         }
         let generation = self.deny.generation.load(Ordering::Acquire);
@@ -358,23 +364,23 @@ impl RedirectCache {
         Ok(deny)
     }
 
-    /// The entry for `route` if it is in memory and fresh: this thread's copy, else the
-    /// shared one.
-    pub fn cached(&self, route: &RouteKey) -> Option<Entry> {
-        let miss = match self.front.entry(route) {
+    /// The entry for `route` if it is in memory and fresh at `now`: this thread's copy,
+    /// else the shared one.
+    pub fn cached(&self, route: &RouteKey, now: Instant) -> Option<Entry> {
+        let miss = match self.front.entry(route, now) {
             Ok(entry) => return Some(entry),
             Err(miss) => miss,
         };
-        let entry = self.held(route.as_str())?;
+        let entry = self.held(route.as_str(), now)?;
         self.front.saw(route, miss, &entry);
         Some(entry)
     }
 
-    fn held(&self, key: &str) -> Option<Entry> {
-        if let Some(entry) = self.entries.get(key).filter(|e| e.fresh()) {
+    fn held(&self, key: &str, now: Instant) -> Option<Entry> {
+        if let Some(entry) = self.entries.get(key).filter(|e| e.fresh(now)) {
             return Some(entry);
         }
-        self.negatives.get(key).filter(|e| e.fresh())
+        self.negatives.get(key).filter(|e| e.fresh(now))
     }
 
     fn stripe(&self, key: &str) -> std::sync::MutexGuard<'_, ()> {
@@ -390,7 +396,7 @@ impl RedirectCache {
     /// of the same version too) is held; returns whichever is kept.
     fn put(&self, key: &str, entry: Entry, strictly: bool) -> Entry {
         let _write = self.stripe(key);
-        if let Some(held) = self.held(key) {
+        if let Some(held) = self.held(key, Instant::now()) {
             let newer = if strictly {
                 held.version() < entry.version()
             } else {
@@ -443,7 +449,7 @@ impl RedirectCache {
         store: &S,
         route: &RouteKey,
     ) -> Result<Entry, AppError> {
-        if let Some(entry) = self.cached(route) {
+        if let Some(entry) = self.cached(route, Instant::now()) {
             return Ok(entry);
         }
         let key = route.as_str().to_owned();
@@ -452,7 +458,7 @@ impl RedirectCache {
             .try_get_with(key.clone(), async {
                 // A load that finished between this visitor's miss and now has put its
                 // entry in place before it was forgotten here: use it, read nothing.
-                if let Some(entry) = self.cached(route) {
+                if let Some(entry) = self.cached(route, Instant::now()) {
                     return Ok(entry);
                 }
                 self.lookups.inc();
@@ -498,7 +504,9 @@ impl RedirectCache {
     ) -> Result<(), StoreError> {
         self.served.add(route.domain());
         let key = route.to_string();
-        let stale = self.held(&key).is_some_and(|held| held.version() < version);
+        let stale = self
+            .held(&key, Instant::now())
+            .is_some_and(|held| held.version() < version);
         if !stale {
             return Ok(());
         }
@@ -705,7 +713,7 @@ mod tests {
             .changed_elsewhere(source.as_ref(), &held_route, 3)
             .await
             .expect("newer");
-        let held = cache.cached(&held_route).expect("held");
+        let held = cache.cached(&held_route, Instant::now()).expect("held");
         assert_eq!(held.record.as_ref().map(|r| r.version), Some(3));
         // Codes this process never held cost nothing.
         let other = route("zzz9999");
@@ -715,7 +723,7 @@ mod tests {
             .expect("not held");
         assert_eq!(source.loads.load(Ordering::SeqCst), 1);
         cache.forget_all();
-        assert!(cache.cached(&held_route).is_none());
+        assert!(cache.cached(&held_route, Instant::now()).is_none());
     }
 
     #[tokio::test]
@@ -759,7 +767,7 @@ mod tests {
             assert_eq!(entry.record.as_ref().map(|r| r.version), Some(2), "{key}");
             written.version = 3;
             cache.fence(&written).await;
-            let entry = cache.cached(key).expect("held");
+            let entry = cache.cached(key, Instant::now()).expect("held");
             assert_eq!(entry.record.as_ref().map(|r| r.version), Some(3), "{key}");
         }
         assert_eq!(source.loads.load(Ordering::SeqCst), 0, "both were held");
@@ -793,7 +801,7 @@ mod tests {
         assert!(cache.negatives.weight() <= NEGATIVE_BYTES);
         assert!(cache.negatives.len() > 10_000, "recent ones are remembered");
         let held = cache
-            .cached(&route("abc1234"))
+            .cached(&route("abc1234"), Instant::now())
             .expect("the link is still held");
         assert_eq!(held.record.as_ref().map(|r| r.version), Some(1));
     }
@@ -809,30 +817,45 @@ mod tests {
         cache.fence(&link(1)).await;
         // Served often enough on this thread to be copied into its front.
         for _ in 0..5 {
-            assert_eq!(cache.cached(&hot).as_ref().and_then(version_of), Some(1));
+            assert_eq!(
+                cache
+                    .cached(&hot, Instant::now())
+                    .as_ref()
+                    .and_then(version_of),
+                Some(1)
+            );
         }
         cache.fence(&link(2)).await;
-        assert_eq!(cache.cached(&hot).as_ref().and_then(version_of), Some(2));
+        assert_eq!(
+            cache
+                .cached(&hot, Instant::now())
+                .as_ref()
+                .and_then(version_of),
+            Some(2)
+        );
         // A ban arrives as a new record from this process too.
         let tag = LinkTag {
             id: 1,
             owner: cache.owners().intern("o"),
         };
         for _ in 0..5 {
-            cache.cached(&hot);
+            cache.cached(&hot, Instant::now());
         }
         cache.fence_record(hot.to_string(), link(3).edge_record(true), tag);
         assert_eq!(
             cache
-                .cached(&hot)
+                .cached(&hot, Instant::now())
                 .and_then(|e| e.record.as_ref().map(|r| r.status)),
             Some(LinkStatus::Banned)
         );
         for _ in 0..5 {
-            cache.cached(&hot);
+            cache.cached(&hot, Instant::now());
         }
         cache.forget_all();
-        assert!(cache.cached(&hot).is_none(), "forgotten on every thread");
+        assert!(
+            cache.cached(&hot, Instant::now()).is_none(),
+            "forgotten on every thread"
+        );
     }
 
     #[tokio::test]
@@ -841,7 +864,10 @@ mod tests {
         let source = gate(None, true);
         let hot = route("abc1234");
         for _ in 0..3 {
-            let deny = cache.denylist(source.as_ref()).await.expect("bans");
+            let deny = cache
+                .denylist(source.as_ref(), Instant::now())
+                .await
+                .expect("bans");
             assert!(!deny.blocks_code(&hot));
         }
         let ban = Ban {
@@ -857,7 +883,10 @@ mod tests {
         };
         source.bans.lock().expect("bans").push(ban);
         cache.bans_changed();
-        let deny = cache.denylist(source.as_ref()).await.expect("bans");
+        let deny = cache
+            .denylist(source.as_ref(), Instant::now())
+            .await
+            .expect("bans");
         assert!(deny.blocks_code(&hot), "the thread's copy was not used");
     }
 
@@ -882,7 +911,10 @@ mod tests {
                 scope.spawn(|| {
                     while !done.load(Ordering::Acquire) {
                         let floor = written.load(Ordering::Acquire);
-                        let seen = cache.cached(&hot).as_ref().and_then(version_of);
+                        let seen = cache
+                            .cached(&hot, Instant::now())
+                            .as_ref()
+                            .and_then(version_of);
                         assert!(
                             seen >= Some(floor),
                             "served version {seen:?} after version {floor} was written"

@@ -113,7 +113,7 @@ impl Fronts {
 
     /// The entry for `route` from this thread's copy, or where to keep it once the shared
     /// cache has it.
-    pub(super) fn entry(&self, route: &RouteKey) -> Result<Entry, Miss> {
+    pub(super) fn entry(&self, route: &RouteKey, now: Instant) -> Result<Entry, Miss> {
         let hash = self.hasher.hash_one(route.as_str());
         let generation = self.generation(hash).load(Ordering::Acquire);
         self.with(|front| {
@@ -122,7 +122,7 @@ impl Fronts {
                 Some(held)
                     if held.generation == generation
                         && *held.key == *route.as_str()
-                        && held.entry.fresh() =>
+                        && held.entry.fresh(now) =>
                 {
                     Ok(held.entry.clone())
                 }
@@ -172,8 +172,7 @@ impl Fronts {
     }
 
     /// `domain`'s settings, if this thread holds them from a shared copy not yet expired.
-    pub(super) fn settings(&self, domain: &str) -> Option<DomainSettings> {
-        let now = Instant::now();
+    pub(super) fn settings(&self, domain: &str, now: Instant) -> Option<DomainSettings> {
         self.with(|front| {
             front
                 .settings
@@ -200,8 +199,7 @@ impl Fronts {
 
     /// This thread's denylist, if it was copied under `generation` from a shared copy
     /// not yet expired.
-    pub(super) fn denylist(&self, generation: u64) -> Option<Arc<Denylist>> {
-        let now = Instant::now();
+    pub(super) fn denylist(&self, generation: u64, now: Instant) -> Option<Arc<Denylist>> {
         self.with(|front| match &front.deny {
             Some((deny, g, until)) if *g == generation && now < *until => Some(deny.clone()),
             _ => None,
@@ -240,19 +238,22 @@ mod tests {
         fronts.keep_denylist(&deny, 7, read_ago(DENYLIST_TTL - just * 10));
         fronts.keep_settings("s.example", &settings, read_ago(SETTINGS_TTL - just * 10));
         assert!(
-            fronts.denylist(7).is_some(),
+            fronts.denylist(7, Instant::now()).is_some(),
             "a copy younger than the shared one's TTL serves"
         );
         assert!(
-            fronts.denylist(8).is_none(),
+            fronts.denylist(8, Instant::now()).is_none(),
             "a ban change since the copy voids it"
         );
-        assert!(fronts.settings("s.example").is_some());
+        assert!(fronts.settings("s.example", Instant::now()).is_some());
         fronts.keep_denylist(&deny, 7, read_ago(DENYLIST_TTL + just));
         fronts.keep_settings("s.example", &settings, read_ago(SETTINGS_TTL + just));
-        assert!(fronts.denylist(7).is_none(), "expired with the shared copy");
         assert!(
-            fronts.settings("s.example").is_none(),
+            fronts.denylist(7, Instant::now()).is_none(),
+            "expired with the shared copy"
+        );
+        assert!(
+            fronts.settings("s.example", Instant::now()).is_none(),
             "expired with the shared copy"
         );
     }

@@ -65,10 +65,11 @@ pub(crate) async fn resolve(
 ) -> Result<Response, AppError> {
     state.metrics.edge_resolves.inc();
     let domain = shared::normalize_domain(&domain).map_err(|_| AppError::NotFound)?;
-    let settings = state.cache.settings(&state.db, &domain).await?;
+    let now = std::time::Instant::now();
+    let settings = state.cache.settings(&state.db, &domain, now).await?;
     let code = settings.canonical_code(&code).into_owned();
     let route = RouteKey::new(domain, code).ok_or(AppError::NotFound)?;
-    let deny = state.cache.denylist(&state.db).await?;
+    let deny = state.cache.denylist(&state.db, now).await?;
     let entry = state.cache.entry(&state.db, &route).await?;
     let prepared = entry.record.as_ref().ok_or(AppError::NotFound)?;
     let mut record = prepared.to_record();

@@ -106,6 +106,8 @@ async fn resolve(
     // domain is an IP address. A host this origin does not serve, or one no DNS name
     // could be, is not found without a read.
     let db = &state.redirect_db;
+    // One reading of the clock for every freshness check of this visit.
+    let clock = std::time::Instant::now();
     let default = state.settings.default_domain.as_str();
     let host;
     let domain = match headers.get(header::HOST).map(|h| h.to_str()) {
@@ -128,15 +130,15 @@ async fn resolve(
             }
         },
     };
-    let settings = state.cache.settings(db, domain).await?;
+    let settings = state.cache.settings(db, domain, clock).await?;
     let code = settings.canonical_code(code);
     let Some(route) = RouteKey::new(domain, code.as_ref()) else {
         return Ok((Decision::not_found(method), None));
     };
-    let deny = state.cache.denylist(db).await?;
+    let deny = state.cache.denylist(db, clock).await?;
     // Memory first; then what can be answered without a read (a banned code, a generated
     // code past the id ceiling); then the database, once per key however many ask.
-    let entry = match state.cache.cached(&route) {
+    let entry = match state.cache.cached(&route, clock) {
         Some(entry) => Some(entry),
         None if deny.blocks_code(&route) => None,
         // The ceiling boxes its own read (`IdCeiling::admits`); the load is boxed here,
