@@ -24,7 +24,7 @@ pub(crate) fn to_response(decision: &Decision) -> Result<Response, JsValue> {
         Body::Empty => None,
         Body::Text(text) | Body::Html(text) => Some(*text),
     };
-    let headers = decision.headers.iter().map(|(n, v)| (*n, v.as_ref()));
+    let headers = decision.headers.iter();
     build(decision.status, headers, body)
 }
 

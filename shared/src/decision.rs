@@ -208,12 +208,53 @@ pub enum Body {
 pub struct Decision {
     pub outcome: Outcome,
     pub status: u16,
-    /// Name and value; a value the same for every visit is borrowed, so writing it out
-    /// copies and allocates nothing.
-    pub headers: Vec<(&'static str, Cow<'static, str>)>,
+    pub headers: Headers,
     /// Already empty for `HEAD`; the `Content-Type` header still says what a `GET`
     /// would carry.
     pub body: Body,
+}
+
+/// A decision's headers, name and value, held inline: no decision has more than
+/// [`Headers::ROOM`] (a test checks each kind), and a `Vec` of them was an allocation
+/// on every visit. A value the same for every visit is borrowed, so writing it out
+/// copies and allocates nothing.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Headers {
+    set: [Option<Header>; Headers::ROOM],
+}
+
+type Header = (&'static str, Cow<'static, str>);
+
+impl Headers {
+    pub const ROOM: usize = 4;
+
+    fn push(&mut self, name: &'static str, value: Cow<'static, str>) {
+        if let Some(free) = self.set.iter_mut().find(|h| h.is_none()) {
+            *free = Some((name, value));
+        }
+    }
+
+    /// Name and value, in the order they were set.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        self.set.iter().flatten().map(|(n, v)| (*n, v.as_ref()))
+    }
+
+    pub fn len(&self) -> usize {
+        self.set.iter().flatten().count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl IntoIterator for Headers {
+    type Item = Header;
+    type IntoIter = std::iter::Flatten<std::array::IntoIter<Option<Header>, { Headers::ROOM }>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.set.into_iter().flatten()
+    }
 }
 
 /// What is known about one visit, besides the record.
@@ -242,11 +283,12 @@ const NO_STORE: &str = "no-store";
 
 impl Decision {
     fn new(method: Method, outcome: Outcome, status: u16, body: Body) -> Self {
-        let mut headers = vec![("cache-control", Cow::Borrowed(NO_STORE))];
+        let mut headers = Headers::default();
+        headers.push("cache-control", Cow::Borrowed(NO_STORE));
         match body {
             Body::Empty => {}
-            Body::Text(_) => headers.push(("content-type", "text/plain; charset=utf-8".into())),
-            Body::Html(_) => headers.push(("content-type", "text/html; charset=utf-8".into())),
+            Body::Text(_) => headers.push("content-type", "text/plain; charset=utf-8".into()),
+            Body::Html(_) => headers.push("content-type", "text/html; charset=utf-8".into()),
         }
         Decision {
             outcome,
@@ -269,7 +311,7 @@ impl Decision {
     pub fn unavailable(method: Method, retry_after_s: u32) -> Self {
         let mut d = Decision::new(method, Outcome::Unavailable, 503, Body::Text(UNAVAILABLE));
         d.headers
-            .push(("retry-after", retry_after_s.to_string().into()));
+            .push("retry-after", retry_after_s.to_string().into());
         d
     }
 
@@ -280,7 +322,7 @@ impl Decision {
             405,
             Body::Text(METHOD_NOT_ALLOWED),
         );
-        d.headers.push(("allow", "GET, HEAD".into()));
+        d.headers.push("allow", "GET, HEAD".into());
         d
     }
 
@@ -293,7 +335,7 @@ impl Decision {
         self.headers
             .iter()
             .find(|(n, _)| *n == name)
-            .map(|(_, v)| v.as_ref())
+            .map(|(_, v)| v)
     }
 }
 
@@ -442,13 +484,13 @@ fn decide_with<'u>(
     let Some(location) = target.location(query) else {
         return Decision::unavailable(visit.method, RETRY_AFTER_S);
     };
+    let mut headers = Headers::default();
+    headers.push("location", location.into());
+    headers.push("cache-control", private_max_age(max_age));
     Decision {
         outcome: Outcome::Redirect,
         status: record.redirect.code(),
-        headers: vec![
-            ("location", location.into()),
-            ("cache-control", private_max_age(max_age)),
-        ],
+        headers,
         body: Body::Empty,
     }
 }
@@ -461,6 +503,43 @@ mod tests {
     use super::*;
     use crate::denylist::DenylistSnapshot;
     use crate::record::RedirectStatus;
+
+    /// Headers are held inline: a decision with more than their room would lose one.
+    #[test]
+    fn every_kind_of_decision_fits_its_headers() {
+        let expected: [(Decision, &[&str]); 5] = [
+            (
+                Decision::not_found(Method::Get),
+                &["cache-control", "content-type"],
+            ),
+            (
+                Decision::unavailable(Method::Get, 5),
+                &["cache-control", "content-type", "retry-after"],
+            ),
+            (
+                Decision::method_not_allowed(),
+                &["cache-control", "content-type", "allow"],
+            ),
+            (
+                Decision::banned(Method::Get),
+                &["cache-control", "content-type"],
+            ),
+            (
+                run(
+                    Some(&active("https://e.example/")),
+                    Method::Get,
+                    None,
+                    &Denylist::default(),
+                ),
+                &["location", "cache-control"],
+            ),
+        ];
+        for (decision, names) in expected {
+            let held: Vec<&str> = decision.headers.iter().map(|(n, _)| n).collect();
+            assert_eq!(held, names, "{decision:?}");
+            assert!(decision.headers.len() < Headers::ROOM, "room to spare");
+        }
+    }
 
     /// Metrics count outcomes in an array indexed by the discriminant.
     #[test]

@@ -30,7 +30,8 @@ pub mod visit_url;
 pub use alphabet::Alphabet;
 pub use codes::{CodeKind, CodeSpace};
 pub use decision::{
-    decide, decide_prepared, reject_early, Body, Decision, Method, Outcome, PreparedRecord, Visit,
+    decide, decide_prepared, reject_early, Body, Decision, Headers, Method, Outcome,
+    PreparedRecord, Visit,
 };
 pub use denylist::{Denylist, DenylistSnapshot};
 pub use domain::{
