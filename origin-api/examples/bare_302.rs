@@ -13,6 +13,10 @@ use hyper::{header, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use std::convert::Infallible;
 
+/// The origin's own allocator, so that the comparison is one of logic, not of malloc.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
     let addr = std::env::args()

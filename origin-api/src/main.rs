@@ -6,6 +6,13 @@ use origin_api::{cli, keys, prepare, serve_with_metrics, AppState};
 use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
 
+/// mimalloc rather than the system's allocator: a cached redirect makes about ten
+/// allocations, and glibc's malloc and free were 8% of its instructions
+/// (`scripts/bench-redirect-instructions`; the reference servers use the same allocator,
+/// so the comparison stays one of logic).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> ExitCode {
     // Logs go to standard error; standard output carries only what commands print.
