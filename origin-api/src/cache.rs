@@ -296,17 +296,8 @@ impl RedirectCache {
         domain: &str,
         now: Instant,
     ) -> Result<DomainSettings, AppError> {
-        if let Some(settings) = self.front.settings(domain, now) {
+        if let Some(settings) = self.held_settings(domain, now) {
             return Ok(settings);
-        }
-        {
-            let held = self.settings.read().unwrap_or_else(|e| e.into_inner());
-            if let Some((settings, at)) = held.get(domain) {
-                if now.saturating_duration_since(*at) < SETTINGS_TTL {
-                    self.front.keep_settings(domain, settings, *at);
-                    return Ok(settings.clone());
-                }
-            }
         }
         // Boxed, as every read on the redirect path: a future holds what each of its
         // awaits may need, and these reads made a cached visit's future almost 5 KB,
@@ -324,6 +315,21 @@ impl RedirectCache {
         Ok(settings)
     }
 
+    /// `domain`'s settings if they are in memory and fresh at `now`: this thread's copy,
+    /// else the shared one.
+    pub fn held_settings(&self, domain: &str, now: Instant) -> Option<DomainSettings> {
+        if let Some(settings) = self.front.settings(domain, now) {
+            return Some(settings);
+        }
+        let held = self.settings.read().unwrap_or_else(|e| e.into_inner());
+        let (settings, at) = held.get(domain)?;
+        if now.saturating_duration_since(*at) >= SETTINGS_TTL {
+            return None;
+        }
+        self.front.keep_settings(domain, settings, *at);
+        Some(settings.clone())
+    }
+
     /// The active bans, read at most once per [`DENYLIST_TTL`] (and by one caller), as
     /// of `now`.
     pub async fn denylist<S: RedirectSource + ?Sized>(
@@ -331,17 +337,24 @@ impl RedirectCache {
         store: &S,
         now: Instant,
     ) -> Result<Arc<Denylist>, AppError> {
+        if let Some(deny) = self.held_denylist(now) {
+            return Ok(deny);
+        }
+        Box::pin(self.read_denylist(store)).await
+    }
+
+    /// The active bans if they are in memory and fresh at `now`: this thread's copy, else
+    /// the shared one.
+    pub fn held_denylist(&self, now: Instant) -> Option<Arc<Denylist>> {
         // The generation first: a ban change after this read leaves any copy made from
         // what is read below stale.
         let generation = self.deny.generation.load(Ordering::Acquire);
         if let Some(deny) = self.front.denylist(generation, now) {
-            return Ok(deny);
+            return Some(deny);
         }
-        if let Some((deny, at)) = self.deny.fresh(now) {
-            self.front.keep_denylist(&deny, generation, at);
-            return Ok(deny);
-        }
-        Box::pin(self.read_denylist(store)).await
+        let (deny, at) = self.deny.fresh(now)?;
+        self.front.keep_denylist(&deny, generation, at);
+        Some(deny)
     }
 
     async fn read_denylist<S: RedirectSource + ?Sized>(
@@ -429,18 +442,40 @@ impl RedirectCache {
         settings: &DomainSettings,
         code: &str,
     ) -> Result<bool, AppError> {
+        if let Some(known) = self.may_exist_held(keys, settings, code) {
+            return Ok(known);
+        }
+        // A generated code, and an id the ceiling must be read again for.
         let Some(keys) = keys else {
             return Ok(true);
         };
-        if shared::codes::classify(code, &settings.codes) != Some(CodeKind::Generated) {
-            return Ok(true);
-        }
         for id in shared::activation::link_ids(code, &settings.codes, keys) {
             if self.ceiling.admits(id, || store.link_ceiling()).await? {
                 return Ok(true);
             }
         }
         Ok(false)
+    }
+
+    /// [`RedirectCache::may_exist`] without a read: `None` when it would read.
+    pub fn may_exist_held(
+        &self,
+        keys: Option<&KeyRing>,
+        settings: &DomainSettings,
+        code: &str,
+    ) -> Option<bool> {
+        let Some(keys) = keys else {
+            return Some(true);
+        };
+        if shared::codes::classify(code, &settings.codes) != Some(CodeKind::Generated) {
+            return Some(true);
+        }
+        for id in shared::activation::link_ids(code, &settings.codes, keys) {
+            if self.ceiling.admits_held(id)? {
+                return Some(true);
+            }
+        }
+        Some(false)
     }
 
     /// The entry for `route`, loading it once on a miss.

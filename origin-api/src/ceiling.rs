@@ -65,15 +65,20 @@ impl IdCeiling {
         F: FnOnce() -> Fut,
         Fut: std::future::Future<Output = Result<u64, StoreError>>,
     {
-        if id < self.0.known.load(Ordering::Acquire) {
-            return Ok(true);
+        if let Some(known) = self.admits_held(id) {
+            return Ok(known);
         }
-        if self.fresh() {
-            return Ok(false);
-        }
-        // Boxed: the visits the two answers above settle (nearly all) carry no room
-        // for the lock and the read.
+        // Boxed: the visits the answers above settle (nearly all) carry no room for the
+        // lock and the read.
         Box::pin(self.read_again(id, read)).await
+    }
+
+    /// [`IdCeiling::admits`] without a read: `None` when it would read.
+    pub fn admits_held(&self, id: u64) -> Option<bool> {
+        if id < self.0.known.load(Ordering::Acquire) {
+            return Some(true);
+        }
+        self.fresh().then_some(false)
     }
 
     async fn read_again<F, Fut>(&self, id: u64, read: F) -> Result<bool, StoreError>

@@ -188,6 +188,67 @@ async fn past_the_in_flight_cap_a_request_gets_503_at_once() {
     t.cleanup().await;
 }
 
+/// The cap bounds what may wait: a visit memory can answer holds nothing while it is
+/// answered, and goes on being served when the cap is full.
+#[tokio::test]
+async fn past_the_in_flight_cap_a_link_held_in_memory_is_still_served() {
+    let t = TestDb::sqlite().await;
+    let s = serve(&t, &["--max-in-flight", "1"]).await;
+    let (_, token) = s.key().await;
+    // No redirects followed: the answer itself is what is checked.
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    let res = client
+        .post(s.url("/v1/links"))
+        .bearer_auth(&token)
+        .json(
+            &serde_json::json!({ "target_url": "https://dest.example/kept", "code": "kept-link" }),
+        )
+        .send()
+        .await
+        .expect("create");
+    assert_eq!(res.status(), 201);
+    // Visited once, so memory holds the link, the domain's settings and the bans.
+    let res = client.get(s.url("/kept-link")).send().await.expect("visit");
+    assert_eq!(res.status(), 302);
+    // The only slot is taken by a request whose body never comes.
+    let mut holder = TcpStream::connect(s.addr).await.expect("connect");
+    holder
+        .write_all(
+            format!(
+                "POST /v1/links HTTP/1.1\r\nHost: s.example\r\nAuthorization: Bearer {token}\r\n\
+                 Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{"
+            )
+            .as_bytes(),
+        )
+        .await
+        .expect("write");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let res = client
+            .get(s.url("/healthz"))
+            .send()
+            .await
+            .expect("an answer");
+        if res.status() == 503 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the cap never filled");
+        tokio::task::yield_now().await;
+    }
+    // The cap is full, and the link in memory is served all the same.
+    let res = client.get(s.url("/kept-link")).send().await.expect("visit");
+    assert_eq!(res.status(), 302);
+    assert_eq!(
+        res.headers().get("location").map(|v| v.as_bytes()),
+        Some(&b"https://dest.example/kept"[..])
+    );
+    drop(holder);
+    t.cleanup().await;
+}
+
 /// A bulk body of `n` realistic links (a target of about 300 bytes, a title, tags).
 fn realistic_bulk(n: usize) -> String {
     let links: Vec<serde_json::Value> = (0..n)

@@ -17,6 +17,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
+use futures_util::future::{ready, Either};
 use hyper::body::Incoming;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -46,7 +47,9 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The whole HTTP surface of the origin.
 ///
-/// Every request counts against the in-flight cap (503 past it). The API's routes have a
+/// Every request counts against the in-flight cap (503 past it); served through
+/// [`Origin`], a visit answered from memory does not (it holds nothing while it is
+/// answered). The API's routes have a
 /// timer each; the redirect path (the fallback) arms one only when it has to wait (a
 /// cache miss), because a timer per request cost about a tenth of a cached redirect's
 /// CPU (`scripts/bench-redirect`): see [`redirect::REDIRECT_TIMEOUT`].
@@ -136,24 +139,40 @@ fn routed(path: &str) -> bool {
 }
 
 impl App for Origin {
+    /// A visit that memory can answer is answered here, before any future exists: its
+    /// future is the ready response, where the redirect's future was 2.6 KB, copied
+    /// twice on its way into hyper. Everything else (API calls, visits that read) is
+    /// boxed.
+    ///
+    /// Only what may wait counts against the in-flight cap: an answer from memory holds
+    /// nothing while it is made, and under overload it is the one that should go on
+    /// being given (`docs/decisions.md`).
     fn answer(
         self,
         req: axum::http::Request<Incoming>,
         peer: SocketAddr,
     ) -> impl Future<Output = Response> + Send + 'static {
         let origin = self.0;
-        async move {
-            if routed(req.uri().path()) {
-                return origin.router.clone().answer(req, peer).await;
-            }
-            let Some(_slot) = origin.in_flight.enter() else {
-                return crate::server::busy();
-            };
-            let (parts, _) = req.into_parts();
-            redirect::answer(&origin.state, parts, Some(peer)).await
+        if routed(req.uri().path()) {
+            return Either::Right(Box::pin(
+                async move { origin.router.clone().answer(req, peer).await },
+            ) as BoxFuture);
         }
+        let (parts, _) = req.into_parts();
+        if let Some(answered) = redirect::answer_held(&origin.state, &parts, Some(peer)) {
+            return Either::Left(ready(answered));
+        }
+        let Some(slot) = origin.in_flight.enter() else {
+            return Either::Left(ready(crate::server::busy()));
+        };
+        Either::Right(Box::pin(async move {
+            let _slot = slot;
+            redirect::answer(&origin.state, parts, Some(peer)).await
+        }))
     }
 }
+
+type BoxFuture = std::pin::Pin<Box<dyn Future<Output = Response> + Send>>;
 
 #[cfg(test)]
 mod tests {

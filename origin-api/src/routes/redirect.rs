@@ -1,5 +1,6 @@
 //! `GET|HEAD /{code}` on the origin: the same decision as the edge, from the database.
 
+use crate::cache::Entry;
 use crate::clicks::tally::{Clicked, Reduced};
 use crate::error::AppError;
 use crate::store::now_ms;
@@ -11,7 +12,10 @@ use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
 use shared::clicks::counts_as_click;
 use shared::decision::DEFAULT_CACHE_CONTROL;
-use shared::{decide_prepared, reject_early, Body, Decision, RouteKey, Visit, VisitorHost};
+use shared::{
+    decide_prepared, reject_early, Body, Decision, Denylist, DomainSettings, RouteKey, Visit,
+    VisitorHost,
+};
 use std::borrow::Cow;
 use std::net::SocketAddr;
 
@@ -32,10 +36,46 @@ use std::net::SocketAddr;
 pub(crate) async fn redirect(State(state): State<AppState>, req: Request) -> Response {
     let (parts, _) = req.into_parts();
     let peer = crate::server::peer(&parts);
-    answer(&state, parts, peer).await
+    visit(&state, parts, peer).await
 }
 
-/// The answer to a visit, from its request's head and the client's address.
+/// The answer to a visit, from its request's head and the client's address: from
+/// memory when it holds all the visit needs, else through the reads it takes.
+pub(crate) async fn visit(state: &AppState, parts: Parts, peer: Option<SocketAddr>) -> Response {
+    if let Some(answered) = answer_held(state, &parts, peer) {
+        return answered;
+    }
+    // Boxed: only a visit that may read carries the room its reads need.
+    Box::pin(answer(state, parts, peer)).await
+}
+
+/// The answer to a visit when memory holds all it needs: the domain's settings, the
+/// denylist, and the link's entry (known or unknown). No future: a visit that waits on
+/// nothing carries no room for the reads it does not make, where the redirect's future
+/// was 2.6 KB, copied twice on every visit on its way into hyper. `None`: [`answer`]
+/// it, which may read.
+pub(crate) fn answer_held(
+    state: &AppState,
+    parts: &Parts,
+    peer: Option<SocketAddr>,
+) -> Option<Response> {
+    let method = shared::Method::parse(parts.method.as_str());
+    let code = parts.uri.path().strip_prefix('/').unwrap_or_default();
+    let decision = match reject_early(method, code) {
+        Some(early) => early,
+        None => {
+            let (decision, visited) =
+                resolve_held(state, method, &parts.headers, code, parts.uri.query())?;
+            if let Some((clicked, at)) = visited {
+                record_click(state, &decision, clicked, at, &parts.headers, peer);
+            }
+            decision
+        }
+    };
+    Some(answered(state, decision))
+}
+
+/// The answer to a visit, reading what memory does not hold.
 pub(crate) async fn answer(state: &AppState, parts: Parts, peer: Option<SocketAddr>) -> Response {
     let (method, headers, uri) = (parts.method, parts.headers, parts.uri);
     let method = shared::Method::parse(method.as_str());
@@ -64,6 +104,11 @@ pub(crate) async fn answer(state: &AppState, parts: Parts, peer: Option<SocketAd
             }
         },
     };
+    answered(state, decision)
+}
+
+/// The response to `decision`, counted.
+fn answered(state: &AppState, decision: Decision) -> Response {
     state.metrics.redirect_answered(decision.outcome);
     write(decision)
 }
@@ -94,6 +139,72 @@ fn record_click(
     state.recorder.record(clicked, at, decision.status, visitor);
 }
 
+/// The short domain a visit's `Host` names. Without one, or with an address (a health
+/// checker, a curl at the origin's IP), it is the default domain: no short domain is an
+/// IP address.
+enum Host {
+    Default,
+    /// Another domain, normalized: served only if this origin knows it.
+    Other(String),
+    /// No name a short domain could have: not found, without a read.
+    Malformed,
+}
+
+fn host_of(state: &AppState, headers: &HeaderMap) -> Host {
+    let default = state.settings.default_domain.as_str();
+    match headers.get(header::HOST).map(|h| h.to_str()) {
+        None => Host::Default,
+        Some(Err(_)) => Host::Malformed,
+        // The default domain as it was configured, already normal: nearly every visit
+        // of a single-domain origin, and normalizing it again cost a tenth of a
+        // cached redirect's instructions.
+        Some(Ok(value)) if value == default => Host::Default,
+        Some(Ok(value)) => match shared::visitor_host(value) {
+            VisitorHost::Address => Host::Default,
+            VisitorHost::Malformed => Host::Malformed,
+            VisitorHost::Domain(d) if d == default => Host::Default,
+            VisitorHost::Domain(d) => Host::Other(d),
+        },
+    }
+}
+
+/// [`resolve`] from memory alone; `None` where it would read (the settings or the
+/// denylist expired, an entry not held, a domain other than the default).
+fn resolve_held(
+    state: &AppState,
+    method: shared::Method,
+    headers: &HeaderMap,
+    code: &str,
+    query: Option<&str>,
+) -> Option<(Decision, Option<Visited>)> {
+    let domain = match host_of(state, headers) {
+        Host::Default => state.settings.default_domain.as_str(),
+        Host::Malformed => return Some((Decision::not_found(method), None)),
+        Host::Other(_) => return None,
+    };
+    // One reading of the clock for every freshness check of this visit.
+    let clock = std::time::Instant::now();
+    let settings = state.cache.held_settings(domain, clock)?;
+    let code = settings.canonical_code(code);
+    let Some(route) = RouteKey::new(domain, code.as_ref()) else {
+        return Some((Decision::not_found(method), None));
+    };
+    let deny = state.cache.held_denylist(clock)?;
+    let entry = match state.cache.cached(&route, clock) {
+        Some(entry) => Some(entry),
+        None if deny.blocks_code(&route) => None,
+        // A generated code past the id ceiling: no such link. One that may exist is read.
+        None => {
+            let keys = state.settings.secrets.permutation_keys.as_ref();
+            match state.cache.may_exist_held(keys, &settings, route.code())? {
+                false => None,
+                true => return None,
+            }
+        }
+    };
+    Some(decided(method, route, query, entry, &deny, &settings))
+}
+
 async fn resolve(
     state: &AppState,
     method: shared::Method,
@@ -101,35 +212,21 @@ async fn resolve(
     code: &str,
     query: Option<&str>,
 ) -> Result<(Decision, Option<Visited>), AppError> {
-    // The short domain is the Host the visitor used. Without one, or with an address
-    // (a health checker, a curl at the origin's IP), it is the default domain: no short
-    // domain is an IP address. A host this origin does not serve, or one no DNS name
-    // could be, is not found without a read.
+    // A host this origin does not serve is not found without a read.
     let db = &state.redirect_db;
-    // One reading of the clock for every freshness check of this visit.
-    let clock = std::time::Instant::now();
-    let default = state.settings.default_domain.as_str();
     let host;
-    let domain = match headers.get(header::HOST).map(|h| h.to_str()) {
-        None => default,
-        Some(Err(_)) => return Ok((Decision::not_found(method), None)),
-        // The default domain as it was configured, already normal: nearly every visit
-        // of a single-domain origin, and normalizing it again cost a tenth of a
-        // cached redirect's instructions.
-        Some(Ok(value)) if value == default => default,
-        Some(Ok(value)) => match shared::visitor_host(value) {
-            VisitorHost::Address => default,
-            VisitorHost::Malformed => return Ok((Decision::not_found(method), None)),
-            VisitorHost::Domain(d) if d == default => default,
-            VisitorHost::Domain(d) => {
-                if !state.cache.serves(db, &d).await? {
-                    return Ok((Decision::not_found(method), None));
-                }
-                host = d;
-                host.as_str()
+    let domain = match host_of(state, headers) {
+        Host::Default => state.settings.default_domain.as_str(),
+        Host::Malformed => return Ok((Decision::not_found(method), None)),
+        Host::Other(d) => {
+            if !state.cache.serves(db, &d).await? {
+                return Ok((Decision::not_found(method), None));
             }
-        },
+            host = d;
+            host.as_str()
+        }
     };
+    let clock = std::time::Instant::now();
     let settings = state.cache.settings(db, domain, clock).await?;
     let code = settings.canonical_code(code);
     let Some(route) = RouteKey::new(domain, code.as_ref()) else {
@@ -157,6 +254,18 @@ async fn resolve(
         }
         None => Some(Box::pin(state.cache.entry(db, &route)).await?),
     };
+    Ok(decided(method, route, query, entry, &deny, &settings))
+}
+
+/// The decision on a visit of `route` whose entry is known, and the click it makes.
+fn decided(
+    method: shared::Method,
+    route: RouteKey,
+    query: Option<&str>,
+    entry: Option<Entry>,
+    deny: &Denylist,
+    settings: &DomainSettings,
+) -> (Decision, Option<Visited>) {
     let now = now_ms();
     let visit = Visit {
         method,
@@ -165,7 +274,7 @@ async fn resolve(
         now: now.div_euclid(1000),
     };
     let record = entry.as_ref().and_then(|e| e.record.as_ref());
-    let decision = decide_prepared(&visit, record, &deny, &settings);
+    let decision = decide_prepared(&visit, record, deny, settings);
     // The link as the cache knows it; a banned code whose record was never read is
     // resolved from its route key when the click is written.
     let visited = (method == shared::Method::Get).then(|| {
@@ -175,7 +284,7 @@ async fn resolve(
         };
         (clicked, now)
     });
-    Ok((decision, visited))
+    (decision, visited)
 }
 
 /// The link a `GET` visited and when (Unix ms).
