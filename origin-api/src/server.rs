@@ -11,7 +11,7 @@
 //!   every connection once a second ([`Watchdog`]): hyper's own header timeout re-armed a
 //!   timer for every request, which cost about a seventh of a cached redirect's CPU
 //!   (`scripts/bench-redirect`), and a timer and a shutdown signal polled by each
-//!   connection cost a request about 400 instructions more than one flag
+//!   connection cost a request about 500 instructions more than one flag
 //!   (`scripts/bench-redirect-instructions`);
 //! - at most [`Limits::max_header_bytes`] of request line and headers (431 beyond);
 //! - at most [`Limits::max_connections`] open connections: past it, the loop stops
