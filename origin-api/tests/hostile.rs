@@ -139,12 +139,9 @@ async fn an_idle_keep_alive_connection_is_closed() {
     t.cleanup().await;
 }
 
-#[tokio::test]
-async fn past_the_in_flight_cap_a_request_gets_503_at_once() {
-    let t = TestDb::sqlite().await;
-    let s = serve(&t, &["--max-in-flight", "1"]).await;
-    let (_, token) = s.key().await;
-    // A request that holds its slot: its body is announced and never sent.
+/// A connection whose request holds an in-flight slot: its body is announced and never
+/// sent.
+async fn hold_a_slot(s: &Served, token: &str) -> TcpStream {
     let mut holder = TcpStream::connect(s.addr).await.expect("connect");
     holder
         .write_all(
@@ -156,6 +153,15 @@ async fn past_the_in_flight_cap_a_request_gets_503_at_once() {
         )
         .await
         .expect("write");
+    holder
+}
+
+#[tokio::test]
+async fn past_the_in_flight_cap_a_request_gets_503_at_once() {
+    let t = TestDb::sqlite().await;
+    let s = serve(&t, &["--max-in-flight", "1"]).await;
+    let (_, token) = s.key().await;
+    let holder = hold_a_slot(&s, &token).await;
     // Whatever comes next waits for no one: 503 and when to come back.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let res = loop {
@@ -213,18 +219,8 @@ async fn past_the_in_flight_cap_a_link_held_in_memory_is_still_served() {
     // Visited once, so memory holds the link, the domain's settings and the bans.
     let res = client.get(s.url("/kept-link")).send().await.expect("visit");
     assert_eq!(res.status(), 302);
-    // The only slot is taken by a request whose body never comes.
-    let mut holder = TcpStream::connect(s.addr).await.expect("connect");
-    holder
-        .write_all(
-            format!(
-                "POST /v1/links HTTP/1.1\r\nHost: s.example\r\nAuthorization: Bearer {token}\r\n\
-                 Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{"
-            )
-            .as_bytes(),
-        )
-        .await
-        .expect("write");
+    // The only slot is taken.
+    let holder = hold_a_slot(&s, &token).await;
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
         let res = client
