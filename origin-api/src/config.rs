@@ -263,7 +263,8 @@ pub struct Settings {
     )]
     pub max_connections: u32,
 
-    /// Requests handled at once; the next one is answered 503 with Retry-After.
+    /// Requests handled at once that may wait (API calls, visits that read; a visit
+    /// answered from memory takes no slot); the next one is answered 503 with Retry-After.
     #[arg(
         long,
         env = "HOP_MAX_IN_FLIGHT",
