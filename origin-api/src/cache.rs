@@ -707,7 +707,7 @@ mod tests {
             .await
             .expect("entry");
         assert_eq!(
-            entry.record.as_ref().map(|r| r.status),
+            entry.record.as_ref().map(|r| r.status()),
             Some(LinkStatus::Banned)
         );
     }
@@ -880,7 +880,7 @@ mod tests {
         assert_eq!(
             cache
                 .cached(&hot, Instant::now())
-                .and_then(|e| e.record.as_ref().map(|r| r.status)),
+                .and_then(|e| e.record.as_ref().map(|r| r.status())),
             Some(LinkStatus::Banned)
         );
         for _ in 0..5 {

@@ -141,6 +141,28 @@ struct Watchdog {
     next: AtomicU64,
 }
 
+/// A connection's place in the watchdog: it is forgotten when this is dropped, however
+/// the connection's task ends.
+struct Watched {
+    dog: Arc<Watchdog>,
+    id: u64,
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        self.dog.ended(self.id);
+    }
+}
+
+/// The watchdog's own task, stopped when `serve` returns or is dropped.
+struct Looking(tokio::task::JoinHandle<()>);
+
+impl Drop for Looking {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 impl Watchdog {
     /// A new connection; it is watched until [`Watchdog::ended`].
     fn opened(&self) -> (u64, Arc<Watch>) {
@@ -267,7 +289,7 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let watchdog = Arc::new(Watchdog::default());
-    let looking = tokio::spawn({
+    let _looking = Looking(tokio::spawn({
         let watchdog = watchdog.clone();
         let (head, busy) = (limits.header_read_timeout, limits.max_busy);
         async move {
@@ -278,7 +300,7 @@ pub async fn serve(
                 watchdog.look(Instant::now(), head, busy);
             }
         }
-    });
+    }));
     let mut http = hyper::server::conn::http1::Builder::new();
     // The watchdog keeps the deadlines; hyper needs no timer of its own.
     http.header_read_timeout(None::<Duration>)
@@ -313,6 +335,10 @@ pub async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let (id, watch) = watchdog.opened();
+        let watched = Watched {
+            dog: watchdog.clone(),
+            id,
+        };
         let (began, ended) = (watch.clone(), watch.clone());
         let app = app.clone();
         let service = hyper::service::service_fn(move |req| {
@@ -326,7 +352,6 @@ pub async fn serve(
             }
         });
         let http = http.clone();
-        let watchdog = watchdog.clone();
         tokio::spawn(async move {
             let conn = http.serve_connection(TokioIo::new(stream), service);
             tokio::pin!(conn);
@@ -346,7 +371,7 @@ pub async fn serve(
                     }
                 }
             }
-            watchdog.ended(id);
+            drop(watched);
             drop(slot);
         });
     }
@@ -356,7 +381,6 @@ pub async fn serve(
     let _ = slots
         .acquire_many(u32::try_from(limits.max_connections.max(1)).unwrap_or(u32::MAX))
         .await;
-    looking.abort();
     Ok(())
 }
 

@@ -310,6 +310,9 @@ const RESERVED_FIRSTS: [u32; 16] = {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
     /// The table says what the rule says, for every byte.
     #[test]
     fn the_alias_byte_table_is_the_rule() {
@@ -318,9 +321,6 @@ mod tests {
             assert_eq!(is_alias_byte(b), rule, "{b}");
         }
     }
-
-    use super::*;
-    use proptest::prelude::*;
 
     fn spaces() -> impl Strategy<Value = CodeSpace> {
         (prop::sample::select(Alphabet::ALL.to_vec()), 1u8..=10)

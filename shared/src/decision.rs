@@ -15,8 +15,8 @@ use url::Url;
 /// records in memory (the origin's cache): deciding from it parses nothing unless a
 /// visitor's query is merged in, exactly as the edge decides from the stored text.
 ///
-/// Its fields are the record's, held flat beside a shared target: a cache can keep it
-/// by value, cloned on every read for a reference count, with the target's text its one
+/// The record's fields are held beside a shared target: a cache can keep it by value,
+/// cloned on every read for a reference count, with the target's text its one
 /// allocation (a million cached links were four pointers deep, a cache miss each).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PreparedRecord {
@@ -28,11 +28,8 @@ pub struct PreparedRecord {
     /// path redirected to and the edge's refused. A span rather than a parsed `Url`
     /// keeps a million cached links about a hundred bytes each smaller.
     host: Option<(u32, u32)>,
-    pub status: LinkStatus,
-    pub redirect: RedirectStatus,
-    pub expires_at: Option<i64>,
+    rules: Rules,
     pub version: u64,
-    pub forward_query: bool,
 }
 
 impl PreparedRecord {
@@ -49,14 +46,15 @@ impl PreparedRecord {
                 Some((start, start + u32::try_from(v.host.len()).ok()?))
             });
         PreparedRecord {
+            rules: Rules::from(&record),
+            version: record.version,
             target: record.target.into(),
             host,
-            status: record.status,
-            redirect: record.redirect,
-            expires_at: record.expires_at,
-            version: record.version,
-            forward_query: record.forward_query,
         }
+    }
+
+    pub fn status(&self) -> LinkStatus {
+        self.rules.status
     }
 
     /// The record's target, as stored.
@@ -66,13 +64,19 @@ impl PreparedRecord {
 
     /// The record as the edge stores it.
     pub fn to_record(&self) -> EdgeRecord {
+        let Rules {
+            status,
+            redirect,
+            expires_at,
+            forward_query,
+        } = self.rules;
         EdgeRecord {
             target: self.target.to_string(),
-            status: self.status,
-            redirect: self.redirect,
-            expires_at: self.expires_at,
+            status,
+            redirect,
+            expires_at,
             version: self.version,
-            forward_query: self.forward_query,
+            forward_query,
         }
     }
 
@@ -82,15 +86,6 @@ impl PreparedRecord {
         PreparedRecord {
             target: Arc::from(&*self.target),
             ..self.clone()
-        }
-    }
-
-    fn rules(&self) -> Rules {
-        Rules {
-            status: self.status,
-            redirect: self.redirect,
-            expires_at: self.expires_at,
-            forward_query: self.forward_query,
         }
     }
 
@@ -114,7 +109,7 @@ impl PreparedRecord {
 }
 
 /// What a decision reads of a record besides its target.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Rules {
     status: LinkStatus,
     redirect: RedirectStatus,
@@ -371,13 +366,7 @@ pub fn decide_prepared(
     settings: &DomainSettings,
 ) -> Decision {
     let parsed = || prepared.map(PreparedRecord::decided_target);
-    decide_with(
-        visit,
-        prepared.map(PreparedRecord::rules),
-        parsed,
-        deny,
-        settings,
-    )
+    decide_with(visit, prepared.map(|p| p.rules), parsed, deny, settings)
 }
 
 /// A record's target as a decision needs it.
