@@ -2,9 +2,11 @@
 //!
 //! Two stages, so that no lock is shared by every request:
 //!
-//! - [`Shards`]: the redirect path adds each click to the shard of its own worker
+//! - [`Shards`]: the redirect path appends each click to the shard of its own worker
 //!   thread (a mutex only that thread and, every few milliseconds, the tally task take),
-//!   counting alike clicks once with a weight.
+//!   alike clicks in a row once with a weight. An append touches only the log's end:
+//!   a table keyed by click, as the shards were, cost a hash of the visitor and a
+//!   probe per visit that the window then paid again.
 //! - [`Window`]: the tally task moves the shards' counts into one window, keyed
 //!   compactly (a link's id, not its route key), and bounded in bytes. A closed window
 //!   becomes a sorted [`Closed`] list that the writer writes to the rollups.
@@ -38,12 +40,13 @@ pub enum Clicked {
     Route(RouteKey),
 }
 
-/// Alike clicks, as a shard counts them.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct Seen {
+/// Alike clicks in a row, as a shard logs them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Logged {
     link: u64,
     hour: u32,
     status: u16,
+    count: Count,
     visitor: Reduced,
 }
 
@@ -57,7 +60,7 @@ pub struct Count {
 
 /// Alike clicks as a window counts them: the same link, hour, status and visitor, in
 /// 24 bytes. Sorted, a window's keys come link by link, the rollups' own order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Key {
     pub link: u64,
     /// Hours since the Unix epoch.
@@ -69,6 +72,22 @@ pub struct Key {
     pub country: [u8; 2],
     /// Index into the window's referrers; 0: none.
     pub referrer: u32,
+}
+
+/// Hashed as three words rather than field by field: a write per field was a mix of
+/// the hasher's state per field, eight per click.
+impl std::hash::Hash for Key {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let [c0, c1] = self.country;
+        state.write_u64(self.link);
+        state.write_u64(
+            u64::from(self.hour) << 32
+                | u64::from(self.status) << 16
+                | u64::from(self.bot) << 8
+                | self.device as u64,
+        );
+        state.write_u64(u64::from(c0) << 40 | u64::from(c1) << 32 | u64::from(self.referrer));
+    }
 }
 
 impl Key {
@@ -92,16 +111,16 @@ const HOUR_MS: i64 = 3_600_000;
 /// (banned codes whose record was never read: rare); beyond, they are dropped, counted.
 const UNRESOLVED: usize = 4_096;
 
-/// One thread's clicks since the tally task last took them.
+/// One thread's clicks since the tally task last took them, in the order they came.
 #[derive(Debug, Default)]
 pub struct Shard {
-    counts: HashMap<Seen, Count, Hasher>,
+    log: Vec<Logged>,
     unresolved: Vec<(RouteKey, u32, u16, Reduced)>,
 }
 
 impl Shard {
     fn is_empty(&self) -> bool {
-        self.counts.is_empty() && self.unresolved.is_empty()
+        self.log.is_empty() && self.unresolved.is_empty()
     }
 }
 
@@ -109,8 +128,9 @@ impl Shard {
 #[derive(Debug)]
 pub struct Shards {
     slots: Box<[Mutex<Shard>]>,
-    /// Keys one shard holds at most between takes (the tally task takes every few ms,
-    /// so only a stalled task lets a shard fill); new keys beyond are dropped, counted.
+    /// Entries one shard's log holds at most between takes (the tally task takes every
+    /// few ms, so only a stalled task lets a shard fill); clicks beyond that are not
+    /// alike the last are dropped, counted.
     cap: usize,
 }
 
@@ -135,13 +155,13 @@ impl Shards {
         }
     }
 
-    /// Keys held in all shards.
+    /// Entries held in all shards.
     pub fn keys(&self) -> usize {
         self.slots
             .iter()
             .map(|s| {
                 let shard = s.lock().unwrap_or_else(|e| e.into_inner());
-                shard.counts.len() + shard.unresolved.len()
+                shard.log.len() + shard.unresolved.len()
             })
             .sum()
     }
@@ -153,26 +173,29 @@ impl Shards {
         let mut shard = slot.lock().unwrap_or_else(|e| e.into_inner());
         match clicked {
             Clicked::Link(link) => {
-                let seen = Seen {
+                if let Some(last) = shard.log.last_mut() {
+                    if last.link == link.id
+                        && last.hour == hour
+                        && last.status == status
+                        && last.visitor == visitor
+                    {
+                        last.count.n = last.count.n.saturating_add(1);
+                        return true;
+                    }
+                }
+                if shard.log.len() >= self.cap {
+                    return false;
+                }
+                shard.log.push(Logged {
                     link: link.id,
                     hour,
                     status,
-                    visitor,
-                };
-                if let Some(count) = shard.counts.get_mut(&seen) {
-                    count.n = count.n.saturating_add(1);
-                    return true;
-                }
-                if shard.counts.len() >= self.cap {
-                    return false;
-                }
-                shard.counts.insert(
-                    seen,
-                    Count {
+                    count: Count {
                         n: 1,
                         owner: link.owner,
                     },
-                );
+                    visitor,
+                });
             }
             Clicked::Route(route) => {
                 if shard.unresolved.len() >= UNRESOLVED {
@@ -217,12 +240,27 @@ impl Shards {
 struct Referrers {
     names: Vec<Arc<str>>,
     ids: HashMap<Arc<str>, u32, Hasher>,
+    /// The host numbered last, by address: a thread's clicks share one allocation per
+    /// host (its memo's), so a run of clicks from one referrer is numbered without
+    /// hashing its name again.
+    last: Option<(Arc<str>, u32)>,
     bytes: usize,
 }
 
 impl Referrers {
     fn id(&mut self, host: Option<&Arc<str>>) -> u32 {
         let Some(host) = host else { return 0 };
+        if let Some((last, id)) = &self.last {
+            if Arc::ptr_eq(last, host) {
+                return *id;
+            }
+        }
+        let id = self.numbered(host);
+        self.last = Some((host.clone(), id));
+        id
+    }
+
+    fn numbered(&mut self, host: &Arc<str>) -> u32 {
         if let Some(id) = self.ids.get(host) {
             return *id;
         }
@@ -325,21 +363,27 @@ impl Window {
         }
     }
 
-    /// Adds a shard's counts. What finds no room (a new key, the window full) stays
+    /// Adds a shard's clicks. What finds no room (a new key, the window full) stays
     /// in the shard, for the next window. Returns the clicks dropped (those known only
     /// by route key, past their bound).
     fn absorb(&mut self, shard: &mut Shard) -> u64 {
-        shard.counts.retain(|seen, count| {
-            let key = self.key(seen.link, seen.hour, seen.status, &seen.visitor);
-            if let Some(held) = self.counts.get_mut(&key) {
-                held.n = held.n.saturating_add(count.n);
-            } else if self.has_room() {
-                self.counts.insert(key, *count);
+        shard.log.retain(|logged| {
+            let key = self.key(logged.link, logged.hour, logged.status, &logged.visitor);
+            if self.has_room() {
+                // One hash and one probe for a new key, not a lookup and then an
+                // insert. Only with room: taking an entry may grow the table.
+                let held = self.counts.entry(key).or_insert(Count {
+                    n: 0,
+                    owner: logged.count.owner,
+                });
+                held.n = held.n.saturating_add(logged.count.n);
+            } else if let Some(held) = self.counts.get_mut(&key) {
+                held.n = held.n.saturating_add(logged.count.n);
             } else {
                 self.full = true;
                 return true;
             }
-            self.clicks += u64::from(count.n);
+            self.clicks += u64::from(logged.count.n);
             false
         });
         let mut dropped = 0;
@@ -514,12 +558,36 @@ mod tests {
     }
 
     #[test]
-    fn a_full_shard_refuses_new_keys_but_counts_known_ones() {
+    fn a_full_shard_refuses_new_entries_but_counts_clicks_alike_the_last() {
         let owners = Owners::default();
         let shards = Shards::new(2);
         assert!(shards.add(tag(&owners, 1), 0, 302, visitor(None)));
         assert!(shards.add(tag(&owners, 2), 0, 302, visitor(None)));
         assert!(!shards.add(tag(&owners, 3), 0, 302, visitor(None)));
-        assert!(shards.add(tag(&owners, 1), 0, 302, visitor(None)));
+        assert!(shards.add(tag(&owners, 2), 0, 302, visitor(None)));
+        assert!(!shards.add(tag(&owners, 1), 0, 302, visitor(None)));
+        assert!(
+            !shards.add(tag(&owners, 2), 0, 302, visitor(Some("t.co"))),
+            "another visitor is another entry"
+        );
+        let mut window = Window::new(1 << 20);
+        shards.take_into(&mut window, &mut Vec::new());
+        assert_eq!((window.len(), window.clicks), (2, 3));
+    }
+
+    #[test]
+    fn clicks_alike_but_not_in_a_row_are_one_key_in_the_window() {
+        let owners = Owners::default();
+        let shards = Shards::new(100);
+        for link in [1, 2, 1, 2, 1] {
+            assert!(shards.add(tag(&owners, link), 0, 302, visitor(Some("t.co"))));
+            assert!(shards.add(tag(&owners, link), 0, 302, visitor(Some("t.co"))));
+        }
+        assert_eq!(shards.keys(), 5, "runs are one entry each");
+        let mut window = Window::new(1 << 20);
+        shards.take_into(&mut window, &mut Vec::new());
+        let closed = window.close();
+        let counted: Vec<(u64, u32)> = closed.peek(10).iter().map(|(k, c)| (k.link, c.n)).collect();
+        assert_eq!(counted, [(1, 6), (2, 4)]);
     }
 }
