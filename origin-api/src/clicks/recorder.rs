@@ -97,10 +97,14 @@ impl<T: Clone> Memo<T> {
             }
         };
         // The last key's buffer is reused: it is at most a header's read prefix.
-        let (last, held) = self.last.get_or_insert_with(|| (Vec::new(), value.clone()));
-        last.clear();
-        last.extend_from_slice(key);
-        *held = value.clone();
+        match &mut self.last {
+            Some((last, held)) => {
+                last.clear();
+                last.extend_from_slice(key);
+                *held = value.clone();
+            }
+            None => self.last = Some((key.to_vec(), value.clone())),
+        }
         value
     }
 }
