@@ -18,19 +18,28 @@ need_wrk() {
   $sudo_cmd apt-get install -y wrk >/dev/null
 }
 
-# wait_http URL [SECONDS]: returns once URL answers, or fails saying so after SECONDS
-# (60 by default).
-wait_http() {
-  local i
-  for i in $(seq 1 $(( ${2:-60} * 10 ))); do
-    curl -s -o /dev/null "$1" && return 0
+# wait_until SECONDS WHAT COMMAND…: returns once COMMAND succeeds (tried every tenth of
+# a second), or fails saying that WHAT did not happen within SECONDS.
+wait_until() {
+  local seconds=$1 what=$2 i
+  shift 2
+  for i in $(seq 1 $(( seconds * 10 ))); do
+    "$@" 2>/dev/null && return 0
     sleep 0.1
   done
-  echo "nothing answered at $1 within ${2:-60} s" >&2
+  echo "$what within $seconds s" >&2
   return 1
 }
 
-# A TCP port free on loopback at the time of asking.
+# wait_http URL [SECONDS]: once URL answers at all (60 s by default).
+wait_http() { wait_until "${2:-60}" "nothing answered at $1" curl -s -o /dev/null "$1"; }
+
+# wait_log FILE PATTERN [SECONDS]: once a line of FILE matches PATTERN (grep -E).
+wait_log() { wait_until "${3:-60}" "no line matching '$2' in $1" grep -qE "$2" "$1"; }
+
+# wait_tcp PORT [SECONDS]: once something accepts connections on loopback PORT.
+wait_tcp() { wait_until "${2:-60}" "nothing listened on 127.0.0.1:$1" bash -c "exec 3<>/dev/tcp/127.0.0.1/$1"; }
+
 # A free port below Linux's ephemeral range (32768+), which processes binding port 0
 # (wrangler, workerd) never get: a port chosen here stays ours until we use it.
 free_port() {

@@ -93,3 +93,24 @@ pub(crate) fn put(ctx: &Context, route: &RouteKey, answer: Option<&EdgeRecord>, 
         console_error!("caching an answer: {e:?}");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_is_kept_under_its_own_domain_at_a_path_no_code_can_take() {
+        let route = RouteKey::new("s.example", "abc1234").expect("route");
+        assert_eq!(key(&route), "https://s.example/_hop/answer/abc1234");
+        // A code never holds a `/`, so no visit's URL is a cache entry.
+        assert!(RouteKey::new("s.example", "_hop/answer/x").is_none());
+    }
+
+    #[test]
+    fn workers_dev_hosts_skip_the_cache_that_stores_nothing_there() {
+        let dev = RouteKey::new("hop.someone.workers.dev", "abc1234").expect("route");
+        let own = RouteKey::new("s.example", "abc1234").expect("route");
+        assert!(!usable(&dev));
+        assert!(usable(&own));
+    }
+}

@@ -177,9 +177,7 @@ pub(crate) async fn consume(batch: MessageBatch, env: Env) -> Result<(), JsValue
                 .ok()
                 .and_then(|v| v.to_string().parse().ok())
                 .unwrap_or(RETRY_BASE_S);
-            let delay = base
-                .saturating_mul(1 << attempts.saturating_sub(1).min(16))
-                .min(MAX_RETRY_DELAY_S);
+            let delay = shared::clicks::retry_delay_s(base, attempts, MAX_RETRY_DELAY_S);
             console_error!(
                 "clicks: delivering {} events failed ({why}); retrying in {delay} s",
                 messages.length()

@@ -2,6 +2,7 @@
 //! a moment so that a busy isolate does not read it on every request.
 
 use crate::kv::Kv;
+use shared::fallback::Held;
 use shared::sync::DENY_KEY;
 use shared::Denylist;
 use std::cell::RefCell;
@@ -15,23 +16,14 @@ const HOLD_MS: u64 = 250;
 /// Cloudflare's smallest per-location KV cache.
 const CACHE_TTL_S: u32 = 30;
 
-struct Held {
-    list: Rc<Denylist>,
-    read_at_ms: u64,
-}
-
 thread_local! {
     // Workers isolates run one thread; this is per-isolate memory.
-    static HELD: RefCell<Option<Held>> = const { RefCell::new(None) };
+    static HELD: RefCell<Option<Held<Rc<Denylist>>>> = const { RefCell::new(None) };
 }
 
 /// This isolate's copy, if it was read less than [`HOLD_MS`] before `now_ms`.
 pub(crate) fn held(now_ms: u64) -> Option<Rc<Denylist>> {
-    HELD.with_borrow(|held| {
-        held.as_ref()
-            .filter(|h| now_ms.saturating_sub(h.read_at_ms) < HOLD_MS)
-            .map(|h| Rc::clone(&h.list))
-    })
+    HELD.with_borrow(|held| held.as_ref().and_then(|h| h.fresh(now_ms, HOLD_MS)))
 }
 
 /// Reads the denylist again and holds it. When KV cannot be read, the last copy held is
@@ -41,15 +33,12 @@ pub(crate) async fn refresh(kv: &Kv, now_ms: u64) -> Rc<Denylist> {
     match read(kv).await {
         Ok(list) => {
             let list = Rc::new(list);
-            HELD.set(Some(Held {
-                list: Rc::clone(&list),
-                read_at_ms: now_ms,
-            }));
+            HELD.set(Some(Held::new(Rc::clone(&list), now_ms)));
             list
         }
         Err(e) => {
             console_error!("denylist unreadable, keeping the last copy: {e}");
-            HELD.with_borrow(|held| held.as_ref().map(|h| Rc::clone(&h.list)))
+            HELD.with_borrow(|held| held.as_ref().map(|h| Rc::clone(h.value())))
                 .unwrap_or_default()
         }
     }

@@ -5,17 +5,19 @@
 //! window (`meta:activation`), or a custom alias, which cannot be dated. Everything else
 //! — random and enumerated codes — is answered 404 without calling anyone. The origin's
 //! answers are kept for a few seconds, in this isolate and in the location's cache
-//! (`answer_cache`); alias lookups are rate-limited per isolate; and an origin that does not answer in time gives the visitor a 503 with
-//! `Retry-After`, never a 404 for a link that may exist.
+//! (`answer_cache`); lookups of undatable codes are rate-limited per isolate; and an
+//! origin that does not answer in time gives the visitor a 503 with `Retry-After`, never
+//! a 404 for a link that may exist. The bookkeeping is `shared::fallback`'s; this module
+//! is the I/O.
 
 use crate::answer_cache;
 use crate::kv::Kv;
 use futures_util::future::{select, Either};
 use shared::activation::{may_be_new, ActivationMeta, NewCode};
+use shared::fallback::{Answers, Held, UndatedBudget};
 use shared::sync::ACTIVATION_KEY;
 use shared::{CodeKind, CodeSpace, EdgeRecord, KeyRing, RouteKey};
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::time::Duration;
 use worker::worker_sys::Context;
 use worker::{console_error, Date, Delay, Env, Fetch, Headers, Method, Request, RequestInit};
@@ -28,7 +30,7 @@ const META_CACHE_TTL_S: u32 = 30;
 /// found link (KV will hold it soon) and an unknown code alike. `ANSWER_HOLD_S` in the
 /// worker's vars overrides it.
 const ANSWER_HOLD_S: u64 = 10;
-/// Answers kept at most; the oldest half goes when full.
+/// Answers kept at most ([`Answers`]: when full, the expired go, or else all).
 const MAX_ANSWERS: usize = 10_000;
 /// The longest a visitor waits for the origin.
 const ORIGIN_TIMEOUT: Duration = Duration::from_secs(3);
@@ -44,17 +46,23 @@ pub(crate) enum Resolved {
     Unavailable,
 }
 
-#[derive(Default)]
+/// What this isolate remembers between visits.
 struct State {
     keys: Option<Option<KeyRing>>,
-    meta: Option<(Option<ActivationMeta>, u64)>,
-    answers: HashMap<String, (Option<EdgeRecord>, u64)>,
-    alias_window: (u64, u32),
+    meta: Option<Held<Option<ActivationMeta>>>,
+    /// The origin's answers: a record, or `None` for an unknown code.
+    answers: Answers<Option<EdgeRecord>>,
+    undated: UndatedBudget,
 }
 
 thread_local! {
     // Workers isolates run one thread; this is per-isolate memory.
-    static STATE: RefCell<State> = RefCell::new(State::default());
+    static STATE: RefCell<State> = RefCell::new(State {
+        keys: None,
+        meta: None,
+        answers: Answers::new(MAX_ANSWERS),
+        undated: UndatedBudget::new(UNDATED_LOOKUPS_PER_S),
+    });
 }
 
 fn keys(env: &Env) -> Option<KeyRing> {
@@ -72,12 +80,7 @@ fn keys(env: &Env) -> Option<KeyRing> {
 
 async fn meta(kv: &Kv) -> Option<ActivationMeta> {
     let now = Date::now().as_millis();
-    let held = STATE.with_borrow(|s| {
-        s.meta
-            .as_ref()
-            .filter(|(_, at)| now.saturating_sub(*at) < META_HOLD_MS)
-            .map(|(m, _)| *m)
-    });
+    let held = STATE.with_borrow(|s| s.meta.as_ref().and_then(|m| m.fresh(now, META_HOLD_MS)));
     if let Some(meta) = held {
         return meta;
     }
@@ -92,45 +95,32 @@ async fn meta(kv: &Kv) -> Option<ActivationMeta> {
             None
         }
     };
-    STATE.with_borrow_mut(|s| s.meta = Some((meta, now)));
+    STATE.with_borrow_mut(|s| s.meta = Some(Held::new(meta, now)));
     meta
 }
 
-/// Whether to ask the origin about a code KV does not hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Ask {
-    /// It cannot be a new link: answer 404 here.
-    No,
-    /// A generated code in the activation window.
-    Dated,
-    /// A custom alias, or a generated code without a meta or keys to date it, or whose
-    /// meta is past its promise: asked within a per-isolate budget, so a scan cannot
-    /// flood the origin; over it, the visitor gets 503, never a 404 for a link that may
-    /// exist.
-    Undated,
-}
-
-/// Whether `route` may name a link KV does not hold yet.
-pub(crate) async fn worth_asking(env: &Env, kv: &Kv, route: &RouteKey, space: &CodeSpace) -> Ask {
+/// Whether `route` may name a link KV does not hold yet ([`may_be_new`]). KV's meta
+/// and the keys are read only for a generated code: nothing else can be dated.
+pub(crate) async fn worth_asking(
+    env: &Env,
+    kv: &Kv,
+    route: &RouteKey,
+    space: &CodeSpace,
+) -> NewCode {
     // Without a token there is no origin to ask: the edge serves from KV alone.
     let has_origin = env
         .secret("ORIGIN_TOKEN")
         .is_ok_and(|t| !t.to_string().is_empty());
     if !has_origin {
-        return Ask::No;
+        return NewCode::No;
     }
     let code = route.code();
     let (keys, meta) = match shared::codes::classify(code, space) {
-        None => return Ask::No,
-        Some(CodeKind::Custom) => return Ask::Undated,
         Some(CodeKind::Generated) => (keys(env), meta(kv).await),
+        _ => (None, None),
     };
     let now_s = (Date::now().as_millis() / 1000) as i64;
-    match may_be_new(code, space, keys.as_ref(), meta.as_ref(), now_s) {
-        NewCode::No => Ask::No,
-        NewCode::InWindow => Ask::Dated,
-        NewCode::Undatable => Ask::Undated,
-    }
+    may_be_new(code, space, keys.as_ref(), meta.as_ref(), now_s)
 }
 
 fn answer_hold_s(env: &Env) -> u64 {
@@ -142,15 +132,10 @@ fn answer_hold_s(env: &Env) -> u64 {
 
 /// The origin's answer about `route`: from this isolate's memory, else from the
 /// location's cache, else from the origin.
-pub(crate) async fn resolve(env: &Env, ctx: &Context, route: &RouteKey, ask: Ask) -> Resolved {
+pub(crate) async fn resolve(env: &Env, ctx: &Context, route: &RouteKey, ask: NewCode) -> Resolved {
     let key = route.to_string();
     let now = Date::now().as_millis();
-    let held = STATE.with_borrow(|s| {
-        s.answers
-            .get(&key)
-            .filter(|(_, until)| now < *until)
-            .map(|(record, _)| record.clone())
-    });
+    let held = STATE.with_borrow(|s| s.answers.get(&key, now));
     if let Some(record) = held {
         return record.map_or(Resolved::Unknown, Resolved::Found);
     }
@@ -158,7 +143,7 @@ pub(crate) async fn resolve(env: &Env, ctx: &Context, route: &RouteKey, ask: Ask
     let record = match answer_cache::get(route).await {
         Some(record) => record,
         None => {
-            if ask == Ask::Undated && !undated_budget(now) {
+            if ask == NewCode::Undatable && !STATE.with_borrow_mut(|s| s.undated.admit(now)) {
                 // Over the budget the origin is not asked, and a code that may name a
                 // link is not called unknown: the visitor is told to come back.
                 return Resolved::Unavailable;
@@ -173,27 +158,14 @@ pub(crate) async fn resolve(env: &Env, ctx: &Context, route: &RouteKey, ask: Ask
         }
     };
     STATE.with_borrow_mut(|s| {
-        if s.answers.len() >= MAX_ANSWERS {
-            s.answers.retain(|_, (_, until)| *until > now);
-            if s.answers.len() >= MAX_ANSWERS {
-                s.answers.clear();
-            }
-        }
-        s.answers.insert(key, (record.clone(), now + hold_s * 1000));
+        s.answers.put(
+            key,
+            record.clone(),
+            now,
+            now.saturating_add(hold_s.saturating_mul(1000)),
+        )
     });
     record.map_or(Resolved::Unknown, Resolved::Found)
-}
-
-fn undated_budget(now: u64) -> bool {
-    STATE.with_borrow_mut(|s| {
-        let (second, used) = &mut s.alias_window;
-        if *second != now / 1000 {
-            *second = now / 1000;
-            *used = 0;
-        }
-        *used += 1;
-        *used <= UNDATED_LOOKUPS_PER_S
-    })
 }
 
 async fn ask_origin(env: &Env, route: &RouteKey) -> Resolved {

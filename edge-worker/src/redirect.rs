@@ -8,9 +8,10 @@
 //! need more reads (refreshing the denylist, asking the origin) are plain `async` code.
 
 use crate::clicks::{self, Click};
-use crate::fallback::{self, Ask, Resolved};
+use crate::fallback::{self, Resolved};
 use crate::kv::Kv;
 use crate::{denylist, respond};
+use shared::activation::NewCode;
 use shared::clicks::counts_as_click;
 use shared::decision::RETRY_AFTER_S;
 use shared::{
@@ -51,7 +52,7 @@ impl Pending {
     }
 
     /// The decision, with the click reported when the visit is one.
-    fn decide(&self, record: Option<&EdgeRecord>, deny: &Denylist) -> Decision {
+    fn decide_and_count(&self, record: Option<&EdgeRecord>, deny: &Denylist) -> Decision {
         let visit = Visit {
             method: self.method,
             route: &self.route,
@@ -118,7 +119,7 @@ pub(crate) fn handle(
 /// With the denylist in hand: the record, then the decision.
 fn lookup(visit: Pending, deny: Rc<Denylist>) -> Promise {
     if deny.blocks_code(&visit.route) {
-        return respond::settled(&visit.decide(None, &deny));
+        return respond::settled(&visit.decide_and_count(None, &deny));
     }
     let method = visit.method;
     let read = match visit.kv.read(&visit.route.kv_key(), RECORD_CACHE_TTL_S) {
@@ -150,7 +151,7 @@ fn lookup(visit: Pending, deny: Rc<Denylist>) -> Promise {
             }
         };
         let decision = match EdgeRecord::from_json(&json) {
-            Ok(record) => visit.decide(Some(&record), &deny),
+            Ok(record) => visit.decide_and_count(Some(&record), &deny),
             Err(e) => {
                 console_error!("corrupt record {}: {e}", visit.route);
                 Decision::unavailable(method, RETRY_AFTER_S)
@@ -165,12 +166,12 @@ fn lookup(visit: Pending, deny: Rc<Denylist>) -> Promise {
 async fn unknown(visit: Pending, deny: Rc<Denylist>) -> Decision {
     let codes = visit.settings().codes;
     let ask = fallback::worth_asking(&visit.env, &visit.kv, &visit.route, &codes).await;
-    if ask == Ask::No {
-        return visit.decide(None, &deny);
+    if ask == NewCode::No {
+        return visit.decide_and_count(None, &deny);
     }
     match fallback::resolve(&visit.env, &visit.ctx, &visit.route, ask).await {
-        Resolved::Found(record) => visit.decide(Some(&record), &deny),
-        Resolved::Unknown => visit.decide(None, &deny),
+        Resolved::Found(record) => visit.decide_and_count(Some(&record), &deny),
+        Resolved::Unknown => visit.decide_and_count(None, &deny),
         Resolved::Unavailable => Decision::unavailable(visit.method, RETRY_AFTER_S),
     }
 }

@@ -25,6 +25,15 @@ impl SegmentSource for Memory {
 
 const IDS: u64 = 100_000;
 
+/// An allocator over an in-memory source, its first segment not yet fetched.
+fn fresh_allocator() -> SegmentAllocator {
+    SegmentAllocator::new(
+        Arc::new(Memory::default()),
+        "links",
+        DEFAULT_SEGMENT_MAX_AGE,
+    )
+}
+
 fn allocate(c: &mut Criterion) {
     let mut group = c.benchmark_group("segment_allocator");
     group.throughput(Throughput::Elements(IDS));
@@ -33,11 +42,7 @@ fn allocate(c: &mut Criterion) {
         .enable_all()
         .build()
         .expect("runtime");
-    let alloc = SegmentAllocator::new(
-        Arc::new(Memory::default()),
-        "links",
-        DEFAULT_SEGMENT_MAX_AGE,
-    );
+    let alloc = fresh_allocator();
     group.bench_function("one_task", |b| {
         b.to_async(&rt).iter(|| async {
             let mut last = 0;
@@ -53,11 +58,7 @@ fn allocate(c: &mut Criterion) {
         .enable_all()
         .build()
         .expect("runtime");
-    let alloc = SegmentAllocator::new(
-        Arc::new(Memory::default()),
-        "links",
-        DEFAULT_SEGMENT_MAX_AGE,
-    );
+    let alloc = fresh_allocator();
     group.bench_function("two_threads", |b| {
         b.to_async(&rt).iter(|| {
             let alloc = alloc.clone();

@@ -17,8 +17,10 @@ use origin_api::clicks::tally::Clicked;
 use origin_api::clicks::Clicks;
 use origin_api::db::Db;
 use origin_api::metrics::Metrics;
+use origin_api::model::time::now_ms;
 use origin_api::owners::Owners;
-use origin_api::store::{now_ms, ClickDims, ClickStore, Increments, LinkRef, LinkStore};
+use origin_api::store::sql::{values_placeholders, Arg};
+use origin_api::store::{ClickDims, ClickStore, Increments, LinkRef, LinkStore};
 use shared::clicks::{ClickEvent, Device};
 use shared::RouteKey;
 use std::time::{Duration, Instant};
@@ -110,23 +112,36 @@ impl Traffic {
 
 async fn seed_links(db: &Db) {
     let now = now_ms();
-    origin_api::on_writer!(db, pool => {
-        let mut q = sqlx::QueryBuilder::new(
-            "INSERT INTO links (link_id, domain, code, target_url, owner_id, status, code_kind, created_at, updated_at) ",
+    let codes: Vec<(String, String)> = (0..LINKS)
+        .map(|i| (format!("link-{i:04}"), format!("https://dest.example/{i}")))
+        .collect();
+    let mut w = db.writer().await.expect("writer");
+    // 9 values a row: a few hundred rows a statement stay under SQLite's bound.
+    for (n, chunk) in codes.chunks(500).enumerate() {
+        let sql = format!(
+            "INSERT INTO links (link_id, domain, code, target_url, owner_id, status, code_kind, created_at, updated_at) \
+             VALUES {}",
+            values_placeholders(1, chunk.len(), 9)
         );
-        q.push_values(0..LINKS, |mut row, i| {
-            row.push_bind(i as i64 + 1)
-                .push_bind("s.example")
-                .push_bind(format!("link-{i:04}"))
-                .push_bind(format!("https://dest.example/{i}"))
-                .push_bind(OWNER)
-                .push_bind("active")
-                .push_bind("custom")
-                .push_bind(now)
-                .push_bind(now);
-        });
-        q.build().execute(pool).await.expect("seed links");
-    });
+        let args: Vec<Arg<'_>> = chunk
+            .iter()
+            .enumerate()
+            .flat_map(|(i, (code, target))| {
+                [
+                    ((n * 500 + i) as i64 + 1).into(),
+                    "s.example".into(),
+                    code.into(),
+                    target.into(),
+                    OWNER.into(),
+                    "active".into(),
+                    "custom".into(),
+                    now.into(),
+                    now.into(),
+                ]
+            })
+            .collect();
+        w.conn().execute(&sql, &args).await.expect("seed links");
+    }
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -242,11 +257,20 @@ async fn main() {
         db.add_rollups(&inc).await.expect("rollups");
         left -= n;
     }
-    let rows: (i64, i64) = origin_api::on_pool!(&db, pool => {
-        let h: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM click_hours").fetch_one(pool).await.expect("count");
-        let d: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM click_dims").fetch_one(pool).await.expect("count");
+    let rows: (i64, i64) = {
+        let mut r = db.reader().await.expect("reader");
+        let (h,): (i64,) = r
+            .conn()
+            .fetch_one("SELECT COUNT(*) FROM click_hours", &[])
+            .await
+            .expect("count");
+        let (d,): (i64,) = r
+            .conn()
+            .fetch_one("SELECT COUNT(*) FROM click_dims", &[])
+            .await
+            .expect("count");
         (h, d)
-    });
+    };
     eprintln!(
         "{kind}: {rollup_events} events into {} hour rows and {} dimension rows in {:.0} s",
         rows.0,

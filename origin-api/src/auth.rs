@@ -7,9 +7,10 @@
 //! attacker's failures, wherever those come from.
 
 use crate::error::AppError;
-use crate::keys::{parse_token, ApiKey};
+use crate::keys::parse_token;
+use crate::model::ApiKey;
+use crate::state::AppState;
 use crate::store::LinkStore;
-use crate::AppState;
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
@@ -53,7 +54,7 @@ impl FromRequestParts<AppState> for Caller {
             held => {
                 let client = state
                     .proxies
-                    .client_ip(crate::server::peer(parts), &parts.headers);
+                    .client_ip(crate::client::peer(parts), &parts.headers);
                 guard.admit(client)?;
                 let found = match held {
                     // A wrong secret for a held key: refused without a read.

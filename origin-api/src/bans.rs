@@ -4,30 +4,13 @@
 //! marked `banned` (normal lane), so the two channels converge.
 
 use crate::error::AppError;
-use crate::links::rfc3339;
+use crate::model::time::rfc3339;
+use crate::model::{Ban, BanTarget};
 use serde::{Deserialize, Serialize};
 use shared::codes::is_plausible_code;
 
 /// The longest reason kept.
 pub const MAX_REASON_CHARS: usize = 500;
-
-/// What a ban covers.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BanTarget {
-    Code { domain: String, code: String },
-    Host { host: String },
-}
-
-/// A ban as stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ban {
-    pub ban_id: i64,
-    pub target: BanTarget,
-    pub reason: String,
-    pub created_by: String,
-    pub created_at: i64,
-    pub lifted_at: Option<i64>,
-}
 
 /// The body of `POST /v1/bans`.
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
@@ -56,18 +39,6 @@ pub struct BanView {
     pub created_by: String,
     pub created_at: String,
     pub lifted_at: Option<String>,
-}
-
-/// The active bans as the denylist the edge and the redirect decision use.
-pub fn denylist(bans: Vec<Ban>) -> shared::Denylist {
-    let mut snap = shared::DenylistSnapshot::default();
-    for ban in bans {
-        match ban.target {
-            BanTarget::Code { domain, code } => snap.codes.push(format!("{domain}/{code}")),
-            BanTarget::Host { host } => snap.hosts.push(host),
-        }
-    }
-    shared::Denylist::from(snap)
 }
 
 impl Ban {

@@ -21,10 +21,9 @@
 
 mod front;
 
-use crate::bans::Ban;
 use crate::ceiling::IdCeiling;
-use crate::error::AppError;
-use crate::links::Link;
+use crate::model::Ban;
+use crate::model::Link;
 use crate::owners::{OwnerId, Owners};
 use crate::store::{BanStore, LinkStore, SegmentSource, StoreError};
 use moka::future::Cache;
@@ -160,7 +159,7 @@ impl<S: LinkStore + BanStore + SegmentSource> RedirectSource for S {
         LinkStore::domain_settings(self, domain).await
     }
     async fn link_ceiling(&self) -> Result<u64, StoreError> {
-        SegmentSource::segment_ceiling(self, crate::LINK_SEQUENCE).await
+        SegmentSource::segment_ceiling(self, crate::store::LINK_SEQUENCE).await
     }
     async fn served_domains(&self) -> Result<Vec<String>, StoreError> {
         LinkStore::served_domains(self).await
@@ -295,7 +294,7 @@ impl RedirectCache {
         store: &S,
         domain: &str,
         now: Instant,
-    ) -> Result<DomainSettings, AppError> {
+    ) -> Result<DomainSettings, StoreError> {
         if let Some(settings) = self.held_settings(domain, now) {
             return Ok(settings);
         }
@@ -336,7 +335,7 @@ impl RedirectCache {
         &self,
         store: &S,
         now: Instant,
-    ) -> Result<Arc<Denylist>, AppError> {
+    ) -> Result<Arc<Denylist>, StoreError> {
         if let Some(deny) = self.held_denylist(now) {
             return Ok(deny);
         }
@@ -360,13 +359,13 @@ impl RedirectCache {
     async fn read_denylist<S: RedirectSource + ?Sized>(
         &self,
         store: &S,
-    ) -> Result<Arc<Denylist>, AppError> {
+    ) -> Result<Arc<Denylist>, StoreError> {
         let _reading = self.deny.reading.lock().await;
         if let Some(deny) = self.deny.fresh(Instant::now()) {
             return Ok(deny.0);
         }
         let generation = self.deny.generation.load(Ordering::Acquire);
-        let deny = Arc::new(crate::bans::denylist(store.active_bans().await?));
+        let deny = Arc::new(crate::model::denylist(&store.active_bans().await?));
         if self.deny.generation.load(Ordering::Acquire) == generation {
             let at = Instant::now();
             let mut held = self.deny.held.write().unwrap_or_else(|e| e.into_inner());
@@ -441,7 +440,7 @@ impl RedirectCache {
         keys: Option<&KeyRing>,
         settings: &DomainSettings,
         code: &str,
-    ) -> Result<bool, AppError> {
+    ) -> Result<bool, StoreError> {
         if let Some(known) = self.may_exist_held(keys, settings, code) {
             return Ok(known);
         }
@@ -483,7 +482,7 @@ impl RedirectCache {
         &self,
         store: &S,
         route: &RouteKey,
-    ) -> Result<Entry, AppError> {
+    ) -> Result<Entry, StoreError> {
         if let Some(entry) = self.cached(route, Instant::now()) {
             return Ok(entry);
         }
@@ -502,7 +501,7 @@ impl RedirectCache {
                 Ok::<_, StoreError>(Entry::new(found, self.positive_ttl))
             })
             .await
-            .map_err(|e: Arc<StoreError>| AppError::Store(StoreError::Shared(e)))?;
+            .map_err(StoreError::Shared)?;
         // Kept first, then the load forgotten: a visitor arriving in between finds the
         // entry instead of starting a second load. A write this process made while the
         // read was on its way wins over it.
@@ -583,7 +582,7 @@ impl RedirectCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shared::{CodeKind, LinkStatus, RedirectStatus};
+    use shared::{CodeKind, EdgeStatus, RedirectStatus};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use tokio::sync::{watch, Semaphore};
 
@@ -628,7 +627,7 @@ mod tests {
             code: "abc1234".into(),
             target_url: format!("https://e.example/v{version}"),
             owner_id: "o".into(),
-            status: crate::links::LinkState::Active,
+            status: crate::model::LinkState::Active,
             redirect: RedirectStatus::Found,
             expires_at: None,
             version,
@@ -708,7 +707,7 @@ mod tests {
             .expect("entry");
         assert_eq!(
             entry.record.as_ref().map(|r| r.status()),
-            Some(LinkStatus::Banned)
+            Some(EdgeStatus::Banned)
         );
     }
 
@@ -881,7 +880,7 @@ mod tests {
             cache
                 .cached(&hot, Instant::now())
                 .and_then(|e| e.record.as_ref().map(|r| r.status())),
-            Some(LinkStatus::Banned)
+            Some(EdgeStatus::Banned)
         );
         for _ in 0..5 {
             cache.cached(&hot, Instant::now());
@@ -907,7 +906,7 @@ mod tests {
         }
         let ban = Ban {
             ban_id: 1,
-            target: crate::bans::BanTarget::Code {
+            target: crate::model::BanTarget::Code {
                 domain: hot.domain().into(),
                 code: hot.code().into(),
             },

@@ -5,6 +5,14 @@
 use axum::http::{HeaderMap, HeaderName};
 use std::net::{IpAddr, SocketAddr};
 
+/// The address of the client a request came from, when it came through
+/// [`crate::server::serve`] (which records each connection's peer).
+pub fn peer(req: &axum::http::request::Parts) -> Option<SocketAddr> {
+    req.extensions
+        .get::<axum::extract::ConnectInfo<SocketAddr>>()
+        .map(|axum::extract::ConnectInfo(a)| *a)
+}
+
 /// The operator's proxies and the headers they set.
 #[derive(Debug, Clone)]
 pub struct Proxies {

@@ -76,7 +76,7 @@ pub struct ExportArgs {
     #[command(flatten)]
     pub api: ApiArgs,
     #[arg(long, value_enum, default_value = "csv")]
-    pub format: crate::cli::export::Format,
+    pub format: ExportFormat,
     /// A file to write (complete or not at all); standard output without it.
     #[arg(long, short)]
     pub output: Option<std::path::PathBuf>,
@@ -89,6 +89,15 @@ pub struct ExportArgs {
     /// Deleted links too (after the others).
     #[arg(long)]
     pub include_deleted: bool,
+}
+
+/// How `export` writes links.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// One row per link, tags joined by commas.
+    Csv,
+    /// One JSON object per line, as the API shows a link.
+    Jsonl,
 }
 
 #[derive(Debug, Subcommand)]
@@ -567,13 +576,21 @@ fn parse_http_url(s: &str) -> Result<url::Url, String> {
 mod tests {
     use super::*;
 
+    /// The command line with no environment variables read: the tests hold whatever
+    /// `HOP_*` variables the developer running them has set.
+    fn without_env(cmd: clap::Command) -> clap::Command {
+        cmd.mut_args(|a| a.env(None)).mut_subcommands(without_env)
+    }
+
     fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
-        Cli::try_parse_from(std::iter::once("hop-origin").chain(args.iter().copied()))
+        use clap::{CommandFactory, FromArgMatches};
+        let matches = without_env(Cli::command())
+            .try_get_matches_from(std::iter::once("hop-origin").chain(args.iter().copied()))?;
+        Cli::from_arg_matches(&matches)
     }
 
     #[test]
     fn defaults_match_the_documented_ones() {
-        // Other tests in this process never set HOP_* variables.
         let cli = parse(&[]).unwrap();
         assert_eq!(cli.settings.listen.to_string(), "127.0.0.1:3000");
         assert_eq!(cli.settings.database_url, "sqlite://hop.db");

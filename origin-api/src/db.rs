@@ -33,38 +33,6 @@ const SQLITE_MMAP_BYTES: u64 = 4 << 30;
 /// the edge's ingestion (`docs/benchmarks.md`); the rollups' pages are mapped besides.
 const SQLITE_WRITER_CACHE_KIB: u64 = 16 * 1024;
 
-/// Runs the same code against whichever database `db` is, binding `$pool` to a pool for
-/// reading. The body is compiled once per database, so each dialect's types are checked;
-/// queries use `$n` placeholders, which both SQLite and PostgreSQL accept.
-#[macro_export]
-macro_rules! on_pool {
-    ($db:expr, $pool:ident => $body:expr) => {
-        match $db {
-            $crate::db::Db::Sqlite(pools) => {
-                let $pool = &pools.read;
-                $body
-            }
-            $crate::db::Db::Postgres($pool) => $body,
-        }
-    };
-}
-
-/// As [`on_pool!`], for code that writes: on SQLite it gets the single writer
-/// connection, so writers queue in the pool (in order, up to its acquire timeout)
-/// instead of spinning on SQLite's file lock.
-#[macro_export]
-macro_rules! on_writer {
-    ($db:expr, $pool:ident => $body:expr) => {
-        match $db {
-            $crate::db::Db::Sqlite(pools) => {
-                let $pool = &pools.write;
-                $body
-            }
-            $crate::db::Db::Postgres($pool) => $body,
-        }
-    };
-}
-
 /// SQLite allows one writer at a time. Readers get a pool of their own, so redirects
 /// never wait behind an import; writers share one connection.
 #[derive(Debug, Clone)]
@@ -175,7 +143,12 @@ impl Db {
 
     /// A round trip to the database, for readiness.
     pub async fn ping(&self) -> Result<(), DbError> {
-        on_pool!(self, pool => sqlx::query("SELECT 1").execute(pool).await.map(drop)?);
+        self.reader()
+            .await
+            .map_err(DbError::Query)?
+            .conn()
+            .execute("SELECT 1", &[])
+            .await?;
         Ok(())
     }
 
@@ -198,5 +171,60 @@ impl Db {
             Db::Sqlite(_) => "sqlite",
             Db::Postgres(_) => "postgres",
         }
+    }
+}
+
+/// The last readiness check and when it ran: anyone may ask `/readyz`, so its answer is
+/// reused for a second rather than costing the database a round trip per caller.
+#[derive(Debug, Default)]
+pub struct Readiness {
+    last: tokio::sync::Mutex<Option<(tokio::time::Instant, bool)>>,
+}
+
+/// How long one readiness check is reused.
+pub const READINESS_TTL: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl Readiness {
+    /// Whether the database answered, asking it only if the last answer is older than
+    /// [`READINESS_TTL`]. Callers arriving while it is asked wait for that answer.
+    pub async fn check(&self, db: &Db) -> bool {
+        let mut last = self.last.lock().await;
+        if let Some((at, ready)) = *last {
+            if at.elapsed() < READINESS_TTL {
+                return ready;
+            }
+        }
+        let ready = match db.ping().await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, "not ready: the database does not answer");
+                false
+            }
+        };
+        *last = Some((tokio::time::Instant::now(), ready));
+        ready
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn readiness_asks_the_database_at_most_once_a_second() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = format!("sqlite://{}", dir.path().join("r.db").display());
+        let db = Db::connect(&url).await.expect("connect");
+        let readiness = Readiness::default();
+        assert!(readiness.check(&db).await);
+        // The database goes away; then the clock stops (a closed pool answers at once,
+        // so nothing waits on it). For the rest of the second, nobody's call reaches it.
+        db.close().await;
+        tokio::time::pause();
+        for _ in 0..1_000 {
+            assert!(readiness.check(&db).await, "a call reached the database");
+        }
+        tokio::time::advance(READINESS_TTL).await;
+        assert!(!readiness.check(&db).await);
     }
 }

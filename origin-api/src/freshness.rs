@@ -1,8 +1,8 @@
 //! Cross-process freshness on PostgreSQL: a change made through one origin reaches
 //! every other origin's redirect cache at once, not after the cache's TTL.
 //!
-//! Every link write commits a notification on [`LINKS_CHANNEL`] (`"<version> <route
-//! key>"`), and every ban or lift one on [`BANS_CHANNEL`], in its own transaction, so
+//! Every link write commits a notification on [`crate::store::LINKS_CHANNEL`] (`"<version> <route
+//! key>"`), and every ban or lift one on [`crate::store::BANS_CHANNEL`], in its own transaction, so
 //! PostgreSQL delivers it exactly when the change becomes visible. Each origin listens:
 //! a link it holds at an older version (or as unknown) is read again, and a ban change
 //! makes it read the denylist again. Notifications are not durable: while the listening
@@ -11,15 +11,11 @@
 //! per file, so it needs none of this.
 
 use crate::db::Db;
-use crate::AppState;
+use crate::state::AppState;
+use crate::store::{BANS_CHANNEL, LINKS_CHANNEL};
 use sqlx::postgres::PgListener;
 use std::time::Duration;
 use tokio::sync::watch;
-
-/// Where link writes are announced: `"<version> <domain>/<code>"`.
-pub const LINKS_CHANNEL: &str = "hop_links";
-/// Where ban changes are announced.
-pub const BANS_CHANNEL: &str = "hop_bans";
 
 /// The longest wait between two attempts to listen.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);

@@ -4,8 +4,8 @@
 //! key stays). Also the per-key rate budgets of idle keys.
 
 use crate::links::IDEMPOTENCY_TTL_MS;
+use crate::state::AppState;
 use crate::store::{ClickStore, LinkStore, OutboxStore, StoreError};
-use crate::AppState;
 use std::time::Duration;
 
 /// How often the sweep runs.
@@ -61,7 +61,7 @@ pub async fn run(state: AppState) {
     let mut every = tokio::time::interval(EVERY);
     loop {
         every.tick().await;
-        match sweep(&state, crate::store::now_ms()).await {
+        match sweep(&state, crate::model::time::now_ms()).await {
             Ok(swept) if swept != Swept::default() => tracing::debug!(?swept, "swept"),
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "housekeeping failed; will retry"),

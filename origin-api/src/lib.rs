@@ -13,10 +13,14 @@ pub mod db;
 pub mod error;
 pub mod freshness;
 pub mod housekeeping;
+pub mod ids;
 pub mod in_flight;
 pub mod keys;
+#[cfg(test)]
+mod layers;
 pub mod links;
 pub mod metrics;
+pub mod model;
 pub mod owners;
 pub mod publisher;
 pub mod ratelimit;
@@ -25,126 +29,15 @@ pub mod routes;
 pub mod segments;
 pub mod served;
 pub mod server;
+pub mod state;
 pub mod store;
+
+pub use state::AppState;
 
 use config::Settings;
 use db::Db;
-use segments::{SegmentAllocator, DEFAULT_SEGMENT_MAX_AGE};
 use std::sync::Arc;
 use tokio::net::TcpListener;
-
-/// What every handler can reach. Cloned for every request (axum's `State`), so it is one
-/// `Arc`: cloning the parts themselves cost the redirect path a dozen atomic operations
-/// and a few string copies per request.
-#[derive(Debug, Clone)]
-pub struct AppState(Arc<Shared>);
-
-impl std::ops::Deref for AppState {
-    type Target = Shared;
-    fn deref(&self) -> &Shared {
-        &self.0
-    }
-}
-
-/// The parts of [`AppState`].
-#[derive(Debug)]
-pub struct Shared {
-    /// The API's, the publisher's and the background tasks' pool.
-    pub db: Db,
-    /// The redirect path's own pool: a flood of visits cannot take the API's
-    /// connections, nor the API a visitor's ([`db::Db::with_own_pool`]).
-    pub redirect_db: Db,
-    /// Authentication's own pool: guessed keys wait only behind each other.
-    pub auth_db: Db,
-    pub settings: Settings,
-    pub allocator: SegmentAllocator,
-    pub cache: cache::RedirectCache,
-    pub create_limit: ratelimit::CreateLimit,
-    pub metrics: metrics::Metrics,
-    pub clicks: clicks::Clicks,
-    pub recorder: clicks::recorder::Recorder,
-    pub readiness: routes::Readiness,
-    /// Failed authentications per client, and the keys that verified.
-    pub auth: auth::AuthGuard,
-    /// Which peers' forwarding headers are believed.
-    pub proxies: client::Proxies,
-}
-
-impl AppState {
-    /// The state of a serving origin over a migrated database.
-    pub fn new(db: Db, settings: Settings) -> Self {
-        let settings_rate = settings.create_rate;
-        let auth = auth::AuthGuard::new(
-            settings.auth_failures_per_minute,
-            std::time::Duration::from_secs(settings.key_hold),
-        );
-        let proxies = client::Proxies::new(
-            settings.trusted_proxies.clone(),
-            settings.client_ip_header.clone(),
-            settings.country_header.clone(),
-        );
-        let metrics = metrics::Metrics::default();
-        let cache = cache::RedirectCache::counting(
-            settings.redirect_cache_entries,
-            std::time::Duration::from_secs(settings.redirect_cache_ttl),
-            metrics.redirect_lookups.clone(),
-        );
-        let allocator = SegmentAllocator::with_counters(
-            Arc::new(ceiling::Raising {
-                source: db.clone(),
-                ceiling: cache.ceiling().clone(),
-            }),
-            LINK_SEQUENCE,
-            DEFAULT_SEGMENT_MAX_AGE,
-            metrics.segments_fetched.clone(),
-            metrics.ids_wasted.clone(),
-        );
-        AppState(Arc::new(Shared {
-            clicks: clicks::Clicks::new(
-                settings.click_id_retention_h,
-                settings.referrers_per_hour,
-                metrics.clone(),
-            ),
-            recorder: clicks::recorder::Recorder::new(
-                settings.record_clicks,
-                usize::try_from(settings.click_tally_mib << 20).unwrap_or(usize::MAX),
-                cache.owners().clone(),
-                metrics.clone(),
-            ),
-            redirect_db: db.with_own_pool(REDIRECT_CONNECTIONS, POOL_WAIT),
-            auth_db: db.with_own_pool(AUTH_CONNECTIONS, POOL_WAIT),
-            db,
-            settings,
-            allocator,
-            cache,
-            create_limit: ratelimit::CreateLimit::new(settings_rate),
-            readiness: routes::Readiness::default(),
-            auth,
-            proxies,
-            metrics,
-        }))
-    }
-}
-
-impl Shared {
-    /// Closes every pool (the API's, the redirect path's, authentication's).
-    pub async fn close_db(&self) {
-        self.redirect_db.close().await;
-        self.auth_db.close().await;
-        self.db.close().await;
-    }
-}
-
-/// Connections of the redirect path's pool.
-pub const REDIRECT_CONNECTIONS: u32 = 8;
-/// Connections of authentication's pool.
-pub const AUTH_CONNECTIONS: u32 = 2;
-/// How long the redirect path and authentication wait for a connection before the
-/// request is answered 503: a visitor is better told to retry than kept waiting.
-pub const POOL_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// The `id_segments` row that numbers links.
-pub const LINK_SEQUENCE: &str = "links";
 
 /// Connects to the database and applies migrations.
 pub async fn prepare(settings: &Settings) -> Result<Db, db::DbError> {

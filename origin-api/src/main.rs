@@ -1,7 +1,8 @@
 use clap::Parser;
 use origin_api::config::{Cli, Command, KeysCommand, OutboxCommand, Secrets};
-use origin_api::links::rfc3339;
-use origin_api::store::{now_ms, LinkStore, OutboxStore};
+use origin_api::model::time::now_ms;
+use origin_api::model::time::rfc3339;
+use origin_api::store::{LinkStore, OutboxStore};
 use origin_api::{cli, keys, prepare, serve_with_metrics, AppState};
 use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;

@@ -73,41 +73,11 @@ impl std::fmt::Debug for Metrics {
 impl Default for Metrics {
     fn default() -> Self {
         let mut registry = Registry::with_prefix("hop");
-        let redirects = Family::<OutcomeLabel, Counter>::default();
-        registry.register(
+        // One row per metric: its field, its name (after `hop_`) and its help text.
+        let redirects: Family<OutcomeLabel, Counter> = metric(
+            &mut registry,
             "redirects",
             "Redirect requests answered by this origin, by outcome",
-            redirects.clone(),
-        );
-        let redirect_lookups = Counter::default();
-        registry.register(
-            "redirect_lookups",
-            "Links the redirect path read from the database (cache misses of codes that may exist)",
-            redirect_lookups.clone(),
-        );
-        let links_created = Counter::default();
-        registry.register(
-            "links_created",
-            "Links created through this origin",
-            links_created.clone(),
-        );
-        let segments_fetched = Counter::default();
-        registry.register(
-            "id_segments_fetched",
-            "Id segments reserved from the database",
-            segments_fetched.clone(),
-        );
-        let ids_wasted = Counter::default();
-        registry.register(
-            "ids_wasted",
-            "Ids never issued: the rest of segments abandoned for age",
-            ids_wasted.clone(),
-        );
-        let outbox_pending = Family::<LaneLabel, Gauge>::default();
-        registry.register(
-            "outbox_pending",
-            "Outbox rows not yet published, by lane",
-            outbox_pending.clone(),
         );
         let redirects = Outcome::ALL
             .iter()
@@ -116,107 +86,39 @@ impl Default for Metrics {
                 redirects.get_or_create(&label).clone()
             })
             .collect();
-        let edge_resolves = Counter::default();
-        registry.register(
-            "edge_resolves",
-            "Links the edge asked the origin about (codes KV did not hold yet)",
-            edge_resolves.clone(),
-        );
-        let published = Counter::default();
-        registry.register(
-            "published",
-            "KV writes the edge acknowledged (written, not refused)",
-            published.clone(),
-        );
-        let publish_failures = Counter::default();
-        registry.register(
-            "publish_failures",
-            "Pushes to the edge that failed and will be retried",
-            publish_failures.clone(),
-        );
-        let publish_rejected = Counter::default();
-        registry.register(
-            "publish_rejected",
-            "Values the edge refused for a reason other than holding a newer version",
-            publish_rejected.clone(),
-        );
-        let publish_dead = Counter::default();
-        registry.register(
-            "publish_dead",
-            "Outbox rows set aside as failed after the edge refused them (GET /v1/admin/outbox?state=failed lists them)",
-            publish_dead.clone(),
-        );
-        let publish_edge_ahead = Counter::default();
-        registry.register(
-            "publish_edge_ahead",
-            "Rows the edge already held a newer version of than this database: restored from a backup?",
-            publish_edge_ahead.clone(),
-        );
-        let outbox_failed = Gauge::default();
-        registry.register(
-            "outbox_failed",
-            "Outbox rows set aside as failed, waiting for an operator",
-            outbox_failed.clone(),
-        );
-        let publisher_leader = Gauge::default();
-        registry.register(
-            "publisher_leader",
-            "1 while this process holds the publisher lease",
-            publisher_leader.clone(),
-        );
-        let publisher_lag_ms = Gauge::default();
-        registry.register(
-            "publisher_lag_milliseconds",
-            "Age of the oldest undelivered outbox row, as the leader last saw it",
-            publisher_lag_ms.clone(),
-        );
-        let clicks = Family::<ResultLabel, Counter>::default();
-        registry.register(
-            "clicks",
-            "Click events ingested, by result: counted, duplicate (a retry or replay), unknown_link, refused",
-            clicks.clone(),
-        );
-        let clicks_dropped = Counter::default();
-        registry.register(
-            "clicks_dropped",
-            "Clicks of this origin's own redirects dropped (recorder queue full, or the database failing)",
-            clicks_dropped.clone(),
-        );
-        let write_conflicts = Counter::default();
-        registry.register(
-            "write_conflicts",
-            "Link writes refused by a unique index other than (domain, code): an id handed out twice; each is a 500",
-            write_conflicts.clone(),
-        );
-        let freshness_connects = Counter::default();
-        registry.register(
-            "freshness_connects",
-            "Connections of the listener for other origins' changes (PostgreSQL); each forgets the redirect cache",
-            freshness_connects.clone(),
-        );
         Metrics {
-            freshness_connects,
-            publish_dead,
-            publish_edge_ahead,
-            outbox_failed,
-            write_conflicts,
-            clicks,
-            clicks_dropped,
-            edge_resolves,
-            published,
-            publish_failures,
-            publish_rejected,
-            publisher_leader,
-            publisher_lag_ms,
-            registry: Arc::new(registry),
             redirects,
-            links_created,
-            redirect_lookups,
-            segments_fetched,
-            ids_wasted,
-            outbox_pending,
+            redirect_lookups: metric(&mut registry, "redirect_lookups", "Links the redirect path read from the database (cache misses of codes that may exist)"),
+            links_created: metric(&mut registry, "links_created", "Links created through this origin"),
+            segments_fetched: metric(&mut registry, "id_segments_fetched", "Id segments reserved from the database"),
+            ids_wasted: metric(&mut registry, "ids_wasted", "Ids never issued: the rest of segments abandoned for age"),
+            outbox_pending: metric(&mut registry, "outbox_pending", "Outbox rows not yet published, by lane"),
+            edge_resolves: metric(&mut registry, "edge_resolves", "Links the edge asked the origin about (codes KV did not hold yet)"),
+            published: metric(&mut registry, "published", "KV writes the edge acknowledged (written, not refused)"),
+            publish_failures: metric(&mut registry, "publish_failures", "Pushes to the edge that failed and will be retried"),
+            publish_rejected: metric(&mut registry, "publish_rejected", "Values the edge refused for a reason other than holding a newer version"),
+            publish_dead: metric(&mut registry, "publish_dead", "Outbox rows set aside as failed after the edge refused them (GET /v1/admin/outbox?state=failed lists them)"),
+            publish_edge_ahead: metric(&mut registry, "publish_edge_ahead", "Rows the edge already held a newer version of than this database: restored from a backup?"),
+            outbox_failed: metric(&mut registry, "outbox_failed", "Outbox rows set aside as failed, waiting for an operator"),
+            publisher_leader: metric(&mut registry, "publisher_leader", "1 while this process holds the publisher lease"),
+            publisher_lag_ms: metric(&mut registry, "publisher_lag_milliseconds", "Age of the oldest undelivered outbox row, as the leader last saw it"),
+            clicks: metric(&mut registry, "clicks", "Click events ingested, by result: counted, duplicate (a retry or replay), unknown_link, refused"),
+            clicks_dropped: metric(&mut registry, "clicks_dropped", "Clicks of this origin's own redirects dropped (recorder queue full, or the database failing)"),
+            write_conflicts: metric(&mut registry, "write_conflicts", "Link writes refused by a unique index other than (domain, code): an id handed out twice; each is a 500"),
+            freshness_connects: metric(&mut registry, "freshness_connects", "Connections of the listener for other origins' changes (PostgreSQL); each forgets the redirect cache"),
+            registry: Arc::new(registry),
         }
     }
+}
+
+/// A new metric of type `M`, registered as `hop_<name>`.
+fn metric<M>(registry: &mut Registry, name: &str, help: &str) -> M
+where
+    M: Default + Clone + prometheus_client::registry::Metric,
+{
+    let m = M::default();
+    registry.register(name, help, m.clone());
+    m
 }
 
 impl Metrics {

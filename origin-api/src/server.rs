@@ -411,13 +411,6 @@ fn is_connection_error(e: &std::io::Error) -> bool {
     )
 }
 
-/// The address of the client a request came from, when it came through [`serve`].
-pub fn peer(req: &axum::http::request::Parts) -> Option<SocketAddr> {
-    req.extensions
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|ConnectInfo(a)| *a)
-}
-
 /// What a request past the in-flight cap gets.
 pub const BUSY: &str = "The server is busy. Please try again shortly.\n";
 

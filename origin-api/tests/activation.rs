@@ -6,10 +6,9 @@ mod common;
 
 use axum::http::{header, StatusCode};
 use common::{Api, TestDb};
+use origin_api::model::time::now_ms;
 use origin_api::segments::{SegmentAllocator, DEFAULT_SEGMENT_MAX_AGE};
-use origin_api::store::{
-    now_ms, LeaseClaim, OutboxStore, StoreError, MIN_HEADROOM, SKEW_MARGIN_MS,
-};
+use origin_api::store::{LeaseClaim, OutboxStore, StoreError, MIN_HEADROOM, SKEW_MARGIN_MS};
 use serde_json::json;
 use std::sync::Arc;
 

@@ -7,7 +7,7 @@ mod common;
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use common::{apis_with, Api, Reply};
-use origin_api::store::now_ms;
+use origin_api::model::time::now_ms;
 use serde_json::{json, Value};
 
 const EDGE_TOKEN: &str = "edge-click-token";

@@ -7,7 +7,8 @@ mod common;
 use axum::http::{header, StatusCode};
 use common::{apis, Api, TestDb};
 use origin_api::housekeeping::{sweep, Swept};
-use origin_api::store::{now_ms, OutboxStore, RowFailure};
+use origin_api::model::time::now_ms;
+use origin_api::store::{OutboxStore, RowFailure};
 use serde_json::{json, Value};
 
 /// Makes the next segment the allocator of a fresh origin reserves start at 0 again, as

@@ -41,7 +41,7 @@ impl Served {
     }
 
     /// A new API key of `acme`: its record (for its id) and its token.
-    async fn key(&self) -> (origin_api::keys::ApiKey, String) {
+    async fn key(&self) -> (origin_api::model::ApiKey, String) {
         let (k, token) = origin_api::keys::issue("acme", "k", false, 0).expect("key");
         origin_api::store::LinkStore::insert_key(&self.state.db, &k)
             .await

@@ -6,10 +6,12 @@ mod common;
 use common::{app_state, TestDb};
 use indicatif::ProgressBar;
 use origin_api::cli::client::ApiClient;
-use origin_api::cli::export::{export, ExportOptions, Format};
+use origin_api::cli::export::{export, ExportOptions};
 use origin_api::cli::import::{import, ImportError, ImportOptions, Summary};
+use origin_api::config::ExportFormat;
 use origin_api::keys;
-use origin_api::store::{now_ms, LinkStore};
+use origin_api::model::time::now_ms;
+use origin_api::store::LinkStore;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::Duration;
@@ -70,7 +72,7 @@ fn options(file: &Path) -> ImportOptions {
     }
 }
 
-async fn export_all(client: &ApiClient, format: Format) -> String {
+async fn export_all(client: &ApiClient, format: ExportFormat) -> String {
     let mut out = Vec::new();
     let opts = ExportOptions {
         format,
@@ -146,7 +148,7 @@ async fn an_import_creates_each_row_once_however_often_it_runs_and_export_gives_
         let again = served.import(&options(&file)).await.unwrap();
         assert_eq!((again.created, again.already, again.failed), (0, 2500, 3));
 
-        let exported = by_target(&export_all(&served.client, Format::Csv).await);
+        let exported = by_target(&export_all(&served.client, ExportFormat::Csv).await);
         assert_eq!(exported.len(), 2500, "{}", t.kind());
         let codes: HashSet<_> = exported.values().map(|(code, _, _)| code).collect();
         assert_eq!(codes.len(), 2500);
@@ -158,7 +160,7 @@ async fn an_import_creates_each_row_once_however_often_it_runs_and_export_gives_
             assert_eq!(title, &format!("Row, {i}"));
             assert_eq!(tags, &format!("spring,row{i}"));
         }
-        let lines = export_all(&served.client, Format::Jsonl).await;
+        let lines = export_all(&served.client, ExportFormat::Jsonl).await;
         assert_eq!(lines.lines().count(), 2500);
         let first_line: serde_json::Value =
             serde_json::from_str(lines.lines().next().unwrap()).unwrap();
@@ -205,7 +207,7 @@ async fn a_call_whose_answer_was_lost_is_replayed_not_repeated() {
 
         let resumed = served.import(&opts).await.unwrap();
         assert_eq!((resumed.already, resumed.failed), (100, 0));
-        let exported = by_target(&export_all(&served.client, Format::Csv).await);
+        let exported = by_target(&export_all(&served.client, ExportFormat::Csv).await);
         assert_eq!(exported.len(), 300, "{}: no row created twice", t.kind());
         drop(served);
         t.cleanup().await;
@@ -250,7 +252,7 @@ async fn a_changed_row_or_a_malformed_file_is_refused_before_anything_is_sent() 
     );
 
     assert_eq!(
-        by_target(&export_all(&served.client, Format::Csv).await).len(),
+        by_target(&export_all(&served.client, ExportFormat::Csv).await).len(),
         2
     );
     drop(served);
@@ -281,10 +283,10 @@ async fn export_shows_only_the_keys_owner_and_tombstones_on_request() {
         .await
         .unwrap();
 
-    assert_eq!(export_all(&theirs.client, Format::Jsonl).await, "");
+    assert_eq!(export_all(&theirs.client, ExportFormat::Jsonl).await, "");
     let mut live = Vec::new();
     let opts = ExportOptions {
-        format: Format::Jsonl,
+        format: ExportFormat::Jsonl,
         domain: Some("s.example".into()),
         tag: None,
         include_deleted: false,
@@ -295,7 +297,7 @@ async fn export_shows_only_the_keys_owner_and_tombstones_on_request() {
     let live = String::from_utf8(live).unwrap();
     assert_eq!(live.lines().count(), 1);
     assert!(live.contains("\"code\":\"kept\""));
-    let all = export_all(&mine.client, Format::Jsonl).await;
+    let all = export_all(&mine.client, ExportFormat::Jsonl).await;
     assert_eq!(all.lines().count(), 2);
     assert!(all
         .lines()

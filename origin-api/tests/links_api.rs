@@ -7,7 +7,8 @@ use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use common::{apis, apis_with, Api, Reply, TestDb};
 use origin_api::keys;
-use origin_api::store::{now_ms, LinkStore};
+use origin_api::model::time::now_ms;
+use origin_api::store::LinkStore;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 
@@ -90,12 +91,13 @@ async fn every_change_writes_its_outbox_row_in_the_same_transaction() {
             )
             .await;
         assert_eq!(res.status, StatusCode::CREATED, "{}", res.text);
-        let rows: Vec<(String, String, i64, String)> = origin_api::on_pool!(&t.db, pool => {
-            sqlx::query_as("SELECT lane, route_key, version, payload FROM outbox WHERE kind = 'link'")
-                .fetch_all(pool)
-                .await
-                .expect("outbox")
-        });
+        let rows: Vec<(String, String, i64, String)> =
+            t.db.read_all(
+                "SELECT lane, route_key, version, payload FROM outbox WHERE kind = 'link'",
+                &[],
+            )
+            .await
+            .expect("outbox");
         assert_eq!(rows.len(), 1, "{}", t.kind());
         let (lane, route, version, payload) = &rows[0];
         assert_eq!(
@@ -615,13 +617,15 @@ async fn patch_needs_the_current_version_and_bumps_it() {
             api.visit("GET", "s.example", "/promo").await.status,
             StatusCode::NOT_FOUND
         );
-        let versions: Vec<i64> = origin_api::on_pool!(&t.db, pool => {
-            sqlx::query_scalar("SELECT version FROM outbox WHERE kind = 'link' AND route_key = 's.example/promo' ORDER BY seq")
-                .fetch_all(pool)
-                .await
-                .expect("outbox")
-        });
-        assert_eq!(versions, [1, 2, 3]);
+        let versions: Vec<(i64,)> = t
+            .db
+            .read_all(
+                "SELECT version FROM outbox WHERE kind = 'link' AND route_key = 's.example/promo' ORDER BY seq",
+                &[],
+            )
+            .await
+            .expect("outbox");
+        assert_eq!(versions, [(1,), (2,), (3,)]);
         t.cleanup().await;
     }
 }
@@ -854,14 +858,14 @@ impl Api {
 
     /// Outbox rows of one kind and key: (lane, version, payload), oldest first.
     async fn outbox(&self, kind: &str, route: &str) -> Vec<(String, i64, String)> {
-        origin_api::on_pool!(&self.state.db, pool => {
-            sqlx::query_as("SELECT lane, version, payload FROM outbox WHERE kind = $1 AND route_key = $2 ORDER BY seq")
-                .bind(kind)
-                .bind(route)
-                .fetch_all(pool)
-                .await
-                .expect("outbox")
-        })
+        self.state
+            .db
+            .read_all(
+                "SELECT lane, version, payload FROM outbox WHERE kind = $1 AND route_key = $2 ORDER BY seq",
+                &[kind.into(), route.into()],
+            )
+            .await
+            .expect("outbox")
     }
 }
 
@@ -1295,9 +1299,10 @@ async fn the_incident_100000_concurrent_creates_give_100000_distinct_codes_each_
         assert_eq!(expected.len(), total, "{}", t.kind());
 
         // The database holds exactly those links, each with its own target.
-        let rows: Vec<(String, String)> = origin_api::on_pool!(&t.db, pool => {
-            sqlx::query_as("SELECT code, target_url FROM links").fetch_all(pool).await.expect("links")
-        });
+        let rows: Vec<(String, String)> =
+            t.db.read_all("SELECT code, target_url FROM links", &[])
+                .await
+                .expect("links");
         assert_eq!(
             rows.len(),
             total,

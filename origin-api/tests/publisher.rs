@@ -7,11 +7,12 @@ mod common;
 use async_trait::async_trait;
 use common::TestDb;
 use origin_api::db::Db;
+use origin_api::model::time::now_ms;
 use origin_api::publisher::sink::{Sink, SinkError};
 use origin_api::publisher::{Publisher, Timings, LEASE};
 use origin_api::store::{
-    now_ms, ActivationPromise, FailedRow, Lease, LeaseClaim, LinkStore, OutboxRow, OutboxStore,
-    RowFailure, StoreError,
+    ActivationPromise, FailedRow, Lease, LeaseClaim, LinkStore, OutboxRow, OutboxStore, RowFailure,
+    StoreError,
 };
 use origin_api::{keys, links, metrics::Metrics, AppState};
 use serde_json::{json, Value};
@@ -174,7 +175,7 @@ fn setup(t: &TestDb) -> Setup {
     }
 }
 
-async fn create(s: &Setup, body: Value) -> links::Link {
+async fn create(s: &Setup, body: Value) -> origin_api::model::Link {
     let req: links::CreateLink = serde_json::from_value(body).expect("body");
     match links::create_link_once(&s.state, &s.owner, req, None)
         .await
@@ -186,7 +187,11 @@ async fn create(s: &Setup, body: Value) -> links::Link {
 }
 
 /// Applies `changes` (a PATCH body) to `link` at its current version.
-async fn edit(s: &Setup, link: &links::Link, changes: Value) -> links::Link {
+async fn edit(
+    s: &Setup,
+    link: &origin_api::model::Link,
+    changes: Value,
+) -> origin_api::model::Link {
     let changes: links::UpdateLink = serde_json::from_value(changes).expect("changes");
     links::update_link(&s.state, link.clone(), link.version, changes)
         .await
@@ -194,7 +199,7 @@ async fn edit(s: &Setup, link: &links::Link, changes: Value) -> links::Link {
 }
 
 /// The link `code` of `s.example`, as the database holds it.
-async fn stored(s: &Setup, code: &str) -> links::Link {
+async fn stored(s: &Setup, code: &str) -> origin_api::model::Link {
     s.state
         .db
         .get_link("s.example", code)
@@ -226,7 +231,7 @@ async fn creates_edits_and_bans_reach_the_edge_coalesced_with_the_fast_lane_firs
         // A ban, on the fast lane.
         let (admin, _) = keys::issue("ops", "t", true, now_ms()).expect("key");
         s.state.db.insert_key(&admin).await.expect("key");
-        let ban = origin_api::bans::BanTarget::Host {
+        let ban = origin_api::model::BanTarget::Host {
             host: "evil.example".into(),
         };
         use origin_api::store::BanStore;
@@ -569,9 +574,7 @@ async fn the_kv_bulk_sink_sends_what_cloudflare_documents_and_never_an_older_ver
              VALUES ('normal', 'link', 's.example/kv-b', 1, '{late}', {})",
             now_ms()
         );
-        origin_api::on_writer!(&s.state.db, pool => {
-            sqlx::query(&sql).execute(pool).await.expect("insert");
-        });
+        s.state.db.write(&sql, &[]).await.expect("insert");
         let calls = *cf.calls.lock().expect("lock");
         drain(&s).await;
         assert_eq!(
@@ -860,7 +863,7 @@ async fn a_value_the_edge_refuses_is_set_aside_and_everything_behind_it_is_deliv
         s.state
             .db
             .insert_ban(
-                &origin_api::bans::BanTarget::Host {
+                &origin_api::model::BanTarget::Host {
                     host: "evil.example".into(),
                 },
                 "phishing",
@@ -1079,7 +1082,7 @@ async fn a_ban_reaches_the_edge_while_the_normal_lane_is_stuck() {
         state
             .db
             .insert_ban(
-                &origin_api::bans::BanTarget::Host {
+                &origin_api::model::BanTarget::Host {
                     host: "evil.example".into(),
                 },
                 "phishing",

@@ -5,12 +5,14 @@
 mod common;
 
 use common::TestDb;
-use origin_api::bans::BanTarget;
-use origin_api::links::{self, Link};
-use origin_api::store::{now_ms, BanStore, LinkStore};
+use origin_api::links;
+use origin_api::model::time::now_ms;
+use origin_api::model::BanTarget;
+use origin_api::model::Link;
+use origin_api::store::{BanStore, LinkStore};
 use origin_api::AppState;
 use serde_json::{json, Value};
-use shared::{EdgeRecord, LinkStatus};
+use shared::{EdgeRecord, EdgeStatus};
 
 /// Rounds of each race. Each is a few milliseconds; the interleavings that lose an
 /// update show up within a few dozen rounds on PostgreSQL.
@@ -39,15 +41,14 @@ async fn retarget(state: &AppState, code: &str, target: &str) {
 /// The newest outbox row of `s.example/{code}`, and every version the key's rows carry.
 async fn copies(state: &AppState, code: &str) -> (EdgeRecord, Vec<i64>) {
     let key = format!("s.example/{code}");
-    let rows: Vec<(i64, String)> = origin_api::on_pool!(&state.db, pool => {
-        sqlx::query_as(
+    let rows: Vec<(i64, String)> = state
+        .db
+        .read_all(
             "SELECT version, payload FROM outbox WHERE kind = 'link' AND route_key = $1 ORDER BY seq",
+            &[(&key).into()],
         )
-        .bind(&key)
-        .fetch_all(pool)
         .await
-        .expect("outbox")
-    });
+        .expect("outbox");
     let newest = rows.last().expect("a row").1.clone();
     (
         EdgeRecord::from_json(&newest).expect("record"),
@@ -65,7 +66,8 @@ async fn check(state: &AppState, code: &str, round: usize, kind: &str) {
         .expect("link");
     let (edge, versions) = copies(state, code).await;
     let host = row.target_host();
-    let banned = state.db.host_banned(&host).await.expect("bans");
+    let bans = state.db.list_bans(false).await.expect("bans");
+    let banned = origin_api::model::denylist(&bans).blocks_host(&host);
     let context = format!(
         "{kind} round {round}: row v{} {}",
         row.version, row.target_url
@@ -79,7 +81,7 @@ async fn check(state: &AppState, code: &str, round: usize, kind: &str) {
         "{context}: the newest copy's target"
     );
     assert_eq!(
-        edge.status == LinkStatus::Banned,
+        edge.status == EdgeStatus::Banned,
         banned,
         "{context}: the newest copy's ban mark (host {host} banned: {banned})"
     );

@@ -35,14 +35,14 @@ async fn concurrent_segment_advances_never_overlap_and_each_writes_its_outbox_ro
         // Another sequence is independent.
         assert_eq!(db.next_segment("other").await.expect("segment").start, 0);
 
-        let rows: Vec<(String, String, i64, String)> = origin_api::on_pool!(&t.db, pool => {
-            sqlx::query_as(
+        let rows: Vec<(String, String, i64, String)> = t
+            .db
+            .read_all(
                 "SELECT lane, kind, version, payload FROM outbox WHERE route_key = 'links' ORDER BY seq",
+                &[],
             )
-            .fetch_all(pool)
             .await
-            .expect("outbox")
-        });
+            .expect("outbox");
         assert_eq!(rows.len(), 16, "{}", t.kind());
         let by_end: BTreeMap<i64, &(String, String, i64, String)> =
             rows.iter().map(|r| (r.2, r)).collect();

@@ -351,9 +351,28 @@ pub fn classify_user_agent(ua: &str) -> (Device, bool) {
     (device, bot)
 }
 
+/// How long the edge waits before it sends a refused batch of clicks again: `base_s`
+/// doubled for each attempt after the first, at most `max_s` (a down origin is not
+/// hammered, and a batch is never put off for hours).
+pub fn retry_delay_s(base_s: u32, attempts: u32, max_s: u32) -> u32 {
+    base_s
+        .saturating_mul(1 << attempts.saturating_sub(1).min(16))
+        .min(max_s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retry_delays_double_from_the_base_up_to_the_cap() {
+        let delays: Vec<u32> = (0..=8).map(|a| retry_delay_s(5, a, 300)).collect();
+        assert_eq!(delays, [5, 5, 10, 20, 40, 80, 160, 300, 300]);
+        // However many attempts, and however large the base, never past the cap.
+        assert_eq!(retry_delay_s(5, u32::MAX, 300), 300);
+        assert_eq!(retry_delay_s(u32::MAX, 3, 300), 300);
+        assert_eq!(retry_delay_s(0, 9, 300), 0);
+    }
     use proptest::prelude::*;
 
     const CHROME_WINDOWS: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36";

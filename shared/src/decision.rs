@@ -4,7 +4,7 @@
 use crate::codes::is_plausible_code;
 use crate::denylist::Denylist;
 use crate::domain::{DomainSettings, RouteKey, DEFAULT_MAX_AGE_S};
-use crate::record::{EdgeRecord, LinkStatus, RedirectStatus};
+use crate::record::{EdgeRecord, EdgeStatus, RedirectStatus};
 use crate::target::merge_query;
 use crate::visit_url::VisitUrl;
 use std::borrow::Cow;
@@ -53,7 +53,7 @@ impl PreparedRecord {
         }
     }
 
-    pub fn status(&self) -> LinkStatus {
+    pub fn status(&self) -> EdgeStatus {
         self.rules.status
     }
 
@@ -111,7 +111,7 @@ impl PreparedRecord {
 /// What a decision reads of a record besides its target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Rules {
-    status: LinkStatus,
+    status: EdgeStatus,
     redirect: RedirectStatus,
     expires_at: Option<i64>,
     forward_query: bool,
@@ -439,7 +439,7 @@ fn decide_with<'u>(
     let Some(record) = record else {
         return Decision::not_found(visit.method);
     };
-    if record.status == LinkStatus::Banned {
+    if record.status == EdgeStatus::Banned {
         return Decision::banned(visit.method);
     }
     // The origin stored a validated URL; one that does not parse is a corrupt copy,
@@ -454,13 +454,13 @@ fn decide_with<'u>(
         return Decision::banned(visit.method);
     }
     match record.status {
-        LinkStatus::Deleted => {
+        EdgeStatus::Deleted => {
             return Decision::new(visit.method, Outcome::Deleted, 410, Body::Text(DELETED))
         }
-        LinkStatus::Disabled => {
+        EdgeStatus::Disabled => {
             return Decision::new(visit.method, Outcome::Disabled, 404, Body::Text(DISABLED))
         }
-        LinkStatus::Active | LinkStatus::Banned => {}
+        EdgeStatus::Active | EdgeStatus::Banned => {}
     }
     let mut max_age = i64::from(settings.max_age_s);
     if let Some(expires_at) = record.expires_at {
@@ -558,7 +558,7 @@ mod tests {
     fn active(target: &str) -> EdgeRecord {
         EdgeRecord {
             target: target.into(),
-            status: LinkStatus::Active,
+            status: EdgeStatus::Active,
             redirect: RedirectStatus::Found,
             expires_at: None,
             version: 1,
@@ -681,7 +681,7 @@ mod tests {
         assert_eq!(d.header("location"), None);
 
         let deleted = EdgeRecord {
-            status: LinkStatus::Deleted,
+            status: EdgeStatus::Deleted,
             ..active("https://dest.example/")
         };
         let d = run(Some(&deleted), Method::Get, None, &Denylist::default());
@@ -691,7 +691,7 @@ mod tests {
     #[test]
     fn disabled_and_unknown_links_are_not_found() {
         let disabled = EdgeRecord {
-            status: LinkStatus::Disabled,
+            status: EdgeStatus::Disabled,
             ..active("https://dest.example/")
         };
         let d = run(Some(&disabled), Method::Get, None, &Denylist::default());
@@ -711,14 +711,14 @@ mod tests {
             (Some(&rec), deny(&[], &["evil.example"])),
             (
                 Some(&EdgeRecord {
-                    status: LinkStatus::Banned,
+                    status: EdgeStatus::Banned,
                     ..active("https://fine.example/")
                 }),
                 Denylist::default(),
             ),
             (
                 Some(&EdgeRecord {
-                    status: LinkStatus::Deleted,
+                    status: EdgeStatus::Deleted,
                     ..rec.clone()
                 }),
                 deny(&[], &["evil.example"]),
@@ -744,7 +744,7 @@ mod tests {
     #[test]
     fn head_gets_the_same_status_and_headers_without_a_body() {
         let rec = EdgeRecord {
-            status: LinkStatus::Deleted,
+            status: EdgeStatus::Deleted,
             ..active("https://dest.example/")
         };
         let get = run(Some(&rec), Method::Get, None, &Denylist::default());

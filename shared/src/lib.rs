@@ -21,6 +21,7 @@ pub mod codes;
 pub mod decision;
 pub mod denylist;
 pub mod domain;
+pub mod fallback;
 pub mod permutation;
 pub mod record;
 pub mod sync;
@@ -38,6 +39,6 @@ pub use domain::{
     normalize_domain, normalize_short_domain, visitor_host, DomainSettings, RouteKey, VisitorHost,
 };
 pub use permutation::{CodeCodec, KeyRing};
-pub use record::{EdgeRecord, LinkStatus, RedirectStatus};
+pub use record::{EdgeRecord, EdgeStatus, RedirectStatus};
 pub use target::{validate_target, TargetUrl};
 pub use visit_url::VisitUrl;

@@ -3,10 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Where a link stands, as the edge sees it.
+/// Where a link stands, as the edge sees it: its own state in the origin's database
+/// (`LinkState` there) with trust & safety's ban on top.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum LinkStatus {
+pub enum EdgeStatus {
     Active,
     /// Switched off by its owner; may come back.
     Disabled,
@@ -71,7 +72,7 @@ pub struct EdgeRecord {
     #[serde(rename = "t")]
     pub target: String,
     #[serde(rename = "s")]
-    pub status: LinkStatus,
+    pub status: EdgeStatus,
     #[serde(rename = "r", default)]
     pub redirect: RedirectStatus,
     /// Expiry as Unix seconds; the link answers 410 from that second on.
@@ -116,7 +117,7 @@ mod tests {
             rec,
             EdgeRecord {
                 target: "https://example.com/a?b=1".into(),
-                status: LinkStatus::Active,
+                status: EdgeStatus::Active,
                 redirect: RedirectStatus::MovedPermanently,
                 expires_at: Some(1_767_225_600),
                 version: 3,
@@ -134,7 +135,7 @@ mod tests {
         assert_eq!(rec.redirect, RedirectStatus::Found);
         assert_eq!(rec.expires_at, None);
         assert!(!rec.forward_query);
-        assert_eq!(rec.status, LinkStatus::Deleted);
+        assert_eq!(rec.status, EdgeStatus::Deleted);
     }
 
     #[test]
@@ -164,7 +165,7 @@ mod tests {
         #[test]
         fn json_round_trips(
             target in "https://[a-z]{1,10}\\.example/[a-z0-9?=&]{0,20}",
-            status in prop::sample::select(vec![LinkStatus::Active, LinkStatus::Disabled, LinkStatus::Deleted, LinkStatus::Banned]),
+            status in prop::sample::select(vec![EdgeStatus::Active, EdgeStatus::Disabled, EdgeStatus::Deleted, EdgeStatus::Banned]),
             redirect in prop::sample::select(vec![301u16, 302, 307, 308]),
             expires_at: Option<i64>,
             version: u64,

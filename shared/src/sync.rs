@@ -85,7 +85,7 @@ pub fn version_of(key: &str, value: &str) -> Option<u64> {
         crate::RouteKey::parse(route)?;
         let record = crate::EdgeRecord::from_json(value).ok()?;
         // A live link's target must be one the edge can redirect to.
-        if record.status == crate::LinkStatus::Active
+        if record.status == crate::EdgeStatus::Active
             && crate::validate_target(&record.target).is_err()
         {
             return None;
@@ -143,11 +143,9 @@ pub const MIN_TOKEN_BYTES: usize = 16;
 /// Compares two secrets in time that depends on their lengths only, not on where they
 /// first differ.
 pub fn tokens_match(given: &str, expected: &str) -> bool {
-    let (a, b) = (given.as_bytes(), expected.as_bytes());
-    if a.len() != b.len() || b.is_empty() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    use subtle::ConstantTimeEq;
+    // `ct_eq` of slices of different lengths is false, in time of the lengths alone.
+    !expected.is_empty() && bool::from(given.as_bytes().ct_eq(expected.as_bytes()))
 }
 
 #[cfg(test)]

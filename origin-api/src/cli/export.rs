@@ -3,6 +3,7 @@
 //! neither shift nor repeat what is written).
 
 use super::client::{ApiClient, ClientError};
+use crate::config::ExportFormat;
 use crate::links::LinkView;
 use indicatif::ProgressBar;
 use std::io::Write;
@@ -27,19 +28,10 @@ pub const CSV_COLUMNS: &[&str] = &[
     "updated_at",
 ];
 
-/// The output formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// One row per link, tags joined by commas.
-    Csv,
-    /// One JSON object per line, as the API shows a link.
-    Jsonl,
-}
-
 /// What to export.
 #[derive(Debug, Clone)]
 pub struct ExportOptions {
-    pub format: Format,
+    pub format: ExportFormat,
     pub domain: Option<String>,
     pub tag: Option<String>,
     /// Tombstones too, after the live links.
@@ -64,7 +56,7 @@ pub async fn export(
     out: &mut dyn Write,
     progress: &ProgressBar,
 ) -> Result<u64, ExportError> {
-    if options.format == Format::Csv {
+    if options.format == ExportFormat::Csv {
         let mut w = csv::Writer::from_writer(&mut *out);
         w.write_record(CSV_COLUMNS)?;
         w.flush()?;
@@ -93,7 +85,7 @@ pub async fn export(
             }
             let page = client.list(&query).await?;
             match options.format {
-                Format::Csv => {
+                ExportFormat::Csv => {
                     let mut w = csv::WriterBuilder::new()
                         .has_headers(false)
                         .from_writer(&mut *out);
@@ -102,7 +94,7 @@ pub async fn export(
                     }
                     w.flush()?;
                 }
-                Format::Jsonl => {
+                ExportFormat::Jsonl => {
                     for link in &page.items {
                         serde_json::to_writer(&mut *out, link).map_err(std::io::Error::from)?;
                         out.write_all(b"\n")?;

@@ -14,8 +14,8 @@
 //!   is dropped (its call is then replayed through its key).
 
 use super::client::{ApiClient, ClientError};
-use crate::keys::sha256_hex;
 use crate::links::{BulkResult, CreateLink};
+use crate::model::key::sha256_hex;
 use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -250,18 +250,40 @@ pub async fn import(
     });
     let mut journal = Journal::open(&journal_path, origin)?;
 
-    // Decide every row before sending anything.
     let mut summary = Summary {
         rows: rows.len(),
         ..Summary::default()
     };
+    let pending = plan(&rows, &journal, options.retry_failed, &mut summary)?;
+    progress.set_length(rows.len() as u64);
+    progress.set_position((rows.len() - pending.len()) as u64);
+    for (range, batch) in ranges(&pending, options.batch_size.max(1)) {
+        let results = send(client, &journal.import_id, range, batch, &mut summary).await?;
+        journal.append(&JournalBatch {
+            range,
+            rows: results,
+        })?;
+        progress.inc(batch.len() as u64);
+    }
+    Ok(summary)
+}
+
+/// Which rows to send, decided before anything is sent: those the journal does not
+/// record, and those it records as refused when asked to retry them. A row imported
+/// before and changed in the file since is refused whole.
+fn plan<'r>(
+    rows: &'r [Row],
+    journal: &Journal,
+    retry_failed: bool,
+    summary: &mut Summary,
+) -> Result<Vec<&'r Row>, ImportError> {
     let mut pending = Vec::new();
-    for row in &rows {
+    for row in rows {
         match journal.done.get(&row.number) {
             Some(done) if done.fp == row.fingerprint => match (&done.route, &done.error) {
                 (Some(_), _) => summary.already += 1,
-                (None, error) if !options.retry_failed => {
-                    note_failure(&mut summary, row.number, error.as_deref().unwrap_or(""));
+                (None, error) if !retry_failed => {
+                    note_failure(summary, row.number, error.as_deref().unwrap_or(""));
                 }
                 _ => pending.push(row),
             },
@@ -276,72 +298,81 @@ pub async fn import(
             _ => pending.push(row),
         }
     }
-    progress.set_length(rows.len() as u64);
-    progress.set_position((rows.len() - pending.len()) as u64);
+    Ok(pending)
+}
 
-    let batch_size = options.batch_size.max(1);
-    let mut start = 0;
-    while start < pending.len() {
-        // The rows of one fixed range of the file, so a re-run sends the same call.
-        let range = (pending[start].number - 1) / batch_size;
-        let end = pending[start..]
+/// `pending` cut at the file's fixed ranges of `batch_size` rows: a re-run sends the rows
+/// of a range in the same call, under the same idempotency key.
+fn ranges<'p, 'r>(
+    pending: &'p [&'r Row],
+    batch_size: usize,
+) -> impl Iterator<Item = (usize, &'p [&'r Row])> {
+    let mut rest = pending;
+    std::iter::from_fn(move || {
+        let first = rest.first()?;
+        let range = (first.number - 1) / batch_size;
+        let end = rest
             .iter()
             .position(|r| (r.number - 1) / batch_size != range)
-            .map_or(pending.len(), |n| start + n);
-        let batch = &pending[start..end];
-        start = end;
+            .unwrap_or(rest.len());
+        let (batch, after) = rest.split_at(end);
+        rest = after;
+        Some((range, batch))
+    })
+}
 
-        let mut results: Vec<RowResult> = Vec::with_capacity(batch.len());
-        let sendable: Vec<&CreateLink> =
-            batch.iter().filter_map(|r| r.body.as_ref().ok()).collect();
-        let mut answers = Vec::new().into_iter();
-        if !sendable.is_empty() {
-            let body = serde_json::json!({ "links": sendable }).to_string();
-            let key = format!(
-                "hop-import-{}-{range}-{}",
-                journal.import_id,
-                &sha256_hex(&body)[..16]
-            );
-            let response = client.create_bulk(body, &key).await?;
-            if response.results.len() != sendable.len() {
-                return Err(ClientError::BadResponse(format!(
-                    "{} results for {} links",
-                    response.results.len(),
-                    sendable.len()
-                ))
-                .into());
-            }
-            answers = response.results.into_iter();
+/// Sends one range's rows in one bulk call (the rows refused locally are not sent) and
+/// says what became of each.
+async fn send(
+    client: &ApiClient,
+    import_id: &str,
+    range: usize,
+    batch: &[&Row],
+    summary: &mut Summary,
+) -> Result<Vec<RowResult>, ImportError> {
+    let sendable: Vec<&CreateLink> = batch.iter().filter_map(|r| r.body.as_ref().ok()).collect();
+    let mut answers = Vec::new().into_iter();
+    if !sendable.is_empty() {
+        let body = serde_json::json!({ "links": sendable }).to_string();
+        let key = format!(
+            "hop-import-{import_id}-{range}-{}",
+            &sha256_hex(&body)[..16]
+        );
+        let response = client.create_bulk(body, &key).await?;
+        if response.results.len() != sendable.len() {
+            return Err(ClientError::BadResponse(format!(
+                "{} results for {} links",
+                response.results.len(),
+                sendable.len()
+            ))
+            .into());
         }
-        for row in batch {
-            let (route, error) = match &row.body {
-                Err(local) => (None, Some(local.clone())),
-                Ok(_) => match answers.next() {
-                    Some(BulkResult::Ok { link, .. }) => {
-                        summary.created += 1;
-                        (Some(format!("{}/{}", link.domain, link.code)), None)
-                    }
-                    Some(BulkResult::Err { error, .. }) => (None, Some(problem_text(&error))),
-                    None => (None, Some("no answer for this row".into())),
-                },
-            };
-            if let Some(error) = &error {
-                note_failure(&mut summary, row.number, error);
-            }
-            results.push(RowResult {
-                row: row.number,
-                fp: row.fingerprint.clone(),
-                route,
-                error,
-            });
-        }
-        journal.append(&JournalBatch {
-            range,
-            rows: results,
-        })?;
-        progress.inc(batch.len() as u64);
+        answers = response.results.into_iter();
     }
-    Ok(summary)
+    let mut results = Vec::with_capacity(batch.len());
+    for row in batch {
+        let (route, error) = match &row.body {
+            Err(local) => (None, Some(local.clone())),
+            Ok(_) => match answers.next() {
+                Some(BulkResult::Ok { link, .. }) => {
+                    summary.created += 1;
+                    (Some(format!("{}/{}", link.domain, link.code)), None)
+                }
+                Some(BulkResult::Err { error, .. }) => (None, Some(problem_text(&error))),
+                None => (None, Some("no answer for this row".into())),
+            },
+        };
+        if let Some(error) = &error {
+            note_failure(summary, row.number, error);
+        }
+        results.push(RowResult {
+            row: row.number,
+            fp: row.fingerprint.clone(),
+            route,
+            error,
+        });
+    }
+    Ok(results)
 }
 
 fn note_failure(summary: &mut Summary, row: usize, error: &str) {
@@ -363,12 +394,12 @@ fn problem_text(problem: &serde_json::Value) -> String {
 
 /// 128 random bits as hex.
 fn random_id() -> String {
-    let mut bytes = [0u8; 16];
     // Without randomness, fall back to the clock: ids only need to differ per import.
-    if getrandom::getrandom(&mut bytes).is_err() {
-        bytes[..8].copy_from_slice(&crate::store::now_ms().to_le_bytes());
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::ids::random_hex::<16>().unwrap_or_else(|_| {
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&crate::model::time::now_ms().to_le_bytes());
+        crate::ids::hex(&bytes)
+    })
 }
 
 /// Parses the file into rows, refusing it as a whole when its structure is wrong.

@@ -2,7 +2,8 @@
 //! summary, read from the hourly rollups.
 
 use crate::error::AppError;
-use crate::links::{parse_rfc3339, rfc3339, Link};
+use crate::model::time::{parse_rfc3339, rfc3339};
+use crate::model::Link;
 use crate::store::{ClickStore, Rollup, Totals};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -1,12 +1,13 @@
 //! Bulk creation: up to 10,000 links in one call, each judged on its own, all written in
 //! one transaction, answered in request order. One idempotency key covers the batch.
 
-use super::create::{prepare_link, stored, write_failed, IDEMPOTENCY_TTL_MS};
+use super::create::{prepare_link, replay, stored, write_failed, IDEMPOTENCY_TTL_MS};
 use super::lookups::Lookups;
 use super::{CreateLink, Link, LinkView};
 use crate::error::AppError;
-use crate::store::{now_ms, BulkInsert, IdempotencyKey, LinkStore};
-use crate::AppState;
+use crate::model::time::now_ms;
+use crate::state::AppState;
+use crate::store::{BulkInsert, IdempotencyKey, LinkStore};
 use serde::{Deserialize, Serialize};
 
 /// The most links one bulk call may carry.
@@ -97,62 +98,49 @@ fn failure(e: &AppError) -> BulkResult {
     }
 }
 
-/// Creates the batch for `owner`.
-pub async fn create_bulk(
-    state: &AppState,
-    owner: &str,
-    body: BulkCreate,
-    key: Option<&str>,
-) -> Result<BulkOutcome, AppError> {
-    if body.links.is_empty() || body.links.len() > MAX_BULK {
-        return Err(AppError::invalid(
-            "links",
-            format!("send 1 to {MAX_BULK} links, not {}", body.links.len()),
-        ));
-    }
-    let request_hash =
-        key.map(|_| crate::keys::sha256_hex(&serde_json::to_string(&body).unwrap_or_default()));
-    let idem = match (key, &request_hash) {
-        (Some(key), Some(hash)) => Some(IdempotencyKey {
-            owner_id: owner,
-            key,
-            request_hash: hash,
-            expired_before: now_ms() - IDEMPOTENCY_TTL_MS,
-        }),
-        _ => None,
-    };
-    if let Some(idem) = &idem {
-        if let Some((hash, response)) = state.db.find_idempotent(idem).await? {
-            return replay(idem.request_hash, hash, response);
-        }
-    }
+/// The items of a bulk call, judged one by one: each either refused (a client error,
+/// answered in its place) or ready to insert.
+struct Judged {
+    /// Per item: its place in `ready`, or its refusal.
+    slots: Vec<Result<usize, BulkResult>>,
+    ready: Vec<Link>,
+}
 
-    // Judge every item; only client errors stay per item, anything else fails the call.
+/// Judges every item; only client errors stay per item, anything else fails the call.
+async fn judge(state: &AppState, owner: &str, items: &[BulkItem]) -> Result<Judged, AppError> {
     let mut lookups = Lookups::new(state);
-    let mut slots: Vec<Result<usize, BulkResult>> = Vec::with_capacity(body.links.len());
-    let mut ready: Vec<Link> = Vec::new();
-    for item in &body.links {
+    let mut judged = Judged {
+        slots: Vec::with_capacity(items.len()),
+        ready: Vec::new(),
+    };
+    for item in items {
         let prepared = match item {
             BulkItem::Valid(req) => prepare_link(state, &mut lookups, owner, req).await,
             BulkItem::Invalid(why) => Err(AppError::invalid("links[]", why)),
         };
         match prepared {
             Ok(link) => {
-                slots.push(Ok(ready.len()));
-                ready.push(link);
+                judged.slots.push(Ok(judged.ready.len()));
+                judged.ready.push(link);
             }
-            Err(e) if e.status().is_client_error() => slots.push(Err(failure(&e))),
+            Err(e) if e.status().is_client_error() => judged.slots.push(Err(failure(&e))),
             Err(e) => return Err(e),
         }
     }
+    Ok(judged)
+}
 
-    let assemble = |inserted: &[bool]| -> BulkResponse {
-        let results = slots
+impl Judged {
+    /// The answer, in request order, once `inserted` says which ready links went in (the
+    /// others found their code taken).
+    fn response(&self, inserted: &[bool]) -> BulkResponse {
+        let results = self
+            .slots
             .iter()
             .map(|slot| match slot {
                 Err(failed) => failed.clone(),
                 Ok(i) => {
-                    let link = &ready[*i];
+                    let link = &self.ready[*i];
                     if inserted.get(*i).copied().unwrap_or(false) {
                         BulkResult::Ok {
                             ok: true,
@@ -167,19 +155,57 @@ pub async fn create_bulk(
             })
             .collect();
         BulkResponse { results }
+    }
+}
+
+/// Creates the batch for `owner`.
+pub async fn create_bulk(
+    state: &AppState,
+    owner: &str,
+    body: BulkCreate,
+    key: Option<&str>,
+) -> Result<BulkOutcome, AppError> {
+    if body.links.is_empty() || body.links.len() > MAX_BULK {
+        return Err(AppError::invalid(
+            "links",
+            format!("send 1 to {MAX_BULK} links, not {}", body.links.len()),
+        ));
+    }
+    let request_hash = key
+        .map(|_| crate::model::key::sha256_hex(&serde_json::to_string(&body).unwrap_or_default()));
+    let idem = match (key, &request_hash) {
+        (Some(key), Some(hash)) => Some(IdempotencyKey {
+            owner_id: owner,
+            key,
+            request_hash: hash,
+            expired_before: now_ms() - IDEMPOTENCY_TTL_MS,
+        }),
+        _ => None,
     };
+    if let Some(idem) = &idem {
+        if let Some((hash, response)) = state.db.find_idempotent(idem).await? {
+            return replay(idem.request_hash, hash, response).map(BulkOutcome::Replayed);
+        }
+    }
+
+    let judged = judge(state, owner, &body.links).await?;
+    let assemble = |inserted: &[bool]| judged.response(inserted);
     let respond =
         |inserted: &[bool]| serde_json::to_string(&assemble(inserted)).unwrap_or_default();
     let outcome = state
         .db
-        .insert_links_bulk(&ready, idem.as_ref(), &respond)
+        .insert_links_bulk(&judged.ready, idem.as_ref(), &respond)
         .await;
-    match outcome
-        .map_err(|e| write_failed(state, &format!("a bulk create of {} links", ready.len()), e))?
-    {
+    match outcome.map_err(|e| {
+        write_failed(
+            state,
+            &format!("a bulk create of {} links", judged.ready.len()),
+            e,
+        )
+    })? {
         BulkInsert::Inserted(inserted) => {
             // Replaces any negative entries visitors may have caused meanwhile.
-            for (link, done) in ready.iter().zip(&inserted) {
+            for (link, done) in judged.ready.iter().zip(&inserted) {
                 if *done {
                     stored(state, link).await;
                 }
@@ -193,17 +219,7 @@ pub async fn create_bulk(
             idem.as_ref().map(|k| k.request_hash).unwrap_or_default(),
             request_hash,
             response,
-        ),
-    }
-}
-
-fn replay(request_hash: &str, recorded: String, response: String) -> Result<BulkOutcome, AppError> {
-    if recorded == request_hash {
-        Ok(BulkOutcome::Replayed(response))
-    } else {
-        Err(AppError::invalid(
-            "Idempotency-Key",
-            "this key was used with a different request body; use a new key for a new request",
-        ))
+        )
+        .map(BulkOutcome::Replayed),
     }
 }

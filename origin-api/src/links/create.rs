@@ -6,10 +6,11 @@ use super::fields;
 use super::lookups::Lookups;
 use super::{CreateLink, Link, LinkState};
 use crate::error::AppError;
-use crate::store::{now_ms, IdempotencyKey, Idempotent, LinkStore, StoreError};
-use crate::AppState;
+use crate::model::time::now_ms;
+use crate::state::AppState;
+use crate::store::{IdempotencyKey, Idempotent, LinkStore, StoreError};
 use shared::codes::{is_reserved, validate_alias};
-use shared::{normalize_short_domain, CodeCodec, CodeKind};
+use shared::{normalize_short_domain, CodeCodec, CodeKind, DomainSettings};
 
 /// How long an idempotency key is remembered.
 pub const IDEMPOTENCY_TTL_MS: i64 = 24 * 3600 * 1000;
@@ -46,7 +47,8 @@ pub async fn create_link_once(
             .await
             .map(|link| Created::New(Box::new(link)));
     };
-    let request_hash = crate::keys::sha256_hex(&serde_json::to_string(&req).unwrap_or_default());
+    let request_hash =
+        crate::model::key::sha256_hex(&serde_json::to_string(&req).unwrap_or_default());
     let idem = IdempotencyKey {
         owner_id: owner,
         key,
@@ -55,7 +57,7 @@ pub async fn create_link_once(
     };
     // A retry is answered from the record, whatever changed since.
     if let Some((hash, response)) = state.db.find_idempotent(&idem).await? {
-        return replay(&request_hash, hash, response);
+        return replay(&request_hash, hash, response).map(Created::Replayed);
     }
     let link = prepare_link(state, &mut Lookups::new(state), owner, &req).await?;
     let response = serde_json::to_string(&link.view()).unwrap_or_default();
@@ -71,18 +73,21 @@ pub async fn create_link_once(
         Ok(Idempotent::Replay {
             request_hash: hash,
             response,
-        }) => replay(&request_hash, hash, response),
+        }) => replay(&request_hash, hash, response).map(Created::Replayed),
         Err(e) => Err(write_failed(state, &link.route_key(), e)),
     }
 }
 
-fn replay(
+/// The response recorded under an idempotency key, to answer again: only when the
+/// earlier request had the same body (`recorded_hash`); a different body under the same
+/// key is refused (single and bulk creates alike).
+pub(super) fn replay(
     request_hash: &str,
     recorded_hash: String,
     response: String,
-) -> Result<Created, AppError> {
+) -> Result<String, AppError> {
     if recorded_hash == request_hash {
-        Ok(Created::Replayed(response))
+        Ok(response)
     } else {
         Err(AppError::invalid(
             "Idempotency-Key",
@@ -167,32 +172,8 @@ pub(crate) async fn prepare_link(
         }
         None => None,
     };
-    let keys = state
-        .settings
-        .secrets
-        .permutation_keys
-        .as_ref()
-        .ok_or(AppError::NotConfigured(
-            "create links: HOP_PERMUTATION_KEYS is not set",
-        ))?;
-    let key_version = keys.current_version();
-    let codec = CodeCodec::new(keys, key_version, settings.codes)
-        .map_err(|e| AppError::Store(StoreError::Corrupt(e.to_string())))?;
-
-    let (link_id, code, code_kind) = match alias {
-        Some(code) => (state.allocator.next_id().await?, code, CodeKind::Custom),
-        None => loop {
-            let id = state.allocator.next_id().await?;
-            // Ids beyond the code space would need longer codes; the allocator will
-            // not get there before 3.5 × 10^12 links with the default settings.
-            let code = codec.code_for(id).map_err(|e| {
-                AppError::Store(StoreError::Corrupt(format!("code space exhausted: {e}")))
-            })?;
-            if !is_reserved(&code) {
-                break (id, code, CodeKind::Generated);
-            }
-        },
-    };
+    let (codec, key_version) = codec(state, &settings)?;
+    let (link_id, code, code_kind) = assign_code(state, alias, &codec).await?;
 
     let link = Link {
         link_id,
@@ -214,4 +195,44 @@ pub(crate) async fn prepare_link(
         published: None,
     };
     Ok(link)
+}
+
+/// The codec that turns ids into this domain's generated codes, under the current key,
+/// and that key's version.
+fn codec(state: &AppState, settings: &DomainSettings) -> Result<(CodeCodec, u32), AppError> {
+    let keys = state
+        .settings
+        .secrets
+        .permutation_keys
+        .as_ref()
+        .ok_or(AppError::NotConfigured(
+            "create links: HOP_PERMUTATION_KEYS is not set",
+        ))?;
+    let key_version = keys.current_version();
+    let codec = CodeCodec::new(keys, key_version, settings.codes)
+        .map_err(|e| AppError::Store(StoreError::Corrupt(e.to_string())))?;
+    Ok((codec, key_version))
+}
+
+/// The new link's id, and its code: the alias when one was asked for, else the first
+/// generated code that is not reserved.
+async fn assign_code(
+    state: &AppState,
+    alias: Option<String>,
+    codec: &CodeCodec,
+) -> Result<(u64, String, CodeKind), AppError> {
+    if let Some(code) = alias {
+        return Ok((state.allocator.next_id().await?, code, CodeKind::Custom));
+    }
+    loop {
+        let id = state.allocator.next_id().await?;
+        // Ids beyond the code space would need longer codes; the allocator will not get
+        // there before 3.5 × 10^12 links with the default settings.
+        let code = codec.code_for(id).map_err(|e| {
+            AppError::Store(StoreError::Corrupt(format!("code space exhausted: {e}")))
+        })?;
+        if !is_reserved(&code) {
+            return Ok((id, code, CodeKind::Generated));
+        }
+    }
 }

@@ -2,8 +2,8 @@
 //! cursor is the position of the last link shown, so pages never skip or repeat links
 //! while others are created.
 
-use super::{Link, LinkState};
 use crate::error::AppError;
+use crate::model::{Link, LinkState, ListFilter};
 use serde::{Deserialize, Serialize};
 
 /// Links per page unless the caller asks otherwise.
@@ -22,18 +22,6 @@ pub struct ListParams {
     pub status: Option<LinkState>,
     pub cursor: Option<String>,
     pub limit: Option<u32>,
-}
-
-/// A validated listing request, as the store runs it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListFilter {
-    pub owner_id: String,
-    pub domain: Option<String>,
-    pub tag: Option<String>,
-    pub status: Option<LinkState>,
-    /// `(created_at, link_id)` of the last link of the previous page.
-    pub after: Option<(i64, u64)>,
-    pub limit: u32,
 }
 
 /// One page.

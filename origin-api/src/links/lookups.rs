@@ -2,8 +2,8 @@
 //! are Hop's own, the active bans — read once per request (or per bulk batch) and then
 //! answered from memory.
 
+use crate::state::AppState;
 use crate::store::{BanStore, LinkStore, StoreError};
-use crate::AppState;
 use shared::{Denylist, DomainSettings};
 use std::collections::HashMap;
 
@@ -54,7 +54,9 @@ impl<'a> Lookups<'a> {
     /// The active bans, as a denylist.
     pub(crate) async fn deny(&mut self) -> Result<&Denylist, StoreError> {
         if self.deny.is_none() {
-            self.deny = Some(crate::bans::denylist(self.state.db.list_bans(false).await?));
+            self.deny = Some(crate::model::denylist(
+                &self.state.db.list_bans(false).await?,
+            ));
         }
         Ok(self.deny.get_or_insert_with(Denylist::default))
     }

@@ -6,8 +6,9 @@ use super::fields;
 use super::lookups::Lookups;
 use super::{Link, LinkState};
 use crate::error::AppError;
-use crate::store::{now_ms, LinkStore, StoreError};
-use crate::AppState;
+use crate::model::time::now_ms;
+use crate::state::AppState;
+use crate::store::{LinkStore, StoreError};
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// The body of `PATCH /v1/links/{domain}/{code}`. Absent fields stay as they are;

@@ -29,7 +29,8 @@
 pub mod sink;
 
 use crate::metrics::Metrics;
-use crate::store::{now_ms, LeaseClaim, OutboxRow, OutboxStore, RowFailure, StoreError};
+use crate::model::time::now_ms;
+use crate::store::{LeaseClaim, OutboxRow, OutboxStore, RowFailure, StoreError};
 use shared::sync::{Refusal, SyncItem, SyncReply, ACTIVATION_KEY, DENY_KEY};
 use shared::EdgeRecord;
 use sink::{Sink, SinkError};
@@ -209,8 +210,7 @@ impl Publisher {
         metrics: Metrics,
         timings: Timings,
     ) -> Self {
-        let mut bytes = [0u8; 8];
-        let random = getrandom::getrandom(&mut bytes).map(|()| bytes);
+        let random = crate::ids::random_bytes::<8>();
         Publisher {
             store,
             sink,

@@ -3,9 +3,9 @@
 use super::links::ApiQuery;
 use crate::auth::Caller;
 use crate::error::{AppError, Problem};
-use crate::links::rfc3339;
+use crate::model::time::rfc3339;
+use crate::state::AppState;
 use crate::store::{FailedRow, OutboxStore};
-use crate::AppState;
 use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};

@@ -4,14 +4,14 @@
 use super::body::{ApiJson, CLICKS_BODY_LIMIT};
 use super::links::ApiPath;
 use crate::error::{AppError, Problem};
-use crate::AppState;
+use crate::state::AppState;
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use shared::clicks::{ClickBatch, ClickReceipt, MAX_CLICK_BATCH};
-use shared::{LinkStatus, RouteKey};
+use shared::{EdgeStatus, RouteKey};
 
 /// A request carrying the edge token. Checked before the body is read, so a caller
 /// without the token learns nothing about what the endpoints accept.
@@ -74,7 +74,7 @@ pub(crate) async fn resolve(
     let prepared = entry.record.as_ref().ok_or(AppError::NotFound)?;
     let mut record = prepared.to_record();
     if deny.blocks_code(&route) || deny.blocks_host(prepared.target_host()) {
-        record.status = LinkStatus::Banned;
+        record.status = EdgeStatus::Banned;
     }
     Ok((
         StatusCode::OK,
@@ -112,7 +112,7 @@ pub(crate) async fn clicks(
     }
     let receipt = state
         .clicks
-        .ingest(&state.db, &batch.events, crate::store::now_ms())
+        .ingest(&state.db, &batch.events, crate::model::time::now_ms())
         .await?;
     Ok(Json(receipt))
 }

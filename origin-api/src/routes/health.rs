@@ -2,8 +2,8 @@
 
 use crate::error::{AppError, Problem};
 use crate::metrics::LaneLabel;
+use crate::state::AppState;
 use crate::store::LinkStore;
-use crate::AppState;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
@@ -17,7 +17,7 @@ pub(crate) async fn healthz() -> &'static str {
 }
 
 /// Readiness: the database answered a round trip within the last second. However many
-/// ask, the database is asked at most once a second ([`Readiness`]).
+/// ask, the database is asked at most once a second ([`crate::db::Readiness`]).
 #[utoipa::path(get, path = "/readyz", operation_id = "readyz", tag = "operations",
     responses((status = 200, description = "Ready", body = String, content_type = "text/plain"),
         (status = 503, description = "The database does not answer", body = Problem, content_type = "application/problem+json")))]
@@ -26,61 +26,6 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Result<&'static str
         Ok("ready\n")
     } else {
         Err(AppError::NotReady)
-    }
-}
-
-/// The last readiness check and when it ran: anyone may ask `/readyz`, so its answer is
-/// reused for a second rather than costing the database a round trip per caller.
-#[derive(Debug, Default)]
-pub struct Readiness {
-    last: tokio::sync::Mutex<Option<(tokio::time::Instant, bool)>>,
-}
-
-/// How long one readiness check is reused.
-pub(crate) const READINESS_TTL: std::time::Duration = std::time::Duration::from_secs(1);
-
-impl Readiness {
-    /// Whether the database answered, asking it only if the last answer is older than
-    /// [`READINESS_TTL`]. Callers arriving while it is asked wait for that answer.
-    pub async fn check(&self, db: &crate::db::Db) -> bool {
-        let mut last = self.last.lock().await;
-        if let Some((at, ready)) = *last {
-            if at.elapsed() < READINESS_TTL {
-                return ready;
-            }
-        }
-        let ready = match db.ping().await {
-            Ok(()) => true,
-            Err(e) => {
-                tracing::warn!(error = %e, "not ready: the database does not answer");
-                false
-            }
-        };
-        *last = Some((tokio::time::Instant::now(), ready));
-        ready
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn readiness_asks_the_database_at_most_once_a_second() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let url = format!("sqlite://{}", dir.path().join("r.db").display());
-        let db = crate::db::Db::connect(&url).await.expect("connect");
-        let readiness = Readiness::default();
-        assert!(readiness.check(&db).await);
-        // The database goes away; then the clock stops (a closed pool answers at once,
-        // so nothing waits on it). For the rest of the second, nobody's call reaches it.
-        db.close().await;
-        tokio::time::pause();
-        for _ in 0..1_000 {
-            assert!(readiness.check(&db).await, "a call reached the database");
-        }
-        tokio::time::advance(READINESS_TTL).await;
-        assert!(!readiness.check(&db).await);
     }
 }
 

@@ -5,11 +5,12 @@ use crate::auth::Caller;
 use crate::error::{AppError, Problem};
 use crate::links::{
     self, check_idempotency_key, create_link_once, delete_link, owned_link, parse_if_match,
-    update_link, BulkCreate, BulkOutcome, BulkResponse, CreateLink, Created, Link, LinkView,
-    ListFilter, ListParams, Page, UpdateLink,
+    update_link, BulkCreate, BulkOutcome, BulkResponse, CreateLink, Created, LinkView, ListParams,
+    Page, UpdateLink,
 };
+use crate::model::{Link, ListFilter};
+use crate::state::AppState;
 use crate::store::LinkStore;
-use crate::AppState;
 use axum::extract::{FromRequestParts, State};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};

@@ -12,7 +12,7 @@ mod stats;
 
 use crate::in_flight::InFlightLayer;
 use crate::server::App;
-use crate::AppState;
+use crate::state::AppState;
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::{get, post};
@@ -27,7 +27,6 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 pub use body::{ApiJson, BULK_BODY_LIMIT, CLICKS_BODY_LIMIT, SMALL_BODY_LIMIT};
-pub use health::Readiness;
 
 /// What the metrics listener serves (`--metrics-listen`): `/metrics` without credentials,
 /// and liveness, so a scraper can tell a dead process from a missing metric.

@@ -3,8 +3,8 @@
 use crate::cache::Entry;
 use crate::clicks::tally::{Clicked, Reduced};
 use crate::error::AppError;
-use crate::store::now_ms;
-use crate::AppState;
+use crate::model::time::now_ms;
+use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::request::Parts;
@@ -35,7 +35,7 @@ use std::net::SocketAddr;
     ))]
 pub(crate) async fn redirect(State(state): State<AppState>, req: Request) -> Response {
     let (parts, _) = req.into_parts();
-    let peer = crate::server::peer(&parts);
+    let peer = crate::client::peer(&parts);
     visit(&state, parts, peer).await
 }
 

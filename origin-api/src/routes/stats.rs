@@ -5,8 +5,8 @@ use crate::auth::Caller;
 use crate::clicks::stats::{link_stats, owner_stats, LinkStats, OwnerStats, Range, StatsParams};
 use crate::error::{AppError, Problem};
 use crate::links::owned_link;
-use crate::store::now_ms;
-use crate::AppState;
+use crate::model::time::now_ms;
+use crate::state::AppState;
 use axum::extract::State;
 use axum::Json;
 

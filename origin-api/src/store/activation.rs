@@ -16,6 +16,7 @@
 //!   limit never binds: the code space is so large (62^7 ≈ 3.5 × 10^12) that a window
 //!   of tens of millions of ids costs the origin almost no random-code lookups.
 
+use super::outbox::fenced;
 use super::{db_now_sql, LeaseClaim, StoreError};
 use crate::db::Db;
 use serde::Deserialize;
@@ -63,79 +64,84 @@ pub(super) async fn record(
     claim: &LeaseClaim<'_>,
     window_ms: i64,
 ) -> Result<ActivationPromise, StoreError> {
-    let now_sql = db_now_sql(db);
-    let clock = format!("SELECT {now_sql}");
-    Ok(crate::fenced!(db, claim, tx => {
-        // The ceiling under its row's lock: a reservation waits until this commits, and
-        // then sees this promise.
-        let high: Option<i64> = sqlx::query_scalar(
+    let clock = format!("SELECT {}", db_now_sql(db));
+    let mut tx = fenced(db, claim).await?;
+    let mut c = tx.conn();
+    // The ceiling under its row's lock: a reservation waits until this commits, and then
+    // sees this promise.
+    let high: Option<(i64,)> = c
+        .fetch_optional(
             "UPDATE id_segments SET updated_at = updated_at WHERE name = 'links' RETURNING max_id",
+            &[],
         )
-        .fetch_optional(&mut *tx)
         .await?;
-        let high = high.unwrap_or(0);
-        let now: i64 = sqlx::query_scalar(&clock).fetch_one(&mut *tx).await?;
-        let since = now - window_ms;
-        let payloads: Vec<String> = sqlx::query_scalar(
+    let high = high.map_or(0, |(h,)| h);
+    let (now,): (i64,) = c.fetch_one(&clock, &[]).await?;
+    let since = now - window_ms;
+    let payloads: Vec<(String,)> = c
+        .fetch_all(
             "SELECT payload FROM outbox WHERE kind = 'segment' AND created_at >= $1",
+            &[since.into()],
         )
-        .bind(since)
-        .fetch_all(&mut *tx)
         .await?;
-        let segments: Vec<Segment> = payloads
-            .iter()
-            .filter_map(|p| serde_json::from_str(p).ok())
-            .collect();
-        let undelivered: Option<i64> = sqlx::query_scalar(
+    let segments: Vec<Segment> = payloads
+        .iter()
+        .filter_map(|(p,)| serde_json::from_str(p).ok())
+        .collect();
+    let (undelivered,): (Option<i64>,) = c
+        .fetch_one(
             "SELECT MIN(link_id) FROM links WHERE published_version IS NULL AND code_kind = 'generated'",
+            &[],
         )
-        .fetch_one(&mut *tx)
         .await?;
-        let (earlier_low, last_v): (Option<i64>, Option<i64>) = sqlx::query_as(
+    let (earlier_low, last_v): (Option<i64>, Option<i64>) = c
+        .fetch_one(
             "SELECT MIN(CASE WHEN at_ms + window_ms > $1 THEN low END), MAX(v) FROM activation_promises",
+            &[now.into()],
         )
-        .bind(now)
-        .fetch_one(&mut *tx)
         .await?;
-        let low = segments
-            .iter()
-            .map(|s| s.start)
-            .chain(undelivered)
-            .chain(earlier_low)
-            .min()
-            .unwrap_or(high)
-            .min(high);
-        // Ids reserved per ms lately, over the window and the margin, twice over.
-        let reserved: i64 = segments.iter().map(|s| (s.end - s.start).max(0)).sum();
-        let by_rate = reserved.saturating_mul(2).saturating_mul(window_ms + SKEW_MARGIN_MS)
-            / window_ms.max(1);
-        let headroom = by_rate.max(MIN_HEADROOM);
-        let promise = ActivationPromise {
-            v: now.max(last_v.unwrap_or(0) + 1),
-            at_ms: now,
-            window_ms,
-            low,
-            high,
-            headroom,
-        };
-        sqlx::query(
-            "INSERT INTO activation_promises (v, at_ms, window_ms, low, high, headroom) \
-             VALUES ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(promise.v)
-        .bind(promise.at_ms)
-        .bind(promise.window_ms)
-        .bind(promise.low)
-        .bind(promise.high)
-        .bind(promise.headroom)
-        .execute(&mut *tx)
-        .await?;
-        // Promises that ran out long ago bind nothing and inform nothing.
-        sqlx::query("DELETE FROM activation_promises WHERE at_ms + window_ms + $1 < $2")
-            .bind(2 * SKEW_MARGIN_MS + window_ms)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-        promise
-    }))
+    let low = segments
+        .iter()
+        .map(|s| s.start)
+        .chain(undelivered)
+        .chain(earlier_low)
+        .min()
+        .unwrap_or(high)
+        .min(high);
+    // Ids reserved per ms lately, over the window and the margin, twice over.
+    let reserved: i64 = segments.iter().map(|s| (s.end - s.start).max(0)).sum();
+    let by_rate = reserved
+        .saturating_mul(2)
+        .saturating_mul(window_ms + SKEW_MARGIN_MS)
+        / window_ms.max(1);
+    let headroom = by_rate.max(MIN_HEADROOM);
+    let promise = ActivationPromise {
+        v: now.max(last_v.unwrap_or(0) + 1),
+        at_ms: now,
+        window_ms,
+        low,
+        high,
+        headroom,
+    };
+    c.execute(
+        "INSERT INTO activation_promises (v, at_ms, window_ms, low, high, headroom) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+        &[
+            promise.v.into(),
+            promise.at_ms.into(),
+            promise.window_ms.into(),
+            promise.low.into(),
+            promise.high.into(),
+            promise.headroom.into(),
+        ],
+    )
+    .await?;
+    // Promises that ran out long ago bind nothing and inform nothing.
+    c.execute(
+        "DELETE FROM activation_promises WHERE at_ms + window_ms + $1 < $2",
+        &[(2 * SKEW_MARGIN_MS + window_ms).into(), now.into()],
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(promise)
 }

@@ -3,16 +3,17 @@
 //! includes everything committed before it — (3) writes the new snapshot to the fast
 //! lane, and (4) re-publishes every affected link with its version bumped.
 
-use super::links::{ban_lock, link_row_columns, LinkRow};
+use super::links::{ban_lock, to_i64, BanLock, LinkRow, SELECT_COLUMNS};
+use super::outbox::{insert_outbox, link_row, OutboxInsert};
+use super::sql::Conn;
 use super::{BanStore, LiftOutcome, StoreError};
-use crate::bans::{Ban, BanTarget};
 use crate::db::Db;
-use crate::links::{Link, LinkState};
+use crate::model::{denylist_snapshot, Ban, BanTarget, Link, LinkState};
 use async_trait::async_trait;
-use shared::{Denylist, DenylistSnapshot};
+use shared::Denylist;
 
 #[derive(sqlx::FromRow)]
-struct BanRow {
+pub(super) struct BanRow {
     ban_id: i64,
     kind: String,
     domain: Option<String>,
@@ -43,15 +44,13 @@ impl TryFrom<BanRow> for Ban {
     }
 }
 
-const BAN_COLUMNS: &str =
+pub(super) const BAN_COLUMNS: &str =
     "ban_id, kind, domain, code, host, reason, created_by, created_at, lifted_at";
 
 /// The denylist's version counter: a sequence of step 1 in `id_segments`.
 const ADVANCE_DENY: &str = "INSERT INTO id_segments (name, max_id, step, updated_at) VALUES ('deny', 1, 1, $1) \
      ON CONFLICT (name) DO UPDATE SET max_id = id_segments.max_id + 1, updated_at = excluded.updated_at \
      RETURNING max_id";
-
-const OUTBOX: &str = "INSERT INTO outbox (lane, kind, route_key, version, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6)";
 
 /// LIKE pattern for hosts under `host`, wildcards escaped with `!`.
 fn under(host: &str) -> String {
@@ -63,102 +62,84 @@ fn under(host: &str) -> String {
     )
 }
 
-fn snapshot(version: i64, bans: &[Ban]) -> DenylistSnapshot {
-    let mut snap = DenylistSnapshot {
-        v: u64::try_from(version).unwrap_or_default(),
-        ..DenylistSnapshot::default()
-    };
-    for ban in bans {
-        match &ban.target {
-            BanTarget::Code { domain, code } => snap.codes.push(format!("{domain}/{code}")),
-            BanTarget::Host { host } => snap.hosts.push(host.clone()),
-        }
-    }
-    snap.codes.sort();
-    snap.codes.dedup();
-    snap.hosts.sort();
-    snap.hosts.dedup();
-    snap
+/// The active bans, read in the transaction.
+pub(super) async fn active_bans(c: &mut Conn<'_>) -> Result<Vec<Ban>, StoreError> {
+    let rows: Vec<BanRow> = c
+        .fetch_all(
+            &format!("SELECT {BAN_COLUMNS} FROM bans WHERE lifted_at IS NULL"),
+            &[],
+        )
+        .await?;
+    rows.into_iter().map(Ban::try_from).collect()
 }
 
-/// Runs steps 2–4 inside `tx` after the ban row changed, and announces the change to
-/// the other origins on PostgreSQL.
-macro_rules! propagate {
-    ($tx:expr, $pg:expr, $target:expr, $now:expr) => {{
-        if $pg {
-            sqlx::query("SELECT pg_notify($1, '')")
-                .bind(crate::freshness::BANS_CHANNEL)
-                .execute(&mut *$tx)
-                .await?;
-        }
-        let version: i64 = sqlx::query_scalar(ADVANCE_DENY)
-            .bind($now)
-            .fetch_one(&mut *$tx)
+/// Steps 2–4 inside the transaction, after the ban row changed, and the announcement of
+/// the change to the other origins on PostgreSQL.
+async fn propagate(c: &mut Conn<'_>, target: &BanTarget, now: i64) -> Result<(), StoreError> {
+    if c.is_postgres() {
+        c.execute("SELECT pg_notify($1, '')", &[super::BANS_CHANNEL.into()])
             .await?;
-        let active: Vec<BanRow> = sqlx::query_as(&format!(
-            "SELECT {BAN_COLUMNS} FROM bans WHERE lifted_at IS NULL"
-        ))
-        .fetch_all(&mut *$tx)
-        .await?;
-        let active: Vec<Ban> = active
-            .into_iter()
-            .map(Ban::try_from)
-            .collect::<Result<_, _>>()?;
-        let snap = snapshot(version, &active);
-        let payload = serde_json::to_string(&snap).unwrap_or_default();
-        sqlx::query(OUTBOX)
-            .bind("fast")
-            .bind("deny")
-            .bind("deny")
-            .bind(version)
-            .bind(payload)
-            .bind($now)
-            .execute(&mut *$tx)
-            .await?;
-        let deny = Denylist::from(snap);
-        // Every covered link's version is bumped by the database, and its copy for the
-        // edge built from the row as written: a concurrent edit can neither be lost nor
-        // share a version with this one.
-        let bump =
-            "UPDATE links SET version = version + 1, updated_at = $1 WHERE status <> 'deleted' AND ";
-        let returning = format!(" RETURNING {}", link_row_columns());
-        let rows: Vec<LinkRow> = match $target {
-            BanTarget::Code { domain, code } => {
-                sqlx::query_as(&format!("{bump} domain = $2 AND code = $3{returning}"))
-                    .bind($now)
-                    .bind(domain)
-                    .bind(code)
-                    .fetch_all(&mut *$tx)
-                    .await?
-            }
-            BanTarget::Host { host } => {
-                sqlx::query_as(&format!(
-                    "{bump} (target_host = $2 OR target_host LIKE $3 ESCAPE '!'){returning}"
-                ))
-                .bind($now)
-                .bind(host)
-                .bind(under(host))
-                .fetch_all(&mut *$tx)
+    }
+    let (version,): (i64,) = c.fetch_one(ADVANCE_DENY, &[now.into()]).await?;
+    let active = active_bans(c).await?;
+    let snap = denylist_snapshot(u64::try_from(version).unwrap_or_default(), &active);
+    let payload = serde_json::to_string(&snap).unwrap_or_default();
+    insert_outbox(
+        c,
+        &[OutboxInsert {
+            lane: "fast",
+            kind: "deny",
+            route_key: "deny",
+            version,
+            payload: &payload,
+            created_at: now,
+        }],
+    )
+    .await?;
+    let deny = Denylist::from(snap);
+    // Every covered link's version is bumped by the database, and its copy for the edge
+    // built from the row as written: a concurrent edit can neither be lost nor share a
+    // version with this one.
+    let bump =
+        "UPDATE links SET version = version + 1, updated_at = $1 WHERE status <> 'deleted' AND ";
+    let rows: Vec<LinkRow> = match target {
+        BanTarget::Code { domain, code } => {
+            let sql = format!("{bump} domain = $2 AND code = $3 RETURNING {SELECT_COLUMNS}");
+            c.fetch_all(&sql, &[now.into(), domain.into(), code.into()])
                 .await?
-            }
-        };
-        for row in rows {
-            let link = Link::try_from(row)?;
-            let version =
-                i64::try_from(link.version).map_err(|_| StoreError::Corrupt("version".into()))?;
-            let banned = link.banned_by(&deny);
-            sqlx::query(OUTBOX)
-                .bind("normal")
-                .bind("link")
-                .bind(link.route_key())
-                .bind(version)
-                .bind(link.edge_record(banned).to_json())
-                .bind($now)
-                .execute(&mut *$tx)
-                .await?;
-            debug_assert!(link.status != LinkState::Deleted);
         }
-    }};
+        BanTarget::Host { host } => {
+            let sql = format!(
+                "{bump} (target_host = $2 OR target_host LIKE $3 ESCAPE '!') RETURNING {SELECT_COLUMNS}"
+            );
+            let under = under(host);
+            c.fetch_all(&sql, &[now.into(), host.into(), (&under).into()])
+                .await?
+        }
+    };
+    let links: Vec<Link> = rows
+        .into_iter()
+        .map(Link::try_from)
+        .collect::<Result<_, _>>()?;
+    let routes: Vec<String> = links.iter().map(Link::route_key).collect();
+    let payloads: Vec<String> = links
+        .iter()
+        .map(|l| l.edge_record(l.banned_by(&deny)).to_json())
+        .collect();
+    let outbox = links
+        .iter()
+        .enumerate()
+        .map(|(i, link)| {
+            debug_assert!(link.status != LinkState::Deleted);
+            Ok(link_row(
+                &routes[i],
+                to_i64(link.version, "version")?,
+                &payloads[i],
+                now,
+            ))
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    insert_outbox(c, &outbox).await
 }
 
 #[async_trait]
@@ -176,54 +157,62 @@ impl BanStore for Db {
             }
             BanTarget::Host { host } => ("host", None, None, Some(host.as_str())),
         };
-        let pg = self.is_postgres();
-        crate::on_writer!(self, pool => {
-            let mut tx = pool.begin().await?;
-            // Exclusive: no link write is deciding its ban mark meanwhile.
-            ban_lock!(tx, pg, "pg_advisory_xact_lock");
-            let row: BanRow = sqlx::query_as(&format!(
-                "INSERT INTO bans (kind, domain, code, host, reason, created_by, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {BAN_COLUMNS}"
-            ))
-            .bind(kind)
-            .bind(domain)
-            .bind(code)
-            .bind(host)
-            .bind(reason)
-            .bind(created_by)
-            .bind(now)
-            .fetch_one(&mut *tx)
+        let mut tx = self.begin_write().await?;
+        let mut c = tx.conn();
+        // Exclusive: no link write is deciding its ban mark meanwhile.
+        ban_lock(&mut c, BanLock::Exclusive).await?;
+        let row: BanRow = c
+            .fetch_one(
+                &format!(
+                    "INSERT INTO bans (kind, domain, code, host, reason, created_by, created_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {BAN_COLUMNS}"
+                ),
+                &[
+                    kind.into(),
+                    domain.into(),
+                    code.into(),
+                    host.into(),
+                    reason.into(),
+                    created_by.into(),
+                    now.into(),
+                ],
+            )
             .await?;
-            propagate!(tx, pg, target, now);
-            tx.commit().await?;
-            Ban::try_from(row)
-        })
+        propagate(&mut c, target, now).await?;
+        tx.commit().await?;
+        Ban::try_from(row)
     }
 
     async fn lift_ban(&self, ban_id: i64, now: i64) -> Result<LiftOutcome, StoreError> {
-        let pg = self.is_postgres();
-        crate::on_writer!(self, pool => {
-            let mut tx = pool.begin().await?;
-            ban_lock!(tx, pg, "pg_advisory_xact_lock");
-            let row: Option<BanRow> = sqlx::query_as(&format!(
-                "UPDATE bans SET lifted_at = $1 WHERE ban_id = $2 AND lifted_at IS NULL RETURNING {BAN_COLUMNS}"
-            ))
-            .bind(now)
-            .bind(ban_id)
-            .fetch_optional(&mut *tx)
+        let mut tx = self.begin_write().await?;
+        let mut c = tx.conn();
+        ban_lock(&mut c, BanLock::Exclusive).await?;
+        let row: Option<BanRow> = c
+            .fetch_optional(
+                &format!(
+                    "UPDATE bans SET lifted_at = $1 WHERE ban_id = $2 AND lifted_at IS NULL \
+                     RETURNING {BAN_COLUMNS}"
+                ),
+                &[now.into(), ban_id.into()],
+            )
             .await?;
-            let Some(row) = row else {
-                let exists: Option<i64> = sqlx::query_scalar("SELECT ban_id FROM bans WHERE ban_id = $1")
-                    .bind(ban_id)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                return Ok(if exists.is_some() { LiftOutcome::AlreadyLifted } else { LiftOutcome::NotFound });
-            };
-            let ban = Ban::try_from(row)?;
-            propagate!(tx, pg, &ban.target, now);
-            tx.commit().await?;
-            Ok(LiftOutcome::Lifted(ban))
-        })
+        let Some(row) = row else {
+            let exists: Option<(i64,)> = c
+                .fetch_optional(
+                    "SELECT ban_id FROM bans WHERE ban_id = $1",
+                    &[ban_id.into()],
+                )
+                .await?;
+            return Ok(if exists.is_some() {
+                LiftOutcome::AlreadyLifted
+            } else {
+                LiftOutcome::NotFound
+            });
+        };
+        let ban = Ban::try_from(row)?;
+        propagate(&mut c, &ban.target, now).await?;
+        tx.commit().await?;
+        Ok(LiftOutcome::Lifted(ban))
     }
 
     async fn list_bans(&self, include_lifted: bool) -> Result<Vec<Ban>, StoreError> {
@@ -235,8 +224,7 @@ impl BanStore for Db {
                 "WHERE lifted_at IS NULL"
             }
         );
-        let rows: Vec<BanRow> =
-            crate::on_pool!(self, pool => sqlx::query_as(&sql).fetch_all(pool).await?);
+        let rows: Vec<BanRow> = self.read_all(&sql, &[]).await?;
         rows.into_iter().map(Ban::try_from).collect()
     }
 }

@@ -1,5 +1,6 @@
 //! Click rollups: counting new events exactly once, and reading the counts back.
 
+use super::sql::{insert_rows, list_placeholders, values_placeholders, Arg, Conn};
 use super::{Attributed, ClickStore, DimCount, LinkRef, Rollup, StoreError, Totals};
 use crate::db::Db;
 use async_trait::async_trait;
@@ -114,180 +115,171 @@ impl Increments {
     }
 }
 
-/// Writes `inc` inside `tx`.
-macro_rules! write_increments {
-    ($tx:expr, $inc:expr) => {{
-        let inc: &Increments = $inc;
-        let hours: Vec<_> = inc.hours.iter().collect();
-        for chunk in hours.chunks(CHUNK) {
-            let mut q = sqlx::QueryBuilder::new(
-                "INSERT INTO click_hours (link_id, hour, bot, owner_id, visits, redirects) ",
-            );
-            q.push_values(
-                chunk,
-                |mut row, ((link, hour, bot), (owner, visits, redirects))| {
-                    row.push_bind(*link as i64)
-                        .push_bind(*hour)
-                        .push_bind(*bot)
-                        .push_bind(owner.as_str())
-                        .push_bind(*visits)
-                        .push_bind(*redirects);
-                },
-            );
-            q.push(
-                " ON CONFLICT (link_id, hour, bot) DO UPDATE SET \
-                 visits = click_hours.visits + excluded.visits, \
-                 redirects = click_hours.redirects + excluded.redirects",
-            );
-            q.build().execute(&mut *$tx).await?;
-        }
-        let days: Vec<_> = inc.days.iter().collect();
-        for chunk in days.chunks(CHUNK) {
-            let mut q = sqlx::QueryBuilder::new(
-                "INSERT INTO click_days (owner_id, day, link_id, bot, visits, redirects) ",
-            );
-            q.push_values(
-                chunk,
-                |mut row, ((owner, day, link, bot), (visits, redirects))| {
-                    row.push_bind(owner.as_str())
-                        .push_bind(*day)
-                        .push_bind(*link as i64)
-                        .push_bind(*bot)
-                        .push_bind(*visits)
-                        .push_bind(*redirects);
-                },
-            );
-            q.push(
-                " ON CONFLICT (owner_id, day, link_id, bot) DO UPDATE SET \
-                 visits = click_days.visits + excluded.visits, \
-                 redirects = click_days.redirects + excluded.redirects",
-            );
-            q.build().execute(&mut *$tx).await?;
-        }
-        // Referrers are capped per link and hour: the value is kept if the link-hour has
-        // it already or has room, else counted under OTHER_REFERRERS. Anyone can send any
-        // Referer, so without the cap one link's hour could hold a row per forged host.
-        // What the link-hours of this write hold already is read in two queries per few
-        // hundred, and the cap is applied here: a statement per referrer, as before,
-        // cost a round trip to the database per link-hour written.
-        let referrers: Vec<_> = inc
-            .dims
+/// `link_id` as the database stores it.
+fn db_id(link: u64) -> i64 {
+    link as i64
+}
+
+/// Writes `inc` in the transaction: its hours, days and dimensions, each a multi-row
+/// upsert of 500 rows, with referrers capped per link-hour.
+async fn write_increments(c: &mut Conn<'_>, inc: &Increments) -> Result<(), StoreError> {
+    let hours: Vec<Arg<'_>> = inc
+        .hours
+        .iter()
+        .flat_map(|((link, hour, bot), (owner, visits, redirects))| {
+            [
+                db_id(*link).into(),
+                (*hour).into(),
+                (*bot).into(),
+                owner.into(),
+                (*visits).into(),
+                (*redirects).into(),
+            ]
+        })
+        .collect();
+    let days: Vec<Arg<'_>> = inc
+        .days
+        .iter()
+        .flat_map(|((owner, day, link, bot), (visits, redirects))| {
+            [
+                owner.into(),
+                (*day).into(),
+                db_id(*link).into(),
+                (*bot).into(),
+                (*visits).into(),
+                (*redirects).into(),
+            ]
+        })
+        .collect();
+    // Referrers are capped per link and hour: the value is kept if the link-hour has it
+    // already or has room, else counted under OTHER_REFERRERS. Anyone can send any
+    // Referer, so without the cap one link's hour could hold a row per forged host.
+    // What the link-hours of this write hold already is read in two queries per few
+    // hundred, and the cap is applied here: a statement per referrer cost a round trip
+    // to the database per link-hour written.
+    let referrers: Vec<_> = inc
+        .dims
+        .iter()
+        .filter(|((_, dim, _, _, value), _)| *dim == "referrer" && !value.is_empty())
+        .collect();
+    let mut rows: BTreeMap<(u64, &str, i64, bool, &str), i64> = inc
+        .dims
+        .iter()
+        .filter(|((_, dim, _, _, value), _)| *dim != "referrer" || value.is_empty())
+        .map(|((link, dim, hour, bot, value), n)| ((*link, *dim, *hour, *bot, value.as_str()), *n))
+        .collect();
+    if !referrers.is_empty() {
+        let (first, last) = referrers
             .iter()
-            .filter(|((_, dim, _, _, value), _)| *dim == "referrer" && !value.is_empty())
-            .collect();
-        let mut rows: BTreeMap<(u64, &str, i64, bool, &str), i64> = inc
-            .dims
-            .iter()
-            .filter(|((_, dim, _, _, value), _)| *dim != "referrer" || value.is_empty())
-            .map(|((link, dim, hour, bot, value), n)| {
-                ((*link, *dim, *hour, *bot, value.as_str()), *n)
-            })
-            .collect();
-        if !referrers.is_empty() {
-            let (first, last) = referrers
-                .iter()
-                .fold((i64::MAX, i64::MIN), |(lo, hi), ((_, _, h, _, _), _)| {
-                    (lo.min(*h), hi.max(*h))
-                });
-            let links: Vec<u64> = referrers
-                .iter()
-                .map(|((link, ..), _)| *link)
-                .collect::<std::collections::BTreeSet<u64>>()
-                .into_iter()
-                .collect();
-            // Per link-hour: how many distinct hosts it holds (counted by the database,
-            // one row back per link-hour), and which of the hosts written now it holds
-            // already (looked up by key). Reading every value held instead cost the
-            // edge's batches of 100 a third of their throughput (`bench_clicks`).
-            let mut held: HashMap<(u64, i64, bool), (i64, HashSet<String>)> = HashMap::new();
-            for chunk in links.chunks(CHUNK) {
-                let mut q = sqlx::QueryBuilder::new(
-                    "SELECT link_id, hour, bot, CAST(COUNT(*) AS BIGINT), \
-                     CAST(SUM(CASE WHEN value = ",
-                );
-                q.push_bind(OTHER_REFERRERS)
-                    .push(
-                        " THEN 1 ELSE 0 END) AS BIGINT) FROM click_dims \
-                     WHERE dim = 'referrer' AND value <> '' AND hour >= ",
-                    )
-                    .push_bind(first)
-                    .push(" AND hour <= ")
-                    .push_bind(last)
-                    .push(" AND link_id IN (");
-                let mut list = q.separated(", ");
-                for link in chunk {
-                    list.push_bind(*link as i64);
-                }
-                q.push(") GROUP BY link_id, hour, bot");
-                let found: Vec<(i64, i64, bool, i64, i64)> =
-                    q.build_query_as().fetch_all(&mut *$tx).await?;
-                for (link, hour, bot, values, other) in found {
-                    held.entry((link_id(link)?, hour, bot)).or_default().0 = values - other;
-                }
-            }
-            for chunk in referrers.chunks(CHUNK) {
-                let mut q = sqlx::QueryBuilder::new(
-                    "SELECT link_id, hour, bot, value FROM click_dims \
-                     WHERE dim = 'referrer' AND (link_id, hour, bot, value) IN (VALUES ",
-                );
-                let mut list = q.separated(", ");
-                for ((link, _, hour, bot, value), _) in chunk {
-                    list.push("(")
-                        .push_bind_unseparated(*link as i64)
-                        .push_unseparated(", ")
-                        .push_bind_unseparated(*hour)
-                        .push_unseparated(", ")
-                        .push_bind_unseparated(*bot)
-                        .push_unseparated(", ")
-                        .push_bind_unseparated(value.as_str())
-                        .push_unseparated(")");
-                }
-                q.push(")");
-                let found: Vec<(i64, i64, bool, String)> =
-                    q.build_query_as().fetch_all(&mut *$tx).await?;
-                for (link, hour, bot, value) in found {
-                    held.entry((link_id(link)?, hour, bot))
-                        .or_default()
-                        .1
-                        .insert(value);
-                }
-            }
-            for ((link, _, hour, bot, value), n) in referrers {
-                let (distinct, values) = held.entry((*link, *hour, *bot)).or_default();
-                let kept = if values.contains(value.as_str()) {
-                    value.as_str()
-                } else if value != OTHER_REFERRERS && *distinct < inc.referrer_cap {
-                    // Each (link-hour, host) comes once: `inc.dims` is keyed by it.
-                    *distinct += 1;
-                    value.as_str()
-                } else {
-                    OTHER_REFERRERS
-                };
-                *rows
-                    .entry((*link, "referrer", *hour, *bot, kept))
-                    .or_default() += *n;
-            }
-        }
-        let rows: Vec<_> = rows.into_iter().collect();
-        for chunk in rows.chunks(CHUNK) {
-            let mut q = sqlx::QueryBuilder::new(
-                "INSERT INTO click_dims (link_id, dim, hour, bot, value, visits) ",
-            );
-            q.push_values(chunk, |mut row, ((link, dim, hour, bot, value), visits)| {
-                row.push_bind(*link as i64)
-                    .push_bind(*dim)
-                    .push_bind(*hour)
-                    .push_bind(*bot)
-                    .push_bind(*value)
-                    .push_bind(*visits);
+            .fold((i64::MAX, i64::MIN), |(lo, hi), ((_, _, h, _, _), _)| {
+                (lo.min(*h), hi.max(*h))
             });
-            q.push(
-                " ON CONFLICT (link_id, dim, hour, bot, value) DO UPDATE SET \
-                 visits = click_dims.visits + excluded.visits",
+        let links: Vec<u64> = referrers
+            .iter()
+            .map(|((link, ..), _)| *link)
+            .collect::<std::collections::BTreeSet<u64>>()
+            .into_iter()
+            .collect();
+        // Per link-hour: how many distinct hosts it holds (counted by the database, one
+        // row back per link-hour), and which of the hosts written now it holds already
+        // (looked up by key). Reading every value held instead cost the edge's batches
+        // of 100 a third of their throughput (`bench_clicks`).
+        let mut held: HashMap<(u64, i64, bool), (i64, HashSet<String>)> = HashMap::new();
+        for chunk in links.chunks(CHUNK) {
+            let sql = format!(
+                "SELECT link_id, hour, bot, CAST(COUNT(*) AS BIGINT), \
+                 CAST(SUM(CASE WHEN value = $1 THEN 1 ELSE 0 END) AS BIGINT) FROM click_dims \
+                 WHERE dim = 'referrer' AND value <> '' AND hour >= $2 AND hour <= $3 \
+                 AND link_id IN ({}) GROUP BY link_id, hour, bot",
+                list_placeholders(4, chunk.len())
             );
-            q.build().execute(&mut *$tx).await?;
+            let mut args: Vec<Arg<'_>> = vec![OTHER_REFERRERS.into(), first.into(), last.into()];
+            args.extend(chunk.iter().map(|l| Arg::from(db_id(*l))));
+            let found: Vec<(i64, i64, bool, i64, i64)> = c.fetch_all(&sql, &args).await?;
+            for (link, hour, bot, values, other) in found {
+                held.entry((link_id(link)?, hour, bot)).or_default().0 = values - other;
+            }
         }
-    }};
+        for chunk in referrers.chunks(CHUNK) {
+            let sql = format!(
+                "SELECT link_id, hour, bot, value FROM click_dims \
+                 WHERE dim = 'referrer' AND (link_id, hour, bot, value) IN (VALUES {})",
+                values_placeholders(1, chunk.len(), 4)
+            );
+            let args: Vec<Arg<'_>> = chunk
+                .iter()
+                .flat_map(|((link, _, hour, bot, value), _)| {
+                    [
+                        db_id(*link).into(),
+                        (*hour).into(),
+                        (*bot).into(),
+                        value.into(),
+                    ]
+                })
+                .collect();
+            let found: Vec<(i64, i64, bool, String)> = c.fetch_all(&sql, &args).await?;
+            for (link, hour, bot, value) in found {
+                held.entry((link_id(link)?, hour, bot))
+                    .or_default()
+                    .1
+                    .insert(value);
+            }
+        }
+        for ((link, _, hour, bot, value), n) in referrers {
+            let (distinct, values) = held.entry((*link, *hour, *bot)).or_default();
+            let kept = if values.contains(value.as_str()) {
+                value.as_str()
+            } else if value != OTHER_REFERRERS && *distinct < inc.referrer_cap {
+                // Each (link-hour, host) comes once: `inc.dims` is keyed by it.
+                *distinct += 1;
+                value.as_str()
+            } else {
+                OTHER_REFERRERS
+            };
+            *rows
+                .entry((*link, "referrer", *hour, *bot, kept))
+                .or_default() += *n;
+        }
+    }
+    let dims: Vec<Arg<'_>> = rows
+        .iter()
+        .flat_map(|((link, dim, hour, bot, value), visits)| {
+            [
+                db_id(*link).into(),
+                (*dim).into(),
+                (*hour).into(),
+                (*bot).into(),
+                (*value).into(),
+                (*visits).into(),
+            ]
+        })
+        .collect();
+    // Upserts in one order across writers (no deadlocks): hours, days, dimensions.
+    for (insert, conflict, args) in [
+        (
+            "INSERT INTO click_hours (link_id, hour, bot, owner_id, visits, redirects)",
+            "ON CONFLICT (link_id, hour, bot) DO UPDATE SET \
+             visits = click_hours.visits + excluded.visits, \
+             redirects = click_hours.redirects + excluded.redirects",
+            &hours,
+        ),
+        (
+            "INSERT INTO click_days (owner_id, day, link_id, bot, visits, redirects)",
+            "ON CONFLICT (owner_id, day, link_id, bot) DO UPDATE SET \
+             visits = click_days.visits + excluded.visits, \
+             redirects = click_days.redirects + excluded.redirects",
+            &days,
+        ),
+        (
+            "INSERT INTO click_dims (link_id, dim, hour, bot, value, visits)",
+            "ON CONFLICT (link_id, dim, hour, bot, value) DO UPDATE SET \
+             visits = click_dims.visits + excluded.visits",
+            &dims,
+        ),
+    ] {
+        insert_rows(c, insert, conflict, 6, args).await?;
+    }
+    Ok(())
 }
 
 fn link_id(v: i64) -> Result<u64, StoreError> {
@@ -336,22 +328,17 @@ fn whole_days(from: i64, to: i64) -> (i64, i64) {
 impl ClickStore for Db {
     async fn link_refs(&self, keys: &[RouteKey]) -> Result<Vec<LinkRef>, StoreError> {
         let mut found = Vec::with_capacity(keys.len());
+        let mut r = self.reader().await?;
         for chunk in keys.chunks(CHUNK) {
-            let rows: Vec<(i64, String, String, String)> = crate::on_pool!(self, pool => {
-                let mut q = sqlx::QueryBuilder::new(
-                    "SELECT link_id, domain, code, owner_id FROM links WHERE (domain, code) IN (",
-                );
-                let mut list = q.separated(", ");
-                for key in chunk {
-                    list.push("(")
-                        .push_bind_unseparated(key.domain())
-                        .push_unseparated(", ")
-                        .push_bind_unseparated(key.code())
-                        .push_unseparated(")");
-                }
-                q.push(")");
-                q.build_query_as().fetch_all(pool).await?
-            });
+            let sql = format!(
+                "SELECT link_id, domain, code, owner_id FROM links WHERE (domain, code) IN ({})",
+                values_placeholders(1, chunk.len(), 2)
+            );
+            let args: Vec<Arg<'_>> = chunk
+                .iter()
+                .flat_map(|k| [k.domain().into(), k.code().into()])
+                .collect();
+            let rows: Vec<(i64, String, String, String)> = r.conn().fetch_all(&sql, &args).await?;
             for row in rows {
                 found.push(link_ref(row)?);
             }
@@ -361,18 +348,14 @@ impl ClickStore for Db {
 
     async fn link_refs_by_id(&self, ids: &[u64]) -> Result<Vec<LinkRef>, StoreError> {
         let mut found = Vec::with_capacity(ids.len());
+        let mut r = self.reader().await?;
         for chunk in ids.chunks(CHUNK) {
-            let rows: Vec<(i64, String, String, String)> = crate::on_pool!(self, pool => {
-                let mut q = sqlx::QueryBuilder::new(
-                    "SELECT link_id, domain, code, owner_id FROM links WHERE link_id IN (",
-                );
-                let mut list = q.separated(", ");
-                for id in chunk {
-                    list.push_bind(*id as i64);
-                }
-                q.push(")");
-                q.build_query_as().fetch_all(pool).await?
-            });
+            let sql = format!(
+                "SELECT link_id, domain, code, owner_id FROM links WHERE link_id IN ({})",
+                list_placeholders(1, chunk.len())
+            );
+            let args: Vec<Arg<'_>> = chunk.iter().map(|id| Arg::from(db_id(*id))).collect();
+            let rows: Vec<(i64, String, String, String)> = r.conn().fetch_all(&sql, &args).await?;
             for row in rows {
                 found.push(link_ref(row)?);
             }
@@ -395,48 +378,47 @@ impl ClickStore for Db {
         if events.is_empty() {
             return Ok(0);
         }
-        crate::on_writer!(self, pool => {
-            let mut tx = pool.begin().await?;
-            // Claim the ids: only those nobody claimed before are counted. A concurrent
-            // batch holding one of them waits for us on its unique index.
-            let mut fresh: HashSet<String> = HashSet::with_capacity(events.len());
-            for chunk in events.chunks(CHUNK) {
-                let mut q = sqlx::QueryBuilder::new("INSERT INTO click_seen (event_id, received_at) ");
-                q.push_values(chunk, |mut row, a| {
-                    row.push_bind(a.event.event_id.as_str()).push_bind(now);
-                });
-                q.push(" ON CONFLICT (event_id) DO NOTHING RETURNING event_id");
-                let claimed: Vec<String> = q.build_query_scalar().fetch_all(&mut *tx).await?;
-                fresh.extend(claimed);
-            }
-            let mut inc = Increments::new(referrer_cap);
-            for a in events.iter().filter(|a| fresh.contains(&a.event.event_id)) {
-                inc.add(a.link_id, a.owner_id, &ClickDims::of(a.event), 1);
-            }
-            write_increments!(tx, &inc);
-            tx.commit().await?;
-            Ok(fresh.len() as u64)
-        })
+        let mut tx = self.begin_write().await?;
+        let mut c = tx.conn();
+        // Claim the ids: only those nobody claimed before are counted. A concurrent batch
+        // holding one of them waits for us on its unique index.
+        let mut fresh: HashSet<String> = HashSet::with_capacity(events.len());
+        for chunk in events.chunks(CHUNK) {
+            let sql = format!(
+                "INSERT INTO click_seen (event_id, received_at) VALUES {} \
+                 ON CONFLICT (event_id) DO NOTHING RETURNING event_id",
+                values_placeholders(1, chunk.len(), 2)
+            );
+            let args: Vec<Arg<'_>> = chunk
+                .iter()
+                .flat_map(|a| [a.event.event_id.as_str().into(), now.into()])
+                .collect();
+            let claimed: Vec<(String,)> = c.fetch_all(&sql, &args).await?;
+            fresh.extend(claimed.into_iter().map(|(id,)| id));
+        }
+        let mut inc = Increments::new(referrer_cap);
+        for a in events.iter().filter(|a| fresh.contains(&a.event.event_id)) {
+            inc.add(a.link_id, a.owner_id, &ClickDims::of(a.event), 1);
+        }
+        write_increments(&mut c, &inc).await?;
+        tx.commit().await?;
+        Ok(fresh.len() as u64)
     }
 
     async fn add_rollups(&self, inc: &Increments) -> Result<(), StoreError> {
-        crate::on_writer!(self, pool => {
-            let mut tx = pool.begin().await?;
-            write_increments!(tx, inc);
-            tx.commit().await?;
-        });
+        let mut tx = self.begin_write().await?;
+        write_increments(&mut tx.conn(), inc).await?;
+        tx.commit().await?;
         Ok(())
     }
 
     async fn forget_click_ids(&self, before: i64) -> Result<u64, StoreError> {
-        let done = crate::on_writer!(self, pool => {
-            sqlx::query("DELETE FROM click_seen WHERE received_at < $1")
-                .bind(before)
-                .execute(pool)
-                .await?
-                .rows_affected()
-        });
-        Ok(done)
+        Ok(self
+            .write(
+                "DELETE FROM click_seen WHERE received_at < $1",
+                &[before.into()],
+            )
+            .await?)
     }
 
     async fn click_series(
@@ -446,20 +428,15 @@ impl ClickStore for Db {
         to: i64,
         bucket_ms: i64,
     ) -> Result<Vec<Rollup>, StoreError> {
-        let rows: Vec<(i64, bool, i64, i64)> = crate::on_pool!(self, pool => {
-            sqlx::query_as(
+        let rows: Vec<(i64, bool, i64, i64)> = self
+            .read_all(
                 "SELECT hour - (hour % $4) AS bucket, bot, \
                  CAST(SUM(visits) AS BIGINT), CAST(SUM(redirects) AS BIGINT) \
                  FROM click_hours WHERE link_id = $1 AND hour >= $2 AND hour < $3 \
                  GROUP BY bucket, bot ORDER BY bucket",
+                &[db_id(link).into(), from.into(), to.into(), bucket_ms.into()],
             )
-            .bind(link as i64)
-            .bind(from)
-            .bind(to)
-            .bind(bucket_ms)
-            .fetch_all(pool)
-            .await?
-        });
+            .await?;
         Ok(rows
             .into_iter()
             .map(|(start, bot, visits, redirects)| Rollup {
@@ -481,8 +458,8 @@ impl ClickStore for Db {
     ) -> Result<Vec<DimCount>, StoreError> {
         // The top of each dimension is chosen by the database: only `top` rows per
         // dimension come back, however many values the range holds.
-        let rows: Vec<(String, String, i64)> = crate::on_pool!(self, pool => {
-            sqlx::query_as(
+        let rows: Vec<(String, String, i64)> = self
+            .read_all(
                 "SELECT dim, value, n FROM ( \
                    SELECT dim, value, CAST(SUM(visits) AS BIGINT) AS n, \
                      ROW_NUMBER() OVER (PARTITION BY dim ORDER BY SUM(visits) DESC, value) AS r \
@@ -490,15 +467,15 @@ impl ClickStore for Db {
                    WHERE link_id = $1 AND hour >= $2 AND hour < $3 AND (bot = FALSE OR $4) \
                    GROUP BY dim, value) ranked \
                  WHERE r <= $5 ORDER BY dim, n DESC, value",
+                &[
+                    db_id(link).into(),
+                    from.into(),
+                    to.into(),
+                    include_bots.into(),
+                    top.into(),
+                ],
             )
-            .bind(link as i64)
-            .bind(from)
-            .bind(to)
-            .bind(include_bots)
-            .bind(top)
-            .fetch_all(pool)
-            .await?
-        });
+            .await?;
         Ok(rows
             .into_iter()
             .map(|(dim, value, visits)| DimCount { dim, value, visits })
@@ -519,18 +496,20 @@ impl ClickStore for Db {
              ORDER BY CASE WHEN $6 THEN SUM(visits) ELSE SUM(CASE WHEN bot THEN 0 ELSE visits END) END DESC, link_id \
              LIMIT $7"
         );
-        let rows: Vec<(i64, i64, i64, i64, i64)> = crate::on_pool!(self, pool => {
-            sqlx::query_as(&sql)
-                .bind(owner)
-                .bind(days_from)
-                .bind(days_to)
-                .bind(from)
-                .bind(to)
-                .bind(include_bots)
-                .bind(limit)
-                .fetch_all(pool)
-                .await?
-        });
+        let rows: Vec<(i64, i64, i64, i64, i64)> = self
+            .read_all(
+                &sql,
+                &[
+                    owner.into(),
+                    days_from.into(),
+                    days_to.into(),
+                    from.into(),
+                    to.into(),
+                    include_bots.into(),
+                    limit.into(),
+                ],
+            )
+            .await?;
         rows.into_iter()
             .map(|(id, visits, redirects, bots, bot_redirects)| {
                 Ok((
@@ -549,16 +528,21 @@ impl ClickStore for Db {
     async fn owner_totals(&self, owner: &str, from: i64, to: i64) -> Result<Totals, StoreError> {
         let (days_from, days_to) = whole_days(from, to);
         let sql = format!("SELECT {SUMS} FROM ({OWNER_ROWS}) r");
-        let row: (Option<i64>, Option<i64>, Option<i64>, Option<i64>) = crate::on_pool!(self, pool => {
-            sqlx::query_as(&sql)
-                .bind(owner)
-                .bind(days_from)
-                .bind(days_to)
-                .bind(from)
-                .bind(to)
-                .fetch_one(pool)
-                .await?
-        });
+        let row: (Option<i64>, Option<i64>, Option<i64>, Option<i64>) = self
+            .reader()
+            .await?
+            .conn()
+            .fetch_one(
+                &sql,
+                &[
+                    owner.into(),
+                    days_from.into(),
+                    days_to.into(),
+                    from.into(),
+                    to.into(),
+                ],
+            )
+            .await?;
         Ok(Totals {
             visits: row.0.unwrap_or_default(),
             redirects: row.1.unwrap_or_default(),

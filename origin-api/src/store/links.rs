@@ -1,25 +1,19 @@
 //! Links, keys, domains and bans in SQL. The unique index on `(domain, code)` is the
 //! only arbiter of who gets a code: inserts never check first.
 
+use super::bans::active_bans;
+use super::outbox::{insert_outbox, link_row, OutboxInsert};
+use super::sql::{list_placeholders, values_placeholders, Arg, Conn};
 use super::{BulkInsert, IdempotencyKey, Idempotent, LinkStore, StoreError};
 use crate::db::Db;
-use crate::keys::ApiKey;
-use crate::links::{Link, LinkState, ListFilter, Published};
+use crate::model::{ApiKey, Link, LinkState, ListFilter, Published};
 use async_trait::async_trait;
 use shared::{Alphabet, CodeKind, CodeSpace, DomainSettings, RedirectStatus};
 
-/// The columns `LinkRow` reads, for queries built elsewhere in the store.
-pub(super) fn link_row_columns() -> &'static str {
-    SELECT_COLUMNS
-}
-
 /// What a read selects: the written columns and what the publisher recorded.
-const SELECT_COLUMNS: &str = "link_id, domain, code, target_url, owner_id, status, redirect_status, \
+pub(super) const SELECT_COLUMNS: &str = "link_id, domain, code, target_url, owner_id, status, redirect_status, \
      expires_at, version, key_version, code_kind, forward_query, title, tags, created_at, updated_at, \
      published_version, published_at";
-
-const LINK_COLUMNS: &str = "link_id, domain, code, target_url, owner_id, status, redirect_status, \
-     expires_at, version, key_version, code_kind, forward_query, title, tags, created_at, updated_at";
 
 #[derive(sqlx::FromRow)]
 pub(super) struct LinkRow {
@@ -111,171 +105,244 @@ struct DomainRow {
 /// SQLite's 32,766 and PostgreSQL's 65,535.
 const BULK_CHUNK: usize = 500;
 
-/// A link's values in the database's types.
-struct NewLinkRow {
+/// A link's values in the database's types, the ones computed from the link held here
+/// so that its arguments can borrow them.
+struct NewLinkRow<'a> {
+    link: &'a Link,
     link_id: i64,
     version: i64,
     tags: String,
     code_kind: &'static str,
+    target_host: String,
 }
 
-impl NewLinkRow {
-    fn new(link: &Link) -> Result<Self, StoreError> {
+impl<'a> NewLinkRow<'a> {
+    fn new(link: &'a Link) -> Result<Self, StoreError> {
         Ok(NewLinkRow {
+            link,
             link_id: to_i64(link.link_id, "link_id")?,
             version: to_i64(link.version, "version")?,
-            tags: serde_json::to_string(&link.tags).unwrap_or_else(|_| "[]".into()),
+            tags: tags_json(&link.tags),
             code_kind: match link.code_kind {
                 CodeKind::Generated => "generated",
                 CodeKind::Custom => "custom",
             },
+            target_host: link.target_host(),
         })
+    }
+
+    /// The values of [`INSERT_COLUMNS`], in order: the one place they are listed.
+    fn args(&self) -> [Arg<'_>; 17] {
+        let link = self.link;
+        [
+            self.link_id.into(),
+            (&link.domain).into(),
+            (&link.code).into(),
+            (&link.target_url).into(),
+            (&link.owner_id).into(),
+            link.status.as_str().into(),
+            i64::from(link.redirect.code()).into(),
+            link.expires_at.into(),
+            self.version.into(),
+            link.key_version.map(i64::from).into(),
+            self.code_kind.into(),
+            link.forward_query.into(),
+            (&link.title).into(),
+            (&self.tags).into(),
+            link.created_at.into(),
+            link.updated_at.into(),
+            (&self.target_host).into(),
+        ]
     }
 }
 
-/// Claims an idempotency key inside `tx` (after forgetting it if expired). Evaluates to
-/// `None` when this transaction now holds the key, or to the earlier request's hash and
+/// The columns a new link writes, in the order of [`NewLinkRow::args`].
+const INSERT_COLUMNS: &str = "link_id, domain, code, target_url, owner_id, status, redirect_status, \
+     expires_at, version, key_version, code_kind, forward_query, title, tags, created_at, updated_at, \
+     target_host";
+
+fn tags_json(tags: &[String]) -> String {
+    serde_json::to_string(tags).unwrap_or_else(|_| "[]".into())
+}
+
+/// Claims an idempotency key inside a transaction (after forgetting it if expired):
+/// `None` when this transaction now holds the key, or the earlier request's hash and
 /// recorded response when another holds it (a concurrent claim waits on the unique
 /// index until the holder commits).
-macro_rules! claim_key {
-    ($tx:expr, $key:expr, $link_id:expr, $response:expr, $now:expr) => {{
-        sqlx::query("DELETE FROM idempotency WHERE owner_id = $1 AND key = $2 AND created_at < $3")
-            .bind($key.owner_id)
-            .bind($key.key)
-            .bind($key.expired_before)
-            .execute(&mut *$tx)
-            .await?;
-        let claimed = sqlx::query(
+async fn claim_key(
+    c: &mut Conn<'_>,
+    key: &IdempotencyKey<'_>,
+    link_id: Option<i64>,
+    response: Option<&str>,
+    now: i64,
+) -> Result<Option<(String, String)>, StoreError> {
+    c.execute(
+        "DELETE FROM idempotency WHERE owner_id = $1 AND key = $2 AND created_at < $3",
+        &[
+            key.owner_id.into(),
+            key.key.into(),
+            key.expired_before.into(),
+        ],
+    )
+    .await?;
+    let claimed = c
+        .execute(
             "INSERT INTO idempotency (owner_id, key, request_hash, state, link_id, response, created_at) \
              VALUES ($1, $2, $3, 'succeeded', $4, $5, $6) ON CONFLICT (owner_id, key) DO NOTHING",
+            &[
+                key.owner_id.into(),
+                key.key.into(),
+                key.request_hash.into(),
+                link_id.into(),
+                response.into(),
+                now.into(),
+            ],
         )
-        .bind($key.owner_id)
-        .bind($key.key)
-        .bind($key.request_hash)
-        .bind($link_id)
-        .bind($response)
-        .bind($now)
-        .execute(&mut *$tx)
-        .await?
-        .rows_affected();
-        if claimed == 0 {
-            let (hash, response): (String, Option<String>) =
-                sqlx::query_as("SELECT request_hash, response FROM idempotency WHERE owner_id = $1 AND key = $2")
-                    .bind($key.owner_id)
-                    .bind($key.key)
-                    .fetch_one(&mut *$tx)
-                    .await?;
-            Some((hash, response.unwrap_or_default()))
-        } else {
-            None
-        }
-    }};
+        .await?;
+    if claimed != 0 {
+        return Ok(None);
+    }
+    let (hash, response): (String, Option<String>) = c
+        .fetch_one(
+            "SELECT request_hash, response FROM idempotency WHERE owner_id = $1 AND key = $2",
+            &[key.owner_id.into(), key.key.into()],
+        )
+        .await?;
+    Ok(Some((hash, response.unwrap_or_default())))
 }
 
 /// The advisory lock that orders ban changes against link writes on PostgreSQL: a
 /// write of a link holds it shared while it decides whether a ban covers the link, and a
 /// ban or lift holds it exclusively, so that each sees the other whole or not at all.
 /// (SQLite has one writer at a time, which orders them already.)
-pub(super) const BAN_LOCK: i64 = 0x686f_705f_6261_6e73; // "hop_bans"
+const BAN_LOCK: i64 = 0x686f_705f_6261_6e73; // "hop_bans"
 
-/// Takes the ban lock inside `$tx` on PostgreSQL, shared or exclusive (`$function`).
-macro_rules! ban_lock {
-    ($tx:expr, $pg:expr, $function:literal) => {
-        if $pg {
-            sqlx::query(concat!("SELECT ", $function, "($1)"))
-                .bind($crate::store::links::BAN_LOCK)
-                .execute(&mut *$tx)
-                .await?;
-        }
-    };
+/// How a transaction holds [`BAN_LOCK`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum BanLock {
+    /// A link write deciding its ban mark.
+    Shared,
+    /// A ban or a lift.
+    Exclusive,
 }
-pub(super) use ban_lock;
 
-/// Announces, on PostgreSQL, that `$route` is now at `$version` (delivered to the other
-/// origins when `$tx` commits; `freshness` listens).
-macro_rules! announce {
-    ($tx:expr, $pg:expr, $version:expr, $route:expr) => {
-        if $pg {
-            sqlx::query("SELECT pg_notify($1, $2)")
-                .bind($crate::freshness::LINKS_CHANNEL)
-                .bind(format!("{} {}", $version, $route))
-                .execute(&mut *$tx)
-                .await?;
-        }
-    };
+/// Takes the ban lock for the rest of the transaction, on PostgreSQL.
+pub(super) async fn ban_lock(c: &mut Conn<'_>, how: BanLock) -> Result<(), StoreError> {
+    if c.is_postgres() {
+        let sql = match how {
+            BanLock::Shared => "SELECT pg_advisory_xact_lock_shared($1)",
+            BanLock::Exclusive => "SELECT pg_advisory_xact_lock($1)",
+        };
+        c.execute(sql, &[BAN_LOCK.into()]).await?;
+    }
+    Ok(())
+}
+
+/// Announces, on PostgreSQL, that `route` is now at `version` (delivered to the other
+/// origins when the transaction commits; `freshness` listens).
+async fn announce(c: &mut Conn<'_>, version: u64, route: &str) -> Result<(), StoreError> {
+    if c.is_postgres() {
+        let note = format!("{version} {route}");
+        c.execute(
+            "SELECT pg_notify($1, $2)",
+            &[super::LINKS_CHANNEL.into(), (&note).into()],
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 /// Whether an active ban covers `domain/code` or the target host `host`, read inside
-/// `$tx` (after the ban lock).
-macro_rules! covered_in_tx {
-    ($tx:expr, $domain:expr, $code:expr, $host:expr) => {{
-        let suffixes = host_suffixes($host);
-        let sql = ban_cover_sql(suffixes.len());
-        let mut q = sqlx::query_scalar::<_, i64>(&sql).bind($domain).bind($code);
-        for s in &suffixes {
-            q = q.bind(s);
-        }
-        q.fetch_optional(&mut *$tx).await?.is_some()
-    }};
-}
-
-/// `SELECT` of any active ban of a code ($1/$2) or of one of `suffixes` hosts ($3…).
-fn ban_cover_sql(suffixes: usize) -> String {
-    let hosts: Vec<String> = (3..3 + suffixes).map(|i| format!("${i}")).collect();
-    format!(
+/// the transaction (after the ban lock).
+async fn covered(
+    c: &mut Conn<'_>,
+    domain: &str,
+    code: &str,
+    host: &str,
+) -> Result<bool, StoreError> {
+    let suffixes = host_suffixes(host);
+    let sql = format!(
         "SELECT CAST(1 AS BIGINT) FROM bans WHERE lifted_at IS NULL AND \
          ((kind = 'code' AND domain = $1 AND code = $2) OR (kind = 'host' AND host IN ({}))) LIMIT 1",
-        hosts.join(", ")
-    )
+        list_placeholders(3, suffixes.len())
+    );
+    let mut args: Vec<Arg<'_>> = vec![domain.into(), code.into()];
+    args.extend(suffixes.iter().map(Arg::from));
+    let found: Option<(i64,)> = c.fetch_optional(&sql, &args).await?;
+    Ok(found.is_some())
 }
 
-/// Inserts the link and its outbox row inside `tx`, the record marked `banned` when a
-/// ban covers it at this moment; evaluates to that mark. Returns `Taken` from the
-/// enclosing function when the route key exists.
-macro_rules! insert_in_tx {
-    ($tx:expr, $pg:expr, $row:expr, $link:expr) => {{
-        ban_lock!($tx, $pg, "pg_advisory_xact_lock_shared");
-        let banned = covered_in_tx!($tx, &$link.domain, &$link.code, &$link.target_host());
-        let inserted = sqlx::query(&format!(
-            "INSERT INTO links ({LINK_COLUMNS}, target_host) VALUES \
-             ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)"
-        ))
-        .bind($row.link_id)
-        .bind(&$link.domain)
-        .bind(&$link.code)
-        .bind(&$link.target_url)
-        .bind(&$link.owner_id)
-        .bind($link.status.as_str())
-        .bind(i64::from($link.redirect.code()))
-        .bind($link.expires_at)
-        .bind($row.version)
-        .bind($link.key_version.map(i64::from))
-        .bind($row.code_kind)
-        .bind($link.forward_query)
-        .bind(&$link.title)
-        .bind(&$row.tags)
-        .bind($link.created_at)
-        .bind($link.updated_at)
-        .bind($link.target_host())
-        .execute(&mut *$tx)
-        .await;
-        match inserted {
-            Err(e) if is_route_taken(&e) => return Err(StoreError::Taken),
-            other => other.map_err(StoreError::from_write)?,
-        };
-        sqlx::query(
-            "INSERT INTO outbox (lane, kind, route_key, version, payload, created_at) \
-             VALUES ('normal', 'link', $1, $2, $3, $4)",
-        )
-        .bind($link.route_key())
-        .bind($row.version)
-        .bind($link.edge_record(banned).to_json())
-        .bind($link.created_at)
-        .execute(&mut *$tx)
-        .await?;
-        announce!($tx, $pg, $row.version, $link.route_key());
-        banned
-    }};
+/// Inserts the link and its outbox row, the record marked `banned` when a ban covers it
+/// at this moment; `Taken` when the route key exists.
+async fn insert_one(c: &mut Conn<'_>, row: &NewLinkRow<'_>) -> Result<(), StoreError> {
+    let link = row.link;
+    ban_lock(c, BanLock::Shared).await?;
+    let banned = covered(c, &link.domain, &link.code, &row.target_host).await?;
+    let sql = format!(
+        "INSERT INTO links ({INSERT_COLUMNS}) VALUES {}",
+        values_placeholders(1, 1, 17)
+    );
+    match c.execute(&sql, &row.args()).await {
+        Err(e) if is_route_taken(&e) => return Err(StoreError::Taken),
+        other => other.map_err(StoreError::from_write)?,
+    };
+    let route = link.route_key();
+    let payload = link.edge_record(banned).to_json();
+    insert_outbox(
+        c,
+        &[link_row(&route, row.version, &payload, link.created_at)],
+    )
+    .await?;
+    announce(c, link.version, &route).await
+}
+
+/// Inserts a chunk of links in one statement, skipping those whose route key is taken,
+/// with the outbox rows of those that went in (ban marks from `deny`); which went in.
+async fn insert_chunk(
+    c: &mut Conn<'_>,
+    rows: &[NewLinkRow<'_>],
+    deny: &shared::Denylist,
+) -> Result<Vec<bool>, StoreError> {
+    let sql = format!(
+        "INSERT INTO links ({INSERT_COLUMNS}) VALUES {} \
+         ON CONFLICT (domain, code) DO NOTHING RETURNING link_id",
+        values_placeholders(1, rows.len(), 17)
+    );
+    // Only the route key may be taken; any other conflict fails the batch.
+    let args: Vec<Arg<'_>> = rows.iter().flat_map(|r| r.args()).collect();
+    let ids: Vec<(i64,)> = c
+        .fetch_all(&sql, &args)
+        .await
+        .map_err(StoreError::from_write)?;
+    let ids: std::collections::HashSet<i64> = ids.into_iter().map(|(id,)| id).collect();
+    let went_in: Vec<bool> = rows.iter().map(|r| ids.contains(&r.link_id)).collect();
+    let routes: Vec<String> = rows.iter().map(|r| r.link.route_key()).collect();
+    let payloads: Vec<String> = rows
+        .iter()
+        .map(|r| r.link.edge_record(r.link.banned_by(deny)).to_json())
+        .collect();
+    let outbox: Vec<OutboxInsert<'_>> = rows
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| went_in[*i])
+        .map(|(i, r)| link_row(&routes[i], r.version, &payloads[i], r.link.created_at))
+        .collect();
+    insert_outbox(c, &outbox).await?;
+    if c.is_postgres() && !outbox.is_empty() {
+        // One statement announces the chunk's links (all at version 1).
+        let notes: Vec<String> = outbox
+            .iter()
+            .map(|o| format!("1 {}", o.route_key))
+            .collect();
+        let sql = format!(
+            "SELECT pg_notify($1, p) FROM (VALUES {}) AS announced (p)",
+            values_placeholders(2, notes.len(), 1)
+        );
+        let mut args: Vec<Arg<'_>> = vec![super::LINKS_CHANNEL.into()];
+        args.extend(notes.iter().map(Arg::from));
+        c.execute(&sql, &args).await?;
+    }
+    Ok(went_in)
 }
 
 /// Whether `e` is the `(domain, code)` unique index refusing a second link: the only
@@ -299,7 +366,7 @@ fn is_route_taken(e: &sqlx::Error) -> bool {
 /// PostgreSQL's name for `UNIQUE (domain, code)` on `links`.
 const ROUTE_CONSTRAINT: &str = "links_domain_code_key";
 
-fn to_i64(v: u64, what: &str) -> Result<i64, StoreError> {
+pub(super) fn to_i64(v: u64, what: &str) -> Result<i64, StoreError> {
     i64::try_from(v)
         .map_err(|_| StoreError::Corrupt(format!("{what} {v} does not fit the database")))
 }
@@ -318,32 +385,66 @@ fn host_suffixes(host: &str) -> Vec<String> {
     out
 }
 
-/// A ban as `(kind, domain, code, host)`.
-type BanColumns = (String, Option<String>, Option<String>, Option<String>);
-
-/// The active bans, as a denylist.
-pub(super) fn denylist_of(rows: Vec<BanColumns>) -> shared::Denylist {
-    let mut snap = shared::DenylistSnapshot::default();
-    for (kind, domain, code, host) in rows {
-        match (kind.as_str(), domain, code, host) {
-            ("code", Some(d), Some(c), _) => snap.codes.push(format!("{d}/{c}")),
-            ("host", _, _, Some(h)) => snap.hosts.push(h),
-            _ => {}
-        }
-    }
-    shared::Denylist::from(snap)
+/// The link as written by `update_link`'s statement, and its outbox row.
+async fn update_one(c: &mut Conn<'_>, link: &Link, expected: i64) -> Result<Link, StoreError> {
+    let tags = tags_json(&link.tags);
+    let host = link.target_host();
+    let update = format!(
+        "UPDATE links SET target_url = $1, status = $2, redirect_status = $3, expires_at = $4, \
+         forward_query = $5, title = $6, tags = $7, version = version + 1, updated_at = $8, \
+         target_host = $12 WHERE domain = $9 AND code = $10 AND version = $11 \
+         RETURNING {SELECT_COLUMNS}"
+    );
+    // The ban lock before the row's: a ban takes them in the same order.
+    ban_lock(c, BanLock::Shared).await?;
+    let written: Option<LinkRow> = c
+        .fetch_optional(
+            &update,
+            &[
+                (&link.target_url).into(),
+                link.status.as_str().into(),
+                i64::from(link.redirect.code()).into(),
+                link.expires_at.into(),
+                link.forward_query.into(),
+                (&link.title).into(),
+                (&tags).into(),
+                link.updated_at.into(),
+                (&link.domain).into(),
+                (&link.code).into(),
+                expected.into(),
+                (&host).into(),
+            ],
+        )
+        .await?;
+    let Some(written) = written else {
+        return Err(StoreError::Stale);
+    };
+    // The copy for the edge is built from the row as written, version included.
+    let written = Link::try_from(written)?;
+    let banned = covered(c, &written.domain, &written.code, &written.target_host()).await?;
+    let route = written.route_key();
+    let payload = written.edge_record(banned).to_json();
+    insert_outbox(
+        c,
+        &[link_row(
+            &route,
+            to_i64(written.version, "version")?,
+            &payload,
+            written.updated_at,
+        )],
+    )
+    .await?;
+    announce(c, written.version, &route).await?;
+    Ok(written)
 }
 
 #[async_trait]
 impl LinkStore for Db {
     async fn insert_link(&self, link: &Link) -> Result<(), StoreError> {
         let row = NewLinkRow::new(link)?;
-        let pg = self.is_postgres();
-        crate::on_writer!(self, pool => {
-            let mut tx = pool.begin().await?;
-            insert_in_tx!(tx, pg, row, link);
-            tx.commit().await?;
-        });
+        let mut tx = self.begin_write().await?;
+        insert_one(&mut tx.conn(), &row).await?;
+        tx.commit().await?;
         Ok(())
     }
 
@@ -354,17 +455,23 @@ impl LinkStore for Db {
         response: &str,
     ) -> Result<Idempotent, StoreError> {
         let row = NewLinkRow::new(link)?;
-        let pg = self.is_postgres();
-        crate::on_writer!(self, pool => {
-            let mut tx = pool.begin().await?;
-            if let Some((request_hash, response)) =
-                claim_key!(tx, key, Some(row.link_id), Some(response), link.created_at)
-            {
-                return Ok(Idempotent::Replay { request_hash, response });
-            }
-            insert_in_tx!(tx, pg, row, link);
-            tx.commit().await?;
-        });
+        let mut tx = self.begin_write().await?;
+        let mut c = tx.conn();
+        let claim = claim_key(
+            &mut c,
+            key,
+            Some(row.link_id),
+            Some(response),
+            link.created_at,
+        );
+        if let Some((request_hash, response)) = claim.await? {
+            return Ok(Idempotent::Replay {
+                request_hash,
+                response,
+            });
+        }
+        insert_one(&mut c, &row).await?;
+        tx.commit().await?;
         Ok(Idempotent::Created)
     }
 
@@ -374,200 +481,82 @@ impl LinkStore for Db {
         key: Option<&IdempotencyKey<'_>>,
         respond: &(dyn for<'x> Fn(&'x [bool]) -> String + Send + Sync),
     ) -> Result<BulkInsert, StoreError> {
-        let rows: Vec<NewLinkRow> = items
+        let rows: Vec<NewLinkRow<'_>> = items
             .iter()
             .map(NewLinkRow::new)
             .collect::<Result<_, _>>()?;
         let now = items.first().map(|l| l.created_at).unwrap_or_default();
-        let pg = self.is_postgres();
-        crate::on_writer!(self, pool => {
-            let mut tx = pool.begin().await?;
-            if let Some(key) = key {
-                if let Some((request_hash, response)) = claim_key!(tx, key, None::<i64>, None::<&str>, now) {
-                    return Ok(BulkInsert::Replay { request_hash, response });
-                }
-            }
-            // Whether a ban covers each link is decided here, under the ban lock, so that
-            // a ban committing meanwhile is either seen or sees these links.
-            ban_lock!(tx, pg, "pg_advisory_xact_lock_shared");
-            let active: Vec<BanColumns> = sqlx::query_as(
-                "SELECT kind, domain, code, host FROM bans WHERE lifted_at IS NULL",
-            )
-            .fetch_all(&mut *tx)
-            .await?;
-            let deny = denylist_of(active);
-            // Multi-row statements, a chunk at a time: one round trip per chunk instead of
-            // two per link. RETURNING tells which rows went in (the rest were taken).
-            let mut inserted = vec![false; items.len()];
-            for (chunk_no, chunk) in items.chunks(BULK_CHUNK).enumerate() {
-                let base = chunk_no * BULK_CHUNK;
-                let chunk_rows = &rows[base..base + chunk.len()];
-                let mut insert = sqlx::QueryBuilder::new(format!("INSERT INTO links ({LINK_COLUMNS}, target_host) "));
-                insert.push_values(chunk.iter().zip(chunk_rows), |mut b, (link, row)| {
-                    b.push_bind(row.link_id)
-                        .push_bind(link.domain.clone())
-                        .push_bind(link.code.clone())
-                        .push_bind(link.target_url.clone())
-                        .push_bind(link.owner_id.clone())
-                        .push_bind(link.status.as_str())
-                        .push_bind(i64::from(link.redirect.code()))
-                        .push_bind(link.expires_at)
-                        .push_bind(row.version)
-                        .push_bind(link.key_version.map(i64::from))
-                        .push_bind(row.code_kind)
-                        .push_bind(link.forward_query)
-                        .push_bind(link.title.clone())
-                        .push_bind(row.tags.clone())
-                        .push_bind(link.created_at)
-                        .push_bind(link.updated_at)
-                        .push_bind(link.target_host());
+        let mut tx = self.begin_write().await?;
+        let mut c = tx.conn();
+        if let Some(key) = key {
+            if let Some((request_hash, response)) = claim_key(&mut c, key, None, None, now).await? {
+                return Ok(BulkInsert::Replay {
+                    request_hash,
+                    response,
                 });
-                // Only the route key may be taken; any other conflict fails the batch.
-                insert.push(" ON CONFLICT (domain, code) DO NOTHING RETURNING link_id");
-                let ids: Vec<i64> = insert
-                    .build_query_scalar()
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(StoreError::from_write)?;
-                let ids: std::collections::HashSet<i64> = ids.into_iter().collect();
-                let mut outbox = sqlx::QueryBuilder::new(
-                    "INSERT INTO outbox (lane, kind, route_key, version, payload, created_at) ",
-                );
-                let went_in: Vec<usize> = (0..chunk.len()).filter(|i| ids.contains(&chunk_rows[*i].link_id)).collect();
-                if !went_in.is_empty() {
-                    outbox.push_values(&went_in, |mut b, &i| {
-                        let link = &chunk[i];
-                        b.push_bind("normal")
-                            .push_bind("link")
-                            .push_bind(link.route_key())
-                            .push_bind(chunk_rows[i].version)
-                            .push_bind(link.edge_record(link.banned_by(&deny)).to_json())
-                            .push_bind(link.created_at);
-                    });
-                    outbox.build().execute(&mut *tx).await?;
-                    if pg {
-                        // One statement announces the chunk's links.
-                        let mut notify = sqlx::QueryBuilder::new("SELECT pg_notify(");
-                        notify.push_bind(crate::freshness::LINKS_CHANNEL).push(", p) FROM (");
-                        notify.push_values(&went_in, |mut b, &i| {
-                            b.push_bind(format!("1 {}", chunk[i].route_key()));
-                        });
-                        notify.push(") AS announced (p)");
-                        notify.build().execute(&mut *tx).await?;
-                    }
-                }
-                for i in went_in {
-                    inserted[base + i] = true;
-                }
             }
-            if let Some(key) = key {
-                sqlx::query("UPDATE idempotency SET response = $1 WHERE owner_id = $2 AND key = $3")
-                    .bind(respond(&inserted))
-                    .bind(key.owner_id)
-                    .bind(key.key)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            tx.commit().await?;
-            Ok(BulkInsert::Inserted(inserted))
-        })
+        }
+        // Whether a ban covers each link is decided here, under the ban lock, so that a
+        // ban committing meanwhile is either seen or sees these links.
+        ban_lock(&mut c, BanLock::Shared).await?;
+        let deny = crate::model::denylist(&active_bans(&mut c).await?);
+        // Multi-row statements, a chunk at a time: one round trip per chunk instead of
+        // two per link. RETURNING tells which rows went in (the rest were taken).
+        let mut inserted = Vec::with_capacity(items.len());
+        for chunk in rows.chunks(BULK_CHUNK) {
+            inserted.extend(insert_chunk(&mut c, chunk, &deny).await?);
+        }
+        if let Some(key) = key {
+            let response = respond(&inserted);
+            c.execute(
+                "UPDATE idempotency SET response = $1 WHERE owner_id = $2 AND key = $3",
+                &[(&response).into(), key.owner_id.into(), key.key.into()],
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(BulkInsert::Inserted(inserted))
     }
 
     async fn find_idempotent(
         &self,
         key: &IdempotencyKey<'_>,
     ) -> Result<Option<(String, String)>, StoreError> {
-        let row: Option<(String, Option<String>)> = crate::on_pool!(self, pool => {
-            sqlx::query_as(
+        let row: Option<(String, Option<String>)> = self
+            .read_optional(
                 "SELECT request_hash, response FROM idempotency \
                  WHERE owner_id = $1 AND key = $2 AND created_at >= $3",
+                &[
+                    key.owner_id.into(),
+                    key.key.into(),
+                    key.expired_before.into(),
+                ],
             )
-            .bind(key.owner_id)
-            .bind(key.key)
-            .bind(key.expired_before)
-            .fetch_optional(pool)
-            .await?
-        });
+            .await?;
         Ok(row.map(|(hash, response)| (hash, response.unwrap_or_default())))
     }
 
     async fn update_link(&self, link: &Link, expected: u64) -> Result<Link, StoreError> {
-        let tags = serde_json::to_string(&link.tags).unwrap_or_else(|_| "[]".into());
         let expected = to_i64(expected, "version")?;
-        let pg = self.is_postgres();
-        let update = format!(
-            "UPDATE links SET target_url = $1, status = $2, redirect_status = $3, expires_at = $4, \
-             forward_query = $5, title = $6, tags = $7, version = version + 1, updated_at = $8, \
-             target_host = $12 WHERE domain = $9 AND code = $10 AND version = $11 \
-             RETURNING {SELECT_COLUMNS}"
-        );
-        crate::on_writer!(self, pool => {
-            let mut tx = pool.begin().await?;
-            // The ban lock before the row's: a ban takes them in the same order.
-            ban_lock!(tx, pg, "pg_advisory_xact_lock_shared");
-            let written: Option<LinkRow> = sqlx::query_as(&update)
-                .bind(&link.target_url)
-                .bind(link.status.as_str())
-                .bind(i64::from(link.redirect.code()))
-                .bind(link.expires_at)
-                .bind(link.forward_query)
-                .bind(&link.title)
-                .bind(&tags)
-                .bind(link.updated_at)
-                .bind(&link.domain)
-                .bind(&link.code)
-                .bind(expected)
-                .bind(link.target_host())
-                .fetch_optional(&mut *tx)
-                .await?;
-            let Some(written) = written else {
-                return Err(StoreError::Stale);
-            };
-            // The copy for the edge is built from the row as written, version included.
-            let written = Link::try_from(written)?;
-            let banned = covered_in_tx!(tx, &written.domain, &written.code, &written.target_host());
-            sqlx::query(
-                "INSERT INTO outbox (lane, kind, route_key, version, payload, created_at) \
-                 VALUES ('normal', 'link', $1, $2, $3, $4)",
-            )
-            .bind(written.route_key())
-            .bind(to_i64(written.version, "version")?)
-            .bind(written.edge_record(banned).to_json())
-            .bind(written.updated_at)
-            .execute(&mut *tx)
-            .await?;
-            announce!(tx, pg, written.version, written.route_key());
-            tx.commit().await?;
-            Ok(written)
-        })
+        let mut tx = self.begin_write().await?;
+        let written = update_one(&mut tx.conn(), link, expected).await?;
+        tx.commit().await?;
+        Ok(written)
     }
 
     async fn get_link(&self, domain: &str, code: &str) -> Result<Option<Link>, StoreError> {
-        let select = format!("SELECT {SELECT_COLUMNS} FROM links WHERE domain = $1 AND code = $2");
-        let row: Option<LinkRow> = crate::on_pool!(self, pool => {
-            sqlx::query_as(&select).bind(domain).bind(code).fetch_optional(pool).await?
-        });
+        let row: Option<LinkRow> = self
+            .read_optional(GET_LINK, &[domain.into(), code.into()])
+            .await?;
         row.map(Link::try_from).transpose()
     }
 
     async fn list_links(&self, filter: &ListFilter) -> Result<Vec<Link>, StoreError> {
         // Built from fixed fragments; every value is a bound parameter.
         let mut sql = format!("SELECT {SELECT_COLUMNS} FROM links WHERE owner_id = $1");
-        let mut n = 1;
-        let mut next = |sql: &mut String, fragment: &str| {
-            n += 1;
-            sql.push_str(&fragment.replace('?', &format!("${n}")));
-        };
-        if filter.domain.is_some() {
-            next(&mut sql, " AND domain = ?");
-        }
-        match filter.status {
-            Some(_) => next(&mut sql, " AND status = ?"),
-            None => sql.push_str(" AND status <> 'deleted'"),
-        }
-        // Tags are a JSON array in text: match the element, quotes included, with the
-        // LIKE wildcards escaped.
         let tag_pattern = filter.tag.as_ref().map(|t| {
+            // Tags are a JSON array in text: match the element, quotes included, with
+            // the LIKE wildcards escaped.
             let json = serde_json::to_string(t).unwrap_or_default();
             let escaped = json
                 .replace('!', "!!")
@@ -575,51 +564,50 @@ impl LinkStore for Db {
                 .replace('_', "!_");
             format!("%{escaped}%")
         });
-        if tag_pattern.is_some() {
-            next(&mut sql, " AND tags LIKE ? ESCAPE '!'");
+        let cursor_id = filter
+            .after
+            .map(|(_, id)| to_i64(id, "cursor"))
+            .transpose()?;
+        let mut args: Vec<Arg<'_>> = vec![(&filter.owner_id).into()];
+        if let Some(d) = &filter.domain {
+            args.push(d.into());
+            sql.push_str(&format!(" AND domain = ${}", args.len()));
         }
-        if filter.after.is_some() {
-            n += 2;
+        match filter.status {
+            Some(s) => {
+                args.push(s.as_str().into());
+                sql.push_str(&format!(" AND status = ${}", args.len()));
+            }
+            None => sql.push_str(" AND status <> 'deleted'"),
+        }
+        if let Some(p) = &tag_pattern {
+            args.push(p.into());
+            sql.push_str(&format!(" AND tags LIKE ${} ESCAPE '!'", args.len()));
+        }
+        if let (Some((at, _)), Some(id)) = (filter.after, cursor_id) {
+            args.push(at.into());
+            args.push(id.into());
+            let (at, id) = (args.len() - 1, args.len());
             sql.push_str(&format!(
-                " AND (created_at < ${} OR (created_at = ${} AND link_id < ${}))",
-                n - 1,
-                n - 1,
-                n
+                " AND (created_at < ${at} OR (created_at = ${at} AND link_id < ${id}))"
             ));
         }
         sql.push_str(&format!(
             " ORDER BY created_at DESC, link_id DESC LIMIT {}",
             u64::from(filter.limit) + 1
         ));
-        let rows: Vec<LinkRow> = crate::on_pool!(self, pool => {
-            let mut q = sqlx::query_as(&sql).bind(&filter.owner_id);
-            if let Some(d) = &filter.domain {
-                q = q.bind(d);
-            }
-            if let Some(s) = filter.status {
-                q = q.bind(s.as_str());
-            }
-            if let Some(p) = &tag_pattern {
-                q = q.bind(p);
-            }
-            if let Some((at, id)) = filter.after {
-                q = q.bind(at).bind(to_i64(id, "cursor")?);
-            }
-            q.fetch_all(pool).await?
-        });
+        let rows: Vec<LinkRow> = self.read_all(&sql, &args).await?;
         rows.into_iter().map(Link::try_from).collect()
     }
 
     async fn domain_settings(&self, domain: &str) -> Result<DomainSettings, StoreError> {
-        let row: Option<DomainRow> = crate::on_pool!(self, pool => {
-            sqlx::query_as(
+        let row: Option<DomainRow> = self
+            .read_optional(
                 "SELECT alphabet, code_length, case_insensitive, forward_query, default_redirect, \
                  max_age_s FROM domains WHERE domain = $1",
+                &[domain.into()],
             )
-            .bind(domain)
-            .fetch_optional(pool)
-            .await?
-        });
+            .await?;
         let Some(r) = row else {
             return Ok(DomainSettings::default());
         };
@@ -641,8 +629,8 @@ impl LinkStore for Db {
     async fn served_domains(&self) -> Result<Vec<String>, StoreError> {
         // A skip scan of the (domain, code) index: each step finds the next domain
         // after the last, so a million links on three domains cost three probes.
-        Ok(crate::on_pool!(self, pool => {
-            sqlx::query_scalar(
+        let rows: Vec<(String,)> = self
+            .read_all(
                 "WITH RECURSIVE d(domain) AS ( \
                    SELECT MIN(domain) FROM links \
                    UNION ALL \
@@ -650,107 +638,67 @@ impl LinkStore for Db {
                    FROM d WHERE d.domain IS NOT NULL) \
                  SELECT domain FROM d WHERE domain IS NOT NULL \
                  UNION SELECT domain FROM domains",
+                &[],
             )
-            .fetch_all(pool)
-            .await?
-        }))
+            .await?;
+        Ok(rows.into_iter().map(|(d,)| d).collect())
     }
 
     async fn is_own_domain(&self, host: &str) -> Result<bool, StoreError> {
-        let found: Option<i64> = crate::on_pool!(self, pool => {
-            // A row in `domains`, or any link on it: both are served.
-            sqlx::query_scalar(
+        // A row in `domains`, or any link on it: both are served.
+        let found: Option<(i64,)> = self.read_optional(
                 "SELECT CAST(1 AS BIGINT) FROM domains WHERE domain = $1 \
                  UNION ALL SELECT CAST(1 AS BIGINT) FROM (SELECT 1 FROM links WHERE domain = $1 LIMIT 1) AS l \
                  LIMIT 1",
+                &[host.into()],
             )
-                .bind(host)
-                .fetch_optional(pool)
-                .await?
-        });
-        Ok(found.is_some())
-    }
-
-    async fn host_banned(&self, host: &str) -> Result<bool, StoreError> {
-        let suffixes = host_suffixes(host);
-        let placeholders: Vec<String> = (1..=suffixes.len()).map(|i| format!("${i}")).collect();
-        let sql = format!(
-            "SELECT CAST(1 AS BIGINT) FROM bans WHERE kind = 'host' AND lifted_at IS NULL AND host IN ({}) LIMIT 1",
-            placeholders.join(", ")
-        );
-        let found: Option<i64> = crate::on_pool!(self, pool => {
-            let mut q = sqlx::query_scalar(&sql);
-            for s in &suffixes {
-                q = q.bind(s);
-            }
-            q.fetch_optional(pool).await?
-        });
-        Ok(found.is_some())
-    }
-
-    async fn code_banned(&self, domain: &str, code: &str) -> Result<bool, StoreError> {
-        let found: Option<i64> = crate::on_pool!(self, pool => {
-            sqlx::query_scalar(
-                "SELECT CAST(1 AS BIGINT) FROM bans WHERE kind = 'code' AND lifted_at IS NULL \
-                 AND domain = $1 AND code = $2 LIMIT 1",
-            )
-            .bind(domain)
-            .bind(code)
-            .fetch_optional(pool)
-            .await?
-        });
+            .await?;
         Ok(found.is_some())
     }
 
     async fn outbox_pending(&self) -> Result<Vec<(String, i64)>, StoreError> {
-        Ok(crate::on_pool!(self, pool => {
-            sqlx::query_as(
+        Ok(self.read_all(
                 "SELECT CASE WHEN failed_at IS NULL THEN lane ELSE 'failed' END AS state, COUNT(*) \
                  FROM outbox WHERE published_at IS NULL GROUP BY state",
+                &[],
             )
-            .fetch_all(pool)
-            .await?
-        }))
+            .await?)
     }
 
     async fn forget_idempotency_keys(&self, before: i64) -> Result<u64, StoreError> {
-        Ok(crate::on_writer!(self, pool => {
-            sqlx::query("DELETE FROM idempotency WHERE created_at < $1")
-                .bind(before)
-                .execute(pool)
-                .await?
-                .rows_affected()
-        }))
+        Ok(self
+            .write(
+                "DELETE FROM idempotency WHERE created_at < $1",
+                &[before.into()],
+            )
+            .await?)
     }
 
     async fn insert_key(&self, key: &ApiKey) -> Result<(), StoreError> {
-        crate::on_writer!(self, pool => {
-            sqlx::query(
-                "INSERT INTO api_keys (key_id, owner_id, name, secret_hash, scopes, created_at) \
+        self.write(
+            "INSERT INTO api_keys (key_id, owner_id, name, secret_hash, scopes, created_at) \
                  VALUES ($1, $2, $3, $4, $5, $6)",
-            )
-            .bind(&key.key_id)
-            .bind(&key.owner_id)
-            .bind(&key.name)
-            .bind(&key.secret_hash)
-            .bind(&key.scopes)
-            .bind(key.created_at)
-            .execute(pool)
-            .await?;
-        });
+            &[
+                (&key.key_id).into(),
+                (&key.owner_id).into(),
+                (&key.name).into(),
+                (&key.secret_hash).into(),
+                (&key.scopes).into(),
+                key.created_at.into(),
+            ],
+        )
+        .await?;
         Ok(())
     }
 
     async fn find_key(&self, key_id: &str) -> Result<Option<ApiKey>, StoreError> {
-        let row: Option<KeyRow> = crate::on_pool!(self, pool => {
-            sqlx::query_as(
+        let row: Option<KeyRow> = self
+            .read_optional(
                 "SELECT key_id, owner_id, name, secret_hash, scopes, created_at, revoked_at \
                  FROM api_keys WHERE key_id = $1",
+                &[key_id.into()],
             )
-            .bind(key_id)
-            .fetch_optional(pool)
-            .await?
-        });
+            .await?;
         Ok(row.map(|r| ApiKey {
             key_id: r.key_id,
             owner_id: r.owner_id,
@@ -763,21 +711,24 @@ impl LinkStore for Db {
     }
 
     async fn revoke_key(&self, key_id: &str, now: i64) -> Result<bool, StoreError> {
-        let done = crate::on_writer!(self, pool => {
-            sqlx::query("UPDATE api_keys SET revoked_at = $1 WHERE key_id = $2 AND revoked_at IS NULL")
-                .bind(now)
-                .bind(key_id)
-                .execute(pool)
-                .await?
-                .rows_affected()
-        });
+        let done = self
+            .write(
+                "UPDATE api_keys SET revoked_at = $1 WHERE key_id = $2 AND revoked_at IS NULL",
+                &[now.into(), key_id.into()],
+            )
+            .await?;
         Ok(done == 1)
     }
 }
 
+/// A link by its route key, as the redirect reads it on a miss.
+const GET_LINK: &str = "SELECT link_id, domain, code, target_url, owner_id, status, redirect_status, \
+     expires_at, version, key_version, code_kind, forward_query, title, tags, created_at, updated_at, \
+     published_version, published_at FROM links WHERE domain = $1 AND code = $2";
+
 #[cfg(test)]
 mod tests {
-    use super::host_suffixes;
+    use super::*;
 
     #[test]
     fn suffixes_stop_at_labels() {
@@ -786,5 +737,13 @@ mod tests {
             ["a.b.example", "b.example", "example"]
         );
         assert_eq!(host_suffixes("localhost"), ["localhost"]);
+    }
+
+    #[test]
+    fn the_read_of_one_link_selects_what_every_read_selects() {
+        assert_eq!(
+            GET_LINK,
+            format!("SELECT {SELECT_COLUMNS} FROM links WHERE domain = $1 AND code = $2")
+        );
     }
 }

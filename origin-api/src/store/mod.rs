@@ -1,5 +1,7 @@
-//! The system of record, behind traits with one implementation per database. Both pass
-//! the same conformance tests (`tests/store_conformance.rs`).
+//! The system of record, behind traits implemented once for both databases: each
+//! statement is written once and run through [`sql`]'s plain functions on whichever
+//! database the origin uses. Both pass the same conformance tests
+//! (`tests/store_conformance.rs`).
 
 mod activation;
 pub use activation::{ActivationPromise, MIN_HEADROOM, SKEW_MARGIN_MS};
@@ -9,10 +11,18 @@ pub use clicks::{ClickDims, Increments, OTHER_REFERRERS};
 mod links;
 mod outbox;
 mod segments;
+pub mod sql;
 
-use crate::bans::{Ban, BanTarget};
-use crate::keys::ApiKey;
-use crate::links::{Link, ListFilter};
+/// The `id_segments` row that numbers links.
+pub const LINK_SEQUENCE: &str = "links";
+
+/// Where link writes are announced on PostgreSQL, as they commit: `"<version>
+/// <domain>/<code>"` (`freshness` listens).
+pub const LINKS_CHANNEL: &str = "hop_links";
+/// Where ban changes are announced.
+pub const BANS_CHANNEL: &str = "hop_bans";
+
+use crate::model::{ApiKey, Ban, BanTarget, Link, ListFilter};
 use async_trait::async_trait;
 use shared::DomainSettings;
 use std::fmt::Debug;
@@ -288,9 +298,6 @@ pub trait LinkStore: Send + Sync + Debug + 'static {
     /// Every domain that holds a link or has settings: the hosts the redirect answers
     /// for. One index probe per domain, however many links there are.
     async fn served_domains(&self) -> Result<Vec<String>, StoreError>;
-    /// Whether an active host ban covers `host` (the host itself or a parent).
-    async fn host_banned(&self, host: &str) -> Result<bool, StoreError>;
-    async fn code_banned(&self, domain: &str, code: &str) -> Result<bool, StoreError>;
     /// Unpublished outbox rows per lane (rows set aside as failed under `failed`).
     async fn outbox_pending(&self) -> Result<Vec<(String, i64)>, StoreError>;
     /// Forgets idempotency keys recorded before `before` (Unix ms); returns how many.
@@ -454,12 +461,4 @@ pub trait ClickStore: Send + Sync + Debug + 'static {
     ) -> Result<Vec<(u64, Totals)>, StoreError>;
     /// All of an owner's visits in `[from, to)`.
     async fn owner_totals(&self, owner: &str, from: i64, to: i64) -> Result<Totals, StoreError>;
-}
-
-/// Current time as Unix milliseconds, the unit of every time column.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or_default()
 }

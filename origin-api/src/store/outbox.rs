@@ -8,6 +8,7 @@
 //! takeover waits for the write to commit.
 
 use super::db_now_sql as now_sql;
+use super::sql::{insert_rows, list_placeholders, Arg, Conn, Tx};
 use super::{
     ActivationPromise, FailedRow, Lease, LeaseClaim, OutboxRow, OutboxStore, RowFailure, StoreError,
 };
@@ -60,30 +61,83 @@ fn row_of(
     }
 }
 
-/// Runs `$body` in a transaction on the writer, after checking that `$claim` still
-/// holds its lease; `LeaseLost` (and nothing written) otherwise.
-#[macro_export]
-#[doc(hidden)]
-macro_rules! fenced {
-    ($db:expr, $claim:expr, $tx:ident => $body:expr) => {{
-        let check = $crate::store::outbox::still_held_sql($crate::store::db_now_sql($db));
-        $crate::on_writer!($db, pool => {
-            let mut $tx = pool.begin().await?;
-            let held = sqlx::query(&check)
-                .bind($claim.name)
-                .bind($claim.holder)
-                .bind($claim.epoch)
-                .execute(&mut *$tx)
-                .await?
-                .rows_affected();
-            if held != 1 {
-                return Err(StoreError::LeaseLost);
-            }
-            let out = $body;
-            $tx.commit().await?;
-            out
+/// A transaction on the writer in which `claim` still holds its lease (checked first,
+/// and on PostgreSQL the lease row stays locked until commit); `LeaseLost`, with nothing
+/// begun, otherwise. Every write of the publisher runs in one.
+pub(super) async fn fenced(db: &Db, claim: &LeaseClaim<'_>) -> Result<Tx, StoreError> {
+    let check = still_held_sql(super::db_now_sql(db));
+    let mut tx = db.begin_write().await?;
+    let held = tx
+        .conn()
+        .execute(
+            &check,
+            &[claim.name.into(), claim.holder.into(), claim.epoch.into()],
+        )
+        .await?;
+    if held != 1 {
+        return Err(StoreError::LeaseLost);
+    }
+    Ok(tx)
+}
+
+/// An outbox row to write: a change for the publisher to push.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct OutboxInsert<'a> {
+    /// `fast` (the denylist, segments) or `normal` (link records).
+    pub lane: &'a str,
+    /// `link`, `deny` or `segment`.
+    pub kind: &'a str,
+    pub route_key: &'a str,
+    pub version: i64,
+    pub payload: &'a str,
+    pub created_at: i64,
+}
+
+/// Writes outbox rows in the transaction, in order (their `seq` follows it): the one
+/// place the outbox is inserted into.
+pub(super) async fn insert_outbox(
+    c: &mut Conn<'_>,
+    rows: &[OutboxInsert<'_>],
+) -> Result<(), StoreError> {
+    let args: Vec<Arg<'_>> = rows
+        .iter()
+        .flat_map(|r| {
+            [
+                r.lane.into(),
+                r.kind.into(),
+                r.route_key.into(),
+                r.version.into(),
+                r.payload.into(),
+                r.created_at.into(),
+            ]
         })
-    }};
+        .collect();
+    insert_rows(
+        c,
+        "INSERT INTO outbox (lane, kind, route_key, version, payload, created_at)",
+        "",
+        6,
+        &args,
+    )
+    .await?;
+    Ok(())
+}
+
+/// The outbox row of a link's new version: what the edge is to hold for it.
+pub(super) fn link_row<'a>(
+    route: &'a str,
+    version: i64,
+    payload: &'a str,
+    at: i64,
+) -> OutboxInsert<'a> {
+    OutboxInsert {
+        lane: "normal",
+        kind: "link",
+        route_key: route,
+        version,
+        payload,
+        created_at: at,
+    }
 }
 
 /// A row of which a newer version of the same key was delivered.
@@ -94,20 +148,34 @@ const SUPERSEDED: &str = "EXISTS (SELECT 1 FROM outbox AS newer WHERE newer.kind
 /// `UPDATE outbox SET … WHERE seq IN (…)` for at most 500 rows at a time.
 const SEQ_CHUNK: usize = 500;
 
-/// Sets `$column` to `$value` on `$rows` inside `$tx`, 500 rows per statement.
-macro_rules! set_on_rows {
-    ($tx:expr, $column:literal, $value:expr, $rows:expr) => {
-        for chunk in $rows.chunks(SEQ_CHUNK) {
-            let mut update = sqlx::QueryBuilder::new(concat!("UPDATE outbox SET ", $column, " = "));
-            update.push_bind($value).push(" WHERE seq IN (");
-            let mut seqs = update.separated(", ");
-            for row in chunk {
-                seqs.push_bind(row.seq);
-            }
-            update.push(")");
-            update.build().execute(&mut *$tx).await?;
-        }
+/// The outbox column a publisher's write sets on rows.
+#[derive(Debug, Clone, Copy)]
+enum Column {
+    PublishedAt,
+    LastError,
+}
+
+/// Sets `column` to `value` on `rows`, 500 rows per statement.
+async fn set_on_rows(
+    c: &mut Conn<'_>,
+    column: Column,
+    value: Arg<'_>,
+    rows: &[OutboxRow],
+) -> Result<(), StoreError> {
+    let column = match column {
+        Column::PublishedAt => "published_at",
+        Column::LastError => "last_error",
     };
+    for chunk in rows.chunks(SEQ_CHUNK) {
+        let sql = format!(
+            "UPDATE outbox SET {column} = $1 WHERE seq IN ({})",
+            list_placeholders(2, chunk.len())
+        );
+        let mut args = vec![value];
+        args.extend(chunk.iter().map(|r| Arg::from(r.seq)));
+        c.execute(&sql, &args).await?;
+    }
+    Ok(())
 }
 
 #[async_trait]
@@ -120,14 +188,12 @@ impl OutboxStore for Db {
     ) -> Result<Option<Lease>, StoreError> {
         let truth = if self.is_postgres() { "TRUE" } else { "1" };
         let sql = take_sql(now_sql(self), truth);
-        let got: Option<(String, i64, bool)> = crate::on_writer!(self, pool => {
-            sqlx::query_as(&sql)
-                .bind(name)
-                .bind(holder)
-                .bind(ttl_ms)
-                .fetch_optional(pool)
-                .await?
-        });
+        let got: Option<(String, i64, bool)> = self
+            .writer()
+            .await?
+            .conn()
+            .fetch_optional(&sql, &[name.into(), holder.into(), ttl_ms.into()])
+            .await?;
         Ok(got
             .filter(|(h, _, _)| h == holder)
             .map(|(_, epoch, clean)| Lease { epoch, clean }))
@@ -135,16 +201,11 @@ impl OutboxStore for Db {
 
     async fn release_lease(&self, claim: &LeaseClaim<'_>) -> Result<(), StoreError> {
         // Lapsed at once rather than deleted, so that the next holder's epoch follows on.
-        crate::on_writer!(self, pool => {
-            sqlx::query(
-                "UPDATE leases SET expires_at = 0 WHERE name = $1 AND holder = $2 AND epoch = $3",
-            )
-            .bind(claim.name)
-            .bind(claim.holder)
-            .bind(claim.epoch)
-            .execute(pool)
-            .await?;
-        });
+        self.write(
+            "UPDATE leases SET expires_at = 0 WHERE name = $1 AND holder = $2 AND epoch = $3",
+            &[claim.name.into(), claim.holder.into(), claim.epoch.into()],
+        )
+        .await?;
         Ok(())
     }
 
@@ -153,9 +214,7 @@ impl OutboxStore for Db {
             "SELECT holder, epoch FROM leases WHERE name = $1 AND expires_at > {}",
             now_sql(self)
         );
-        Ok(crate::on_pool!(self, pool => {
-            sqlx::query_as(&sql).bind(name).fetch_optional(pool).await?
-        }))
+        Ok(self.read_optional(&sql, &[name.into()]).await?)
     }
 
     async fn pending(
@@ -164,9 +223,9 @@ impl OutboxStore for Db {
         limit: i64,
         now: i64,
     ) -> Result<Vec<OutboxRow>, StoreError> {
-        let rows: Vec<RowTuple> = crate::on_pool!(self, pool => {
-            sqlx::query_as(PENDING).bind(lane).bind(now).bind(limit).fetch_all(pool).await?
-        });
+        let rows: Vec<RowTuple> = self
+            .read_all(PENDING, &[lane.into(), now.into(), limit.into()])
+            .await?;
         Ok(rows.into_iter().map(row_of).collect())
     }
 
@@ -176,40 +235,37 @@ impl OutboxStore for Db {
         rows: &[OutboxRow],
         at: i64,
     ) -> Result<(), StoreError> {
-        fenced!(self, claim, tx => {
-            set_on_rows!(tx, "published_at", at, rows);
-            for row in rows {
-                if row.kind == "link" {
-                    if let Some((domain, code)) = row.route_key.split_once('/') {
-                        sqlx::query(
-                            "UPDATE links SET published_version = $1, published_at = $2 \
-                             WHERE domain = $3 AND code = $4 \
-                             AND (published_version IS NULL OR published_version < $1)",
-                        )
-                        .bind(row.version)
-                        .bind(at)
-                        .bind(domain)
-                        .bind(code)
-                        .execute(&mut *tx)
-                        .await?;
-                    }
-                }
+        let mut tx = fenced(self, claim).await?;
+        let mut c = tx.conn();
+        set_on_rows(&mut c, Column::PublishedAt, at.into(), rows).await?;
+        for row in rows.iter().filter(|r| r.kind == "link") {
+            if let Some((domain, code)) = row.route_key.split_once('/') {
+                c.execute(
+                    "UPDATE links SET published_version = $1, published_at = $2 \
+                     WHERE domain = $3 AND code = $4 \
+                     AND (published_version IS NULL OR published_version < $1)",
+                    &[row.version.into(), at.into(), domain.into(), code.into()],
+                )
+                .await?;
             }
-        });
+        }
+        tx.commit().await?;
         Ok(())
     }
 
     async fn retire_superseded(&self, claim: &LeaseClaim<'_>, at: i64) -> Result<u64, StoreError> {
-        let done = fenced!(self, claim, tx => {
-            sqlx::query(&format!(
-                "UPDATE outbox SET published_at = $1 WHERE published_at IS NULL \
-                 AND failed_at IS NULL AND kind IN ('link', 'deny') AND {SUPERSEDED}"
-            ))
-            .bind(at)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected()
-        });
+        let mut tx = fenced(self, claim).await?;
+        let done = tx
+            .conn()
+            .execute(
+                &format!(
+                    "UPDATE outbox SET published_at = $1 WHERE published_at IS NULL \
+                     AND failed_at IS NULL AND kind IN ('link', 'deny') AND {SUPERSEDED}"
+                ),
+                &[at.into()],
+            )
+            .await?;
+        tx.commit().await?;
         Ok(done)
     }
 
@@ -219,24 +275,25 @@ impl OutboxStore for Db {
         failures: &[RowFailure],
         now: i64,
     ) -> Result<u64, StoreError> {
-        let dead = fenced!(self, claim, tx => {
-            let mut dead = 0u64;
-            for f in failures {
-                let failed_at = f.dead.then_some(now);
-                dead += u64::from(f.dead);
-                sqlx::query(
-                    "UPDATE outbox SET attempts = attempts + 1, last_error = $1, \
-                     next_attempt_at = $2, failed_at = $3 WHERE seq = $4",
-                )
-                .bind(&f.error)
-                .bind(f.retry_at)
-                .bind(failed_at)
-                .bind(f.seq)
-                .execute(&mut *tx)
-                .await?;
-            }
-            dead
-        });
+        let mut tx = fenced(self, claim).await?;
+        let mut c = tx.conn();
+        let mut dead = 0u64;
+        for f in failures {
+            let failed_at = f.dead.then_some(now);
+            dead += u64::from(f.dead);
+            c.execute(
+                "UPDATE outbox SET attempts = attempts + 1, last_error = $1, \
+                 next_attempt_at = $2, failed_at = $3 WHERE seq = $4",
+                &[
+                    (&f.error).into(),
+                    f.retry_at.into(),
+                    failed_at.into(),
+                    f.seq.into(),
+                ],
+            )
+            .await?;
+        }
+        tx.commit().await?;
         Ok(dead)
     }
 
@@ -246,9 +303,9 @@ impl OutboxStore for Db {
         rows: &[OutboxRow],
         error: &str,
     ) -> Result<(), StoreError> {
-        fenced!(self, claim, tx => {
-            set_on_rows!(tx, "last_error", error, rows);
-        });
+        let mut tx = fenced(self, claim).await?;
+        set_on_rows(&mut tx.conn(), Column::LastError, error.into(), rows).await?;
+        tx.commit().await?;
         Ok(())
     }
 
@@ -264,16 +321,12 @@ impl OutboxStore for Db {
             i64,
             i64,
         );
-        let rows: Vec<Failed> = crate::on_pool!(self, pool => {
-            sqlx::query_as(
+        let rows: Vec<Failed> = self.read_all(
                 "SELECT seq, lane, kind, route_key, version, attempts, last_error, created_at, failed_at \
                  FROM outbox WHERE failed_at IS NOT NULL AND seq > $1 ORDER BY seq LIMIT $2",
+                &[after.into(), limit.into()],
             )
-            .bind(after)
-            .bind(limit)
-            .fetch_all(pool)
-            .await?
-        });
+            .await?;
         Ok(rows
             .into_iter()
             .map(
@@ -305,37 +358,24 @@ impl OutboxStore for Db {
     }
 
     async fn retry_failed(&self, seq: Option<i64>) -> Result<u64, StoreError> {
-        let done = crate::on_writer!(self, pool => {
-            let q = match seq {
-                Some(seq) => sqlx::query(
-                    "UPDATE outbox SET failed_at = NULL, attempts = 0, next_attempt_at = 0 \
-                     WHERE failed_at IS NOT NULL AND seq = $1",
-                )
-                .bind(seq),
-                None => sqlx::query(
-                    "UPDATE outbox SET failed_at = NULL, attempts = 0, next_attempt_at = 0 \
-                     WHERE failed_at IS NOT NULL",
-                ),
-            };
-            q.execute(pool).await?.rows_affected()
-        });
-        Ok(done)
+        // One row by its seq, or (with no seq) all of them.
+        Ok(self
+            .write(
+                "UPDATE outbox SET failed_at = NULL, attempts = 0, next_attempt_at = 0 \
+                 WHERE failed_at IS NOT NULL AND (CAST($1 AS BIGINT) IS NULL OR seq = $1)",
+                &[seq.into()],
+            )
+            .await?)
     }
 
     async fn prune_delivered(&self, before: i64) -> Result<u64, StoreError> {
         // The newest delivered row of each key stays: it is what tells a late, older
         // row of that key from a new one (`retire_superseded`).
-        let done = crate::on_writer!(self, pool => {
-            sqlx::query(&format!(
-                "DELETE FROM outbox WHERE published_at IS NOT NULL AND published_at < $1 \
-                 AND {SUPERSEDED}"
-            ))
-            .bind(before)
-            .execute(pool)
-            .await?
-            .rows_affected()
-        });
-        Ok(done)
+        let sql = format!(
+            "DELETE FROM outbox WHERE published_at IS NOT NULL AND published_at < $1 \
+             AND {SUPERSEDED}"
+        );
+        Ok(self.write(&sql, &[before.into()]).await?)
     }
 
     async fn record_activation(

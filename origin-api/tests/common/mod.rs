@@ -10,8 +10,9 @@ use http_body_util::BodyExt;
 use origin_api::config::{Cli, Settings};
 use origin_api::db::Db;
 use origin_api::keys;
+use origin_api::model::time::now_ms;
 use origin_api::prepare;
-use origin_api::store::{now_ms, LinkStore};
+use origin_api::store::LinkStore;
 use origin_api::AppState;
 use serde_json::Value;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -254,15 +255,21 @@ impl Api {
 
     pub async fn count(&self, table: &str) -> i64 {
         let sql = format!("SELECT COUNT(*) FROM {table}");
-        origin_api::on_pool!(&self.state.db, pool => {
-            sqlx::query_scalar(&sql).fetch_one(pool).await.expect("count")
-        })
+        let (n,): (i64,) = self
+            .state
+            .db
+            .reader()
+            .await
+            .expect("reader")
+            .conn()
+            .fetch_one(&sql, &[])
+            .await
+            .expect("count");
+        n
     }
 
     pub async fn exec(&self, sql: &str) {
-        origin_api::on_writer!(&self.state.db, pool => {
-            sqlx::query(sql).execute(pool).await.expect("exec");
-        });
+        self.state.db.write(sql, &[]).await.expect("exec");
     }
 }
 

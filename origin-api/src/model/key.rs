@@ -1,0 +1,45 @@
+//! An API key as stored: its id, owner, scopes and the SHA-256 of its secret.
+
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+/// Scope that allows bans.
+pub const SCOPE_ADMIN: &str = "admin";
+/// Scope every key has: its owner's links.
+pub const SCOPE_LINKS: &str = "links";
+
+/// A stored key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKey {
+    pub key_id: String,
+    pub owner_id: String,
+    pub name: String,
+    pub secret_hash: String,
+    pub scopes: String,
+    pub created_at: i64,
+    pub revoked_at: Option<i64>,
+}
+
+impl ApiKey {
+    pub fn is_admin(&self) -> bool {
+        self.scopes.split(',').any(|s| s == SCOPE_ADMIN)
+    }
+
+    /// Whether `secret` is this key's secret; constant time in the secret.
+    pub fn verifies(&self, secret: &str) -> bool {
+        hash_secret(secret)
+            .as_bytes()
+            .ct_eq(self.secret_hash.as_bytes())
+            .into()
+    }
+}
+
+/// SHA-256 of the secret, lowercase hex.
+pub fn hash_secret(secret: &str) -> String {
+    sha256_hex(secret)
+}
+
+/// SHA-256 of any text, lowercase hex (also the fingerprint of an idempotent request).
+pub fn sha256_hex(text: &str) -> String {
+    format!("{:x}", Sha256::digest(text.as_bytes()))
+}

@@ -1,0 +1,165 @@
+//! A link as the origin keeps it, tombstones included, and the record the edge gets of
+//! it.
+
+use shared::{CodeKind, EdgeRecord, EdgeStatus, RedirectStatus};
+
+/// Where a link stands in the database. Bans are kept apart, in `bans`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkState {
+    Active,
+    Disabled,
+    Deleted,
+}
+
+impl LinkState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LinkState::Active => "active",
+            LinkState::Disabled => "disabled",
+            LinkState::Deleted => "deleted",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "active" => Some(LinkState::Active),
+            "disabled" => Some(LinkState::Disabled),
+            "deleted" => Some(LinkState::Deleted),
+            _ => None,
+        }
+    }
+}
+
+/// One link, tombstones included.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    pub link_id: u64,
+    pub domain: String,
+    pub code: String,
+    pub target_url: String,
+    pub owner_id: String,
+    pub status: LinkState,
+    pub redirect: RedirectStatus,
+    /// Unix milliseconds.
+    pub expires_at: Option<i64>,
+    pub version: u64,
+    pub key_version: Option<u32>,
+    pub code_kind: CodeKind,
+    pub forward_query: bool,
+    pub title: Option<String>,
+    pub tags: Vec<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+    /// The newest version the publisher delivered to the edge, if any.
+    pub published: Option<Published>,
+}
+
+/// A delivery to the edge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Published {
+    pub version: u64,
+    /// Unix milliseconds.
+    pub at: i64,
+}
+
+/// How long KV may take to show a write everywhere once it is accepted.
+pub const KV_PROPAGATION_MS: i64 = 60_000;
+
+impl Link {
+    /// `domain/code`.
+    pub fn route_key(&self) -> String {
+        format!("{}/{}", self.domain, self.code)
+    }
+
+    /// The host of the target, as host bans match it.
+    pub fn target_host(&self) -> String {
+        url::Url::parse(&self.target_url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .unwrap_or_default()
+    }
+
+    /// Whether `deny` covers this link: its code, or its target's host.
+    pub fn banned_by(&self, deny: &shared::Denylist) -> bool {
+        shared::RouteKey::new(self.domain.as_str(), self.code.as_str())
+            .is_some_and(|r| deny.blocks_code(&r))
+            || deny.blocks_host(&self.target_host())
+    }
+
+    /// The record the edge holds for this link. `banned` marks it for a code ban or a
+    /// ban of its target host.
+    pub fn edge_record(&self, banned: bool) -> EdgeRecord {
+        EdgeRecord {
+            target: self.target_url.clone(),
+            status: if banned {
+                EdgeStatus::Banned
+            } else {
+                match self.status {
+                    LinkState::Active => EdgeStatus::Active,
+                    LinkState::Disabled => EdgeStatus::Disabled,
+                    LinkState::Deleted => EdgeStatus::Deleted,
+                }
+            },
+            redirect: self.redirect,
+            // The edge works in seconds; round up so a link never ends early.
+            expires_at: self
+                .expires_at
+                .map(|ms| ms.div_euclid(1000) + i64::from(ms.rem_euclid(1000) != 0)),
+            version: self.version,
+            forward_query: self.forward_query,
+        }
+    }
+}
+
+/// A validated listing of an owner's links, newest first, as the store runs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListFilter {
+    pub owner_id: String,
+    pub domain: Option<String>,
+    pub tag: Option<String>,
+    pub status: Option<LinkState>,
+    /// `(created_at, link_id)` of the last link of the previous page.
+    pub after: Option<(i64, u64)>,
+    pub limit: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edge_expiry_rounds_up_to_the_second() {
+        let mut link = Link {
+            link_id: 1,
+            domain: "s.example".into(),
+            code: "abc".into(),
+            target_url: "https://e.example/".into(),
+            owner_id: "o".into(),
+            status: LinkState::Active,
+            redirect: RedirectStatus::Found,
+            expires_at: Some(1_500),
+            version: 2,
+            key_version: None,
+            code_kind: CodeKind::Custom,
+            forward_query: true,
+            title: None,
+            tags: vec![],
+            created_at: 0,
+            updated_at: 0,
+            published: None,
+        };
+        assert_eq!(link.edge_record(false).expires_at, Some(2));
+        link.expires_at = Some(2_000);
+        assert_eq!(link.edge_record(false).expires_at, Some(2));
+        assert_eq!(link.edge_record(true).status, EdgeStatus::Banned);
+        link.status = LinkState::Deleted;
+        let rec = link.edge_record(false);
+        assert_eq!(
+            (rec.status, rec.version, rec.forward_query),
+            (EdgeStatus::Deleted, 2, true)
+        );
+    }
+}
