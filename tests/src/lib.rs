@@ -270,8 +270,8 @@ impl Edge {
             .args(["--inspector-port", &free_port().to_string()])
             .arg("--persist-to")
             .arg(state.join("kv"));
-        // The worker's secrets are the test's to give: a developer's .dev.vars (which
-        // scripts/dev writes) must not leak in, so every one is set, empty if not given.
+        // The worker's secrets are the test's to give: a developer's .dev.vars must not
+        // leak in, so every one is set, empty if not given (`--var` wins over it).
         for name in ["ORIGIN_TOKEN", "SYNC_TOKEN", "PERMUTATION_KEYS"] {
             if !vars.iter().any(|(given, _)| given == name) {
                 command.arg("--var").arg(format!("{name}:"));

@@ -5,9 +5,55 @@ use hop_e2e::{client, free_port, repo_root, Process};
 use reqwest::StatusCode;
 use std::process::Command;
 
+/// The repository's `.dev.vars` as it was, put back when the test ends however it ends.
+struct DevVars {
+    path: std::path::PathBuf,
+    before: Option<Vec<u8>>,
+    planted: bool,
+}
+
+impl DevVars {
+    /// Takes note of a developer's `.dev.vars`; when there is none, plants one whose
+    /// secrets are wrong for scripts/dev, so that its wiring works only if its own win.
+    fn guard() -> DevVars {
+        let path = repo_root().join(".dev.vars");
+        let before = std::fs::read(&path).ok();
+        let planted = before.is_none();
+        if planted {
+            std::fs::write(
+                &path,
+                "SYNC_TOKEN=a-developer-s-own\nORIGIN_TOKEN=a-developer-s-own\nMY_OWN=1\n",
+            )
+            .expect("write .dev.vars");
+        }
+        DevVars {
+            path,
+            before,
+            planted,
+        }
+    }
+
+    fn unchanged(&self) -> bool {
+        let now = std::fs::read(&self.path).ok();
+        match &self.before {
+            Some(before) => now.as_ref() == Some(before),
+            None => now.is_some_and(|n| n.starts_with(b"SYNC_TOKEN=a-developer-s-own")),
+        }
+    }
+}
+
+impl Drop for DevVars {
+    fn drop(&mut self) {
+        if self.planted {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
 #[tokio::test]
 async fn scripts_dev_runs_origin_and_edge_and_stops_them() {
     let dir = tempfile::tempdir().expect("temp dir");
+    let dev_vars = DevVars::guard();
     let (origin_port, edge_port) = (free_port(), free_port());
     let mut command = Command::new("bash");
     command
@@ -63,8 +109,9 @@ async fn scripts_dev_runs_origin_and_edge_and_stops_them() {
         Some("https://example.com/published")
     );
 
-    // Stopping the script stops what it started.
+    // Stopping the script stops what it started, and it wrote nothing of the developer's.
     dev.stop();
+    assert!(dev_vars.unchanged(), "scripts/dev rewrote .dev.vars");
     assert!(
         client()
             .get(format!("{origin}/healthz"))

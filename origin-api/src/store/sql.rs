@@ -18,6 +18,7 @@ use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgArguments, PgConnection, PgRow};
 use sqlx::sqlite::{SqliteArguments, SqliteConnection, SqliteRow};
 use sqlx::{Arguments, Encode, FromRow, Postgres, Sqlite, Transaction, Type};
+use std::borrow::Cow;
 
 /// A value bound to a placeholder. `None` binds SQL `NULL` of the value's type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,6 +91,62 @@ where
     Ok(out)
 }
 
+/// `sql` with each `$n` turned into an anonymous `?` and `args` laid out in the order
+/// the placeholders appear (a value used twice is bound twice), for SQLite.
+///
+/// sqlx-sqlite finds the value of each named placeholder by asking SQLite its name, and
+/// SQLite looks names up by a linear scan: binding a statement of n named values costs
+/// n² steps, and a bulk insert of 500 links (8,500 values) took 0.3 s to bind against
+/// 10 ms to run. Anonymous placeholders bind by position. Literals in quotes are left as
+/// they are.
+fn positional<'s, 'q>(
+    sql: &'s str,
+    args: &'s [Arg<'q>],
+) -> Result<(Cow<'s, str>, Cow<'s, [Arg<'q>]>), sqlx::Error> {
+    if !sql.contains('$') {
+        return Ok((Cow::Borrowed(sql), Cow::Borrowed(args)));
+    }
+    let bytes = sql.as_bytes();
+    let mut out = String::with_capacity(sql.len());
+    let mut bound = Vec::with_capacity(args.len());
+    let mut quote: Option<u8> = None;
+    let (mut i, mut copied) = (0, 0);
+    while i < bytes.len() {
+        let b = bytes[i];
+        match quote {
+            // A doubled quote inside a literal reads as a closing and an opening one.
+            Some(q) if b == q => quote = None,
+            Some(_) => {}
+            None if b == b'\'' || b == b'"' => quote = Some(b),
+            None if b == b'$' => {
+                let digits = bytes[i + 1..]
+                    .iter()
+                    .take_while(|d| d.is_ascii_digit())
+                    .count();
+                if digits > 0 {
+                    let n: usize = sql[i + 1..i + 1 + digits].parse().unwrap_or(0);
+                    let arg = n.checked_sub(1).and_then(|k| args.get(k)).ok_or_else(|| {
+                        sqlx::Error::Protocol(format!(
+                            "placeholder ${n} has no value ({} given)",
+                            args.len()
+                        ))
+                    })?;
+                    out.push_str(&sql[copied..i]);
+                    out.push('?');
+                    bound.push(*arg);
+                    i += 1 + digits;
+                    copied = i;
+                    continue;
+                }
+            }
+            None => {}
+        }
+        i += 1;
+    }
+    out.push_str(&sql[copied..]);
+    Ok((Cow::Owned(out), Cow::Owned(bound)))
+}
+
 /// A row type both drivers can decode (a `#[derive(FromRow)]` struct, a tuple).
 pub trait Row: for<'r> FromRow<'r, SqliteRow> + for<'r> FromRow<'r, PgRow> + Send + Unpin {}
 
@@ -111,10 +168,13 @@ impl Conn<'_> {
     /// Runs a statement; the rows it changed.
     pub async fn execute(&mut self, sql: &str, args: &[Arg<'_>]) -> Result<u64, sqlx::Error> {
         Ok(match self {
-            Conn::Sqlite(c) => sqlx::query_with(sql, arguments::<SqliteArguments<'_>>(args)?)
-                .execute(&mut **c)
-                .await?
-                .rows_affected(),
+            Conn::Sqlite(c) => {
+                let (sql, args) = positional(sql, args)?;
+                sqlx::query_with(&sql, arguments::<SqliteArguments<'_>>(&args)?)
+                    .execute(&mut **c)
+                    .await?
+                    .rows_affected()
+            }
             Conn::Postgres(c) => sqlx::query_with(sql, arguments::<PgArguments>(args)?)
                 .execute(&mut **c)
                 .await?
@@ -122,7 +182,8 @@ impl Conn<'_> {
         })
     }
 
-    /// The rows a statement returns, as they come.
+    /// The rows a statement returns, as they come; on SQLite `sql` and `args` are
+    /// already [`positional`].
     fn rows<'s, T: Row + 's>(
         &'s mut self,
         sql: &'s str,
@@ -139,13 +200,27 @@ impl Conn<'_> {
         })
     }
 
+    /// The statement as this connection's driver is to get it.
+    fn dialect<'s, 'q>(
+        &self,
+        sql: &'s str,
+        args: &'s [Arg<'q>],
+    ) -> Result<(Cow<'s, str>, Cow<'s, [Arg<'q>]>), sqlx::Error> {
+        match self {
+            Conn::Sqlite(_) => positional(sql, args),
+            Conn::Postgres(_) => Ok((Cow::Borrowed(sql), Cow::Borrowed(args))),
+        }
+    }
+
     /// The first row a statement returns, if any; the rest are not read.
     pub async fn fetch_optional<T: Row>(
         &mut self,
         sql: &str,
         args: &[Arg<'_>],
     ) -> Result<Option<T>, sqlx::Error> {
-        self.rows(sql, args)?.try_next().await
+        let (sql, args) = self.dialect(sql, args)?;
+        let found = self.rows(&sql, &args)?.try_next().await;
+        found
     }
 
     pub async fn fetch_one<T: Row>(
@@ -163,7 +238,9 @@ impl Conn<'_> {
         sql: &str,
         args: &[Arg<'_>],
     ) -> Result<Vec<T>, sqlx::Error> {
-        self.rows(sql, args)?.try_collect().await
+        let (sql, args) = self.dialect(sql, args)?;
+        let found = self.rows(&sql, &args)?.try_collect().await;
+        found
     }
 }
 
@@ -325,6 +402,60 @@ mod tests {
         assert_eq!(values_placeholders(1, 0, 3), "");
         assert_eq!(list_placeholders(3, 3), "$3, $4, $5");
         assert_eq!(list_placeholders(1, 0), "");
+    }
+
+    #[test]
+    fn sqlite_gets_positional_placeholders_with_the_values_in_text_order() {
+        let args = [Arg::from(1), Arg::from("a"), Arg::from(true)];
+        let (sql, bound) = positional(
+            "SELECT $2, $1 WHERE x = $2 AND y = '$3' AND \"$1\" = $3",
+            &args,
+        )
+        .expect("rewrite");
+        assert_eq!(sql, "SELECT ?, ? WHERE x = ? AND y = '$3' AND \"$1\" = ?");
+        assert_eq!(*bound, [args[1], args[0], args[1], args[2]]);
+        // A literal with a doubled quote stays one literal.
+        let (sql, bound) = positional("SELECT 'it''s $1', $1", &args[..1]).expect("rewrite");
+        assert_eq!(sql, "SELECT 'it''s $1', ?");
+        assert_eq!(*bound, [args[0]]);
+    }
+
+    #[test]
+    fn a_placeholder_without_a_value_is_refused() {
+        assert!(positional("SELECT $2", &[Arg::from(1)]).is_err());
+        assert!(positional("SELECT $0", &[Arg::from(1)]).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_statement_of_thousands_of_values_binds_each_where_it_belongs() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = Db::connect(&format!("sqlite://{}", dir.path().join("s.db").display()))
+            .await
+            .expect("connect");
+        let mut tx = db.begin_write().await.expect("begin");
+        let mut c = tx.conn();
+        c.execute("CREATE TABLE t (i BIGINT, s TEXT)", &[])
+            .await
+            .expect("create");
+        let texts: Vec<String> = (0..4_000).map(|i| format!("t{i}")).collect();
+        let args: Vec<Arg<'_>> = texts
+            .iter()
+            .enumerate()
+            .flat_map(|(i, t)| [Arg::from(i as i64), Arg::from(t)])
+            .collect();
+        insert_rows(&mut c, "INSERT INTO t (i, s)", "", 2, &args)
+            .await
+            .expect("insert");
+        let wrong: Vec<(i64, String)> = c
+            .fetch_all("SELECT i, s FROM t WHERE s <> 't' || i", &[])
+            .await
+            .expect("select");
+        assert_eq!(wrong, []);
+        let (n,): (i64,) = c
+            .fetch_one("SELECT COUNT(*) FROM t", &[])
+            .await
+            .expect("count");
+        assert_eq!(n, 4_000);
     }
 
     #[tokio::test]
