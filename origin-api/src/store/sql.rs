@@ -395,6 +395,15 @@ pub fn list_placeholders(start: usize, n: usize) -> String {
 mod tests {
     use super::*;
 
+    /// A SQLite database in a directory of its own, gone when the directory is dropped.
+    async fn scratch_sqlite() -> (tempfile::TempDir, Db) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = Db::connect(&format!("sqlite://{}", dir.path().join("s.db").display()))
+            .await
+            .expect("connect");
+        (dir, db)
+    }
+
     #[test]
     fn placeholders_number_rows_in_order() {
         assert_eq!(values_placeholders(1, 2, 3), "($1, $2, $3), ($4, $5, $6)");
@@ -428,10 +437,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_statement_of_thousands_of_values_binds_each_where_it_belongs() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let db = Db::connect(&format!("sqlite://{}", dir.path().join("s.db").display()))
-            .await
-            .expect("connect");
+        let (_dir, db) = scratch_sqlite().await;
         let mut tx = db.begin_write().await.expect("begin");
         let mut c = tx.conn();
         c.execute("CREATE TABLE t (i BIGINT, s TEXT)", &[])
@@ -460,10 +466,7 @@ mod tests {
 
     #[tokio::test]
     async fn one_statement_runs_on_sqlite_with_every_kind_of_value() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let db = Db::connect(&format!("sqlite://{}", dir.path().join("s.db").display()))
-            .await
-            .expect("connect");
+        let (_dir, db) = scratch_sqlite().await;
         let mut tx = db.begin_write().await.expect("begin");
         let mut c = tx.conn();
         c.execute("CREATE TABLE t (i BIGINT, s TEXT, b BOOLEAN)", &[])
