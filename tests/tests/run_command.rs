@@ -8,37 +8,34 @@ use std::process::Command;
 /// The repository's `.dev.vars` as it was, put back when the test ends however it ends.
 struct DevVars {
     path: std::path::PathBuf,
-    before: Option<Vec<u8>>,
+    /// What the file holds: the developer's own, or the one planted here.
+    expected: Vec<u8>,
     planted: bool,
 }
 
+/// Secrets that are wrong for scripts/dev: its wiring works only if its own win.
+const PLANTED: &[u8] = b"SYNC_TOKEN=a-developer-s-own\nORIGIN_TOKEN=a-developer-s-own\nMY_OWN=1\n";
+
 impl DevVars {
-    /// Takes note of a developer's `.dev.vars`; when there is none, plants one whose
-    /// secrets are wrong for scripts/dev, so that its wiring works only if its own win.
+    /// Takes note of a developer's `.dev.vars`, or plants [`PLANTED`] when there is none.
     fn guard() -> DevVars {
         let path = repo_root().join(".dev.vars");
-        let before = std::fs::read(&path).ok();
-        let planted = before.is_none();
-        if planted {
-            std::fs::write(
-                &path,
-                "SYNC_TOKEN=a-developer-s-own\nORIGIN_TOKEN=a-developer-s-own\nMY_OWN=1\n",
-            )
-            .expect("write .dev.vars");
-        }
+        let (expected, planted) = match std::fs::read(&path) {
+            Ok(own) => (own, false),
+            Err(_) => {
+                std::fs::write(&path, PLANTED).expect("write .dev.vars");
+                (PLANTED.to_vec(), true)
+            }
+        };
         DevVars {
             path,
-            before,
+            expected,
             planted,
         }
     }
 
     fn unchanged(&self) -> bool {
-        let now = std::fs::read(&self.path).ok();
-        match &self.before {
-            Some(before) => now.as_ref() == Some(before),
-            None => now.is_some_and(|n| n.starts_with(b"SYNC_TOKEN=a-developer-s-own")),
-        }
+        std::fs::read(&self.path).ok().as_ref() == Some(&self.expected)
     }
 }
 
@@ -46,6 +43,8 @@ impl Drop for DevVars {
     fn drop(&mut self) {
         if self.planted {
             let _ = std::fs::remove_file(&self.path);
+        } else if !self.unchanged() {
+            let _ = std::fs::write(&self.path, &self.expected);
         }
     }
 }

@@ -1,8 +1,8 @@
 //! Statements written once for both databases, run through plain functions instead of
 //! macros that compile a body twice.
 //!
-//! A statement is its SQL (with `$n` placeholders, which SQLite and PostgreSQL both
-//! read) and a slice of [`Arg`]s: the few types the store binds, each bound to
+//! A statement is its SQL (with `$n` placeholders, which PostgreSQL reads as written and
+//! SQLite gets rewritten to `?` by [`positional`]) and a slice of [`Arg`]s: the few types the store binds, each bound to
 //! whichever driver's arguments the connection needs. Rows decode with each driver's own
 //! `FromRow`, so nothing is converted on the way out. The cost over a typed `bind` chain
 //! is one match per value, against a database round trip.
@@ -167,15 +167,13 @@ impl Conn<'_> {
 
     /// Runs a statement; the rows it changed.
     pub async fn execute(&mut self, sql: &str, args: &[Arg<'_>]) -> Result<u64, sqlx::Error> {
+        let (sql, args) = self.dialect(sql, args)?;
         Ok(match self {
-            Conn::Sqlite(c) => {
-                let (sql, args) = positional(sql, args)?;
-                sqlx::query_with(&sql, arguments::<SqliteArguments<'_>>(&args)?)
-                    .execute(&mut **c)
-                    .await?
-                    .rows_affected()
-            }
-            Conn::Postgres(c) => sqlx::query_with(sql, arguments::<PgArguments>(args)?)
+            Conn::Sqlite(c) => sqlx::query_with(&sql, arguments::<SqliteArguments<'_>>(&args)?)
+                .execute(&mut **c)
+                .await?
+                .rows_affected(),
+            Conn::Postgres(c) => sqlx::query_with(&sql, arguments::<PgArguments>(&args)?)
                 .execute(&mut **c)
                 .await?
                 .rows_affected(),
@@ -427,6 +425,18 @@ mod tests {
         let (sql, bound) = positional("SELECT 'it''s $1', $1", &args[..1]).expect("rewrite");
         assert_eq!(sql, "SELECT 'it''s $1', ?");
         assert_eq!(*bound, [args[0]]);
+    }
+
+    #[tokio::test]
+    async fn a_sqlite_connection_sends_its_statements_positional() {
+        let (_dir, db) = scratch_sqlite().await;
+        let mut pooled = db.reader().await.expect("reader");
+        let args = [Arg::from(7)];
+        let (sql, bound) = pooled
+            .conn()
+            .dialect("SELECT $1 + $1", &args)
+            .expect("rewrite");
+        assert_eq!((&*sql, &*bound), ("SELECT ? + ?", &[args[0], args[0]][..]));
     }
 
     #[test]
