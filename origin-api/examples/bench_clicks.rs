@@ -266,13 +266,13 @@ async fn main() {
             .expect("count");
         let (d,): (i64,) = r
             .conn()
-            .fetch_one("SELECT COUNT(*) FROM click_dims", &[])
+            .fetch_one("SELECT CAST(COALESCE(SUM(LENGTH(CAST(dims AS TEXT))), 0) AS BIGINT) FROM click_hours", &[])
             .await
             .expect("count");
         (h, d)
     };
     eprintln!(
-        "{kind}: {rollup_events} events into {} hour rows and {} dimension rows in {:.0} s",
+        "{kind}: {rollup_events} events into {} hour rows and {} bytes of dimensions in {:.0} s",
         rows.0,
         rows.1,
         started.elapsed().as_secs_f64()

@@ -5,10 +5,12 @@
 //! (SQLite's page cache is anonymous memory).
 //!
 //!     cargo run --release -p origin-api --example bench_rollup_writer -- \
-//!         sqlite:///tmp/rollups.db [WINDOWS [KEYS [SLICE]]]
+//!         sqlite:///tmp/rollups.db [WINDOWS [KEYS [SLICE [STEP_MS]]]]
 //!
 //! The database must be new (it is migrated here). Defaults: 3 windows of 1,000,000
-//! keys, 3,000 keys per slice (a 5-minute window spread over 30 s in 100 ms ticks).
+//! keys, 3,000 keys per slice (a 5-minute window spread over 30 s in 100 ms ticks), each
+//! window an hour (3,600,000 ms) after the last; a step of 0 keeps them in one hour, so
+//! that every key after the first window adds to a row already written.
 use origin_api::db::Db;
 use origin_api::store::{ClickDims, ClickStore, Increments};
 use std::time::Instant;
@@ -22,19 +24,24 @@ async fn main() {
     let mut args = std::env::args().skip(1);
     let url = args
         .next()
-        .expect("usage: bench_rollup_writer DATABASE_URL [WINDOWS [KEYS [SLICE]]]");
+        .expect("usage: bench_rollup_writer DATABASE_URL [WINDOWS [KEYS [SLICE [STEP_MS]]]]");
     let windows: usize = args.next().map_or(3, |s| s.parse().expect("a number"));
     let keys: u64 = args
         .next()
         .map_or(1_000_000, |s| s.parse().expect("a number"));
     let slice: usize = args.next().map_or(3_000, |s| s.parse().expect("a number"));
+    // 0 writes every window into the same hour: each key then merges into a row
+    // written before, as the tally's windows of a few minutes do within an hour.
+    let step: i64 = args
+        .next()
+        .map_or(3_600_000, |s| s.parse().expect("a number"));
     let db = Db::connect(&url).await.expect("connect");
     db.migrate().await.expect("migrate");
     let mut rng = Rng(1);
     let devices = ["mobile", "desktop", "tablet", "other"];
     let base = 1_800_000_000_000i64 / 3_600_000 * 3_600_000;
     for w in 0..windows {
-        let hour = base + w as i64 * 3_600_000;
+        let hour = base + w as i64 * step;
         let ids: Vec<u64> = (1..=keys).collect();
         let started = Instant::now();
         let cpu0 = cpu();

@@ -58,12 +58,11 @@ async fn tables(db: &Db) -> Vec<String> {
     names
 }
 
-const TABLES: [&str; 13] = [
+const TABLES: [&str; 12] = [
     "activation_promises",
     "api_keys",
     "bans",
     "click_days",
-    "click_dims",
     "click_hours",
     "click_seen",
     "domains",

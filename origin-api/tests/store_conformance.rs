@@ -58,3 +58,157 @@ async fn concurrent_segment_advances_never_overlap_and_each_writes_its_outbox_ro
         t.cleanup().await;
     }
 }
+
+/// A link's top values per dimension, as `(dimension, value, visits)`.
+async fn dims_of(db: &origin_api::db::Db, bots: bool) -> Vec<(String, String, i64)> {
+    use origin_api::store::ClickStore;
+    db.click_dims(7, 0, 3 * 3_600_000, bots, 10)
+        .await
+        .expect("dims")
+        .into_iter()
+        .map(|d| (d.dim, d.value, d.visits))
+        .collect()
+}
+
+fn dims(rows: &[(&str, &str, i64)]) -> Vec<(String, String, i64)> {
+    rows.iter()
+        .map(|(d, v, n)| (d.to_string(), v.to_string(), *n))
+        .collect()
+}
+
+#[tokio::test]
+async fn an_upgrade_moves_each_link_hours_dimensions_into_its_row_and_loses_none() {
+    use origin_api::store::{ClickDims, ClickStore, Increments};
+    for t in TestDb::all_at("dims-upgrade", 7).await {
+        // Two hours of one link as the release before wrote them: an hour row per link,
+        // hour and bot flag, and a row per dimension value.
+        t.db.write(
+            "INSERT INTO click_hours (link_id, hour, bot, owner_id, visits, redirects) VALUES \
+             (7, 3600000, FALSE, 'ana', 3, 2), (7, 3600000, TRUE, 'ana', 1, 1), \
+             (7, 7200000, FALSE, 'ana', 2, 2)",
+            &[],
+        )
+        .await
+        .expect("hours");
+        t.db.write(
+            "INSERT INTO click_dims (link_id, dim, hour, bot, value, visits) VALUES \
+             (7, 'country', 3600000, FALSE, 'DE', 2), (7, 'country', 3600000, FALSE, '', 1), \
+             (7, 'referrer', 3600000, FALSE, 'news.example', 2), \
+             (7, 'referrer', 3600000, FALSE, '', 1), (7, 'device', 3600000, FALSE, 'mobile', 3), \
+             (7, 'status', 3600000, FALSE, '302', 2), (7, 'status', 3600000, FALSE, '404', 1), \
+             (7, 'country', 3600000, TRUE, 'US', 1), (7, 'referrer', 3600000, TRUE, '', 1), \
+             (7, 'device', 3600000, TRUE, 'other', 1), (7, 'status', 3600000, TRUE, '302', 1), \
+             (7, 'country', 7200000, FALSE, 'DE', 2), (7, 'referrer', 7200000, FALSE, '', 2), \
+             (7, 'device', 7200000, FALSE, 'desktop', 2), (7, 'status', 7200000, FALSE, '302', 2)",
+            &[],
+        )
+        .await
+        .expect("dims");
+        t.db.migrate().await.expect("upgrade");
+        assert_eq!(
+            dims_of(&t.db, false).await,
+            dims(&[
+                ("country", "DE", 4),
+                ("country", "", 1),
+                ("device", "mobile", 3),
+                ("device", "desktop", 2),
+                ("referrer", "", 3),
+                ("referrer", "news.example", 2),
+                ("status", "302", 4),
+                ("status", "404", 1),
+            ]),
+            "{}",
+            t.kind()
+        );
+        assert_eq!(
+            dims_of(&t.db, true).await,
+            dims(&[
+                ("country", "DE", 4),
+                ("country", "", 1),
+                ("country", "US", 1),
+                ("device", "mobile", 3),
+                ("device", "desktop", 2),
+                ("device", "other", 1),
+                ("referrer", "", 4),
+                ("referrer", "news.example", 2),
+                ("status", "302", 5),
+                ("status", "404", 1),
+            ]),
+            "{}",
+            t.kind()
+        );
+        // A visit counted after the upgrade adds to the moved counts.
+        let mut inc = Increments::new(100);
+        let visit = ClickDims {
+            at: 3_600_005,
+            bot: false,
+            status: 302,
+            country: "DE",
+            referrer: "news.example",
+            device: "mobile",
+        };
+        inc.add(7, "ana", &visit, 1);
+        t.db.add_rollups(&inc).await.expect("add");
+        let after = dims_of(&t.db, false).await;
+        assert_eq!(after[0], ("country".into(), "DE".into(), 5), "{}", t.kind());
+        assert!(
+            after.contains(&("referrer".into(), "news.example".into(), 3)),
+            "{}: {after:?}",
+            t.kind()
+        );
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_writers_into_one_link_hour_lose_no_dimension_counts() {
+    use origin_api::store::{ClickDims, ClickStore, Increments};
+    for t in TestDb::all("dims-race").await {
+        let db = Arc::new(t.db.clone());
+        // 8 writers, 25 writes each, all into the same link-hour, each write with
+        // values of its own and values shared with every other writer.
+        let writers: Vec<_> = (0..8)
+            .map(|w| {
+                let db = db.clone();
+                tokio::spawn(async move {
+                    for i in 0..25 {
+                        let mut inc = Increments::new(100);
+                        let country = format!("C{w}");
+                        let referrer = format!("w{w}-{}.example", i % 3);
+                        for (country, referrer) in [(country.as_str(), ""), ("DE", &referrer)] {
+                            let visit = ClickDims {
+                                at: 3_600_000 + i,
+                                bot: false,
+                                status: 302,
+                                country,
+                                referrer,
+                                device: "mobile",
+                            };
+                            inc.add(9, "ana", &visit, 2);
+                        }
+                        db.add_rollups(&inc).await.expect("add");
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.await.expect("writer");
+        }
+        let dims = db
+            .click_dims(9, 0, 2 * 3_600_000, false, 100)
+            .await
+            .expect("dims");
+        for dim in ["country", "referrer", "device", "status"] {
+            let sum: i64 = dims.iter().filter(|d| d.dim == dim).map(|d| d.visits).sum();
+            assert_eq!(sum, 800, "{}: {dim} lost counts: {dims:?}", t.kind());
+        }
+        let de = dims.iter().find(|d| d.dim == "country" && d.value == "DE");
+        assert_eq!(de.map(|d| d.visits), Some(400), "{}", t.kind());
+        let series = db
+            .click_series(9, 0, 2 * 3_600_000, 3_600_000)
+            .await
+            .expect("series");
+        assert_eq!(series.iter().map(|r| r.visits).sum::<i64>(), 800);
+        t.cleanup().await;
+    }
+}

@@ -15,16 +15,24 @@ const DAY_MS: i64 = 24 * HOUR_MS;
 
 type HourKey = (u64, i64, bool);
 type DayKey = (String, i64, u64, bool);
-type DimKey = (u64, &'static str, i64, bool, String);
+
+/// One link-hour's increments: its visits and redirects, and its visits per dimension
+/// value keyed as its `dims` column holds them ([`dim_key`]).
+#[derive(Debug)]
+struct HourRow {
+    owner: String,
+    visits: i64,
+    redirects: i64,
+    dims: BTreeMap<String, i64>,
+}
 
 /// Rollup increments, gathered before they are written: by new events from the edge, or
 /// by the origin's own tally. Keyed so that each row is written once per statement and,
 /// across concurrent writers, in one global order (no deadlocks).
 #[derive(Debug)]
 pub struct Increments {
-    hours: BTreeMap<HourKey, (String, i64, i64)>,
+    hours: BTreeMap<HourKey, HourRow>,
     days: BTreeMap<DayKey, (i64, i64)>,
-    dims: BTreeMap<DimKey, i64>,
     visits: u64,
     /// Distinct referrer hosts kept per link and hour; visits from others count as
     /// [`OTHER_REFERRERS`].
@@ -34,6 +42,30 @@ pub struct Increments {
 /// The referrer value that stands for every host past a link-hour's cap: a name no
 /// host can have.
 pub const OTHER_REFERRERS: &str = "(other)";
+
+/// The dimensions a link-hour counts, by the initial that keys them in its `dims`
+/// column: `{"c:DE": 3, "r:": 1, "r:news.example": 2, "d:mobile": 3, "s:302": 3}`
+/// (nothing after the colon when the value is unknown).
+const DIMENSIONS: [(char, &str); 4] = [
+    ('c', "country"),
+    ('r', "referrer"),
+    ('d', "device"),
+    ('s', "status"),
+];
+
+/// `value` of the dimension keyed by `initial`, as a `dims` key.
+fn dim_key(initial: char, value: &str) -> String {
+    let mut key = String::with_capacity(2 + value.len());
+    key.push(initial);
+    key.push(':');
+    key.push_str(value);
+    key
+}
+
+/// Whether a `dims` key is a referrer host (not the absence of one).
+fn is_referrer_host(key: &str) -> bool {
+    key.len() > 2 && key.starts_with("r:")
+}
 
 /// What one visit (or `n` alike) adds to the rollups.
 #[derive(Debug, Clone, Copy)]
@@ -68,7 +100,6 @@ impl Increments {
         Increments {
             hours: BTreeMap::new(),
             days: BTreeMap::new(),
-            dims: BTreeMap::new(),
             visits: 0,
             referrer_cap: i64::from(referrer_cap),
         }
@@ -85,9 +116,24 @@ impl Increments {
         let h = self
             .hours
             .entry((link_id, hour, dims.bot))
-            .or_insert_with(|| (owner_id.to_owned(), 0, 0));
-        h.1 += n;
-        h.2 += redirects;
+            .or_insert_with(|| HourRow {
+                owner: owner_id.to_owned(),
+                visits: 0,
+                redirects: 0,
+                dims: BTreeMap::new(),
+            });
+        h.visits += n;
+        h.redirects += redirects;
+        let status = dims.status.to_string();
+        for (initial, value) in [
+            ('c', dims.country),
+            ('r', dims.referrer),
+            ('d', dims.device),
+            ('s', status.as_str()),
+        ] {
+            let key = dim_key(initial, value);
+            *h.dims.entry(key).or_default() += n;
+        }
         let day = dims.at.div_euclid(DAY_MS) * DAY_MS;
         let d = self
             .days
@@ -95,17 +141,6 @@ impl Increments {
             .or_default();
         d.0 += n;
         d.1 += redirects;
-        for (dim, value) in [
-            ("country", dims.country.to_owned()),
-            ("referrer", dims.referrer.to_owned()),
-            ("device", dims.device.to_owned()),
-            ("status", dims.status.to_string()),
-        ] {
-            *self
-                .dims
-                .entry((link_id, dim, hour, dims.bot, value))
-                .or_default() += n;
-        }
         self.visits += u64::try_from(n).unwrap_or_default();
     }
 
@@ -120,20 +155,110 @@ fn db_id(link: u64) -> i64 {
     link as i64
 }
 
-/// Writes `inc` in the transaction: its hours, days and dimensions, each a multi-row
-/// upsert of 500 rows, with referrers capped per link-hour.
+/// The `dims` of a link-hour row already written, merged with those being added: the
+/// sum per key. PostgreSQL's `jsonb` and SQLite's JSON text have functions of their
+/// own names, the rest is the same.
+const PG_MERGED_DIMS: &str = "COALESCE((SELECT jsonb_object_agg(key, n) FROM \
+     (SELECT key, SUM(CAST(value AS BIGINT)) AS n \
+     FROM (SELECT key, value FROM jsonb_each_text(click_hours.dims) \
+     UNION ALL SELECT key, value FROM jsonb_each_text(excluded.dims)) e GROUP BY key) s), '{}')";
+
+/// What the link-hours of `keys` hold already in their `dims`, read in one query per
+/// few hundred link-hours; those absent hold nothing yet.
+async fn dims_held(
+    c: &mut Conn<'_>,
+    keys: &[HourKey],
+) -> Result<HashMap<HourKey, BTreeMap<String, i64>>, StoreError> {
+    let mut held = HashMap::with_capacity(keys.len());
+    for chunk in keys.chunks(CHUNK) {
+        let sql = format!(
+            "SELECT link_id, hour, bot, CAST(dims AS TEXT) FROM click_hours \
+             WHERE (link_id, hour, bot) IN (VALUES {})",
+            values_placeholders(1, chunk.len(), 3)
+        );
+        let args: Vec<Arg<'_>> = chunk
+            .iter()
+            .flat_map(|(link, hour, bot)| [db_id(*link).into(), (*hour).into(), (*bot).into()])
+            .collect();
+        let found: Vec<(i64, i64, bool, String)> = c.fetch_all(&sql, &args).await?;
+        for (link, hour, bot, dims) in found {
+            let dims = serde_json::from_str(&dims)
+                .map_err(|e| StoreError::Corrupt(format!("dims of link {link}: {e}")))?;
+            held.insert((link_id(link)?, hour, bot), dims);
+        }
+    }
+    Ok(held)
+}
+
+/// Writes `inc` in the transaction: its link-hours (each one row, its dimensions in
+/// it) and its days, each a multi-row upsert of 500 rows, with referrers capped per
+/// link-hour.
 async fn write_increments(c: &mut Conn<'_>, inc: &Increments) -> Result<(), StoreError> {
+    // What the link-hours being written hold already is read first, in one query per
+    // few hundred of them. On SQLite that is all of them: the counts are merged here
+    // and each row written whole, because its one writer holds the transaction and
+    // nothing can change a row in between (merging in SQL, through `json_each`, cost a
+    // third more per key, `bench_rollup_writer`). On PostgreSQL writers run concurrently, so the database merges
+    // the counts in the upsert, and only the link-hours with referrer hosts are read,
+    // for their cap.
+    let postgres = c.is_postgres();
+    let read: Vec<HourKey> = inc
+        .hours
+        .iter()
+        .filter(|(_, h)| !postgres || h.dims.keys().any(|k| is_referrer_host(k)))
+        .map(|(k, _)| *k)
+        .collect();
+    let mut held = if read.is_empty() {
+        HashMap::new()
+    } else {
+        dims_held(c, &read).await?
+    };
+    // Referrers are capped per link and hour: a host is kept if the link-hour has it
+    // already or has room, else counted under OTHER_REFERRERS. Anyone can send any
+    // Referer, so without the cap one link's hour could hold a key per forged host.
+    let other = dim_key('r', OTHER_REFERRERS);
+    let mut dims_json = Vec::with_capacity(inc.hours.len());
+    for (key, h) in &inc.hours {
+        let have = held.remove(key).unwrap_or_default();
+        let mut distinct = have
+            .keys()
+            .filter(|k| is_referrer_host(k) && **k != other)
+            .count() as i64;
+        let mut dims: BTreeMap<&str, i64> = if postgres {
+            BTreeMap::new()
+        } else {
+            have.iter().map(|(k, n)| (k.as_str(), *n)).collect()
+        };
+        // Hosts come in key order, each once (the map is keyed by it).
+        for (k, n) in &h.dims {
+            let kept = if !is_referrer_host(k) || have.contains_key(k) {
+                k.as_str()
+            } else if *k != other && distinct < inc.referrer_cap {
+                distinct += 1;
+                k.as_str()
+            } else {
+                other.as_str()
+            };
+            *dims.entry(kept).or_default() += *n;
+        }
+        dims_json.push(
+            serde_json::to_string(&dims)
+                .map_err(|e| StoreError::Corrupt(format!("dims of link {}: {e}", key.0)))?,
+        );
+    }
     let hours: Vec<Arg<'_>> = inc
         .hours
         .iter()
-        .flat_map(|((link, hour, bot), (owner, visits, redirects))| {
+        .zip(&dims_json)
+        .flat_map(|((&(link, hour, bot), h), dims)| {
             [
-                db_id(*link).into(),
-                (*hour).into(),
-                (*bot).into(),
-                owner.into(),
-                (*visits).into(),
-                (*redirects).into(),
+                db_id(link).into(),
+                hour.into(),
+                bot.into(),
+                (&h.owner).into(),
+                h.visits.into(),
+                h.redirects.into(),
+                Arg::Json(dims),
             ]
         })
         .collect();
@@ -151,134 +276,36 @@ async fn write_increments(c: &mut Conn<'_>, inc: &Increments) -> Result<(), Stor
             ]
         })
         .collect();
-    // Referrers are capped per link and hour: the value is kept if the link-hour has it
-    // already or has room, else counted under OTHER_REFERRERS. Anyone can send any
-    // Referer, so without the cap one link's hour could hold a row per forged host.
-    // What the link-hours of this write hold already is read in two queries per few
-    // hundred, and the cap is applied here: a statement per referrer cost a round trip
-    // to the database per link-hour written.
-    let referrers: Vec<_> = inc
-        .dims
-        .iter()
-        .filter(|((_, dim, _, _, value), _)| *dim == "referrer" && !value.is_empty())
-        .collect();
-    let mut rows: BTreeMap<(u64, &str, i64, bool, &str), i64> = inc
-        .dims
-        .iter()
-        .filter(|((_, dim, _, _, value), _)| *dim != "referrer" || value.is_empty())
-        .map(|((link, dim, hour, bot, value), n)| ((*link, *dim, *hour, *bot, value.as_str()), *n))
-        .collect();
-    if !referrers.is_empty() {
-        let (first, last) = referrers
-            .iter()
-            .fold((i64::MAX, i64::MIN), |(lo, hi), ((_, _, h, _, _), _)| {
-                (lo.min(*h), hi.max(*h))
-            });
-        let links: Vec<u64> = referrers
-            .iter()
-            .map(|((link, ..), _)| *link)
-            .collect::<std::collections::BTreeSet<u64>>()
-            .into_iter()
-            .collect();
-        // Per link-hour: how many distinct hosts it holds (counted by the database, one
-        // row back per link-hour), and which of the hosts written now it holds already
-        // (looked up by key). Reading every value held instead cost the edge's batches
-        // of 100 a third of their throughput (`bench_clicks`).
-        let mut held: HashMap<(u64, i64, bool), (i64, HashSet<String>)> = HashMap::new();
-        for chunk in links.chunks(CHUNK) {
-            let sql = format!(
-                "SELECT link_id, hour, bot, CAST(COUNT(*) AS BIGINT), \
-                 CAST(SUM(CASE WHEN value = $1 THEN 1 ELSE 0 END) AS BIGINT) FROM click_dims \
-                 WHERE dim = 'referrer' AND value <> '' AND hour >= $2 AND hour <= $3 \
-                 AND link_id IN ({}) GROUP BY link_id, hour, bot",
-                list_placeholders(4, chunk.len())
-            );
-            let mut args: Vec<Arg<'_>> = vec![OTHER_REFERRERS.into(), first.into(), last.into()];
-            args.extend(chunk.iter().map(|l| Arg::from(db_id(*l))));
-            let found: Vec<(i64, i64, bool, i64, i64)> = c.fetch_all(&sql, &args).await?;
-            for (link, hour, bot, values, other) in found {
-                held.entry((link_id(link)?, hour, bot)).or_default().0 = values - other;
-            }
+    // Upserts in one order across writers (no deadlocks): hours, then days.
+    let hours_conflict = format!(
+        "ON CONFLICT (link_id, hour, bot) DO UPDATE SET \
+         visits = click_hours.visits + excluded.visits, \
+         redirects = click_hours.redirects + excluded.redirects, \
+         dims = {}",
+        if postgres {
+            PG_MERGED_DIMS
+        } else {
+            "excluded.dims"
         }
-        for chunk in referrers.chunks(CHUNK) {
-            let sql = format!(
-                "SELECT link_id, hour, bot, value FROM click_dims \
-                 WHERE dim = 'referrer' AND (link_id, hour, bot, value) IN (VALUES {})",
-                values_placeholders(1, chunk.len(), 4)
-            );
-            let args: Vec<Arg<'_>> = chunk
-                .iter()
-                .flat_map(|((link, _, hour, bot, value), _)| {
-                    [
-                        db_id(*link).into(),
-                        (*hour).into(),
-                        (*bot).into(),
-                        value.into(),
-                    ]
-                })
-                .collect();
-            let found: Vec<(i64, i64, bool, String)> = c.fetch_all(&sql, &args).await?;
-            for (link, hour, bot, value) in found {
-                held.entry((link_id(link)?, hour, bot))
-                    .or_default()
-                    .1
-                    .insert(value);
-            }
-        }
-        for ((link, _, hour, bot, value), n) in referrers {
-            let (distinct, values) = held.entry((*link, *hour, *bot)).or_default();
-            let kept = if values.contains(value.as_str()) {
-                value.as_str()
-            } else if value != OTHER_REFERRERS && *distinct < inc.referrer_cap {
-                // Each (link-hour, host) comes once: `inc.dims` is keyed by it.
-                *distinct += 1;
-                value.as_str()
-            } else {
-                OTHER_REFERRERS
-            };
-            *rows
-                .entry((*link, "referrer", *hour, *bot, kept))
-                .or_default() += *n;
-        }
-    }
-    let dims: Vec<Arg<'_>> = rows
-        .iter()
-        .flat_map(|((link, dim, hour, bot, value), visits)| {
-            [
-                db_id(*link).into(),
-                (*dim).into(),
-                (*hour).into(),
-                (*bot).into(),
-                (*value).into(),
-                (*visits).into(),
-            ]
-        })
-        .collect();
-    // Upserts in one order across writers (no deadlocks): hours, days, dimensions.
-    for (insert, conflict, args) in [
-        (
-            "INSERT INTO click_hours (link_id, hour, bot, owner_id, visits, redirects)",
-            "ON CONFLICT (link_id, hour, bot) DO UPDATE SET \
-             visits = click_hours.visits + excluded.visits, \
-             redirects = click_hours.redirects + excluded.redirects",
-            &hours,
-        ),
-        (
-            "INSERT INTO click_days (owner_id, day, link_id, bot, visits, redirects)",
-            "ON CONFLICT (owner_id, day, link_id, bot) DO UPDATE SET \
-             visits = click_days.visits + excluded.visits, \
-             redirects = click_days.redirects + excluded.redirects",
-            &days,
-        ),
-        (
-            "INSERT INTO click_dims (link_id, dim, hour, bot, value, visits)",
-            "ON CONFLICT (link_id, dim, hour, bot, value) DO UPDATE SET \
-             visits = click_dims.visits + excluded.visits",
-            &dims,
-        ),
-    ] {
-        insert_rows(c, insert, conflict, 6, args).await?;
-    }
+    );
+    insert_rows(
+        c,
+        "INSERT INTO click_hours (link_id, hour, bot, owner_id, visits, redirects, dims)",
+        &hours_conflict,
+        7,
+        &hours,
+    )
+    .await?;
+    insert_rows(
+        c,
+        "INSERT INTO click_days (owner_id, day, link_id, bot, visits, redirects)",
+        "ON CONFLICT (owner_id, day, link_id, bot) DO UPDATE SET \
+         visits = click_days.visits + excluded.visits, \
+         redirects = click_days.redirects + excluded.redirects",
+        6,
+        &days,
+    )
+    .await?;
     Ok(())
 }
 
@@ -457,16 +484,26 @@ impl ClickStore for Db {
         top: i64,
     ) -> Result<Vec<DimCount>, StoreError> {
         // The top of each dimension is chosen by the database: only `top` rows per
-        // dimension come back, however many values the range holds.
-        let rows: Vec<(String, String, i64)> = self
+        // dimension come back, however many values the range holds. Each link-hour row
+        // holds its dimensions as one JSON object, expanded here.
+        let each = if self.is_postgres() {
+            "jsonb_each_text"
+        } else {
+            "json_each"
+        };
+        let sql = format!(
+            "SELECT k, n FROM ( \
+               SELECT j.key AS k, CAST(SUM(CAST(j.value AS BIGINT)) AS BIGINT) AS n, \
+                 ROW_NUMBER() OVER (PARTITION BY substr(j.key, 1, 1) \
+                   ORDER BY SUM(CAST(j.value AS BIGINT)) DESC, j.key) AS r \
+               FROM click_hours h, {each}(h.dims) j \
+               WHERE h.link_id = $1 AND h.hour >= $2 AND h.hour < $3 AND (h.bot = FALSE OR $4) \
+               GROUP BY j.key) ranked \
+             WHERE r <= $5 ORDER BY substr(k, 1, 1), n DESC, k"
+        );
+        let rows: Vec<(String, i64)> = self
             .read_all(
-                "SELECT dim, value, n FROM ( \
-                   SELECT dim, value, CAST(SUM(visits) AS BIGINT) AS n, \
-                     ROW_NUMBER() OVER (PARTITION BY dim ORDER BY SUM(visits) DESC, value) AS r \
-                   FROM click_dims \
-                   WHERE link_id = $1 AND hour >= $2 AND hour < $3 AND (bot = FALSE OR $4) \
-                   GROUP BY dim, value) ranked \
-                 WHERE r <= $5 ORDER BY dim, n DESC, value",
+                &sql,
                 &[
                     db_id(link).into(),
                     from.into(),
@@ -476,10 +513,24 @@ impl ClickStore for Db {
                 ],
             )
             .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(dim, value, visits)| DimCount { dim, value, visits })
-            .collect())
+        rows.into_iter()
+            .map(|(key, visits)| {
+                let (dim, value) = key
+                    .split_once(':')
+                    .and_then(|(initial, value)| {
+                        DIMENSIONS
+                            .iter()
+                            .find(|(i, _)| initial.len() == 1 && initial.starts_with(*i))
+                            .map(|(_, dim)| (*dim, value))
+                    })
+                    .ok_or_else(|| StoreError::Corrupt(format!("dimension key {key:?}")))?;
+                Ok(DimCount {
+                    dim: dim.to_owned(),
+                    value: value.to_owned(),
+                    visits,
+                })
+            })
+            .collect()
     }
 
     async fn owner_top_links(

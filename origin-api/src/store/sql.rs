@@ -26,6 +26,48 @@ pub enum Arg<'a> {
     Int(Option<i64>),
     Text(Option<&'a str>),
     Bool(Option<bool>),
+    /// JSON text the caller wrote: PostgreSQL gets it as `jsonb`, SQLite as text.
+    Json(&'a str),
+}
+
+/// JSON text bound as PostgreSQL's `jsonb` (its binary form is a version byte and the
+/// text) and as SQLite's text; not parsed here, the database checks it.
+#[derive(Debug, Clone, Copy)]
+struct JsonText<'a>(&'a str);
+
+/// PostgreSQL's `jsonb` type.
+const JSONB_OID: sqlx::postgres::types::Oid = sqlx::postgres::types::Oid(3802);
+
+impl Type<Postgres> for JsonText<'_> {
+    fn type_info() -> sqlx::postgres::PgTypeInfo {
+        sqlx::postgres::PgTypeInfo::with_oid(JSONB_OID)
+    }
+}
+
+impl Encode<'_, Postgres> for JsonText<'_> {
+    fn encode_by_ref(
+        &self,
+        buf: &mut sqlx::postgres::PgArgumentBuffer,
+    ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
+        buf.push(1);
+        buf.extend_from_slice(self.0.as_bytes());
+        Ok(sqlx::encode::IsNull::No)
+    }
+}
+
+impl Type<Sqlite> for JsonText<'_> {
+    fn type_info() -> sqlx::sqlite::SqliteTypeInfo {
+        <&str as Type<Sqlite>>::type_info()
+    }
+}
+
+impl<'q> Encode<'q, Sqlite> for JsonText<'q> {
+    fn encode_by_ref(
+        &self,
+        buf: &mut Vec<sqlx::sqlite::SqliteArgumentValue<'q>>,
+    ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
+        <&str as Encode<'q, Sqlite>>::encode_by_ref(&self.0, buf)
+    }
 }
 
 impl From<i64> for Arg<'_> {
@@ -77,6 +119,7 @@ where
     Option<i64>: Encode<'q, A::Database> + Type<A::Database>,
     Option<&'q str>: Encode<'q, A::Database> + Type<A::Database>,
     Option<bool>: Encode<'q, A::Database> + Type<A::Database>,
+    JsonText<'q>: Encode<'q, A::Database> + Type<A::Database>,
 {
     let mut out = A::default();
     out.reserve(args.len(), 0);
@@ -85,6 +128,7 @@ where
             Arg::Int(v) => out.add(v),
             Arg::Text(v) => out.add(v),
             Arg::Bool(v) => out.add(v),
+            Arg::Json(v) => out.add(JsonText(v)),
         }
         .map_err(sqlx::Error::Encode)?;
     }

@@ -44,9 +44,14 @@ enum Cleanup {
 
 impl TestDb {
     pub async fn sqlite() -> TestDb {
+        TestDb::sqlite_at(None).await
+    }
+
+    /// A SQLite database migrated to `version` (all of them when `None`).
+    async fn sqlite_at(version: Option<i64>) -> TestDb {
         let dir = tempfile::tempdir().expect("temp dir");
         let url = format!("sqlite://{}", dir.path().join("test.db").display());
-        let db = prepare(&settings(&url)).await.expect("migrate sqlite");
+        let db = migrated(&url, version).await;
         TestDb {
             db,
             url,
@@ -56,6 +61,11 @@ impl TestDb {
 
     /// A fresh PostgreSQL database, or `None` (with a notice) when no server answers.
     pub async fn postgres(test: &str) -> Option<TestDb> {
+        TestDb::postgres_at(test, None).await
+    }
+
+    /// A fresh PostgreSQL database migrated to `version` (all of them when `None`).
+    async fn postgres_at(test: &str, version: Option<i64>) -> Option<TestDb> {
         let admin_url = postgres_url();
         let probe = sqlx::postgres::PgPoolOptions::new().acquire_timeout(Duration::from_secs(3));
         let admin = match probe.connect(&admin_url).await {
@@ -77,7 +87,7 @@ impl TestDb {
         let mut url = url::Url::parse(&admin_url).expect("URL");
         url.set_path(&name);
         let url = url.to_string();
-        let db = prepare(&settings(&url)).await.expect("migrate postgres");
+        let db = migrated(&url, version).await;
         Some(TestDb {
             db,
             url,
@@ -97,6 +107,14 @@ impl TestDb {
         dbs
     }
 
+    /// Every backend available here, migrated only up to `version`: the schema of an
+    /// older release, for tests of an upgrade.
+    pub async fn all_at(test: &str, version: i64) -> Vec<TestDb> {
+        let mut dbs = vec![TestDb::sqlite_at(Some(version)).await];
+        dbs.extend(TestDb::postgres_at(test, Some(version)).await);
+        dbs
+    }
+
     pub fn kind(&self) -> &'static str {
         self.db.kind()
     }
@@ -109,6 +127,18 @@ impl TestDb {
                 .execute(&admin)
                 .await
                 .expect("drop database");
+        }
+    }
+}
+
+/// The database at `url`, migrated to `version` (all the way when `None`).
+async fn migrated(url: &str, version: Option<i64>) -> Db {
+    match version {
+        None => prepare(&settings(url)).await.expect("migrate"),
+        Some(v) => {
+            let db = Db::connect(url).await.expect("connect");
+            db.migrate_to(v).await.expect("migrate");
+            db
         }
     }
 }
