@@ -1,15 +1,21 @@
 //! The restart invariant with real processes: `hop-origin import` runs against a real
-//! `hop-origin serve`, the origin is killed (SIGKILL) mid-import, the import gives up,
-//! the origin comes back, and running the same import again completes it with every row
-//! a link exactly once — on SQLite and on PostgreSQL.
+//! `hop-origin serve` through a proxy, the origin is killed (SIGKILL) at a chosen point
+//! mid-import (its fifth batch committed, the answer never delivered), the import gives
+//! up, the origin comes back, and running the same import again completes it with every
+//! row a link exactly once — on SQLite and on PostgreSQL.
 
 mod common;
 
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
 use common::{TestDb, TEST_KEYS};
 use std::collections::HashSet;
 use std::fs::File;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_hop-origin");
@@ -78,6 +84,76 @@ async fn start_origin(db_url: &str, port: u16, log: &Path) -> Running {
     origin
 }
 
+/// The bulk call whose answer the proxy holds back: the import has four batches in
+/// its journal and a fifth created that it does not know of.
+const HELD_CALL: usize = 5;
+
+/// Forwards every call to the origin. Once (while armed), it lets the origin answer the
+/// [`HELD_CALL`]-th successful bulk call, so that batch is committed, and then holds the answer
+/// back: it tells the test (`held`), which kills the origin, and answers 502 when told
+/// the origin is gone (`killed`). The import stops at the same point every run.
+#[derive(Clone)]
+struct Proxy {
+    origin: String,
+    client: reqwest::Client,
+    bulk_calls: Arc<AtomicUsize>,
+    armed: Arc<AtomicBool>,
+    held: Arc<tokio::sync::Notify>,
+    killed: Arc<tokio::sync::Notify>,
+}
+
+impl Proxy {
+    /// Serves on a port of its own; returns its address.
+    async fn start(self) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the proxy");
+        let addr = listener.local_addr().expect("address");
+        let app = axum::Router::new().fallback(forward).with_state(self);
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        format!("http://{addr}")
+    }
+}
+
+async fn forward(State(proxy): State<Proxy>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let Ok(body) = axum::body::to_bytes(body, 64 << 20).await else {
+        return StatusCode::BAD_REQUEST.into_response();
+    };
+    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let mut call = proxy
+        .client
+        .request(parts.method.clone(), format!("{}{path}", proxy.origin))
+        .body(body);
+    for (name, value) in &parts.headers {
+        if name != header::HOST && name != header::CONTENT_LENGTH {
+            call = call.header(name, value);
+        }
+    }
+    let Ok(answer) = call.send().await else {
+        return StatusCode::BAD_GATEWAY.into_response();
+    };
+    let status = answer.status();
+    let headers = answer.headers().clone();
+    let Ok(bytes) = answer.bytes().await else {
+        return StatusCode::BAD_GATEWAY.into_response();
+    };
+    if parts.uri.path() == "/v1/links/bulk"
+        && status.is_success()
+        && proxy.bulk_calls.fetch_add(1, Ordering::SeqCst) + 1 == HELD_CALL
+        && proxy.armed.swap(false, Ordering::SeqCst)
+    {
+        proxy.held.notify_one();
+        proxy.killed.notified().await;
+        return StatusCode::BAD_GATEWAY.into_response();
+    }
+    let mut out = Response::new(axum::body::Body::from(bytes));
+    *out.status_mut() = status;
+    *out.headers_mut() = headers;
+    out.headers_mut().remove(header::TRANSFER_ENCODING);
+    out
+}
+
 fn run_import(db_url: &str, origin: &str, token: &str, file: &Path) -> Command {
     let mut command = hop(db_url);
     command
@@ -97,7 +173,8 @@ fn text(output: &Output) -> String {
     )
 }
 
-#[tokio::test]
+// Two threads: the proxy answers while the test waits on the import's process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_the_origin_mid_import_and_importing_again_loses_nothing_and_duplicates_nothing() {
     for t in TestDb::all("import-restart").await {
         let dir = tempfile::tempdir().unwrap();
@@ -127,32 +204,36 @@ async fn killing_the_origin_mid_import_and_importing_again_loses_nothing_and_dup
         let journal = dir.path().join("campaign.csv.hop-import");
 
         let port = free_port();
-        let origin_url = format!("http://127.0.0.1:{port}");
         let origin_log = dir.path().join("origin.log");
         let mut origin = start_origin(&t.url, port, &origin_log).await;
+        let proxy = Proxy {
+            origin: format!("http://127.0.0.1:{port}"),
+            client: reqwest::Client::new(),
+            bulk_calls: Arc::default(),
+            armed: Arc::new(AtomicBool::new(true)),
+            held: Arc::default(),
+            killed: Arc::default(),
+        };
+        let (held, killed) = (proxy.held.clone(), proxy.killed.clone());
+        // The import knows the origin by the proxy's address, the same for both runs.
+        let origin_url = proxy.start().await;
 
-        // Kill the origin once a few calls have been answered, with the import running.
+        // Kill the origin once its fifth batch is committed, its answer held back.
         let import_log = dir.path().join("import.log");
         let mut first = run_import(&t.url, &origin_url, &token, &file);
         log_to(&mut first, &import_log);
         let mut first = Running(first.spawn().unwrap());
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            let calls = std::fs::read_to_string(&journal)
-                .map(|j| j.lines().count())
-                .unwrap_or(0);
-            if calls > 4 {
-                break;
-            }
-            assert!(
-                first.0.try_wait().unwrap().is_none(),
-                "the import ended before the kill"
-            );
-            assert!(Instant::now() < deadline, "the import made no progress");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        tokio::time::timeout(Duration::from_secs(120), held.notified())
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "the import never reached its fifth batch: {}",
+                    std::fs::read_to_string(&import_log).unwrap_or_default()
+                )
+            });
         origin.0.kill().unwrap();
         origin.0.wait().unwrap();
+        killed.notify_one();
         let status = first.0.wait().unwrap();
         let said = std::fs::read_to_string(&import_log).unwrap();
         assert!(
@@ -161,10 +242,20 @@ async fn killing_the_origin_mid_import_and_importing_again_loses_nothing_and_dup
             t.kind()
         );
         assert!(said.contains("Re-run the same command"), "{said}");
+        // The journal's first line names the import; one line per answered call.
         let recorded = std::fs::read_to_string(&journal).unwrap().lines().count() - 1;
-        assert!(
-            recorded < ROWS / 250,
-            "{recorded} calls recorded before the kill"
+        assert_eq!(recorded, HELD_CALL - 1, "{}: calls recorded", t.kind());
+        let (links,): (i64,) =
+            t.db.read_all("SELECT COUNT(*) FROM links", &[])
+                .await
+                .expect("count")
+                .pop()
+                .expect("a row");
+        assert_eq!(
+            links,
+            (HELD_CALL * 250) as i64,
+            "{}: the held batch was created, unknown to the import",
+            t.kind()
         );
 
         // Same origin address and database, same command.

@@ -1,13 +1,14 @@
 //! The real origin and the real `wrangler dev`, wired as in production (nothing mocked
-//! between them): a new link redirects at the edge at once through the activation
-//! fallback; once published it is served from KV without asking the origin, and an edit
-//! replaces it there while a late push of the older version is refused; random codes
-//! never reach the origin; an expired link answers 410 through the fallback and from KV;
-//! and with the origin dead, KV links still redirect while a possibly-new code gets 503
-//! with Retry-After.
+//! between them), each test with an edge and an origin of its own: a new link redirects
+//! at the edge at once through the activation fallback, and an expired one answers 410
+//! there; once published a link is served from KV without asking the origin, and an
+//! edit replaces it there while a late push of the older version is refused; random
+//! codes never reach the origin; tombstones, bans and expiry reach the edge, and with
+//! the origin dead KV links still redirect, bans still block, and a possibly-new code
+//! gets 503 with Retry-After.
 
 use hop_e2e::{
-    api_key, client, free_port, origin_env, wait_published, wired_edge, Origin, SYNC_TOKEN,
+    api_key, client, free_port, origin_env, wait_published, wired_edge, Edge, Origin, SYNC_TOKEN,
 };
 use reqwest::header::{LOCATION, RETRY_AFTER};
 use reqwest::StatusCode;
@@ -60,28 +61,64 @@ async fn create(origin: &Origin, key: &str, body: Value) -> Value {
     res.json().await.expect("link")
 }
 
+/// An origin publishing to its own edge, and an API key for it.
+struct Wired {
+    _dir: tempfile::TempDir,
+    edge: Edge,
+    origin: Origin,
+    env: Vec<(&'static str, String)>,
+    key: String,
+}
+
+impl Wired {
+    async fn start() -> Wired {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let origin_port = free_port();
+        let edge = wired_edge(origin_port).await;
+        let env = origin_env(dir.path(), Some(&edge));
+        let key = api_key(&env, "e2e", false);
+        let origin = Origin::start(origin_port, &env, dir.path().join("origin.log")).await;
+        Wired {
+            _dir: dir,
+            edge,
+            origin,
+            env,
+            key,
+        }
+    }
+
+    /// Creates the alias `code` and waits until the edge has it.
+    async fn published(&self, code: &str) {
+        create(
+            &self.origin,
+            &self.key,
+            json!({ "target_url": format!("https://dest.example/{code}"), "code": code }),
+        )
+        .await;
+        wait_published(&self.origin.url(""), &self.key, "s.example", code).await;
+    }
+}
+
 #[tokio::test]
-async fn new_links_redirect_at_once_published_ones_come_from_kv_and_the_origin_may_die() {
+async fn before_anything_is_published_a_new_link_redirects_through_the_fallback() {
     let dir = tempfile::tempdir().expect("temp dir");
     let origin_port = free_port();
     let edge = wired_edge(origin_port).await;
+    // Publishing off: the edge can only learn of links by asking the origin.
     let env = origin_env(dir.path(), None);
     let key = api_key(&env, "e2e", false);
-
-    // 1. Nothing is published yet: a new link redirects through the fallback at once.
-    // (An alias: asking about a generated code would make the edge read the activation
-    // meta now, and KV keeps even "not found" for its cache time; the budget for codes
-    // it cannot date is checked separately below.)
-    let origin = Origin::start(origin_port, &env, dir.path().join("origin-1.log")).await;
-    let first = create(
+    // An alias: asking about a generated code would make the edge read the activation
+    // meta now, and KV keeps even "not found" for its cache time; codes it cannot date
+    // are the random codes' test.
+    let origin = Origin::start(origin_port, &env, dir.path().join("origin.log")).await;
+    create(
         &origin,
         &key,
         json!({ "target_url": "https://dest.example/first", "code": "first-link" }),
     )
     .await;
-    let code = first["code"].as_str().expect("code").to_owned();
     let expiry = create_expiring(&origin, &key, "brief-link").await;
-    let res = edge.visit(&code).await;
+    let res = edge.visit("first-link").await;
     assert_eq!(res.status(), StatusCode::FOUND, "{}", edge.log());
     assert_eq!(res.headers()[LOCATION], "https://dest.example/first");
     assert_eq!(origin.metric("hop_edge_resolves_total").await, 1);
@@ -89,22 +126,20 @@ async fn new_links_redirect_at_once_published_ones_come_from_kv_and_the_origin_m
     outlive(expiry).await;
     assert_eq!(edge.visit("brief-link").await.status(), StatusCode::GONE);
     assert_eq!(origin.metric("hop_edge_resolves_total").await, 2);
-    origin.kill();
+}
 
-    // 2. With publishing on, a link is served from KV once published: no origin call.
-    let env = origin_env(dir.path(), Some(&edge));
-    let origin = Origin::start(origin_port, &env, dir.path().join("origin-2.log")).await;
+#[tokio::test]
+async fn a_published_link_comes_from_kv_and_an_edit_replaces_it_while_an_older_push_is_refused() {
+    let w = Wired::start().await;
+    let (edge, origin, key) = (&w.edge, &w.origin, &w.key);
     let second = create(
-        &origin,
-        &key,
+        origin,
+        key,
         json!({ "target_url": "https://dest.example/second", "code": "second-link" }),
     )
     .await;
     assert_eq!(second["edge"]["state"], "pending");
-    wait_published(&origin.url(""), &key, "s.example", "second-link").await;
-    wait_published(&origin.url(""), &key, "s.example", &code).await;
-    let expiry = create_expiring(&origin, &key, "fleeting-link").await;
-    wait_published(&origin.url(""), &key, "s.example", "fleeting-link").await;
+    wait_published(&origin.url(""), key, "s.example", "second-link").await;
     let res = edge.visit("second-link").await;
     assert_eq!(res.status(), StatusCode::FOUND);
     assert_eq!(res.headers()[LOCATION], "https://dest.example/second");
@@ -117,14 +152,14 @@ async fn new_links_redirect_at_once_published_ones_come_from_kv_and_the_origin_m
     // of the older version is refused by the worker.
     let patched = client()
         .patch(origin.url("/v1/links/s.example/second-link"))
-        .bearer_auth(&key)
+        .bearer_auth(key)
         .header("if-match", "\"1\"")
         .json(&json!({ "target_url": "https://dest.example/second-v2" }))
         .send()
         .await
         .expect("patch");
     assert_eq!(patched.status(), StatusCode::OK);
-    wait_published(&origin.url(""), &key, "s.example", "second-link").await;
+    wait_published(&origin.url(""), key, "s.example", "second-link").await;
     let res = edge.visit("second-link").await;
     assert_eq!(res.headers()[LOCATION], "https://dest.example/second-v2");
     let stale = json!({ "t": "https://dest.example/second", "s": "active", "r": 302, "x": null, "v": 1, "q": false });
@@ -145,8 +180,20 @@ async fn new_links_redirect_at_once_published_ones_come_from_kv_and_the_origin_m
     assert_eq!(reply["refused"][0]["held"], 2, "{reply}");
     let res = edge.visit("second-link").await;
     assert_eq!(res.headers()[LOCATION], "https://dest.example/second-v2");
+}
 
-    // 3. Random codes of the generated shape: 404, and (nearly) none reach the origin.
+#[tokio::test]
+async fn random_codes_of_the_generated_shape_are_404_without_reaching_the_origin() {
+    let w = Wired::start().await;
+    // A generated link published, so that the edge holds the activation meta.
+    let made = create(
+        &w.origin,
+        &w.key,
+        json!({ "target_url": "https://dest.example/generated" }),
+    )
+    .await;
+    let code = made["code"].as_str().expect("code").to_owned();
+    wait_published(&w.origin.url(""), &w.key, "s.example", &code).await;
     let alphabet = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
     let mut x: u64 = 0x2545_F491_4F6C_DD1D;
     let randoms = 10_000;
@@ -159,63 +206,70 @@ async fn new_links_redirect_at_once_published_ones_come_from_kv_and_the_origin_m
                 char::from(alphabet[(x % 62) as usize])
             })
             .collect();
-        let res = edge.visit(&random).await;
+        let res = w.edge.visit(&random).await;
         assert_eq!(res.status(), StatusCode::NOT_FOUND, "{random}");
     }
-    let asked = origin.metric("hop_edge_resolves_total").await;
+    let asked = w.origin.metric("hop_edge_resolves_total").await;
     assert!(
         asked * 100 < randoms,
         "{asked} of {randoms} random codes reached the origin"
     );
+}
 
-    // A deleted link answers 410 once its tombstone is published; a banned one 403.
-    // A published link that expires answers 410 from its KV record (checked after the
-    // random codes, which gave it time to expire).
+#[tokio::test]
+async fn tombstones_bans_and_expiry_reach_the_edge_and_hold_with_the_origin_dead() {
+    let w = Wired::start().await;
+    let (edge, origin, key) = (&w.edge, &w.origin, &w.key);
+    w.published("doomed-link").await;
+    w.published("banned-link").await;
+    w.published("kept-link").await;
+    let expiry = create_expiring(origin, key, "fleeting-link").await;
+    wait_published(&origin.url(""), key, "s.example", "fleeting-link").await;
+    assert_eq!(
+        edge.visit("fleeting-link").await.status(),
+        StatusCode::FOUND
+    );
+    let asked = origin.metric("hop_edge_resolves_total").await;
+
+    // A published link that expires answers 410 from its KV record, asking no one.
     outlive(expiry).await;
     assert_eq!(edge.visit("fleeting-link").await.status(), StatusCode::GONE);
     assert_eq!(origin.metric("hop_edge_resolves_total").await, asked);
+    // A deleted link answers 410 once its tombstone is published; a banned one 403.
     let deleted = client()
-        .delete(origin.url(&format!("/v1/links/s.example/{code}")))
-        .bearer_auth(&key)
+        .delete(origin.url("/v1/links/s.example/doomed-link"))
+        .bearer_auth(key)
         .send()
         .await
         .expect("delete");
     assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
-    wait_published(&origin.url(""), &key, "s.example", &code).await;
-    assert_eq!(edge.visit(&code).await.status(), StatusCode::GONE);
-    let admin = api_key(&env, "ops", true);
+    wait_published(&origin.url(""), key, "s.example", "doomed-link").await;
+    assert_eq!(edge.visit("doomed-link").await.status(), StatusCode::GONE);
+    let admin = api_key(&w.env, "ops", true);
     let banned = client()
         .post(origin.url("/v1/bans"))
         .bearer_auth(&admin)
-        .json(&json!({ "kind": "code", "code": "second-link", "reason": "e2e" }))
+        .json(&json!({ "kind": "code", "code": "banned-link", "reason": "e2e" }))
         .send()
         .await
         .expect("ban");
     assert_eq!(banned.status(), StatusCode::CREATED);
-    let third = create(
-        &origin,
-        &key,
-        json!({ "target_url": "https://dest.example/third", "code": "third-link" }),
-    )
-    .await;
-    assert_eq!(third["code"], "third-link");
-    wait_published(&origin.url(""), &key, "s.example", "third-link").await;
     let deadline = Instant::now() + Duration::from_secs(10);
-    while edge.visit("second-link").await.status() != StatusCode::FORBIDDEN {
+    while edge.visit("banned-link").await.status() != StatusCode::FORBIDDEN {
         assert!(Instant::now() < deadline, "the ban never reached the edge");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 
-    // 4. The origin dies: KV links still redirect, bans still block, tombstones still
+    // The origin dies: KV links still redirect, bans still block, tombstones still
     // answer 410, and a code that may be new gets 503.
+    let Wired { edge, origin, .. } = w;
     origin.kill();
-    let res = edge.visit("third-link").await;
-    assert_eq!(res.status(), StatusCode::FOUND);
+    assert_eq!(edge.visit("kept-link").await.status(), StatusCode::FOUND);
     assert_eq!(
-        edge.visit("second-link").await.status(),
+        edge.visit("banned-link").await.status(),
         StatusCode::FORBIDDEN
     );
-    assert_eq!(edge.visit(&code).await.status(), StatusCode::GONE);
+    assert_eq!(edge.visit("doomed-link").await.status(), StatusCode::GONE);
     let res = edge.visit("maybe-brand-new").await;
     assert_eq!(
         res.status(),

@@ -28,7 +28,9 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+// tokio's clock, which is std's unless a test pauses it.
+use tokio::time::Instant;
 
 pub use super::tally::Reduced;
 
@@ -312,7 +314,13 @@ impl Recorder {
         };
         let writing_out = async {
             let mut tick = tokio::time::interval(SLICE_EVERY);
+            // A slice that took longer than a tick is followed by the next a tick later.
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             while let Some(mut closed) = handed.recv().await {
+                // The first slice at once, the rest a tick apart. Without this the
+                // ticks missed while waiting for the window (10 s to 5 minutes of them)
+                // were made up at once, and the whole window written in a burst.
+                tick.reset_immediately();
                 let per_tick = SLICE.max(
                     (closed.remaining() as u128 * SLICE_EVERY.as_millis()
                         / WRITE_SPREAD.as_millis()) as usize,
@@ -452,7 +460,214 @@ impl Recorder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cache::LinkTag;
+    use crate::store::{Attributed, DimCount, LinkRef, Rollup, StoreError, Totals};
     use shared::clicks::Visitor;
+    use std::sync::atomic::AtomicUsize;
+    use tokio::time::Instant as Clock;
+
+    /// A click store that keeps what the recorder writes and when (tokio's clock, paused
+    /// in these tests), refusing the next `refuse` writes; it answers nothing else.
+    #[derive(Debug, Default)]
+    struct Written {
+        /// (when, link-hours, visits) per write.
+        writes: std::sync::Mutex<Vec<(Clock, usize, u64)>>,
+        refuse: AtomicUsize,
+    }
+
+    impl Written {
+        fn writes(&self) -> Vec<(Clock, usize, u64)> {
+            self.writes.lock().map(|w| w.clone()).unwrap_or_default()
+        }
+
+        fn visits(&self) -> u64 {
+            self.writes().iter().map(|w| w.2).sum()
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl ClickStore for Written {
+        async fn link_refs(&self, _: &[shared::RouteKey]) -> Result<Vec<LinkRef>, StoreError> {
+            Ok(Vec::new())
+        }
+        async fn link_refs_by_id(&self, _: &[u64]) -> Result<Vec<LinkRef>, StoreError> {
+            Ok(Vec::new())
+        }
+        async fn record_clicks(
+            &self,
+            _: &[Attributed<'_>],
+            _: i64,
+            _: u32,
+        ) -> Result<u64, StoreError> {
+            Ok(0)
+        }
+        async fn add_rollups(&self, inc: &Increments) -> Result<(), StoreError> {
+            let refused = self
+                .refuse
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok();
+            if refused {
+                return Err(StoreError::Unavailable("refused by the test".into()));
+            }
+            if let Ok(mut w) = self.writes.lock() {
+                w.push((Clock::now(), inc.link_hours(), inc.visits()));
+            }
+            Ok(())
+        }
+        async fn forget_click_ids(&self, _: i64) -> Result<u64, StoreError> {
+            Ok(0)
+        }
+        async fn click_series(
+            &self,
+            _: u64,
+            _: i64,
+            _: i64,
+            _: i64,
+        ) -> Result<Vec<Rollup>, StoreError> {
+            Ok(Vec::new())
+        }
+        async fn click_dims(
+            &self,
+            _: u64,
+            _: i64,
+            _: i64,
+            _: bool,
+            _: i64,
+        ) -> Result<Vec<DimCount>, StoreError> {
+            Ok(Vec::new())
+        }
+        async fn owner_top_links(
+            &self,
+            _: &str,
+            _: i64,
+            _: i64,
+            _: bool,
+            _: i64,
+        ) -> Result<Vec<(u64, Totals)>, StoreError> {
+            Ok(Vec::new())
+        }
+        async fn owner_totals(&self, _: &str, _: i64, _: i64) -> Result<Totals, StoreError> {
+            Ok(Totals::default())
+        }
+    }
+
+    /// A recorder whose writer task runs over a [`Written`] store, as `serve` runs it.
+    struct Rig {
+        recorder: Arc<Recorder>,
+        store: Arc<Written>,
+        owner: crate::owners::OwnerId,
+        stop: tokio::sync::watch::Sender<bool>,
+        task: tokio::task::JoinHandle<()>,
+    }
+
+    impl Rig {
+        fn start(refuse: usize) -> Rig {
+            let owners = Owners::default();
+            let owner = owners.intern("ana");
+            let recorder = Arc::new(Recorder::new(true, 64 << 20, owners, Metrics::default()));
+            let store = Arc::new(Written {
+                refuse: AtomicUsize::new(refuse),
+                ..Written::default()
+            });
+            let clicks = Clicks::new(96, 100, Metrics::default());
+            let (stop, stopped) = tokio::sync::watch::channel(false);
+            let task = tokio::spawn({
+                let (recorder, store) = (recorder.clone(), store.clone());
+                async move { recorder.run(&clicks, &*store, stopped).await }
+            });
+            Rig {
+                recorder,
+                store,
+                owner,
+                stop,
+                task,
+            }
+        }
+
+        /// One visit to each of `links` links (all in one hour).
+        fn visit(&self, links: u64) {
+            for id in 1..=links {
+                let visitor = Reduced {
+                    device: shared::clicks::Device::Desktop,
+                    bot: false,
+                    referrer: None,
+                    country: None,
+                };
+                let link = Clicked::Link(LinkTag {
+                    id,
+                    owner: self.owner,
+                });
+                self.recorder.record(link, 1_800_000_000_000, 302, visitor);
+            }
+        }
+
+        async fn stop(self) -> Arc<Written> {
+            let _ = self.stop.send(true);
+            self.task.await.expect("the writer ends");
+            self.store
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_writer_waits_out_a_window_then_spreads_it_in_slices() {
+        let rig = Rig::start(0);
+        let started = Clock::now();
+        rig.visit(3_000);
+        tokio::time::sleep(MIN_WINDOW - Duration::from_secs(1)).await;
+        assert!(
+            rig.store.writes().is_empty(),
+            "written before the window closed"
+        );
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let writes = rig.store.writes();
+        // 3,000 keys at 500 a slice, one slice per SLICE_EVERY.
+        assert_eq!(writes.len(), 6, "{writes:?}");
+        assert!(writes.iter().all(|w| w.1 <= SLICE), "{writes:?}");
+        assert_eq!(rig.store.visits(), 3_000);
+        assert!(writes[0].0 - started >= MIN_WINDOW);
+        for pair in writes.windows(2) {
+            assert!(
+                pair[1].0 - pair[0].0 >= SLICE_EVERY,
+                "slices written in a burst: {:?}",
+                writes.iter().map(|w| w.0 - started).collect::<Vec<_>>()
+            );
+        }
+        rig.stop().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stopping_writes_what_the_tally_holds_at_once() {
+        let rig = Rig::start(0);
+        let started = Clock::now();
+        rig.visit(1_200);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(rig.store.writes().is_empty());
+        let store = rig.stop().await;
+        assert_eq!(store.visits(), 1_200, "a clean stop loses nothing");
+        let writes = store.writes();
+        assert!(
+            writes
+                .iter()
+                .all(|w| w.0 - started < Duration::from_secs(2)),
+            "the last window waited: {writes:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refused_write_is_retried_and_past_the_retries_dropped_and_counted() {
+        // Refused twice, then written: nothing lost.
+        let rig = Rig::start(2);
+        rig.visit(10);
+        let store = rig.stop().await;
+        assert_eq!(store.visits(), 10);
+        // Refused more often than it is retried: dropped, and counted as dropped.
+        let rig = Rig::start(RETRIES.len() + 1);
+        rig.visit(10);
+        let recorder = rig.recorder.clone();
+        let store = rig.stop().await;
+        assert_eq!(store.visits(), 0);
+        assert_eq!(recorder.metrics.clicks_dropped.get(), 10);
+    }
 
     #[test]
     fn a_window_closes_when_writing_it_is_cheap_enough_or_at_its_limits() {

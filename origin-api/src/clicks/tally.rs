@@ -17,7 +17,8 @@ use shared::clicks::Device;
 use shared::RouteKey;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+// tokio's clock, which is std's unless a test pauses it.
+use tokio::time::Instant;
 
 /// A fast hasher: keys are the process's own numbers and reduced header values, and a
 /// shard or window is bounded, so flooding one with colliding keys gains nothing.

@@ -148,6 +148,11 @@ impl Increments {
     pub fn visits(&self) -> u64 {
         self.visits
     }
+
+    /// The link-hours they fall in: the rows written, one each.
+    pub fn link_hours(&self) -> usize {
+        self.hours.len()
+    }
 }
 
 /// `link_id` as the database stores it.
