@@ -48,9 +48,7 @@ pub(super) const BAN_COLUMNS: &str =
     "ban_id, kind, domain, code, host, reason, created_by, created_at, lifted_at";
 
 /// The denylist's version counter: a sequence of step 1 in `id_segments`.
-const ADVANCE_DENY: &str = "INSERT INTO id_segments (name, max_id, step, updated_at) VALUES ('deny', 1, 1, $1) \
-     ON CONFLICT (name) DO UPDATE SET max_id = id_segments.max_id + 1, updated_at = excluded.updated_at \
-     RETURNING max_id";
+const ADVANCE_DENY: &str = include_str!("queries/advance_denylist.sql");
 
 /// LIKE pattern for hosts under `host`, wildcards escaped with `!`.
 fn under(host: &str) -> String {

@@ -447,7 +447,7 @@ impl ClickStore for Db {
     async fn forget_click_ids(&self, before: i64) -> Result<u64, StoreError> {
         Ok(self
             .write(
-                "DELETE FROM click_seen WHERE received_at < $1",
+                include_str!("queries/forget_click_ids.sql"),
                 &[before.into()],
             )
             .await?)
@@ -462,10 +462,7 @@ impl ClickStore for Db {
     ) -> Result<Vec<Rollup>, StoreError> {
         let rows: Vec<(i64, bool, i64, i64)> = self
             .read_all(
-                "SELECT hour - (hour % $4) AS bucket, bot, \
-                 CAST(SUM(visits) AS BIGINT), CAST(SUM(redirects) AS BIGINT) \
-                 FROM click_hours WHERE link_id = $1 AND hour >= $2 AND hour < $3 \
-                 GROUP BY bucket, bot ORDER BY bucket",
+                include_str!("queries/click_series.sql"),
                 &[db_id(link).into(), from.into(), to.into(), bucket_ms.into()],
             )
             .await?;

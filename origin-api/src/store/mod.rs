@@ -15,6 +15,9 @@ pub mod sql;
 
 /// The `id_segments` row that numbers links.
 pub const LINK_SEQUENCE: &str = "links";
+/// Where the outbox gauges stop counting: a scrape costs the same however large the
+/// backlog (a gauge at the cap means at least that many rows).
+pub const OUTBOX_COUNT_CAP: i64 = 10_000;
 
 /// Where link writes are announced on PostgreSQL, as they commit: `"<version>
 /// <domain>/<code>"` (`freshness` listens).
@@ -298,7 +301,8 @@ pub trait LinkStore: Send + Sync + Debug + 'static {
     /// Every domain that holds a link or has settings: the hosts the redirect answers
     /// for. One index probe per domain, however many links there are.
     async fn served_domains(&self) -> Result<Vec<String>, StoreError>;
-    /// Unpublished outbox rows per lane (rows set aside as failed under `failed`).
+    /// Unpublished outbox rows per lane (rows set aside as failed under `failed`), each
+    /// counted up to [`OUTBOX_COUNT_CAP`].
     async fn outbox_pending(&self) -> Result<Vec<(String, i64)>, StoreError>;
     /// Forgets idempotency keys recorded before `before` (Unix ms); returns how many.
     async fn forget_idempotency_keys(&self, before: i64) -> Result<u64, StoreError>;

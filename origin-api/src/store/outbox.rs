@@ -40,9 +40,7 @@ pub(crate) fn still_held_sql(now: &str) -> String {
     )
 }
 
-const PENDING: &str = "SELECT seq, lane, kind, route_key, version, payload, created_at, attempts \
-     FROM outbox WHERE published_at IS NULL AND failed_at IS NULL AND lane = $1 \
-     AND next_attempt_at <= $2 ORDER BY seq LIMIT $3";
+const PENDING: &str = include_str!("queries/outbox_pending.sql");
 
 type RowTuple = (i64, String, String, String, i64, String, i64, i64);
 

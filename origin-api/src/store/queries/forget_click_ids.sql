@@ -1,0 +1,1 @@
+DELETE FROM click_seen WHERE received_at < $1

@@ -1,0 +1,1 @@
+SELECT request_hash, response FROM idempotency WHERE owner_id = $1 AND key = $2
