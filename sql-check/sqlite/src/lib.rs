@@ -1,0 +1,7 @@
+//! The origin store's hot statements, checked by `sqlx::query_file!` against SQLite's
+//! schema when this crate compiles: see `sql-check/checks.rs`.
+
+/// The connection the checks run on.
+pub type Conn = sqlx::SqliteConnection;
+
+include!("../../checks.rs");
