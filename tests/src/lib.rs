@@ -121,6 +121,19 @@ impl Process {
 }
 
 impl Process {
+    /// Kills the whole group at once (SIGKILL), as a crash would, and reaps the leader.
+    pub fn kill(&mut self) {
+        self.signal_group(Signal::SIGKILL);
+        let _ = self.child.wait();
+    }
+
+    /// Waits for the process to exit on its own.
+    pub fn wait(&mut self) -> std::process::ExitStatus {
+        self.child
+            .wait()
+            .unwrap_or_else(|e| panic!("waiting for {}: {e}", self.name))
+    }
+
     /// Asks the whole group to stop (SIGTERM), waits up to five seconds for the leader,
     /// then kills whatever is left of the group.
     pub fn stop(&mut self) {
@@ -416,8 +429,7 @@ impl Origin {
 
     /// Kills the origin at once (SIGKILL), as a crash would.
     pub fn kill(mut self) {
-        self.process.signal_group(Signal::SIGKILL);
-        let _ = self.process.child.wait();
+        self.process.kill();
     }
 
     /// The value of one counter or gauge of `/metrics`.
@@ -465,6 +477,40 @@ pub const PERMUTATION_KEYS: &str = "1:000102030405060708090a0b0c0d0e0f";
 /// origin about new links and accepts its pushes.
 pub async fn wired_edge(origin_port: u16) -> Edge {
     wired_edge_to(&format!("http://127.0.0.1:{origin_port}"), &[]).await
+}
+
+/// An origin on SQLite publishing to a `wrangler dev` that asks it about new links, as
+/// in production with nothing between them, and an API key of its database.
+#[derive(Debug)]
+pub struct Wired {
+    pub edge: Edge,
+    pub origin: Origin,
+    pub origin_port: u16,
+    /// The origin's settings, for `Origin::run` and a restart.
+    pub env: Vec<(&'static str, String)>,
+    pub key: String,
+    // Last: the processes stop before their database goes.
+    pub dir: tempfile::TempDir,
+}
+
+impl Wired {
+    /// Starts both, with a key for `owner` (an administrator's when `admin`).
+    pub async fn start(owner: &str, admin: bool) -> Wired {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let origin_port = free_port();
+        let edge = wired_edge(origin_port).await;
+        let env = origin_env(dir.path(), Some(&edge));
+        let key = api_key(&env, owner, admin);
+        let origin = Origin::start(origin_port, &env, dir.path().join("origin.log")).await;
+        Wired {
+            edge,
+            origin,
+            origin_port,
+            env,
+            key,
+            dir,
+        }
+    }
 }
 
 /// As [`wired_edge`], for an origin at `origin_url`, with more worker variables.

@@ -2,10 +2,8 @@
 //! what a meta says, that no id is issued past a promise still running, that `low`
 //! stays at the oldest link the edge does not have yet, and the heartbeat.
 
-mod common;
-
+use crate::common::{Api, TestDb};
 use axum::http::{header, StatusCode};
-use common::{Api, TestDb};
 use origin_api::model::time::now_ms;
 use origin_api::segments::{SegmentAllocator, DEFAULT_SEGMENT_MAX_AGE};
 use origin_api::store::{LeaseClaim, OutboxStore, StoreError, MIN_HEADROOM, SKEW_MARGIN_MS};
@@ -18,7 +16,7 @@ const WINDOW_MS: i64 = 600_000;
 async fn a_meta_covers_every_segment_reserved_and_low_stays_at_the_oldest_undelivered_link() {
     for t in TestDb::all("activation-low").await {
         let api = Api {
-            state: common::app_state(&t),
+            state: crate::common::app_state(&t),
         };
         let token = api.key("acme", false).await;
         let first = api
@@ -36,7 +34,7 @@ async fn a_meta_covers_every_segment_reserved_and_low_stays_at_the_oldest_undeli
         let later = other.next_id().await.expect("id");
         assert!(later >= 10_000);
 
-        let claim = common::publisher_claim(&t.db).await;
+        let claim = crate::common::publisher_claim(&t.db).await;
         let p =
             t.db.record_activation(&claim, WINDOW_MS)
                 .await
@@ -86,7 +84,7 @@ async fn a_meta_covers_every_segment_reserved_and_low_stays_at_the_oldest_undeli
 async fn no_segment_is_reserved_past_a_running_promise_and_creation_says_when_to_retry() {
     for t in TestDb::all("activation-limit").await {
         let api = Api {
-            state: common::app_state(&t),
+            state: crate::common::app_state(&t),
         };
         let token = api.key("acme", false).await;
         assert_eq!(
@@ -95,7 +93,7 @@ async fn no_segment_is_reserved_past_a_running_promise_and_creation_says_when_to
                 .status,
             StatusCode::CREATED
         );
-        let claim = common::publisher_claim(&t.db).await;
+        let claim = crate::common::publisher_claim(&t.db).await;
         t.db.record_activation(&claim, WINDOW_MS)
             .await
             .expect("meta");
@@ -103,7 +101,7 @@ async fn no_segment_is_reserved_past_a_running_promise_and_creation_says_when_to
         api.exec("UPDATE activation_promises SET headroom = 0")
             .await;
         let fresh = Api {
-            state: common::app_state(&t),
+            state: crate::common::app_state(&t),
         };
         let refused = fresh
             .create(&token, json!({ "target_url": "https://dest.example/2" }))

@@ -2,9 +2,7 @@
 //! copy the edge gets (the newest outbox row of a key) must always be what the database
 //! row says, and no two copies of a key may carry the same version.
 
-mod common;
-
-use common::TestDb;
+use crate::common::TestDb;
 use origin_api::links;
 use origin_api::model::time::now_ms;
 use origin_api::model::BanTarget;
@@ -98,7 +96,7 @@ async fn check(state: &AppState, code: &str, round: usize, kind: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_edit_racing_a_host_ban_and_its_lift_never_loses_a_version_or_a_ban_mark() {
     for t in TestDb::all("race-ban-edit").await {
-        let state = common::app_state(&t);
+        let state = crate::common::app_state(&t);
         let code = "race-link";
         create(&state, code, "https://good.example/0").await;
         for round in 0..ROUNDS {
@@ -128,7 +126,7 @@ async fn an_edit_racing_a_host_ban_and_its_lift_never_loses_a_version_or_a_ban_m
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_create_racing_a_ban_of_its_host_is_marked_or_refused() {
     for t in TestDb::all("race-ban-create").await {
-        let state = common::app_state(&t);
+        let state = crate::common::app_state(&t);
         for round in 0..ROUNDS {
             let evil = format!("fresh{round}.example");
             let host = BanTarget::Host { host: evil.clone() };

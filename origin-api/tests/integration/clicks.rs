@@ -2,11 +2,9 @@
 //! counted exactly once, the origin's own redirects counted the same way, and the stats
 //! API reading the rollups back per owner.
 
-mod common;
-
+use crate::common::{apis_with, Api, Reply};
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
-use common::{apis_with, Api, Reply};
 use origin_api::model::time::now_ms;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;

@@ -3,9 +3,7 @@
 //! private addresses and back to the shortener, deceptive text, oversized bodies,
 //! request smuggling, path tricks, forged sync pushes. Each gets its exact answer.
 
-use hop_e2e::{
-    api_key, client, free_port, origin_env, wait_published, wired_edge, Origin, SYNC_TOKEN,
-};
+use hop_e2e::{client, wait_published, Origin, Wired, SYNC_TOKEN};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -94,20 +92,16 @@ async fn run(port: u16, cases: Vec<Case>) -> usize {
     n
 }
 
-/// An origin publishing to a `wrangler dev` that asks it about new links, and a key.
-async fn wired() -> (tempfile::TempDir, hop_e2e::Edge, Origin, u16, String) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let origin_port = free_port();
-    let edge = wired_edge(origin_port).await;
-    let env = origin_env(dir.path(), Some(&edge));
-    let key = api_key(&env, "e2e", false);
-    let origin = Origin::start(origin_port, &env, dir.path().join("origin.log")).await;
-    (dir, edge, origin, origin_port, key)
-}
-
 #[tokio::test]
 async fn every_hostile_request_gets_its_exact_answer_at_the_origin_and_the_edge() {
-    let (_dir, edge, origin, origin_port, key) = wired().await;
+    let Wired {
+        edge,
+        origin,
+        origin_port,
+        key,
+        dir: _dir,
+        ..
+    } = Wired::start("e2e", false).await;
     let edge_port: u16 = edge
         .url("")
         .rsplit(':')
@@ -225,7 +219,13 @@ async fn counted(origin: &Origin, key: &str, code: &str) -> i64 {
 
 #[tokio::test]
 async fn one_visitors_flood_is_answered_but_counted_only_up_to_its_budget() {
-    let (_dir, edge, origin, _, key) = wired().await;
+    let Wired {
+        edge,
+        origin,
+        key,
+        dir: _dir,
+        ..
+    } = Wired::start("e2e", false).await;
     for code in ["flooded-link", "marker-link"] {
         let res = client()
             .post(origin.url("/v1/links"))

@@ -1,11 +1,9 @@
 //! `/openapi.json` describes the API that is actually served: every documented operation
 //! is routed, and the documented link and problem shapes are the ones the API returns.
 
-mod common;
-
+use crate::common::TestDb;
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
-use common::TestDb;
 use http_body_util::BodyExt;
 use origin_api::keys;
 use origin_api::model::time::now_ms;
@@ -44,7 +42,7 @@ fn keys_of(v: &Value) -> BTreeSet<String> {
 #[tokio::test]
 async fn the_description_matches_the_routes_and_the_shapes_served() {
     let t = TestDb::sqlite().await;
-    let state = common::app_state_with(&t, &["--edge-token", "edge-test-token-0123"]);
+    let state = crate::common::app_state_with(&t, &["--edge-token", "edge-test-token-0123"]);
     let (status, doc) = call(
         &state,
         Request::get("/openapi.json").body(Body::empty()).unwrap(),

@@ -2,10 +2,8 @@
 //! every database available: a collision that is not "taken", a database that is gone,
 //! input that could never be published, dead letters, and housekeeping.
 
-mod common;
-
+use crate::common::{apis, Api, TestDb};
 use axum::http::{header, StatusCode};
-use common::{apis, Api, TestDb};
 use origin_api::housekeeping::{sweep, Swept};
 use origin_api::model::time::now_ms;
 use origin_api::store::{OutboxStore, RowFailure};
@@ -32,7 +30,7 @@ async fn an_id_handed_out_twice_is_a_counted_500_never_alias_taken() {
         rewind_ids(&api).await;
         // A second origin process over the same database: its allocator starts afresh.
         let again = Api {
-            state: common::app_state(&t),
+            state: crate::common::app_state(&t),
         };
         let collided = again
             .create(
@@ -52,7 +50,7 @@ async fn an_id_handed_out_twice_is_a_counted_500_never_alias_taken() {
         // Bulk: the same collision fails the call, and nothing of it is stored.
         rewind_ids(&api).await;
         let third = Api {
-            state: common::app_state(&t),
+            state: crate::common::app_state(&t),
         };
         let bulk = third
             .post_json(
@@ -144,7 +142,7 @@ async fn a_domain_no_kv_key_could_hold_is_refused_at_the_api() {
 /// Sets the first `n` pending records aside as the publisher would after the edge
 /// refused them ("KV failed: too large"); their `seq`s.
 async fn set_aside(api: &Api, n: usize) -> Vec<i64> {
-    let claim = common::publisher_claim(&api.state.db).await;
+    let claim = crate::common::publisher_claim(&api.state.db).await;
     let rows = api
         .state
         .db
@@ -261,7 +259,7 @@ async fn housekeeping_forgets_idempotency_keys_after_a_day_and_prunes_delivered_
             )
             .await;
         assert_eq!(patch.status, StatusCode::OK, "{}", patch.text);
-        let claim = common::publisher_claim(&api.state.db).await;
+        let claim = crate::common::publisher_claim(&api.state.db).await;
         let rows = api
             .state
             .db
@@ -312,7 +310,7 @@ async fn housekeeping_forgets_idempotency_keys_after_a_day_and_prunes_delivered_
 async fn operators_list_and_retry_dead_letters_from_the_command_line() {
     let t = TestDb::sqlite().await;
     let api = Api {
-        state: common::app_state(&t),
+        state: crate::common::app_state(&t),
     };
     let token = api.key("acme", false).await;
     for i in 0..2 {

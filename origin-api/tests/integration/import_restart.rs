@@ -4,32 +4,20 @@
 //! up, the origin comes back, and running the same import again completes it with every
 //! row a link exactly once — on SQLite and on PostgreSQL.
 
-mod common;
-
+use crate::common::{TestDb, TEST_KEYS};
 use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use common::{TestDb, TEST_KEYS};
+use hop_e2e::{free_port, Process};
 use std::collections::HashSet;
-use std::fs::File;
-use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_hop-origin");
 const ROWS: usize = 20_000;
-
-/// A child killed when the test ends, also when it fails.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn hop(db_url: &str) -> Command {
     let mut command = Command::new(BIN);
@@ -43,44 +31,16 @@ fn hop(db_url: &str) -> Command {
     command
 }
 
-fn log_to(command: &mut Command, log: &Path) {
-    let out = File::options()
-        .create(true)
-        .append(true)
-        .open(log)
-        .expect("open log");
-    command
-        .stdout(out.try_clone().expect("clone log"))
-        .stderr(out);
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
 /// Starts `serve` on `port` and waits until it answers.
-async fn start_origin(db_url: &str, port: u16, log: &Path) -> Running {
+async fn start_origin(db_url: &str, port: u16, log: PathBuf) -> Process {
     let mut command = hop(db_url);
     command
         .env("HOP_LISTEN", format!("127.0.0.1:{port}"))
         .arg("serve");
-    log_to(&mut command, log);
-    let mut origin = Running(command.spawn().expect("start the origin"));
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let health = format!("http://127.0.0.1:{port}/healthz");
-    while reqwest::get(&health).await.is_err() {
-        if let Ok(Some(status)) = origin.0.try_wait() {
-            panic!(
-                "origin exited with {status}:\n{}",
-                std::fs::read_to_string(log).unwrap_or_default()
-            );
-        }
-        assert!(Instant::now() < deadline, "origin did not start");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let mut origin = Process::spawn("the origin", command, log);
+    origin
+        .wait_until_answering(&format!("http://127.0.0.1:{port}/healthz"))
+        .await;
     origin
 }
 
@@ -204,8 +164,7 @@ async fn killing_the_origin_mid_import_and_importing_again_loses_nothing_and_dup
         let journal = dir.path().join("campaign.csv.hop-import");
 
         let port = free_port();
-        let origin_log = dir.path().join("origin.log");
-        let mut origin = start_origin(&t.url, port, &origin_log).await;
+        let mut origin = start_origin(&t.url, port, dir.path().join("origin.log")).await;
         let proxy = Proxy {
             origin: format!("http://127.0.0.1:{port}"),
             client: reqwest::Client::new(),
@@ -220,9 +179,8 @@ async fn killing_the_origin_mid_import_and_importing_again_loses_nothing_and_dup
 
         // Kill the origin once its fifth batch is committed, its answer held back.
         let import_log = dir.path().join("import.log");
-        let mut first = run_import(&t.url, &origin_url, &token, &file);
-        log_to(&mut first, &import_log);
-        let mut first = Running(first.spawn().unwrap());
+        let first = run_import(&t.url, &origin_url, &token, &file);
+        let mut first = Process::spawn("the import", first, import_log.clone());
         tokio::time::timeout(Duration::from_secs(120), held.notified())
             .await
             .unwrap_or_else(|_| {
@@ -231,10 +189,9 @@ async fn killing_the_origin_mid_import_and_importing_again_loses_nothing_and_dup
                     std::fs::read_to_string(&import_log).unwrap_or_default()
                 )
             });
-        origin.0.kill().unwrap();
-        origin.0.wait().unwrap();
+        origin.kill();
         killed.notify_one();
-        let status = first.0.wait().unwrap();
+        let status = first.wait();
         let said = std::fs::read_to_string(&import_log).unwrap();
         assert!(
             !status.success(),
@@ -259,7 +216,7 @@ async fn killing_the_origin_mid_import_and_importing_again_loses_nothing_and_dup
         );
 
         // Same origin address and database, same command.
-        let _origin = start_origin(&t.url, port, &origin_log).await;
+        let _origin = start_origin(&t.url, port, dir.path().join("origin-again.log")).await;
         let second = run_import(&t.url, &origin_url, &token, &file)
             .output()
             .unwrap();

@@ -4,7 +4,7 @@
 //! reported, not asserted: every ban must simply take effect).
 
 use hop_e2e::{
-    api_key, client, free_port, origin_env, origin_env_through, wired_edge, Origin, SinkMode,
+    api_key, client, free_port, origin_env_through, wired_edge, Origin, SinkMode, Wired,
 };
 use reqwest::StatusCode;
 use serde_json::json;
@@ -85,15 +85,10 @@ fn targets() -> Vec<serde_json::Value> {
 
 #[tokio::test]
 async fn fifty_bans_of_codes_and_hosts_block_at_the_edge() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let origin_port = free_port();
-    let edge = wired_edge(origin_port).await;
-    let env = origin_env(dir.path(), Some(&edge));
-    let admin = api_key(&env, "ops", true);
-    let origin = Origin::start(origin_port, &env, dir.path().join("origin.log")).await;
-    origin.create_bulk(&admin, targets()).await;
-    every_link_redirects(&edge).await;
-    report("", &ban_fifty(&origin, &edge, &admin).await);
+    let w = Wired::start("ops", true).await;
+    w.origin.create_bulk(&w.key, targets()).await;
+    every_link_redirects(&w.edge).await;
+    report("", &ban_fifty(&w.origin, &w.edge, &w.key).await);
 }
 
 /// The normal lane is stuck (every push of link records hangs): bans travel on the

@@ -1,11 +1,9 @@
 //! The links API and the origin's own redirect, through the real router, on every
 //! database available.
 
-mod common;
-
+use crate::common::{apis, apis_with, Api, Reply, TestDb};
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
-use common::{apis, apis_with, Api, Reply, TestDb};
 use origin_api::keys;
 use origin_api::model::time::now_ms;
 use origin_api::store::LinkStore;
@@ -1366,7 +1364,7 @@ async fn a_link_visited_before_it_existed_redirects_the_moment_it_is_created() {
 async fn creating_too_fast_gets_429_with_retry_after_per_key() {
     let t = TestDb::sqlite().await;
     let api = Api {
-        state: common::app_state_with(&t, &["--create-rate", "1"]),
+        state: crate::common::app_state_with(&t, &["--create-rate", "1"]),
     };
     let token = api.key("acme", false).await;
     for i in 0..2 {
@@ -1417,7 +1415,7 @@ async fn creating_too_fast_gets_429_with_retry_after_per_key() {
 async fn metrics_count_creations_redirects_segments_and_the_outbox_backlog() {
     let t = TestDb::sqlite().await;
     let api = Api {
-        state: common::app_state(&t),
+        state: crate::common::app_state(&t),
     };
     let token = api.key("acme", false).await;
     let made = api
@@ -1462,7 +1460,7 @@ async fn a_scrape_counts_an_outbox_backlog_only_up_to_its_cap() {
     // The gauges count up to 10,000; past that they say "at least 10,000".
     for t in TestDb::all("outbox-gauge").await {
         let api = Api {
-            state: common::app_state(&t),
+            state: crate::common::app_state(&t),
         };
         api.exec(
             "INSERT INTO outbox (lane, kind, route_key, version, payload, created_at) \
@@ -1497,7 +1495,7 @@ async fn metrics(api: &Api) -> Reply {
         Request::get("/metrics")
             .header(
                 header::AUTHORIZATION,
-                format!("Bearer {}", common::METRICS_TOKEN),
+                format!("Bearer {}", crate::common::METRICS_TOKEN),
             )
             .body(Body::empty())
             .expect("request"),
@@ -1521,7 +1519,7 @@ async fn random_generated_codes_are_answered_404_without_reading_the_links_table
         // Another origin over the same database creates a link; this one has reserved
         // no ids itself.
         let other = Api {
-            state: common::app_state(&t),
+            state: crate::common::app_state(&t),
         };
         let made = other
             .create(&token, json!({ "target_url": "https://e.example/other" }))
@@ -1633,7 +1631,7 @@ async fn the_edge_resolves_a_link_with_its_token_only_and_sees_bans_on_the_recor
 async fn without_an_edge_token_the_resolve_endpoint_says_it_is_not_configured() {
     let t = TestDb::sqlite().await;
     let api = Api {
-        state: common::app_state(&t),
+        state: crate::common::app_state(&t),
     };
     let r = api
         .send(

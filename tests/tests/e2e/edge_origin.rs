@@ -8,7 +8,7 @@
 //! gets 503 with Retry-After.
 
 use hop_e2e::{
-    api_key, client, free_port, origin_env, wait_published, wired_edge, Edge, Origin, SYNC_TOKEN,
+    api_key, client, free_port, origin_env, wait_published, wired_edge, Origin, Wired, SYNC_TOKEN,
 };
 use reqwest::header::{LOCATION, RETRY_AFTER};
 use reqwest::StatusCode;
@@ -61,42 +61,15 @@ async fn create(origin: &Origin, key: &str, body: Value) -> Value {
     res.json().await.expect("link")
 }
 
-/// An origin publishing to its own edge, and an API key for it.
-struct Wired {
-    _dir: tempfile::TempDir,
-    edge: Edge,
-    origin: Origin,
-    env: Vec<(&'static str, String)>,
-    key: String,
-}
-
-impl Wired {
-    async fn start() -> Wired {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let origin_port = free_port();
-        let edge = wired_edge(origin_port).await;
-        let env = origin_env(dir.path(), Some(&edge));
-        let key = api_key(&env, "e2e", false);
-        let origin = Origin::start(origin_port, &env, dir.path().join("origin.log")).await;
-        Wired {
-            _dir: dir,
-            edge,
-            origin,
-            env,
-            key,
-        }
-    }
-
-    /// Creates the alias `code` and waits until the edge has it.
-    async fn published(&self, code: &str) {
-        create(
-            &self.origin,
-            &self.key,
-            json!({ "target_url": format!("https://dest.example/{code}"), "code": code }),
-        )
-        .await;
-        wait_published(&self.origin.url(""), &self.key, "s.example", code).await;
-    }
+/// Creates the alias `code` and waits until the edge has it.
+async fn published(w: &Wired, code: &str) {
+    create(
+        &w.origin,
+        &w.key,
+        json!({ "target_url": format!("https://dest.example/{code}"), "code": code }),
+    )
+    .await;
+    wait_published(&w.origin.url(""), &w.key, "s.example", code).await;
 }
 
 #[tokio::test]
@@ -130,7 +103,7 @@ async fn before_anything_is_published_a_new_link_redirects_through_the_fallback(
 
 #[tokio::test]
 async fn a_published_link_comes_from_kv_and_an_edit_replaces_it_while_an_older_push_is_refused() {
-    let w = Wired::start().await;
+    let w = Wired::start("e2e", false).await;
     let (edge, origin, key) = (&w.edge, &w.origin, &w.key);
     let second = create(
         origin,
@@ -184,7 +157,7 @@ async fn a_published_link_comes_from_kv_and_an_edit_replaces_it_while_an_older_p
 
 #[tokio::test]
 async fn random_codes_of_the_generated_shape_are_404_without_reaching_the_origin() {
-    let w = Wired::start().await;
+    let w = Wired::start("e2e", false).await;
     // A generated link published, so that the edge holds the activation meta.
     let made = create(
         &w.origin,
@@ -218,11 +191,11 @@ async fn random_codes_of_the_generated_shape_are_404_without_reaching_the_origin
 
 #[tokio::test]
 async fn tombstones_bans_and_expiry_reach_the_edge_and_hold_with_the_origin_dead() {
-    let w = Wired::start().await;
+    let w = Wired::start("e2e", false).await;
     let (edge, origin, key) = (&w.edge, &w.origin, &w.key);
-    w.published("doomed-link").await;
-    w.published("banned-link").await;
-    w.published("kept-link").await;
+    published(&w, "doomed-link").await;
+    published(&w, "banned-link").await;
+    published(&w, "kept-link").await;
     let expiry = create_expiring(origin, key, "fleeting-link").await;
     wait_published(&origin.url(""), key, "s.example", "fleeting-link").await;
     assert_eq!(

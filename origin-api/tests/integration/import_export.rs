@@ -1,9 +1,7 @@
 //! `import` and `export` against a served origin, on SQLite and PostgreSQL: rows become
 //! links exactly once however often the import runs, and the export gives them back.
 
-mod common;
-
-use common::{app_state, TestDb};
+use crate::common::{app_state, TestDb};
 use indicatif::ProgressBar;
 use origin_api::cli::client::ApiClient;
 use origin_api::cli::export::{export, ExportOptions};

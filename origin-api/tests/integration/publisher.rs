@@ -2,10 +2,8 @@
 //! the worker does, on SQLite and PostgreSQL: what reaches the edge, in which order,
 //! coalesced, retried after failures, never turned back, and one leader at a time.
 
-mod common;
-
+use crate::common::TestDb;
 use async_trait::async_trait;
-use common::TestDb;
 use origin_api::db::Db;
 use origin_api::model::time::now_ms;
 use origin_api::publisher::sink::{Sink, SinkError};
@@ -159,7 +157,7 @@ struct Setup {
 }
 
 fn setup(t: &TestDb) -> Setup {
-    let state = common::app_state(t);
+    let state = crate::common::app_state(t);
     let edge = Arc::new(MemoryEdge::default());
     let publisher = Publisher::with_timings(
         Arc::new(state.db.clone()),
@@ -510,7 +508,7 @@ async fn the_kv_bulk_sink_sends_what_cloudflare_documents_and_never_an_older_ver
         let server = tokio::spawn(async move {
             axum::serve(listener, app).await.expect("serve");
         });
-        let state = common::app_state(&t);
+        let state = crate::common::app_state(&t);
         let sink = origin_api::publisher::sink::KvBulk::new(&api, "acct123", "ns456", "cf-token")
             .expect("sink");
         let publisher = Publisher::with_timings(
@@ -728,7 +726,7 @@ async fn a_push_stalled_past_the_lease_never_lands_after_the_standbys_and_the_st
 ) {
     for t in TestDb::all("publisher-fenced").await {
         for checks_versions in [false, true] {
-            let state = common::app_state(&t);
+            let state = crate::common::app_state(&t);
             let edge = Arc::new(MemoryEdge::new(checks_versions));
             let code = format!("fenced-{checks_versions}");
             let link = {
@@ -952,7 +950,7 @@ impl Sink for Fussy {
 #[tokio::test]
 async fn a_request_refused_for_one_item_is_split_until_that_item_stands_alone() {
     for t in TestDb::all("publisher-split").await {
-        let state = common::app_state(&t);
+        let state = crate::common::app_state(&t);
         let sink = Arc::new(Fussy {
             edge: MemoryEdge::new(false),
             bad: "l:s.example/bad-17".into(),
@@ -1059,7 +1057,7 @@ impl Sink for RecordsStuck {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ban_reaches_the_edge_while_the_normal_lane_is_stuck() {
     for t in TestDb::all("publisher-lanes").await {
-        let state = common::app_state(&t);
+        let state = crate::common::app_state(&t);
         let edge = Arc::new(MemoryEdge::new(true));
         let publisher = Publisher::with_timings(
             Arc::new(state.db.clone()),
@@ -1113,7 +1111,7 @@ async fn a_ban_reaches_the_edge_while_the_normal_lane_is_stuck() {
 #[tokio::test]
 async fn the_activation_meta_is_pushed_again_on_a_heartbeat_and_states_its_promise() {
     for t in TestDb::all("publisher-heartbeat").await {
-        let state = common::app_state(&t);
+        let state = crate::common::app_state(&t);
         let edge = Arc::new(MemoryEdge::new(true));
         let publisher = Publisher::with_timings(
             Arc::new(state.db.clone()),

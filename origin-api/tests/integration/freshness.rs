@@ -2,10 +2,8 @@
 //! redirect cache at once (LISTEN/NOTIFY), a code the other remembered as unknown is
 //! found as soon as it is created, and a lost notification connection forgets the cache.
 
-mod common;
-
+use crate::common::{Api, TestDb};
 use axum::http::StatusCode;
-use common::{Api, TestDb};
 use serde_json::json;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -56,10 +54,10 @@ async fn a_change_through_one_origin_reaches_the_others_cache_at_once() {
         return;
     };
     let a = Api {
-        state: common::app_state(&t),
+        state: crate::common::app_state(&t),
     };
     let b = Api {
-        state: common::app_state(&t),
+        state: crate::common::app_state(&t),
     };
     let (stop, stopped) = watch::channel(false);
     let listening = tokio::spawn(origin_api::freshness::listen(b.state.clone(), stopped));

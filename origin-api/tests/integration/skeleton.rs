@@ -3,14 +3,14 @@
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-mod common;
 
-use common::{settings, TestDb};
+use crate::common::{settings, TestDb};
+use hop_e2e::Process;
 use http_body_util::BodyExt;
 use origin_api::config::Settings;
 use origin_api::db::Db;
 use origin_api::{prepare, routes, AppState};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 use tower::ServiceExt;
 
@@ -169,35 +169,20 @@ async fn postgres_migrations_apply_to_a_fresh_database() {
 async fn the_binary_serves_healthz_on_the_configured_address_and_database() {
     let dir = tempfile::tempdir().expect("temp dir");
     let db_path = dir.path().join("bin.db");
-    let addr = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("port");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hop-origin"))
+    let addr = format!("127.0.0.1:{}", hop_e2e::free_port());
+    let mut command = Command::new(env!("CARGO_BIN_EXE_hop-origin"));
+    command
         .arg("serve")
         // Flags and environment both configure it.
-        .args(["--listen", &addr.to_string()])
+        .args(["--listen", &addr])
         .env(
             "HOP_DATABASE_URL",
             format!("sqlite://{}", db_path.display()),
-        )
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start hop-origin");
-    let client = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let answer = loop {
-        if let Ok(res) = client.get(format!("http://{addr}/healthz")).send().await {
-            break Some(res);
-        }
-        if Instant::now() > deadline || child.try_wait().ok().flatten().is_some() {
-            break None;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    let _ = child.kill();
-    let _ = child.wait();
-    let res = answer.expect("hop-origin answered /healthz");
+        );
+    let mut origin = Process::spawn("hop-origin", command, dir.path().join("origin.log"));
+    let health = format!("http://{addr}/healthz");
+    origin.wait_until_answering(&health).await;
+    let res = reqwest::get(&health).await.expect("healthz");
     assert_eq!(res.status(), 200);
     assert_eq!(res.text().await.expect("body"), "ok\n");
     assert!(db_path.exists(), "the SQLite file was created");

@@ -2,9 +2,7 @@
 //! floods past the in-flight cap, oversized bodies, starved pools. Each test is the
 //! attack; each assertion is what the attacker gets instead of the origin's resources.
 
-mod common;
-
-use common::{app_state_with, TestDb};
+use crate::common::{app_state_with, TestDb};
 use origin_api::AppState;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -502,7 +500,7 @@ async fn metrics_are_not_served_to_the_public_without_the_token() {
     assert_eq!(res.status(), 401);
     let res = client
         .get(s.url("/metrics"))
-        .bearer_auth(common::METRICS_TOKEN)
+        .bearer_auth(crate::common::METRICS_TOKEN)
         .send()
         .await
         .expect("metrics");
@@ -567,7 +565,9 @@ async fn metrics_are_not_served_to_the_public_without_the_token() {
 
 #[tokio::test]
 async fn links_to_private_addresses_and_back_to_the_shortener_are_refused() {
-    for (api, t) in common::apis_with("target-policy", &["--listen", "93.184.216.34:8080"]).await {
+    for (api, t) in
+        crate::common::apis_with("target-policy", &["--listen", "93.184.216.34:8080"]).await
+    {
         let token = api.key("acme", false).await;
         // Another domain this shortener serves: it holds a link.
         let res = api
@@ -639,7 +639,7 @@ async fn links_to_private_addresses_and_back_to_the_shortener_are_refused() {
 
 #[tokio::test]
 async fn an_intranet_deployment_allows_its_own_hosts_and_nothing_else() {
-    for (api, t) in common::apis_with(
+    for (api, t) in crate::common::apis_with(
         "target-allowlist",
         &["--allow-target-hosts", "wiki,.corp.example,10.0.0.0/8"],
     )
@@ -777,7 +777,7 @@ async fn forwarding_headers_from_strangers_are_not_believed() {
 
 #[tokio::test]
 async fn text_that_would_deceive_or_break_a_reader_is_refused() {
-    for (api, t) in common::apis("hostile-text").await {
+    for (api, t) in crate::common::apis("hostile-text").await {
         let token = api.key("acme", false).await;
         for (body, field) in [
             (

@@ -1,9 +1,7 @@
 //! One suite, every database: what the store promises, checked against SQLite and
 //! PostgreSQL alike.
 
-mod common;
-
-use common::TestDb;
+use crate::common::TestDb;
 use origin_api::store::SegmentSource;
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -1,0 +1,20 @@
+//! The origin's integration tests, one binary: each module was a test binary of its
+//! own, and on two cores linking fifteen copies of the origin and its dependencies took
+//! longer than running most of them (docs/testing.md). `common` is the fresh-database
+//! harness they share.
+
+mod common;
+
+mod activation;
+mod clicks;
+mod faults;
+mod freshness;
+mod hostile;
+mod import_export;
+mod import_restart;
+mod links_api;
+mod openapi;
+mod publisher;
+mod races;
+mod skeleton;
+mod store_conformance;

@@ -1,0 +1,16 @@
+//! The end-to-end tests, one binary: the real `hop-origin` and the real `wrangler dev`
+//! (the harness is this crate's library). Each module was a binary of its own; one
+//! links once and builds the worker once (docs/testing.md).
+
+mod edge_activation;
+mod edge_bans;
+mod edge_cache;
+mod edge_clicks;
+mod edge_memory;
+mod edge_origin;
+mod edge_smoke;
+mod edge_sync;
+mod hostile_origin;
+mod hostile_requests;
+mod publisher_failover;
+mod run_command;
