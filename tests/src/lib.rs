@@ -371,6 +371,21 @@ impl Origin {
         assert_eq!(res.status(), reqwest::StatusCode::OK, "bulk create");
     }
 
+    /// Creates one link (`POST /v1/links`), which must answer 201; the link it answers.
+    pub async fn create(&self, key: &str, body: serde_json::Value) -> serde_json::Value {
+        let res = client()
+            .post(self.url("/v1/links"))
+            .bearer_auth(key)
+            .json(&body)
+            .send()
+            .await
+            .expect("create");
+        let status = res.status();
+        let text = res.text().await.expect("create: the answer");
+        assert_eq!(status, reqwest::StatusCode::CREATED, "create: {text}");
+        serde_json::from_str(&text).expect("create: a link")
+    }
+
     /// Starts the origin with `env` (HOP_* variables) on `port`, logging to `log`.
     pub async fn start(port: u16, env: &[(&str, String)], log: PathBuf) -> Origin {
         let mut command = Command::new(origin_binary());
@@ -477,6 +492,30 @@ pub const PERMUTATION_KEYS: &str = "1:000102030405060708090a0b0c0d0e0f";
 /// origin about new links and accepts its pushes.
 pub async fn wired_edge(origin_port: u16) -> Edge {
     wired_edge_to(&format!("http://127.0.0.1:{origin_port}"), &[]).await
+}
+
+/// `n` codes of the generated shape (seven base-62 characters), the same ones for the
+/// same nonzero `seed` (xorshift): codes no test created, the same in every run.
+pub fn random_codes(n: usize, seed: u64) -> Vec<String> {
+    const ALPHABET: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let mut x = seed;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        char::from(ALPHABET[(x % 62) as usize])
+    };
+    (0..n).map(|_| (0..7).map(|_| next()).collect()).collect()
+}
+
+/// Serves `app` in the background on a port of its own on loopback; its base URL.
+pub async fn serve_in_background(app: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a loopback port");
+    let addr = listener.local_addr().expect("its address");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}")
 }
 
 /// An origin on SQLite publishing to a `wrangler dev` that asks it about new links, as
@@ -649,18 +688,11 @@ impl SinkProxy {
             }
         }
         let mode = std::sync::Arc::new(std::sync::Mutex::new(SinkMode::Pass));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind sink proxy");
-        let addr = listener.local_addr().expect("sink proxy address");
         let app = axum::Router::new()
             .fallback(forward)
             .with_state((edge, mode.clone()));
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
         SinkProxy {
-            url: format!("http://{addr}"),
+            url: serve_in_background(app).await,
             mode,
         }
     }

@@ -65,13 +65,8 @@ struct Proxy {
 impl Proxy {
     /// Serves on a port of its own; returns its address.
     async fn start(self) -> String {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the proxy");
-        let addr = listener.local_addr().expect("address");
         let app = axum::Router::new().fallback(forward).with_state(self);
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        format!("http://{addr}")
+        hop_e2e::serve_in_background(app).await
     }
 }
 

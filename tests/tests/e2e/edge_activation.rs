@@ -8,8 +8,8 @@
 //! - and what random codes then cost the origin.
 
 use hop_e2e::{
-    api_key, client, free_port, origin_env, origin_env_through, wait_published, wired_edge, Origin,
-    SinkMode,
+    api_key, client, free_port, origin_env, origin_env_through, random_codes, wait_published,
+    wired_edge, Origin, SinkMode,
 };
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -25,14 +25,9 @@ async fn new_links_answer_through_the_origin_while_the_sink_is_down_never_404() 
     let origin = Origin::start(origin_port, &env, dir.path().join("origin.log")).await;
 
     // One link, published: the edge now holds a meta for the first segment.
-    let res = client()
-        .post(origin.url("/v1/links"))
-        .bearer_auth(&key)
-        .json(&json!({ "target_url": "https://dest.example/first" }))
-        .send()
-        .await
-        .expect("create");
-    let first: Value = res.json().await.expect("link");
+    let first = origin
+        .create(&key, json!({ "target_url": "https://dest.example/first" }))
+        .await;
     let first_code = first["code"].as_str().expect("code");
     wait_published(&origin.url(""), &key, "s.example", first_code).await;
 
@@ -75,18 +70,8 @@ async fn new_links_answer_through_the_origin_while_the_sink_is_down_never_404() 
     // Random generated codes cost the origin almost nothing even now.
     let before = origin.metric("hop_edge_resolves_total").await;
     let randoms = 2_000;
-    let alphabet: Vec<char> = ('0'..='9').chain('A'..='Z').chain('a'..='z').collect();
-    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
     let mut refused = 0;
-    for _ in 0..randoms {
-        let code: String = (0..7)
-            .map(|_| {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                alphabet[(seed % 62) as usize]
-            })
-            .collect();
+    for code in random_codes(randoms, 0x9e37_79b9_7f4a_7c15) {
         let status = edge.visit(&code).await.status();
         assert!(
             status == StatusCode::NOT_FOUND || status == StatusCode::SERVICE_UNAVAILABLE,
@@ -139,14 +124,12 @@ async fn a_fresh_alias_is_never_404_while_a_scan_spends_the_edges_budget() {
     let mut answers = std::collections::BTreeMap::new();
     for n in 0..20 {
         let code = format!("fresh-alias-{n}");
-        let res = client()
-            .post(origin.url("/v1/links"))
-            .bearer_auth(&key)
-            .json(&json!({ "target_url": "https://dest.example/fresh", "code": code }))
-            .send()
-            .await
-            .expect("create");
-        assert_eq!(res.status(), StatusCode::CREATED);
+        origin
+            .create(
+                &key,
+                json!({ "target_url": "https://dest.example/fresh", "code": code }),
+            )
+            .await;
         let status = edge.visit(&code).await.status();
         assert!(
             status == StatusCode::FOUND || status == StatusCode::SERVICE_UNAVAILABLE,

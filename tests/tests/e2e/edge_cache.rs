@@ -2,7 +2,7 @@
 //! locally as Cloudflare does on custom domains): an isolate that never asked the origin
 //! about a new link gets the answer another one cached, found or not, without a call.
 
-use hop_e2e::{api_key, client, free_port, origin_env, Edge, Origin};
+use hop_e2e::{api_key, free_port, origin_env, Edge, Origin};
 use hop_e2e::{EDGE_TOKEN, PERMUTATION_KEYS, SYNC_TOKEN};
 use reqwest::header::LOCATION;
 use reqwest::StatusCode;
@@ -38,14 +38,12 @@ async fn a_fresh_isolate_reuses_the_answers_its_location_cached() {
     let env = origin_env(dir.path(), None);
     let key = api_key(&env, "e2e", false);
     let origin = Origin::start(origin_port, &env, dir.path().join("origin.log")).await;
-    let created = client()
-        .post(origin.url("/v1/links"))
-        .bearer_auth(&key)
-        .json(&json!({ "target_url": "https://dest.example/cached", "code": "cached-link" }))
-        .send()
-        .await
-        .expect("create");
-    assert_eq!(created.status(), StatusCode::CREATED);
+    origin
+        .create(
+            &key,
+            json!({ "target_url": "https://dest.example/cached", "code": "cached-link" }),
+        )
+        .await;
 
     visit_both(&edge).await;
     assert_eq!(origin.metric("hop_edge_resolves_total").await, 2);

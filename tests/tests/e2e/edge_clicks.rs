@@ -8,7 +8,8 @@ use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use hop_e2e::{
-    api_key, client, free_port, origin_env, wait_published, wired_edge_to, Edge, Origin,
+    api_key, client, free_port, origin_env, serve_in_background, wait_published, wired_edge_to,
+    Edge, Origin,
 };
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -60,13 +61,8 @@ async fn start_proxy(origin: String) -> (String, Arc<AtomicUsize>) {
         click_posts: Arc::new(AtomicUsize::new(0)),
     };
     let posts = proxy.click_posts.clone();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind proxy");
-    let addr = listener.local_addr().expect("proxy address");
     let app = axum::Router::new().fallback(forward).with_state(proxy);
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (format!("http://{addr}"), posts)
+    (serve_in_background(app).await, posts)
 }
 
 async fn visit(edge: &Edge, method: reqwest::Method, code: &str, ua: &str) -> StatusCode {
@@ -121,14 +117,12 @@ async fn until<F: Fn(&Value) -> bool>(origin: &Origin, key: &str, code: &str, do
 }
 
 async fn create(origin: &Origin, key: &str, code: &str) {
-    let res = client()
-        .post(origin.url("/v1/links"))
-        .bearer_auth(key)
-        .json(&json!({ "target_url": format!("https://dest.example/{code}"), "code": code }))
-        .send()
-        .await
-        .expect("create");
-    assert_eq!(res.status(), reqwest::StatusCode::CREATED);
+    origin
+        .create(
+            key,
+            json!({ "target_url": format!("https://dest.example/{code}"), "code": code }),
+        )
+        .await;
 }
 
 #[tokio::test]

@@ -8,7 +8,8 @@
 //! gets 503 with Retry-After.
 
 use hop_e2e::{
-    api_key, client, free_port, origin_env, wait_published, wired_edge, Origin, Wired, SYNC_TOKEN,
+    api_key, client, free_port, origin_env, random_codes, wait_published, wired_edge, Origin,
+    Wired, SYNC_TOKEN,
 };
 use reqwest::header::{LOCATION, RETRY_AFTER};
 use reqwest::StatusCode;
@@ -50,15 +51,7 @@ async fn outlive(at: SystemTime) {
 }
 
 async fn create(origin: &Origin, key: &str, body: Value) -> Value {
-    let res = client()
-        .post(origin.url("/v1/links"))
-        .bearer_auth(key)
-        .json(&body)
-        .send()
-        .await
-        .expect("create");
-    assert_eq!(res.status(), StatusCode::CREATED);
-    res.json().await.expect("link")
+    origin.create(key, body).await
 }
 
 /// Creates the alias `code` and waits until the edge has it.
@@ -167,18 +160,8 @@ async fn random_codes_of_the_generated_shape_are_404_without_reaching_the_origin
     .await;
     let code = made["code"].as_str().expect("code").to_owned();
     wait_published(&w.origin.url(""), &w.key, "s.example", &code).await;
-    let alphabet = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
-    let randoms = 10_000;
-    for _ in 0..randoms {
-        let random: String = (0..7)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                char::from(alphabet[(x % 62) as usize])
-            })
-            .collect();
+    let randoms = 10_000_u64;
+    for random in random_codes(randoms as usize, 0x2545_F491_4F6C_DD1D) {
         let res = w.edge.visit(&random).await;
         assert_eq!(res.status(), StatusCode::NOT_FOUND, "{random}");
     }

@@ -109,14 +109,12 @@ async fn every_hostile_request_gets_its_exact_answer_at_the_origin_and_the_edge(
         .and_then(|p| p.trim_end_matches('/').parse().ok())
         .expect("edge port");
 
-    let res = client()
-        .post(origin.url("/v1/links"))
-        .bearer_auth(&key)
-        .json(&serde_json::json!({"target_url": "https://dest.example/ok", "code": "known-one"}))
-        .send()
-        .await
-        .expect("create");
-    assert_eq!(res.status(), 201);
+    origin
+        .create(
+            &key,
+            serde_json::json!({"target_url": "https://dest.example/ok", "code": "known-one"}),
+        )
+        .await;
     wait_published(&origin.url(""), &key, "s.example", "known-one").await;
 
     let junk_token = format!("hop_{:016x}_{}", 7, "0".repeat(64));
@@ -227,14 +225,12 @@ async fn one_visitors_flood_is_answered_but_counted_only_up_to_its_budget() {
         ..
     } = Wired::start("e2e", false).await;
     for code in ["flooded-link", "marker-link"] {
-        let res = client()
-            .post(origin.url("/v1/links"))
-            .bearer_auth(&key)
-            .json(&serde_json::json!({"target_url": "https://dest.example/", "code": code}))
-            .send()
-            .await
-            .expect("create");
-        assert_eq!(res.status(), 201);
+        origin
+            .create(
+                &key,
+                serde_json::json!({"target_url": "https://dest.example/", "code": code}),
+            )
+            .await;
         wait_published(&origin.url(""), &key, "s.example", code).await;
     }
     let visit = |code: &'static str, ip: &'static str| {
