@@ -338,6 +338,18 @@ const OWNER_ROWS: &str = "SELECT link_id, bot, visits, redirects FROM click_days
      SELECT link_id, bot, visits, redirects FROM click_hours \
      WHERE owner_id = $1 AND ((hour >= $4 AND hour < $2) OR (hour >= $3 AND hour < $5))";
 
+/// The values of [`OWNER_ROWS`]' `$1` to `$5` for `owner`'s visits in `[from, to)`.
+fn owner_args(owner: &str, from: i64, to: i64) -> [Arg<'_>; 5] {
+    let (days_from, days_to) = whole_days(from, to);
+    [
+        owner.into(),
+        days_from.into(),
+        days_to.into(),
+        from.into(),
+        to.into(),
+    ]
+}
+
 /// People's visits and redirects, then bots', summed.
 const SUMS: &str = "CAST(SUM(CASE WHEN bot THEN 0 ELSE visits END) AS BIGINT), \
      CAST(SUM(CASE WHEN bot THEN 0 ELSE redirects END) AS BIGINT), \
@@ -543,7 +555,7 @@ impl ClickStore for Db {
         include_bots: bool,
         limit: i64,
     ) -> Result<Vec<(u64, Totals)>, StoreError> {
-        let (days_from, days_to) = whole_days(from, to);
+        let [owner, days_from, days_to, from, to] = owner_args(owner, from, to);
         let sql = format!(
             "SELECT link_id, {SUMS} FROM ({OWNER_ROWS}) r GROUP BY link_id \
              ORDER BY CASE WHEN $6 THEN SUM(visits) ELSE SUM(CASE WHEN bot THEN 0 ELSE visits END) END DESC, link_id \
@@ -553,11 +565,11 @@ impl ClickStore for Db {
             .read_all(
                 &sql,
                 &[
-                    owner.into(),
-                    days_from.into(),
-                    days_to.into(),
-                    from.into(),
-                    to.into(),
+                    owner,
+                    days_from,
+                    days_to,
+                    from,
+                    to,
                     include_bots.into(),
                     limit.into(),
                 ],
@@ -579,22 +591,12 @@ impl ClickStore for Db {
     }
 
     async fn owner_totals(&self, owner: &str, from: i64, to: i64) -> Result<Totals, StoreError> {
-        let (days_from, days_to) = whole_days(from, to);
         let sql = format!("SELECT {SUMS} FROM ({OWNER_ROWS}) r");
         let row: (Option<i64>, Option<i64>, Option<i64>, Option<i64>) = self
             .reader()
             .await?
             .conn()
-            .fetch_one(
-                &sql,
-                &[
-                    owner.into(),
-                    days_from.into(),
-                    days_to.into(),
-                    from.into(),
-                    to.into(),
-                ],
-            )
+            .fetch_one(&sql, &owner_args(owner, from, to))
             .await?;
         Ok(Totals {
             visits: row.0.unwrap_or_default(),
