@@ -683,6 +683,43 @@ mod tests {
         assert_eq!(source.loads.load(Ordering::SeqCst), 1);
     }
 
+    /// Why moka holds the single flight (decisions.md#the-origins-code): when the one
+    /// load fails (the database gone), every visitor waiting on it gets that failure at
+    /// once. A single flight that hands the load over to the next waiter instead would
+    /// read the database once per visitor, each after the last one's timeout.
+    /// On one thread, the fifty visitors all wait inside the cache before the load fails:
+    /// a spawned task runs until it waits, and the test's own task is woken after them.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_failed_load_fails_every_concurrent_visitor_with_one_read() {
+        let cache = RedirectCache::new(100);
+        let source = gate(Some(link(1)), false);
+        let visitors: Vec<_> = (0..50)
+            .map(|_| {
+                let (cache, source) = (cache.clone(), source.clone());
+                tokio::spawn(async move {
+                    source.started.send_modify(|n| *n += 1);
+                    cache.entry(source.as_ref(), &route("abc1234")).await
+                })
+            })
+            .collect();
+        source
+            .started
+            .subscribe()
+            .wait_for(|&n| n == 50)
+            .await
+            .expect("sender alive");
+        // The load's read fails.
+        source.release.close();
+        for v in visitors {
+            assert!(v.await.expect("task").is_err(), "a visitor got an entry");
+        }
+        assert_eq!(
+            source.loads.load(Ordering::SeqCst),
+            1,
+            "reads of the database"
+        );
+    }
+
     #[tokio::test]
     async fn an_older_version_never_replaces_a_newer_one() {
         let cache = RedirectCache::new(100);
