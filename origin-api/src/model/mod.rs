@@ -1,13 +1,15 @@
-//! The types the store, the cache and the services all speak: a link, a ban, an API
-//! key, a listing, and time as stored. The bottom layer: it depends on `shared` and on
+//! The types the store, the cache and the services all speak: a link, a ban, a domain,
+//! an API key, a listing, and time as stored. The bottom layer: it depends on `shared` and on
 //! nothing else of the origin, so the store can depend on it without depending on the
 //! services above (`tests/layers.rs` checks the direction).
 
 pub mod ban;
+pub mod domain;
 pub mod key;
 pub mod link;
 pub mod time;
 
 pub use ban::{denylist, denylist_snapshot, Ban, BanTarget};
+pub use domain::{Domain, DomainAccess, DomainStatus};
 pub use key::ApiKey;
 pub use link::{Link, LinkState, ListFilter, Published, KV_PROPAGATION_MS};

@@ -2,13 +2,14 @@
 //! only arbiter of who gets a code: inserts never check first.
 
 use super::bans::active_bans;
+use super::domains::SettingsRow;
 use super::outbox::{insert_outbox, link_row, OutboxInsert};
 use super::sql::{list_placeholders, values_placeholders, Arg, Conn};
 use super::{BulkInsert, IdempotencyKey, Idempotent, LinkStore, StoreError};
 use crate::db::Db;
 use crate::model::{ApiKey, Link, LinkState, ListFilter, Published};
 use async_trait::async_trait;
-use shared::{Alphabet, CodeKind, CodeSpace, DomainSettings, RedirectStatus};
+use shared::{CodeKind, DomainSettings, RedirectStatus};
 
 /// What a read selects: the written columns and what the publisher recorded.
 pub(super) const SELECT_COLUMNS: &str = "link_id, domain, code, target_url, owner_id, status, redirect_status, \
@@ -89,16 +90,6 @@ struct KeyRow {
     scopes: String,
     created_at: i64,
     revoked_at: Option<i64>,
-}
-
-#[derive(sqlx::FromRow)]
-struct DomainRow {
-    alphabet: String,
-    code_length: i64,
-    case_insensitive: bool,
-    forward_query: bool,
-    default_redirect: i64,
-    max_age_s: i64,
 }
 
 /// Links per multi-row statement in a bulk insert: 17 parameters each stays well under
@@ -601,28 +592,16 @@ impl LinkStore for Db {
     }
 
     async fn domain_settings(&self, domain: &str) -> Result<DomainSettings, StoreError> {
-        let row: Option<DomainRow> = self
+        let row: Option<SettingsRow> = self
             .read_optional(
                 include_str!("queries/domain_settings.sql"),
                 &[domain.into()],
             )
             .await?;
-        let Some(r) = row else {
-            return Ok(DomainSettings::default());
-        };
-        let corrupt = |what: &str| StoreError::Corrupt(format!("domain {domain}: {what}"));
-        let alphabet: Alphabet = r.alphabet.parse().map_err(|_| corrupt("alphabet"))?;
-        let length = u8::try_from(r.code_length).map_err(|_| corrupt("code_length"))?;
-        Ok(DomainSettings {
-            codes: CodeSpace::new(alphabet, length).map_err(|_| corrupt("code_length"))?,
-            case_insensitive: r.case_insensitive,
-            forward_query: r.forward_query,
-            default_redirect: u16::try_from(r.default_redirect)
-                .ok()
-                .and_then(|c| RedirectStatus::try_from(c).ok())
-                .ok_or_else(|| corrupt("default_redirect"))?,
-            max_age_s: u32::try_from(r.max_age_s).map_err(|_| corrupt("max_age_s"))?,
-        })
+        match row {
+            Some(r) => r.settings(domain),
+            None => Ok(DomainSettings::default()),
+        }
     }
 
     async fn served_domains(&self) -> Result<Vec<String>, StoreError> {

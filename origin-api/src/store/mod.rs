@@ -7,6 +7,7 @@ mod activation;
 pub use activation::{ActivationPromise, MIN_HEADROOM, SKEW_MARGIN_MS};
 mod bans;
 mod clicks;
+mod domains;
 pub use clicks::{ClickDims, Increments, OTHER_REFERRERS};
 mod links;
 mod outbox;
@@ -25,7 +26,7 @@ pub const LINKS_CHANNEL: &str = "hop_links";
 /// Where ban changes are announced.
 pub const BANS_CHANNEL: &str = "hop_bans";
 
-use crate::model::{ApiKey, Ban, BanTarget, Link, ListFilter};
+use crate::model::{ApiKey, Ban, BanTarget, Domain, Link, ListFilter};
 use async_trait::async_trait;
 use shared::DomainSettings;
 use std::fmt::Debug;
@@ -45,6 +46,9 @@ pub enum StoreError {
     /// The unique route key is held by another link (live or tombstoned).
     #[error("that code is taken")]
     Taken,
+    /// The domain is in the registry already.
+    #[error("that domain is registered already")]
+    Registered,
     /// A conditional write found another version than expected.
     #[error("the row changed since it was read")]
     Stale,
@@ -351,6 +355,20 @@ pub enum LiftOutcome {
     Lifted(Ban),
     AlreadyLifted,
     NotFound,
+}
+
+/// The domain registry.
+#[async_trait]
+pub trait DomainStore: Send + Sync + Debug + 'static {
+    /// Registers `domain` with its owners in one transaction; `Registered` when it is
+    /// in the registry already, in which case nothing is written.
+    async fn insert_domain(&self, domain: &Domain) -> Result<(), StoreError>;
+    /// A registered domain.
+    async fn domain(&self, name: &str) -> Result<Option<Domain>, StoreError>;
+    /// Every registered domain, by name.
+    async fn list_domains(&self) -> Result<Vec<Domain>, StoreError>;
+    /// The domains keys of `owner` may create links on: the shared ones and its own.
+    async fn domains_for_owner(&self, owner: &str) -> Result<Vec<Domain>, StoreError>;
 }
 
 /// Bans, each written with its denylist snapshot (fast lane) and the re-published

@@ -2,7 +2,9 @@
 //! PostgreSQL alike.
 
 use crate::common::TestDb;
-use origin_api::store::SegmentSource;
+use origin_api::model::{Domain, DomainAccess, DomainStatus};
+use origin_api::store::{DomainStore, LinkStore, SegmentSource, StoreError};
+use shared::{Alphabet, CodeSpace, RedirectStatus};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -207,6 +209,105 @@ async fn concurrent_writers_into_one_link_hour_lose_no_dimension_counts() {
             .await
             .expect("series");
         assert_eq!(series.iter().map(|r| r.visits).sum::<i64>(), 800);
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn the_registry_keeps_every_setting_and_owner_and_refuses_a_second_row() {
+    for t in TestDb::all("domain-registry").await {
+        let db = &t.db;
+        let mut brand = Domain::new(
+            "go.acme.example",
+            DomainAccess::owners(["acme".into(), "acme-eu".into()]),
+            1_000,
+        );
+        brand.settings.codes = CodeSpace::new(Alphabet::Base36, 6).expect("space");
+        brand.settings.case_insensitive = true;
+        brand.settings.forward_query = true;
+        brand.settings.default_redirect = RedirectStatus::TemporaryRedirect;
+        brand.settings.max_age_s = 300;
+        brand.status = DomainStatus::Disabled;
+        brand.not_found_url = Some("https://acme.example/404".into());
+        brand.root_url = Some("https://acme.example/".into());
+        brand.expired_url = Some("https://acme.example/expired".into());
+        brand.allowed_target_hosts = Some(vec!["acme.example".into(), "acme.test".into()]);
+        db.insert_domain(&brand).await.expect("register");
+        let shared = Domain::new("s.example", DomainAccess::Shared, 2_000);
+        db.insert_domain(&shared).await.expect("register");
+        let other = Domain::new(
+            "go.other.example",
+            DomainAccess::owners(["other".into()]),
+            3_000,
+        );
+        db.insert_domain(&other).await.expect("register");
+
+        assert_eq!(
+            db.domain("go.acme.example").await.expect("read"),
+            Some(brand.clone()),
+            "{}",
+            t.kind()
+        );
+        assert_eq!(
+            db.domain("nowhere.example").await.expect("read"),
+            None,
+            "{}",
+            t.kind()
+        );
+        // The hot read of the redirect sees the same settings.
+        assert_eq!(
+            db.domain_settings("go.acme.example")
+                .await
+                .expect("settings"),
+            brand.settings,
+            "{}",
+            t.kind()
+        );
+
+        // A second registration writes nothing, not even an owner.
+        let mut again = Domain::new(
+            "go.acme.example",
+            DomainAccess::owners(["squatter".into()]),
+            4_000,
+        );
+        again.root_url = Some("https://squatter.example/".into());
+        let err = db
+            .insert_domain(&again)
+            .await
+            .expect_err("registered already");
+        assert!(
+            matches!(err, StoreError::Registered),
+            "{}: {err:?}",
+            t.kind()
+        );
+        assert_eq!(
+            db.domain("go.acme.example").await.expect("read"),
+            Some(brand.clone()),
+            "{}",
+            t.kind()
+        );
+
+        let names = |ds: Vec<Domain>| ds.into_iter().map(|d| d.domain).collect::<Vec<_>>();
+        assert_eq!(
+            names(db.list_domains().await.expect("list")),
+            ["go.acme.example", "go.other.example", "s.example"],
+            "{}",
+            t.kind()
+        );
+        // An owner's keys may use the shared domains and their own, and no one else's.
+        for (owner, may) in [
+            ("acme", vec!["go.acme.example", "s.example"]),
+            ("acme-eu", vec!["go.acme.example", "s.example"]),
+            ("other", vec!["go.other.example", "s.example"]),
+            ("squatter", vec!["s.example"]),
+        ] {
+            assert_eq!(
+                names(db.domains_for_owner(owner).await.expect("list")),
+                may,
+                "{}: {owner}",
+                t.kind()
+            );
+        }
         t.cleanup().await;
     }
 }

@@ -1,0 +1,128 @@
+//! A domain in the registry: who may create links on it, whether it serves, and how it
+//! answers what is not a link.
+
+use shared::DomainSettings;
+
+/// Whether a domain serves. A disabled one answers 404 everywhere and takes no new
+/// links; its links are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DomainStatus {
+    #[default]
+    Active,
+    Disabled,
+}
+
+impl DomainStatus {
+    /// The name stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DomainStatus::Active => "active",
+            DomainStatus::Disabled => "disabled",
+        }
+    }
+
+    /// The status a stored or requested name means.
+    pub fn parse(name: &str) -> Option<DomainStatus> {
+        match name {
+            "active" => Some(DomainStatus::Active),
+            "disabled" => Some(DomainStatus::Disabled),
+            _ => None,
+        }
+    }
+}
+
+/// Who may create links on a domain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DomainAccess {
+    /// Any API key.
+    Shared,
+    /// The keys of these owners (sorted, without repeats) and admin keys.
+    Owners(Vec<String>),
+}
+
+impl DomainAccess {
+    /// Owned by `owners`, sorted and without repeats.
+    pub fn owners<I: IntoIterator<Item = String>>(owners: I) -> DomainAccess {
+        let mut owners: Vec<String> = owners.into_iter().collect();
+        owners.sort();
+        owners.dedup();
+        DomainAccess::Owners(owners)
+    }
+
+    /// Whether keys of `owner` may create links on the domain.
+    pub fn admits(&self, owner: &str) -> bool {
+        match self {
+            DomainAccess::Shared => true,
+            DomainAccess::Owners(owners) => {
+                owners.binary_search_by(|o| o.as_str().cmp(owner)).is_ok()
+            }
+        }
+    }
+}
+
+/// A registered domain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Domain {
+    /// The normalized host name.
+    pub domain: String,
+    pub access: DomainAccess,
+    pub status: DomainStatus,
+    /// The code shape and redirect defaults the edge is told of (`cfg:{domain}`).
+    pub settings: DomainSettings,
+    /// Where a visitor of a code with no link goes, instead of a 404.
+    pub not_found_url: Option<String>,
+    /// Where a visitor of `/` goes.
+    pub root_url: Option<String>,
+    /// Where a visitor of an expired link goes, instead of a 410.
+    pub expired_url: Option<String>,
+    /// The hosts (each with its subdomains) links on it may point at; `None`: any.
+    pub allowed_target_hosts: Option<Vec<String>>,
+    /// Moves on with every change of the row.
+    pub version: u64,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl Domain {
+    /// A domain with the defaults every domain had before the registry, version 1.
+    pub fn new(domain: &str, access: DomainAccess, now: i64) -> Domain {
+        Domain {
+            domain: domain.to_owned(),
+            access,
+            status: DomainStatus::Active,
+            settings: DomainSettings::default(),
+            not_found_url: None,
+            root_url: None,
+            expired_url: None,
+            allowed_target_hosts: None,
+            version: 1,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owners_are_sorted_once_and_admitted_by_exact_name() {
+        let access = DomainAccess::owners(["zeta".into(), "acme".into(), "zeta".into()]);
+        assert_eq!(
+            access,
+            DomainAccess::Owners(vec!["acme".into(), "zeta".into()])
+        );
+        assert!(access.admits("acme") && access.admits("zeta"));
+        assert!(!access.admits("Acme") && !access.admits("acm") && !access.admits(""));
+        assert!(DomainAccess::Shared.admits("anyone"));
+    }
+
+    #[test]
+    fn statuses_read_back_what_they_store() {
+        for s in [DomainStatus::Active, DomainStatus::Disabled] {
+            assert_eq!(DomainStatus::parse(s.as_str()), Some(s));
+        }
+        assert_eq!(DomainStatus::parse("Active"), None);
+    }
+}

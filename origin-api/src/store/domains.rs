@@ -1,0 +1,224 @@
+//! The domain registry: a row of `domains` per registered domain, its owners in
+//! `domain_owners` when it is not shared.
+
+use super::sql::{list_placeholders, Arg};
+use super::{DomainStore, StoreError};
+use crate::db::Db;
+use crate::model::{Domain, DomainAccess, DomainStatus};
+use async_trait::async_trait;
+use shared::{Alphabet, CodeSpace, DomainSettings, RedirectStatus};
+use std::collections::HashMap;
+
+/// The code-shape and redirect columns, as `domain_settings.sql` reads them.
+#[derive(sqlx::FromRow)]
+pub(super) struct SettingsRow {
+    alphabet: String,
+    code_length: i64,
+    case_insensitive: bool,
+    forward_query: bool,
+    default_redirect: i64,
+    max_age_s: i64,
+}
+
+impl SettingsRow {
+    /// The settings these columns of `domain` hold.
+    pub(super) fn settings(&self, domain: &str) -> Result<DomainSettings, StoreError> {
+        let corrupt = |what: &str| StoreError::Corrupt(format!("domain {domain}: {what}"));
+        let alphabet: Alphabet = self.alphabet.parse().map_err(|_| corrupt("alphabet"))?;
+        let length = u8::try_from(self.code_length).map_err(|_| corrupt("code_length"))?;
+        Ok(DomainSettings {
+            codes: CodeSpace::new(alphabet, length).map_err(|_| corrupt("code_length"))?,
+            case_insensitive: self.case_insensitive,
+            forward_query: self.forward_query,
+            default_redirect: u16::try_from(self.default_redirect)
+                .ok()
+                .and_then(|c| RedirectStatus::try_from(c).ok())
+                .ok_or_else(|| corrupt("default_redirect"))?,
+            max_age_s: u32::try_from(self.max_age_s).map_err(|_| corrupt("max_age_s"))?,
+        })
+    }
+}
+
+const COLUMNS: &str = "domain, alphabet, code_length, case_insensitive, forward_query, \
+     default_redirect, max_age_s, shared, status, not_found_url, root_url, expired_url, \
+     allowed_target_hosts, version, created_at, updated_at";
+
+#[derive(sqlx::FromRow)]
+struct DomainRow {
+    domain: String,
+    #[sqlx(flatten)]
+    settings: SettingsRow,
+    shared: bool,
+    status: String,
+    not_found_url: Option<String>,
+    root_url: Option<String>,
+    expired_url: Option<String>,
+    allowed_target_hosts: Option<String>,
+    version: i64,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl DomainRow {
+    /// The domain, with `owners` when it is not shared.
+    fn into_domain(self, owners: Vec<String>) -> Result<Domain, StoreError> {
+        let corrupt = |what: &str| StoreError::Corrupt(format!("domain {}: {what}", self.domain));
+        let settings = self.settings.settings(&self.domain)?;
+        let status = DomainStatus::parse(&self.status).ok_or_else(|| corrupt("status"))?;
+        let allowed_target_hosts = match &self.allowed_target_hosts {
+            None => None,
+            Some(json) => Some(
+                serde_json::from_str::<Vec<String>>(json)
+                    .map_err(|_| corrupt("allowed_target_hosts"))?,
+            ),
+        };
+        let version = u64::try_from(self.version).map_err(|_| corrupt("version"))?;
+        Ok(Domain {
+            access: if self.shared {
+                DomainAccess::Shared
+            } else {
+                DomainAccess::owners(owners)
+            },
+            status,
+            settings,
+            not_found_url: self.not_found_url,
+            root_url: self.root_url,
+            expired_url: self.expired_url,
+            allowed_target_hosts,
+            version,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            domain: self.domain,
+        })
+    }
+}
+
+/// Whether `e` is the registry's primary key refusing a second row for a domain.
+fn is_registered(e: &sqlx::Error) -> bool {
+    let Some(d) = e.as_database_error() else {
+        return false;
+    };
+    d.is_unique_violation()
+        && match d.constraint() {
+            Some(name) => name == "domains_pkey",
+            None => d.message().contains("domains.domain"),
+        }
+}
+
+impl Db {
+    /// The rows `sql` selects (with [`COLUMNS`]), each with its owners.
+    async fn domains_where(&self, sql: &str, args: &[Arg<'_>]) -> Result<Vec<Domain>, StoreError> {
+        let rows: Vec<DomainRow> = self.read_all(sql, args).await?;
+        let owned: Vec<&str> = rows
+            .iter()
+            .filter(|r| !r.shared)
+            .map(|r| r.domain.as_str())
+            .collect();
+        let mut owners: HashMap<String, Vec<String>> = HashMap::new();
+        if !owned.is_empty() {
+            let names: Vec<Arg<'_>> = owned.iter().map(|&d| d.into()).collect();
+            let pairs: Vec<(String, String)> = self
+                .read_all(
+                    &format!(
+                        "SELECT domain, owner_id FROM domain_owners WHERE domain IN ({})",
+                        list_placeholders(1, names.len())
+                    ),
+                    &names,
+                )
+                .await?;
+            for (domain, owner) in pairs {
+                owners.entry(domain).or_default().push(owner);
+            }
+        }
+        rows.into_iter()
+            .map(|r| {
+                let its = owners.remove(&r.domain).unwrap_or_default();
+                r.into_domain(its)
+            })
+            .collect()
+    }
+}
+
+#[async_trait]
+impl DomainStore for Db {
+    async fn insert_domain(&self, d: &Domain) -> Result<(), StoreError> {
+        let hosts = d
+            .allowed_target_hosts
+            .as_ref()
+            .map(|h| serde_json::Value::from(h.clone()).to_string());
+        let version = i64::try_from(d.version)
+            .map_err(|_| StoreError::Corrupt(format!("domain {}: version", d.domain)))?;
+        let mut tx = self.begin_write().await?;
+        let mut c = tx.conn();
+        let inserted = c
+            .execute(
+                &format!(
+                    "INSERT INTO domains ({COLUMNS}) VALUES \
+                     ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"
+                ),
+                &[
+                    (&d.domain).into(),
+                    d.settings.codes.alphabet().name().into(),
+                    i64::from(d.settings.codes.length()).into(),
+                    d.settings.case_insensitive.into(),
+                    d.settings.forward_query.into(),
+                    i64::from(d.settings.default_redirect.code()).into(),
+                    i64::from(d.settings.max_age_s).into(),
+                    matches!(d.access, DomainAccess::Shared).into(),
+                    d.status.as_str().into(),
+                    (&d.not_found_url).into(),
+                    (&d.root_url).into(),
+                    (&d.expired_url).into(),
+                    (&hosts).into(),
+                    version.into(),
+                    d.created_at.into(),
+                    d.updated_at.into(),
+                ],
+            )
+            .await;
+        match inserted {
+            Err(e) if is_registered(&e) => return Err(StoreError::Registered),
+            other => other.map_err(StoreError::from_write)?,
+        };
+        if let DomainAccess::Owners(owners) = &d.access {
+            for owner in owners {
+                c.execute(
+                    "INSERT INTO domain_owners (domain, owner_id) VALUES ($1, $2)",
+                    &[(&d.domain).into(), owner.into()],
+                )
+                .await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn domain(&self, name: &str) -> Result<Option<Domain>, StoreError> {
+        let mut found = self
+            .domains_where(
+                &format!("SELECT {COLUMNS} FROM domains WHERE domain = $1"),
+                &[name.into()],
+            )
+            .await?;
+        Ok(found.pop())
+    }
+
+    async fn list_domains(&self) -> Result<Vec<Domain>, StoreError> {
+        self.domains_where(
+            &format!("SELECT {COLUMNS} FROM domains ORDER BY domain"),
+            &[],
+        )
+        .await
+    }
+
+    async fn domains_for_owner(&self, owner: &str) -> Result<Vec<Domain>, StoreError> {
+        self.domains_where(
+            &format!(
+                "SELECT {COLUMNS} FROM domains WHERE shared OR domain IN \
+                 (SELECT domain FROM domain_owners WHERE owner_id = $1) ORDER BY domain"
+            ),
+            &[owner.into()],
+        )
+        .await
+    }
+}
