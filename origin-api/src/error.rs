@@ -89,6 +89,9 @@ impl AppError {
             AppError::Store(e) if e.is_unavailable() => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Taken { .. } => StatusCode::CONFLICT,
             AppError::Store(e) if matches!(e.inner(), StoreError::Taken) => StatusCode::CONFLICT,
+            AppError::Store(e) if matches!(e.inner(), StoreError::Registered) => {
+                StatusCode::CONFLICT
+            }
             AppError::Stale { .. } => StatusCode::PRECONDITION_FAILED,
             AppError::Store(e) if matches!(e.inner(), StoreError::Stale) => {
                 StatusCode::PRECONDITION_FAILED
@@ -119,6 +122,9 @@ impl AppError {
             AppError::NotConfigured(_) => "not-configured",
             AppError::Taken { .. } => "code-taken",
             AppError::Store(e) if matches!(e.inner(), StoreError::Taken) => "code-taken",
+            AppError::Store(e) if matches!(e.inner(), StoreError::Registered) => {
+                "domain-registered"
+            }
             AppError::Stale { .. } => "stale-version",
             AppError::Store(e) if matches!(e.inner(), StoreError::Stale) => "stale-version",
             AppError::Store(_) => "internal",

@@ -17,6 +17,11 @@ pub enum KeyError {
     BadOwner,
 }
 
+/// Whether `owner_id` can name an owner: 1 to 128 bytes, no control characters.
+pub fn valid_owner(owner_id: &str) -> bool {
+    !owner_id.is_empty() && owner_id.len() <= 128 && !owner_id.chars().any(char::is_control)
+}
+
 /// Makes a new key for `owner`: the row to store and the token to show once.
 pub fn issue(
     owner_id: &str,
@@ -24,7 +29,7 @@ pub fn issue(
     admin: bool,
     now: i64,
 ) -> Result<(ApiKey, String), KeyError> {
-    if owner_id.is_empty() || owner_id.len() > 128 || owner_id.chars().any(char::is_control) {
+    if !valid_owner(owner_id) {
         return Err(KeyError::BadOwner);
     }
     let random = |e: getrandom::Error| KeyError::Random(e.to_string());

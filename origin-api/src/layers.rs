@@ -30,6 +30,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "auth",
             "links",
             "bans",
+            "domains",
             "clicks",
             "publisher",
             "housekeeping",

@@ -10,6 +10,7 @@ pub mod clicks;
 pub mod client;
 pub mod config;
 pub mod db;
+pub mod domains;
 pub mod error;
 pub mod freshness;
 pub mod housekeeping;
@@ -43,6 +44,9 @@ use tokio::net::TcpListener;
 pub async fn prepare(settings: &Settings) -> Result<Db, db::DbError> {
     let db = Db::connect(&settings.database_url).await?;
     db.migrate().await?;
+    domains::register_if_missing(&db, &settings.default_domain)
+        .await
+        .map_err(|e| db::DbError::Register(Box::new(e)))?;
     Ok(db)
 }
 

@@ -14,7 +14,18 @@ pub(crate) async fn target(
     domain: &str,
     raw: &str,
 ) -> Result<String, AppError> {
-    let target = validate_target(raw).map_err(|e| AppError::invalid("target_url", e))?;
+    redirect_url(lookups, domain, "target_url", raw).await
+}
+
+/// A URL that visitors of `domain` are sent to, given in `field`, by the rules of a
+/// link's target (see [`target`]): a domain's not-found, root and expired URLs too.
+pub(crate) async fn redirect_url(
+    lookups: &mut Lookups<'_>,
+    domain: &str,
+    field: &'static str,
+    raw: &str,
+) -> Result<String, AppError> {
+    let target = validate_target(raw).map_err(|e| AppError::invalid(field, e))?;
     let settings = &lookups.state().settings;
     if let Some(why) = target.non_public() {
         if !settings
@@ -23,7 +34,7 @@ pub(crate) async fn target(
             .any(|a| a.admits(&target))
         {
             return Err(AppError::invalid(
-                "target_url",
+                field,
                 format!(
                     "{} is {why}; links may point only at public hosts (an operator can allow \
                      private ones with --allow-target-hosts)",
@@ -35,7 +46,7 @@ pub(crate) async fn target(
     let listen = settings.listen;
     if target.ip() == Some(listen.ip()) && target.port() == listen.port() {
         return Err(AppError::invalid(
-            "target_url",
+            field,
             format!(
                 "{} is this shortener's own address; a link to it would loop",
                 target.host()
@@ -44,7 +55,7 @@ pub(crate) async fn target(
     }
     if target.host() == domain || lookups.is_own_domain(target.host()).await? {
         return Err(AppError::invalid(
-            "target_url",
+            field,
             format!(
                 "{} is one of this shortener's own domains; a link to it would loop",
                 target.host()
@@ -53,7 +64,7 @@ pub(crate) async fn target(
     }
     if lookups.deny().await?.blocks_host(target.host()) {
         return Err(AppError::invalid(
-            "target_url",
+            field,
             format!(
                 "links to {} are not allowed: the host is banned",
                 target.host()

@@ -3,8 +3,10 @@
 mod bulk;
 mod create;
 mod fields;
+pub(crate) use fields::redirect_url;
 mod list;
 mod lookups;
+pub(crate) use lookups::Lookups;
 mod update;
 
 pub use bulk::{

@@ -3,6 +3,7 @@
 mod admin;
 mod bans;
 mod body;
+mod domains;
 mod edge;
 mod health;
 mod links;
@@ -77,6 +78,8 @@ fn router_under(state: AppState, in_flight: InFlightLayer) -> Router {
         )
         .route("/v1/links/{domain}/{code}/stats", get(stats::link))
         .route("/v1/stats", get(stats::owner))
+        .route("/v1/domains", post(domains::create).get(domains::list))
+        .route("/v1/domains/{domain}", get(domains::read))
         .route("/v1/bans", post(bans::create).get(bans::list))
         .route("/v1/bans/{id}", axum::routing::delete(bans::lift))
         .route("/v1/edge/resolve/{domain}/{code}", get(edge::resolve))

@@ -1,7 +1,7 @@
 //! `/openapi.json`: the API description, generated from the handlers' annotations and
 //! the request and response types themselves, so it changes when they do.
 
-use super::{admin, bans, edge, health, links, redirect, stats};
+use super::{admin, bans, domains, edge, health, links, redirect, stats};
 use axum::http::header;
 use axum::response::IntoResponse;
 use std::sync::LazyLock;
@@ -23,6 +23,9 @@ use utoipa::{Modify, OpenApi};
         links::delete,
         stats::link,
         stats::owner,
+        domains::create,
+        domains::list,
+        domains::read,
         bans::create,
         bans::list,
         bans::lift,
@@ -39,6 +42,7 @@ use utoipa::{Modify, OpenApi};
     tags(
         (name = "links", description = "Marketers' links, isolated per owner"),
         (name = "stats", description = "Clicks on the caller's links: time series, top dimensions, account summary"),
+        (name = "domains", description = "The domains links live on: admin keys register them; every key sees those it may use"),
         (name = "bans", description = "Trust & safety; admin keys only"),
         (name = "admin", description = "Operators: the publisher's dead letters; admin keys only"),
         (name = "edge", description = "What the edge worker asks the origin; edge token only"),

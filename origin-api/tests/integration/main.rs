@@ -7,6 +7,7 @@ mod common;
 
 mod activation;
 mod clicks;
+mod domains_api;
 mod faults;
 mod freshness;
 mod hostile;

@@ -97,6 +97,8 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
             "GET /readyz",
             "GET /v1/admin/outbox",
             "GET /v1/bans",
+            "GET /v1/domains",
+            "GET /v1/domains/{domain}",
             "GET /v1/edge/resolve/{domain}/{code}",
             "GET /v1/links",
             "GET /v1/links/{domain}/{code}",
@@ -105,6 +107,7 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
             "GET /{code}",
             "PATCH /v1/links/{domain}/{code}",
             "POST /v1/bans",
+            "POST /v1/domains",
             "POST /v1/edge/clicks",
             "POST /v1/links",
             "POST /v1/links/bulk",
@@ -135,6 +138,19 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
     let (status, summary) = call(&state, req).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(keys_of(&summary), properties(&doc, "OwnerStats"));
+    let (admin, admin_token) = keys::issue("ops", "t", true, now_ms()).unwrap();
+    state.db.insert_key(&admin).await.unwrap();
+    let req = Request::post("/v1/domains")
+        .header(header::AUTHORIZATION, format!("Bearer {admin_token}"))
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(
+            json!({"domain": "d.example", "owners": ["o"], "root_url": "https://e.example/"})
+                .to_string(),
+        ))
+        .unwrap();
+    let (status, domain) = call(&state, req).await;
+    assert_eq!(status, StatusCode::CREATED);
+    assert_eq!(keys_of(&domain), properties(&doc, "DomainView"));
     let req = Request::get(format!(
         "/v1/links/{}/{}/stats",
         link["domain"].as_str().unwrap(),

@@ -11,7 +11,6 @@ use origin_api::config::{Cli, Settings};
 use origin_api::db::Db;
 use origin_api::keys;
 use origin_api::model::time::now_ms;
-use origin_api::prepare;
 use origin_api::store::LinkStore;
 use origin_api::AppState;
 use serde_json::Value;
@@ -131,16 +130,15 @@ impl TestDb {
     }
 }
 
-/// The database at `url`, migrated to `version` (all the way when `None`).
+/// The database at `url`, migrated to `version` (all the way when `None`). Nothing is
+/// registered in it (`prepare` registers the default domain; a test says what it needs).
 async fn migrated(url: &str, version: Option<i64>) -> Db {
+    let db = Db::connect(url).await.expect("connect");
     match version {
-        None => prepare(&settings(url)).await.expect("migrate"),
-        Some(v) => {
-            let db = Db::connect(url).await.expect("connect");
-            db.migrate_to(v).await.expect("migrate");
-            db
-        }
+        None => db.migrate().await.expect("migrate"),
+        Some(v) => db.migrate_to(v).await.expect("migrate"),
     }
+    db
 }
 
 /// A key ring for tests (never used outside them).

@@ -1,0 +1,257 @@
+//! The domain registry's rules: what a registration may say, who sees which domain,
+//! and the default domain registered at startup (docs/decisions.md#domains).
+
+use crate::error::AppError;
+use crate::keys::valid_owner;
+use crate::links::{redirect_url, Lookups};
+use crate::model::time::{now_ms, rfc3339};
+use crate::model::{Domain, DomainAccess, DomainStatus};
+use crate::state::AppState;
+use crate::store::{DomainStore, StoreError};
+use serde::{Deserialize, Serialize};
+use shared::{normalize_short_domain, Alphabet, CodeSpace, RedirectStatus};
+
+/// Generated codes are at least this long: a shorter space runs out within days.
+pub const MIN_CODE_LENGTH: i64 = 4;
+/// And at most this long (the database's bound).
+pub const MAX_CODE_LENGTH: i64 = 10;
+/// The longest a visitor's browser may keep a redirect: the longest a ban, a delete or
+/// an edit can take to reach a visitor who clicked before it.
+pub const MAX_MAX_AGE_S: i64 = 3_600;
+/// The most owners, and the most allowed target hosts, one domain lists.
+pub const MAX_LIST: usize = 100;
+
+/// The body of `POST /v1/domains`: either `"shared": true` or a list of `owners`, and
+/// any settings, each defaulting to what a domain nobody configured does.
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateDomain {
+    /// The host name visitors use, e.g. `go.example`.
+    pub domain: String,
+    /// Any API key may create links on it.
+    #[serde(default)]
+    pub shared: bool,
+    /// The owners whose keys may create links on it (when not shared).
+    #[serde(default)]
+    pub owners: Vec<String>,
+    /// `base62` (default), `base58` or `base36`.
+    #[serde(default)]
+    pub alphabet: Option<String>,
+    /// Characters of a generated code: 4 to 10 (default 7).
+    #[serde(default)]
+    pub code_length: Option<i64>,
+    /// Codes and aliases match in any case (needs `base36`).
+    #[serde(default)]
+    pub case_insensitive: Option<bool>,
+    /// Links forward the visitor's query unless they say otherwise.
+    #[serde(default)]
+    pub forward_query: Option<bool>,
+    /// 301, 302 (default), 307 or 308, for links that do not choose.
+    #[serde(default)]
+    pub default_redirect: Option<i64>,
+    /// How long a browser may keep a redirect: 0 to 3600 seconds (default 60).
+    #[serde(default)]
+    pub max_age_s: Option<i64>,
+    /// Where a visitor of a code with no link goes instead of a 404.
+    #[serde(default)]
+    pub not_found_url: Option<String>,
+    /// Where a visitor of `/` goes.
+    #[serde(default)]
+    pub root_url: Option<String>,
+    /// Where a visitor of an expired link goes instead of a 410.
+    #[serde(default)]
+    pub expired_url: Option<String>,
+    /// The only hosts (with their subdomains) links on it may point at.
+    #[serde(default)]
+    pub allowed_target_hosts: Option<Vec<String>>,
+    /// `active` (default) or `disabled`.
+    #[serde(default)]
+    pub status: Option<String>,
+}
+
+/// A domain as the API shows it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
+pub struct DomainView {
+    pub domain: String,
+    pub shared: bool,
+    /// Empty when shared.
+    pub owners: Vec<String>,
+    pub status: String,
+    pub alphabet: String,
+    pub code_length: u8,
+    pub case_insensitive: bool,
+    pub forward_query: bool,
+    pub default_redirect: u16,
+    pub max_age_s: u32,
+    pub not_found_url: Option<String>,
+    pub root_url: Option<String>,
+    pub expired_url: Option<String>,
+    pub allowed_target_hosts: Option<Vec<String>>,
+    pub version: u64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl Domain {
+    pub fn view(&self) -> DomainView {
+        let (shared, owners) = match &self.access {
+            DomainAccess::Shared => (true, vec![]),
+            DomainAccess::Owners(o) => (false, o.clone()),
+        };
+        DomainView {
+            domain: self.domain.clone(),
+            shared,
+            owners,
+            status: self.status.as_str().to_owned(),
+            alphabet: self.settings.codes.alphabet().name().to_owned(),
+            code_length: self.settings.codes.length(),
+            case_insensitive: self.settings.case_insensitive,
+            forward_query: self.settings.forward_query,
+            default_redirect: self.settings.default_redirect.code(),
+            max_age_s: self.settings.max_age_s,
+            not_found_url: self.not_found_url.clone(),
+            root_url: self.root_url.clone(),
+            expired_url: self.expired_url.clone(),
+            allowed_target_hosts: self.allowed_target_hosts.clone(),
+            version: self.version,
+            created_at: rfc3339(self.created_at),
+            updated_at: rfc3339(self.updated_at),
+        }
+    }
+}
+
+impl CreateDomain {
+    /// The domain this request registers, every field checked; each refusal names its
+    /// field.
+    pub async fn domain(&self, state: &AppState, now: i64) -> Result<Domain, AppError> {
+        let name =
+            normalize_short_domain(&self.domain).map_err(|e| AppError::invalid("domain", e))?;
+        let access = match (self.shared, self.owners.is_empty()) {
+            (true, true) => DomainAccess::Shared,
+            (true, false) => {
+                return Err(AppError::invalid(
+                    "owners",
+                    "a shared domain has no owners: send one or the other",
+                ))
+            }
+            (false, true) => {
+                return Err(AppError::invalid(
+                    "owners",
+                    "name the owners whose keys may use the domain, or send \"shared\": true",
+                ))
+            }
+            (false, false) => {
+                if self.owners.len() > MAX_LIST {
+                    return Err(AppError::invalid("owners", format!("at most {MAX_LIST}")));
+                }
+                if let Some(bad) = self.owners.iter().find(|o| !valid_owner(o)) {
+                    return Err(AppError::invalid(
+                        "owners",
+                        format!("{bad:?} is not an owner: 1 to 128 bytes, no control characters"),
+                    ));
+                }
+                DomainAccess::owners(self.owners.iter().cloned())
+            }
+        };
+        let mut d = Domain::new(&name, access, now);
+        let alphabet = match &self.alphabet {
+            None => d.settings.codes.alphabet(),
+            Some(a) => a
+                .parse::<Alphabet>()
+                .map_err(|e| AppError::invalid("alphabet", e))?,
+        };
+        let length = match self.code_length {
+            None => d.settings.codes.length(),
+            Some(n) if (MIN_CODE_LENGTH..=MAX_CODE_LENGTH).contains(&n) => n as u8,
+            Some(_) => {
+                return Err(AppError::invalid(
+                    "code_length",
+                    format!("from {MIN_CODE_LENGTH} to {MAX_CODE_LENGTH}"),
+                ))
+            }
+        };
+        d.settings.codes =
+            CodeSpace::new(alphabet, length).map_err(|e| AppError::invalid("code_length", e))?;
+        if let Some(ci) = self.case_insensitive {
+            d.settings.case_insensitive = ci;
+        }
+        if d.settings.case_insensitive && alphabet != Alphabet::Base36 {
+            return Err(AppError::invalid(
+                "case_insensitive",
+                format!(
+                    "needs \"alphabet\": \"base36\": in {alphabet}, two codes that differ only \
+                     in case are two links"
+                ),
+            ));
+        }
+        if let Some(f) = self.forward_query {
+            d.settings.forward_query = f;
+        }
+        if let Some(code) = self.default_redirect {
+            d.settings.default_redirect = u16::try_from(code)
+                .ok()
+                .and_then(|c| RedirectStatus::try_from(c).ok())
+                .ok_or_else(|| AppError::invalid("default_redirect", "use 301, 302, 307 or 308"))?;
+        }
+        if let Some(s) = self.max_age_s {
+            d.settings.max_age_s = u32::try_from(s)
+                .ok()
+                .filter(|&s| i64::from(s) <= MAX_MAX_AGE_S)
+                .ok_or_else(|| {
+                    AppError::invalid("max_age_s", format!("from 0 to {MAX_MAX_AGE_S} seconds"))
+                })?;
+        }
+        if let Some(s) = &self.status {
+            d.status = DomainStatus::parse(s)
+                .ok_or_else(|| AppError::invalid("status", "use active or disabled"))?;
+        }
+        let mut lookups = Lookups::new(state);
+        for (field, raw, slot) in [
+            ("not_found_url", &self.not_found_url, &mut d.not_found_url),
+            ("root_url", &self.root_url, &mut d.root_url),
+            ("expired_url", &self.expired_url, &mut d.expired_url),
+        ] {
+            if let Some(raw) = raw {
+                *slot = Some(redirect_url(&mut lookups, &name, field, raw).await?);
+            }
+        }
+        if let Some(hosts) = &self.allowed_target_hosts {
+            if hosts.is_empty() || hosts.len() > MAX_LIST {
+                return Err(AppError::invalid(
+                    "allowed_target_hosts",
+                    format!("1 to {MAX_LIST} hosts, or leave it out to allow any"),
+                ));
+            }
+            let mut normal = Vec::with_capacity(hosts.len());
+            for h in hosts {
+                normal.push(
+                    normalize_short_domain(h)
+                        .map_err(|e| AppError::invalid("allowed_target_hosts", e))?,
+                );
+            }
+            normal.sort();
+            normal.dedup();
+            d.allowed_target_hosts = Some(normal);
+        }
+        Ok(d)
+    }
+}
+
+/// Registers `domain` shared, with every default, unless it is registered: the default
+/// domain at startup, so that a fresh install serves it with no step of its own.
+pub async fn register_if_missing<S: DomainStore + ?Sized>(
+    store: &S,
+    domain: &str,
+) -> Result<(), StoreError> {
+    if store.domain(domain).await?.is_some() {
+        return Ok(());
+    }
+    match store
+        .insert_domain(&Domain::new(domain, DomainAccess::Shared, now_ms()))
+        .await
+    {
+        // Another origin registered it first.
+        Err(StoreError::Registered) | Ok(()) => Ok(()),
+        Err(e) => Err(e),
+    }
+}

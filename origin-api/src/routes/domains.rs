@@ -1,0 +1,84 @@
+//! `/v1/domains`: the domain registry. Admin keys register domains; every key sees the
+//! domains it may create links on.
+
+use super::body::ApiJson;
+use super::links::ApiPath;
+use crate::auth::Caller;
+use crate::domains::{CreateDomain, DomainView};
+use crate::error::{AppError, Problem};
+use crate::model::time::now_ms;
+use crate::model::Domain;
+use crate::state::AppState;
+use crate::store::DomainStore;
+use axum::extract::State;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+
+/// A domain with its `ETag` (the version).
+fn domain_response(status: StatusCode, d: &Domain) -> Response {
+    let mut res = (status, Json(d.view())).into_response();
+    if let Ok(etag) = HeaderValue::from_str(&format!("\"{}\"", d.version)) {
+        res.headers_mut().insert(header::ETAG, etag);
+    }
+    res
+}
+
+/// `POST /v1/domains`: registers a domain.
+#[utoipa::path(post, path = "/v1/domains", operation_id = "create_domain", tag = "domains", request_body = CreateDomain,
+    responses(
+        (status = 201, description = "Registered", body = DomainView, headers(("ETag" = String, description = "The version, quoted"))),
+        (status = 400, description = "malformed JSON", body = Problem, content_type = "application/problem+json"), (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"), (status = 403, description = "not an admin key", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "the domain is registered already", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "body too large", body = Problem, content_type = "application/problem+json"), (status = 415, description = "not JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "a field is invalid: the name, owners, a setting, a URL, unknown field", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = [])))]
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<CreateDomain>,
+) -> Result<Response, AppError> {
+    caller.require_admin("registering domains needs an admin key (keys create --admin)")?;
+    let domain = body.domain(&state, now_ms()).await?;
+    state.db.insert_domain(&domain).await?;
+    tracing::info!(domain = %domain.domain, by = %caller.key_id, "domain registered");
+    Ok(domain_response(StatusCode::CREATED, &domain))
+}
+
+/// `GET /v1/domains`: every domain for an admin key; for others, those it may use.
+#[utoipa::path(get, path = "/v1/domains", operation_id = "list_domains", tag = "domains",
+    responses((status = 200, description = "The domains, by name", body = Vec<DomainView>), (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json")),
+    security(("api_key" = [])))]
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<Vec<DomainView>>, AppError> {
+    let domains = if caller.admin {
+        state.db.list_domains().await?
+    } else {
+        state.db.domains_for_owner(&caller.owner_id).await?
+    };
+    Ok(Json(domains.iter().map(Domain::view).collect()))
+}
+
+/// `GET /v1/domains/{domain}`: one domain, to an admin key or a key that may use it.
+#[utoipa::path(get, path = "/v1/domains/{domain}", operation_id = "read_domain", tag = "domains", params(("domain" = String, Path)),
+    responses(
+        (status = 200, description = "The domain", body = DomainView, headers(("ETag" = String, description = "The version, quoted"))),
+        (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"), (status = 404, description = "not registered, or not one this key may use", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = [])))]
+pub(crate) async fn read(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(name): ApiPath<String>,
+) -> Result<Response, AppError> {
+    let name = shared::normalize_short_domain(&name).map_err(|_| AppError::NotFound)?;
+    match state.db.domain(&name).await? {
+        Some(d) if caller.admin || d.access.admits(&caller.owner_id) => {
+            Ok(domain_response(StatusCode::OK, &d))
+        }
+        _ => Err(AppError::NotFound),
+    }
+}
