@@ -28,6 +28,9 @@ pub enum Command {
     /// The publisher's outbox: rows set aside after the edge refused them.
     #[command(subcommand)]
     Outbox(OutboxCommand),
+    /// The domain registry, by the rules of POST /v1/domains.
+    #[command(subcommand)]
+    Domains(DomainsCommand),
     /// Create links from a CSV file through a running origin's API. Re-running the same
     /// command resumes: rows already imported are skipped, nothing is created twice.
     Import(ImportArgs),
@@ -98,6 +101,27 @@ pub enum ExportFormat {
     Csv,
     /// One JSON object per line, as the API shows a link.
     Jsonl,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DomainsCommand {
+    /// Register a domain, shared by every key or owned by the owners named.
+    Add {
+        /// The host name visitors use, e.g. go.example.
+        domain: String,
+        /// Any API key may create links on it.
+        #[arg(long, conflicts_with = "owner", required_unless_present = "owner")]
+        shared: bool,
+        /// An owner whose keys may create links on it (repeat for more).
+        #[arg(long)]
+        owner: Vec<String>,
+        /// Settings as POST /v1/domains takes them, a JSON object, e.g.
+        /// '{"alphabet": "base36", "code_length": 6, "case_insensitive": true}'.
+        #[arg(long)]
+        settings: Option<String>,
+    },
+    /// List the registered domains.
+    List,
 }
 
 #[derive(Debug, Subcommand)]

@@ -237,6 +237,34 @@ impl CreateDomain {
     }
 }
 
+/// The request `hop-origin domains add` stands for: its flags, and `settings`, a JSON
+/// object of the API's setting fields.
+pub fn cli_request(
+    domain: &str,
+    shared: bool,
+    owners: &[String],
+    settings: Option<&str>,
+) -> Result<CreateDomain, String> {
+    let mut body = match settings {
+        None => serde_json::Value::Object(Default::default()),
+        Some(text) => serde_json::from_str(text).map_err(|e| format!("--settings: {e}"))?,
+    };
+    let Some(fields) = body.as_object_mut() else {
+        return Err("--settings takes a JSON object".into());
+    };
+    for name in ["domain", "shared", "owners"] {
+        if fields.contains_key(name) {
+            return Err(format!(
+                "--settings: give {name} as the command's own argument"
+            ));
+        }
+    }
+    fields.insert("domain".into(), domain.into());
+    fields.insert("shared".into(), shared.into());
+    fields.insert("owners".into(), owners.into());
+    serde_json::from_value(body).map_err(|e| format!("--settings: {e}"))
+}
+
 /// Registers `domain` shared, with every default, unless it is registered: the default
 /// domain at startup, so that a fresh install serves it with no step of its own.
 pub async fn register_if_missing<S: DomainStore + ?Sized>(

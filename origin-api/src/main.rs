@@ -1,9 +1,10 @@
 use clap::Parser;
-use origin_api::config::{Cli, Command, KeysCommand, OutboxCommand, Secrets};
+use origin_api::config::{Cli, Command, DomainsCommand, KeysCommand, OutboxCommand, Secrets};
 use origin_api::model::time::now_ms;
 use origin_api::model::time::rfc3339;
-use origin_api::store::{LinkStore, OutboxStore};
-use origin_api::{cli, keys, prepare, serve_with_metrics, AppState};
+use origin_api::model::DomainAccess;
+use origin_api::store::{DomainStore, LinkStore, OutboxStore};
+use origin_api::{cli, domains, keys, prepare, serve_with_metrics, AppState};
 use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
 
@@ -65,6 +66,35 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 return Err(format!("no live key with id {key_id}").into());
             }
             println!("revoked {key_id}");
+        }
+        Command::Domains(DomainsCommand::Add {
+            domain,
+            shared,
+            owner,
+            settings: more,
+        }) => {
+            let request = domains::cli_request(&domain, shared, &owner, more.as_deref())?;
+            let state = AppState::new(db.clone(), settings.clone());
+            let d = request.domain(&state, now_ms()).await?;
+            db.insert_domain(&d).await?;
+            println!("registered {}", d.domain);
+        }
+        Command::Domains(DomainsCommand::List) => {
+            for d in db.list_domains().await? {
+                let access = match &d.access {
+                    DomainAccess::Shared => "shared".to_owned(),
+                    DomainAccess::Owners(o) => format!("owners {}", o.join(",")),
+                };
+                println!(
+                    "{}\t{}\t{}\t{} x{}\tv{}",
+                    d.domain,
+                    d.status.as_str(),
+                    access,
+                    d.settings.codes.alphabet(),
+                    d.settings.codes.length(),
+                    d.version
+                );
+            }
         }
         Command::Outbox(OutboxCommand::Failed) => {
             let mut after = 0;

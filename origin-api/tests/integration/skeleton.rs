@@ -226,3 +226,106 @@ fn keys_create_prints_the_secret_alone_on_the_last_line_and_keys_revoke_revokes(
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("no live key"));
 }
+
+#[test]
+fn domains_add_registers_by_the_apis_rules_and_domains_list_shows_them() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite://{}", dir.path().join("d.db").display());
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_hop-origin"))
+            .args(args)
+            .env("HOP_DATABASE_URL", &url)
+            .env("HOP_DEFAULT_DOMAIN", "s.example")
+            .output()
+            .expect("run hop-origin");
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), said)
+    };
+    let settings = r#"{"alphabet": "base36", "code_length": 6, "case_insensitive": true}"#;
+    let (ok, said) = run(&[
+        "domains",
+        "add",
+        "Go.Acme.Example",
+        "--owner",
+        "acme",
+        "--owner",
+        "acme-eu",
+        "--settings",
+        settings,
+    ]);
+    assert!(ok, "{said}");
+    assert!(said.contains("registered go.acme.example"), "{said}");
+    // The API's rules, the API's words: each refusal names the field.
+    for (args, says) in [
+        (
+            vec![
+                "domains",
+                "add",
+                "b.example",
+                "--shared",
+                "--settings",
+                r#"{"code_length": 3}"#,
+            ],
+            "code_length",
+        ),
+        (
+            vec![
+                "domains",
+                "add",
+                "b.example",
+                "--shared",
+                "--settings",
+                r#"{"colour": 1}"#,
+            ],
+            "colour",
+        ),
+        (
+            vec![
+                "domains",
+                "add",
+                "b.example",
+                "--shared",
+                "--settings",
+                "[1]",
+            ],
+            "JSON object",
+        ),
+        (
+            vec![
+                "domains",
+                "add",
+                "b.example",
+                "--shared",
+                "--settings",
+                r#"{"domain": "c.example"}"#,
+            ],
+            "domain",
+        ),
+        (vec!["domains", "add", "10.0.0.1", "--shared"], "domain"),
+        (
+            vec!["domains", "add", "go.acme.example", "--shared"],
+            "registered already",
+        ),
+        (vec!["domains", "add", "b.example"], "--shared"),
+    ] {
+        let (ok, said) = run(&args);
+        assert!(!ok, "{args:?} succeeded: {said}");
+        assert!(said.contains(says), "{args:?} should say {says}: {said}");
+    }
+    let (ok, said) = run(&["domains", "list"]);
+    assert!(ok, "{said}");
+    let lines: Vec<&str> = said.lines().collect();
+    // The default domain was registered when the database was prepared.
+    assert_eq!(
+        lines,
+        [
+            "go.acme.example\tactive\towners acme,acme-eu\tbase36 x6\tv1",
+            "s.example\tactive\tshared\tbase62 x7\tv1",
+        ],
+        "{said}"
+    );
+}
