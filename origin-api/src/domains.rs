@@ -3,7 +3,7 @@
 
 use crate::error::AppError;
 use crate::keys::valid_owner;
-use crate::links::{redirect_url, Lookups};
+use crate::links::{present, redirect_url, Lookups};
 use crate::model::time::{now_ms, rfc3339};
 use crate::model::{Domain, DomainAccess, DomainStatus};
 use crate::state::AppState;
@@ -235,6 +235,157 @@ impl CreateDomain {
         }
         Ok(d)
     }
+}
+
+/// The body of `PATCH /v1/domains/{domain}`: any of the fields of a registration but
+/// the name; `null` clears a URL or the allowed hosts. The code shape (`alphabet`,
+/// `code_length`, `case_insensitive`) is fixed once a link lives on the domain.
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateDomain {
+    #[serde(default)]
+    pub shared: Option<bool>,
+    /// Replaces the owners (with `"shared": false` for a shared domain).
+    #[serde(default)]
+    pub owners: Option<Vec<String>>,
+    #[serde(default)]
+    pub alphabet: Option<String>,
+    #[serde(default)]
+    pub code_length: Option<i64>,
+    #[serde(default)]
+    pub case_insensitive: Option<bool>,
+    #[serde(default)]
+    pub forward_query: Option<bool>,
+    #[serde(default)]
+    pub default_redirect: Option<i64>,
+    #[serde(default)]
+    pub max_age_s: Option<i64>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub not_found_url: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub root_url: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub expired_url: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<Vec<String>>)]
+    pub allowed_target_hosts: Option<Option<Vec<String>>>,
+    #[serde(default)]
+    pub status: Option<String>,
+}
+
+/// The registration that says what `d` is, every field set.
+fn registration_of(d: &Domain) -> CreateDomain {
+    let (shared, owners) = match &d.access {
+        DomainAccess::Shared => (true, vec![]),
+        DomainAccess::Owners(o) => (false, o.clone()),
+    };
+    CreateDomain {
+        domain: d.domain.clone(),
+        shared,
+        owners,
+        alphabet: Some(d.settings.codes.alphabet().name().to_owned()),
+        code_length: Some(i64::from(d.settings.codes.length())),
+        case_insensitive: Some(d.settings.case_insensitive),
+        forward_query: Some(d.settings.forward_query),
+        default_redirect: Some(i64::from(d.settings.default_redirect.code())),
+        max_age_s: Some(i64::from(d.settings.max_age_s)),
+        not_found_url: d.not_found_url.clone(),
+        root_url: d.root_url.clone(),
+        expired_url: d.expired_url.clone(),
+        allowed_target_hosts: d.allowed_target_hosts.clone(),
+        status: Some(d.status.as_str().to_owned()),
+    }
+}
+
+/// Changes the domain `name` from version `expected` by `patch`, by the rules of a
+/// registration (each field checked again); the domain as it is now.
+pub async fn update_domain(
+    state: &AppState,
+    name: &str,
+    expected: u64,
+    patch: UpdateDomain,
+) -> Result<Domain, AppError> {
+    let current = state.db.domain(name).await?.ok_or(AppError::NotFound)?;
+    if current.version != expected {
+        return Err(AppError::Stale {
+            current: current.version,
+        });
+    }
+    let mut req = registration_of(&current);
+    if let Some(shared) = patch.shared {
+        req.shared = shared;
+        if shared {
+            req.owners.clear();
+        }
+    }
+    if let Some(owners) = patch.owners {
+        req.owners = owners;
+    }
+    req.alphabet = patch.alphabet.or(req.alphabet);
+    req.code_length = patch.code_length.or(req.code_length);
+    req.case_insensitive = patch.case_insensitive.or(req.case_insensitive);
+    req.forward_query = patch.forward_query.or(req.forward_query);
+    req.default_redirect = patch.default_redirect.or(req.default_redirect);
+    req.max_age_s = patch.max_age_s.or(req.max_age_s);
+    req.status = patch.status.or(req.status);
+    for (slot, given) in [
+        (&mut req.not_found_url, patch.not_found_url),
+        (&mut req.root_url, patch.root_url),
+        (&mut req.expired_url, patch.expired_url),
+    ] {
+        if let Some(v) = given {
+            *slot = v;
+        }
+    }
+    if let Some(hosts) = patch.allowed_target_hosts {
+        req.allowed_target_hosts = hosts;
+    }
+    let now = now_ms();
+    let mut next = req.domain(state, now).await?;
+    let shape = |d: &Domain| (d.settings.codes, d.settings.case_insensitive);
+    if shape(&next) != shape(&current) && state.db.domain_has_links(name).await? {
+        return Err(AppError::InUse(format!(
+            "{name} holds links: its alphabet, code length and case rule are fixed, so that \
+             every published code keeps its meaning"
+        )));
+    }
+    next.version = current.version + 1;
+    next.created_at = current.created_at;
+    state.db.update_domain(&next, expected).await?;
+    Ok(next)
+}
+
+/// Removes the domain `name` when no link lives on it and it is not the default
+/// domain; at version `expected` when one is given.
+pub async fn delete_domain(
+    state: &AppState,
+    name: &str,
+    expected: Option<u64>,
+) -> Result<(), AppError> {
+    let current = state.db.domain(name).await?.ok_or(AppError::NotFound)?;
+    if expected.is_some_and(|e| e != current.version) {
+        return Err(AppError::Stale {
+            current: current.version,
+        });
+    }
+    if name == state.settings.default_domain {
+        return Err(AppError::InUse(format!(
+            "{name} is this origin's --default-domain: links created without a domain go there"
+        )));
+    }
+    if state.db.domain_has_links(name).await? {
+        return Err(AppError::InUse(format!(
+            "{name} holds links, and their codes are kept for ever: disable it instead \
+             (PATCH with \"status\": \"disabled\")"
+        )));
+    }
+    if !state.db.delete_domain(name).await? {
+        return Err(AppError::NotFound);
+    }
+    Ok(())
 }
 
 /// The request `hop-origin domains add` stands for: its flags, and `settings`, a JSON

@@ -44,8 +44,13 @@ pub enum AppError {
     NotConfigured(&'static str),
     #[error("send If-Match with the version you read (its ETag), e.g. If-Match: \"3\"")]
     PreconditionRequired,
-    #[error("the link changed since you read it; it is now at version {current}: read it again and retry")]
+    #[error(
+        "it changed since you read it; it is now at version {current}: read it again and retry"
+    )]
     Stale { current: u64 },
+    /// A change that what the domain holds forbids (409).
+    #[error("{0}")]
+    InUse(String),
     #[error("the link is deleted; a deleted link cannot be changed")]
     Deleted,
     #[error("this key creates links faster than allowed; retry in {retry_after_s} s")]
@@ -87,7 +92,7 @@ impl AppError {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             AppError::Store(e) if e.is_unavailable() => StatusCode::SERVICE_UNAVAILABLE,
-            AppError::Taken { .. } => StatusCode::CONFLICT,
+            AppError::Taken { .. } | AppError::InUse(_) => StatusCode::CONFLICT,
             AppError::Store(e) if matches!(e.inner(), StoreError::Taken) => StatusCode::CONFLICT,
             AppError::Store(e) if matches!(e.inner(), StoreError::Registered) => {
                 StatusCode::CONFLICT
@@ -121,6 +126,7 @@ impl AppError {
             AppError::Store(e) if e.is_unavailable() => "unavailable",
             AppError::NotConfigured(_) => "not-configured",
             AppError::Taken { .. } => "code-taken",
+            AppError::InUse(_) => "domain-in-use",
             AppError::Store(e) if matches!(e.inner(), StoreError::Taken) => "code-taken",
             AppError::Store(e) if matches!(e.inner(), StoreError::Registered) => {
                 "domain-registered"

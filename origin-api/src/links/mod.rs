@@ -16,6 +16,7 @@ pub use create::{
     check_idempotency_key, create_link, create_link_once, Created, IDEMPOTENCY_TTL_MS,
 };
 pub use list::{ListParams, Page, DEFAULT_PAGE, MAX_PAGE};
+pub(crate) use update::present;
 pub use update::{delete_link, owned_link, parse_if_match, update_link, UpdateLink};
 
 use crate::model::time::{parse_rfc3339, rfc3339};

@@ -4,14 +4,15 @@
 use super::body::ApiJson;
 use super::links::ApiPath;
 use crate::auth::Caller;
-use crate::domains::{CreateDomain, DomainView};
+use crate::domains::{delete_domain, update_domain, CreateDomain, DomainView, UpdateDomain};
 use crate::error::{AppError, Problem};
+use crate::links::parse_if_match;
 use crate::model::time::now_ms;
 use crate::model::Domain;
 use crate::state::AppState;
 use crate::store::DomainStore;
 use axum::extract::State;
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
@@ -81,4 +82,59 @@ pub(crate) async fn read(
         }
         _ => Err(AppError::NotFound),
     }
+}
+
+/// `PATCH /v1/domains/{domain}` with `If-Match: "<version>"`.
+#[utoipa::path(patch, path = "/v1/domains/{domain}", operation_id = "update_domain", tag = "domains", request_body = UpdateDomain,
+    params(("domain" = String, Path),
+        ("If-Match" = Option<String>, Header, description = "The version read, as its ETag: \"3\". Required: without it the answer is 428")),
+    responses(
+        (status = 200, description = "Changed; the version moved on", body = DomainView, headers(("ETag" = String, description = "The new version, quoted"))),
+        (status = 400, description = "malformed JSON or If-Match", body = Problem, content_type = "application/problem+json"), (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"), (status = 403, description = "not an admin key", body = Problem, content_type = "application/problem+json"), (status = 404, description = "not registered", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "the code shape of a domain that holds links", body = Problem, content_type = "application/problem+json"), (status = 412, description = "the version moved on", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "body too large", body = Problem, content_type = "application/problem+json"), (status = 415, description = "not JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "a field is invalid", body = Problem, content_type = "application/problem+json"), (status = 428, description = "If-Match is missing", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = [])))]
+pub(crate) async fn update(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(name): ApiPath<String>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<UpdateDomain>,
+) -> Result<Response, AppError> {
+    caller.require_admin("changing domains needs an admin key (keys create --admin)")?;
+    let name = shared::normalize_short_domain(&name).map_err(|_| AppError::NotFound)?;
+    let expected = parse_if_match(headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok()))?;
+    let d = update_domain(&state, &name, expected, body).await?;
+    tracing::info!(domain = %d.domain, version = d.version, by = %caller.key_id, "domain changed");
+    Ok(domain_response(StatusCode::OK, &d))
+}
+
+/// `DELETE /v1/domains/{domain}`: only a domain no link lives on; `If-Match` is honoured
+/// when sent.
+#[utoipa::path(delete, path = "/v1/domains/{domain}", operation_id = "delete_domain", tag = "domains",
+    params(("domain" = String, Path),
+        ("If-Match" = Option<String>, Header, description = "Optional: refuse with 412 if the version moved on")),
+    responses(
+        (status = 204, description = "Removed"),
+        (status = 400, description = "malformed If-Match", body = Problem, content_type = "application/problem+json"), (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"), (status = 403, description = "not an admin key", body = Problem, content_type = "application/problem+json"), (status = 404, description = "not registered", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "links live on it (disable it instead), or it is the default domain", body = Problem, content_type = "application/problem+json"), (status = 412, description = "the version moved on", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = [])))]
+pub(crate) async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(name): ApiPath<String>,
+    headers: HeaderMap,
+) -> Result<StatusCode, AppError> {
+    caller.require_admin("removing domains needs an admin key (keys create --admin)")?;
+    let name = shared::normalize_short_domain(&name).map_err(|_| AppError::NotFound)?;
+    let expected = match headers.get(header::IF_MATCH) {
+        None => None,
+        Some(v) => Some(parse_if_match(v.to_str().ok())?),
+    };
+    delete_domain(&state, &name, expected).await?;
+    tracing::info!(domain = %name, by = %caller.key_id, "domain removed");
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -79,7 +79,12 @@ fn router_under(state: AppState, in_flight: InFlightLayer) -> Router {
         .route("/v1/links/{domain}/{code}/stats", get(stats::link))
         .route("/v1/stats", get(stats::owner))
         .route("/v1/domains", post(domains::create).get(domains::list))
-        .route("/v1/domains/{domain}", get(domains::read))
+        .route(
+            "/v1/domains/{domain}",
+            get(domains::read)
+                .patch(domains::update)
+                .delete(domains::delete),
+        )
         .route("/v1/bans", post(bans::create).get(bans::list))
         .route("/v1/bans/{id}", axum::routing::delete(bans::lift))
         .route("/v1/edge/resolve/{domain}/{code}", get(edge::resolve))

@@ -26,6 +26,8 @@ use utoipa::{Modify, OpenApi};
         domains::create,
         domains::list,
         domains::read,
+        domains::update,
+        domains::delete,
         bans::create,
         bans::list,
         bans::lift,

@@ -1,7 +1,7 @@
 //! The domain registry: a row of `domains` per registered domain, its owners in
 //! `domain_owners` when it is not shared.
 
-use super::sql::{list_placeholders, Arg};
+use super::sql::{list_placeholders, Arg, Conn};
 use super::{DomainStore, StoreError};
 use crate::db::Db;
 use crate::model::{Domain, DomainAccess, DomainStatus};
@@ -105,6 +105,53 @@ fn is_registered(e: &sqlx::Error) -> bool {
         }
 }
 
+/// A domain's allowed hosts as stored (JSON text) and its version as a BIGINT.
+fn encoded(d: &Domain) -> Result<(Option<String>, i64), StoreError> {
+    let hosts = d
+        .allowed_target_hosts
+        .as_ref()
+        .map(|h| serde_json::Value::from(h.clone()).to_string());
+    let version = i64::try_from(d.version)
+        .map_err(|_| StoreError::Corrupt(format!("domain {}: version", d.domain)))?;
+    Ok((hosts, version))
+}
+
+/// The values of [`COLUMNS`], in order.
+fn row_args<'a>(d: &'a Domain, hosts: &'a Option<String>, version: i64) -> Vec<Arg<'a>> {
+    vec![
+        (&d.domain).into(),
+        d.settings.codes.alphabet().name().into(),
+        i64::from(d.settings.codes.length()).into(),
+        d.settings.case_insensitive.into(),
+        d.settings.forward_query.into(),
+        i64::from(d.settings.default_redirect.code()).into(),
+        i64::from(d.settings.max_age_s).into(),
+        matches!(d.access, DomainAccess::Shared).into(),
+        d.status.as_str().into(),
+        (&d.not_found_url).into(),
+        (&d.root_url).into(),
+        (&d.expired_url).into(),
+        hosts.into(),
+        version.into(),
+        d.created_at.into(),
+        d.updated_at.into(),
+    ]
+}
+
+/// The owner rows of an owned domain.
+async fn write_owners(c: &mut Conn<'_>, d: &Domain) -> Result<(), StoreError> {
+    if let DomainAccess::Owners(owners) = &d.access {
+        for owner in owners {
+            c.execute(
+                "INSERT INTO domain_owners (domain, owner_id) VALUES ($1, $2)",
+                &[(&d.domain).into(), owner.into()],
+            )
+            .await?;
+        }
+    }
+    Ok(())
+}
+
 impl Db {
     /// The rows `sql` selects (with [`COLUMNS`]), each with its owners.
     async fn domains_where(&self, sql: &str, args: &[Arg<'_>]) -> Result<Vec<Domain>, StoreError> {
@@ -142,55 +189,80 @@ impl Db {
 #[async_trait]
 impl DomainStore for Db {
     async fn insert_domain(&self, d: &Domain) -> Result<(), StoreError> {
-        let hosts = d
-            .allowed_target_hosts
-            .as_ref()
-            .map(|h| serde_json::Value::from(h.clone()).to_string());
-        let version = i64::try_from(d.version)
-            .map_err(|_| StoreError::Corrupt(format!("domain {}: version", d.domain)))?;
+        let (hosts, version) = encoded(d)?;
         let mut tx = self.begin_write().await?;
         let mut c = tx.conn();
         let inserted = c
             .execute(
                 &format!(
-                    "INSERT INTO domains ({COLUMNS}) VALUES \
-                     ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"
+                    "INSERT INTO domains ({COLUMNS}) VALUES ({})",
+                    list_placeholders(1, 16)
                 ),
-                &[
-                    (&d.domain).into(),
-                    d.settings.codes.alphabet().name().into(),
-                    i64::from(d.settings.codes.length()).into(),
-                    d.settings.case_insensitive.into(),
-                    d.settings.forward_query.into(),
-                    i64::from(d.settings.default_redirect.code()).into(),
-                    i64::from(d.settings.max_age_s).into(),
-                    matches!(d.access, DomainAccess::Shared).into(),
-                    d.status.as_str().into(),
-                    (&d.not_found_url).into(),
-                    (&d.root_url).into(),
-                    (&d.expired_url).into(),
-                    (&hosts).into(),
-                    version.into(),
-                    d.created_at.into(),
-                    d.updated_at.into(),
-                ],
+                &row_args(d, &hosts, version),
             )
             .await;
         match inserted {
             Err(e) if is_registered(&e) => return Err(StoreError::Registered),
             other => other.map_err(StoreError::from_write)?,
         };
-        if let DomainAccess::Owners(owners) = &d.access {
-            for owner in owners {
-                c.execute(
-                    "INSERT INTO domain_owners (domain, owner_id) VALUES ($1, $2)",
-                    &[(&d.domain).into(), owner.into()],
-                )
-                .await?;
-            }
-        }
+        write_owners(&mut c, d).await?;
         tx.commit().await?;
         Ok(())
+    }
+
+    async fn update_domain(&self, d: &Domain, expected: u64) -> Result<(), StoreError> {
+        let (hosts, version) = encoded(d)?;
+        let expected = i64::try_from(expected).map_err(|_| StoreError::Stale)?;
+        let mut args = row_args(d, &hosts, version);
+        args.push(expected.into());
+        let mut tx = self.begin_write().await?;
+        let mut c = tx.conn();
+        let changed = c
+            .execute(
+                "UPDATE domains SET alphabet = $2, code_length = $3, case_insensitive = $4, \
+                 forward_query = $5, default_redirect = $6, max_age_s = $7, shared = $8, \
+                 status = $9, not_found_url = $10, root_url = $11, expired_url = $12, \
+                 allowed_target_hosts = $13, version = $14, created_at = $15, updated_at = $16 \
+                 WHERE domain = $1 AND version = $17",
+                &args,
+            )
+            .await?;
+        if changed == 0 {
+            return Err(StoreError::Stale);
+        }
+        c.execute(
+            "DELETE FROM domain_owners WHERE domain = $1",
+            &[(&d.domain).into()],
+        )
+        .await?;
+        write_owners(&mut c, d).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn domain_has_links(&self, name: &str) -> Result<bool, StoreError> {
+        let found: Option<(i64,)> = self
+            .read_optional(
+                "SELECT link_id FROM links WHERE domain = $1 LIMIT 1",
+                &[name.into()],
+            )
+            .await?;
+        Ok(found.is_some())
+    }
+
+    async fn delete_domain(&self, name: &str) -> Result<bool, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let mut c = tx.conn();
+        c.execute(
+            "DELETE FROM domain_owners WHERE domain = $1",
+            &[name.into()],
+        )
+        .await?;
+        let gone = c
+            .execute("DELETE FROM domains WHERE domain = $1", &[name.into()])
+            .await?;
+        tx.commit().await?;
+        Ok(gone > 0)
     }
 
     async fn domain(&self, name: &str) -> Result<Option<Domain>, StoreError> {

@@ -369,6 +369,13 @@ pub trait DomainStore: Send + Sync + Debug + 'static {
     async fn list_domains(&self) -> Result<Vec<Domain>, StoreError>;
     /// The domains keys of `owner` may create links on: the shared ones and its own.
     async fn domains_for_owner(&self, owner: &str) -> Result<Vec<Domain>, StoreError>;
+    /// Replaces the row and owners of `domain.domain` in one transaction while its
+    /// version is still `expected`; `Stale`, with nothing written, once it moved on.
+    async fn update_domain(&self, domain: &Domain, expected: u64) -> Result<(), StoreError>;
+    /// Whether any link, a tombstone included, lives on the domain.
+    async fn domain_has_links(&self, name: &str) -> Result<bool, StoreError>;
+    /// Removes a registered domain and its owners; whether there was one to remove.
+    async fn delete_domain(&self, name: &str) -> Result<bool, StoreError>;
 }
 
 /// Bans, each written with its denylist snapshot (fast lane) and the re-published

@@ -220,3 +220,177 @@ async fn a_fresh_install_has_its_default_domain_registered_shared_once() {
     again.close().await;
     t.cleanup().await;
 }
+
+async fn patch(
+    api: &crate::common::Api,
+    token: &str,
+    path: &str,
+    if_match: Option<&str>,
+    body: Value,
+) -> crate::common::Reply {
+    let mut req = axum::http::Request::patch(path)
+        .header(axum::http::header::AUTHORIZATION, format!("Bearer {token}"))
+        .header(axum::http::header::CONTENT_TYPE, "application/json");
+    if let Some(v) = if_match {
+        req = req.header(axum::http::header::IF_MATCH, v);
+    }
+    api.send(
+        req.body(axum::body::Body::from(body.to_string()))
+            .expect("request"),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn changes_need_the_current_version_and_a_domain_with_links_keeps_its_code_shape() {
+    for (api, t) in apis("domains-update").await {
+        let admin = api.key("ops", true).await;
+        let acme = api.key("acme", false).await;
+        let made = api
+            .post_json(
+                &admin,
+                "/v1/domains",
+                &json!({"domain": "go.acme.example", "owners": ["acme"], "root_url": "https://acme.example/"}),
+            )
+            .await;
+        assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+        let path = "/v1/domains/go.acme.example";
+
+        let change = json!({"alphabet": "base36", "code_length": 6, "case_insensitive": true, "root_url": null});
+        assert_eq!(
+            patch(&api, &acme, path, Some("\"1\""), change.clone())
+                .await
+                .status,
+            StatusCode::FORBIDDEN
+        );
+        assert_eq!(
+            patch(&api, &admin, path, None, change.clone()).await.status,
+            StatusCode::PRECONDITION_REQUIRED
+        );
+        assert_eq!(
+            patch(&api, &admin, path, Some("\"7\""), change.clone())
+                .await
+                .status,
+            StatusCode::PRECONDITION_FAILED
+        );
+        // While no link lives on it, even its code shape may change; null clears a URL.
+        let changed = patch(&api, &admin, path, Some("\"1\""), change.clone()).await;
+        assert_eq!(
+            changed.status,
+            StatusCode::OK,
+            "{}: {}",
+            t.kind(),
+            changed.text
+        );
+        assert_eq!(changed.headers["etag"], "\"2\"");
+        assert_eq!(
+            (&changed.body["alphabet"], &changed.body["code_length"]),
+            (&json!("base36"), &json!(6))
+        );
+        assert_eq!(changed.body["root_url"], Value::Null);
+        assert_eq!(changed.body["owners"], json!(["acme"]));
+        assert_eq!(changed.body["created_at"], made.body["created_at"]);
+        // The version read before is stale now.
+        let stale = patch(&api, &admin, path, Some("\"1\""), json!({"max_age_s": 10})).await;
+        assert_eq!(
+            stale.status,
+            StatusCode::PRECONDITION_FAILED,
+            "{}",
+            stale.text
+        );
+        let bad = patch(
+            &api,
+            &admin,
+            path,
+            Some("\"2\""),
+            json!({"case_insensitive": true, "alphabet": "base62"}),
+        )
+        .await;
+        assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", bad.text);
+
+        // A link lives on it: the shape is fixed, everything else may change.
+        let link = api
+            .create(&acme, json!({"target_url": "https://acme.example/a", "domain": "go.acme.example", "code": "promo-1"}))
+            .await;
+        assert_eq!(link.status, StatusCode::CREATED, "{}", link.text);
+        let fixed = patch(&api, &admin, path, Some("\"2\""), json!({"code_length": 8})).await;
+        assert_eq!(fixed.status, StatusCode::CONFLICT, "{}", fixed.text);
+        assert!(fixed.text.contains("domain-in-use"), "{}", fixed.text);
+        let shared = patch(
+            &api,
+            &admin,
+            path,
+            Some("\"2\""),
+            json!({"shared": true, "max_age_s": 10}),
+        )
+        .await;
+        assert_eq!(shared.status, StatusCode::OK, "{}", shared.text);
+        assert_eq!(
+            (
+                &shared.body["shared"],
+                &shared.body["owners"],
+                &shared.body["version"]
+            ),
+            (&json!(true), &json!([]), &json!(3))
+        );
+        let other = api.key("other", false).await;
+        let theirs = api.call_as(&other, "GET", "/v1/domains").await;
+        assert_eq!(names(&theirs.body), ["go.acme.example"], "shared now");
+
+        // A domain that holds links is disabled, not removed.
+        let refused = api.call_as(&admin, "DELETE", path).await;
+        assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.text);
+        assert!(
+            refused.text.contains("disable it instead"),
+            "{}",
+            refused.text
+        );
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn an_empty_domain_is_removed_but_the_default_domain_never() {
+    for (api, t) in apis("domains-delete").await {
+        let admin = api.key("ops", true).await;
+        for body in [
+            json!({"domain": "s.example", "shared": true}),
+            json!({"domain": "old.example", "owners": ["acme"]}),
+        ] {
+            let made = api.post_json(&admin, "/v1/domains", &body).await;
+            assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+        }
+        let acme = api.key("acme", false).await;
+        assert_eq!(
+            api.call_as(&acme, "DELETE", "/v1/domains/old.example")
+                .await
+                .status,
+            StatusCode::FORBIDDEN
+        );
+        // s.example is the test origin's --default-domain.
+        let default = api.call_as(&admin, "DELETE", "/v1/domains/s.example").await;
+        assert_eq!(default.status, StatusCode::CONFLICT, "{}", default.text);
+        let gone = api
+            .call_as(&admin, "DELETE", "/v1/domains/old.example")
+            .await;
+        assert_eq!(
+            gone.status,
+            StatusCode::NO_CONTENT,
+            "{}: {}",
+            t.kind(),
+            gone.text
+        );
+        assert_eq!(
+            api.call_as(&admin, "DELETE", "/v1/domains/old.example")
+                .await
+                .status,
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(api.count("domain_owners").await, 0, "{}", t.kind());
+        assert_eq!(
+            names(&api.call_as(&admin, "GET", "/v1/domains").await.body),
+            ["s.example"]
+        );
+        t.cleanup().await;
+    }
+}

@@ -90,6 +90,7 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
         operations,
         [
             "DELETE /v1/bans/{id}",
+            "DELETE /v1/domains/{domain}",
             "DELETE /v1/links/{domain}/{code}",
             "GET /healthz",
             "GET /metrics",
@@ -105,6 +106,7 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
             "GET /v1/links/{domain}/{code}/stats",
             "GET /v1/stats",
             "GET /{code}",
+            "PATCH /v1/domains/{domain}",
             "PATCH /v1/links/{domain}/{code}",
             "POST /v1/bans",
             "POST /v1/domains",
