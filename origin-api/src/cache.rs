@@ -656,8 +656,11 @@ mod tests {
         })
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-    async fn a_cold_hot_key_is_loaded_once_for_every_concurrent_visitor() {
+    type Visitor = tokio::task::JoinHandle<Result<Entry, StoreError>>;
+
+    /// Fifty visitors of one link the cache does not hold, all started, whose database
+    /// read waits until the gate is opened or closed.
+    async fn fifty_visitors_of_one_cold_link() -> (Arc<Gate>, Vec<Visitor>) {
         let cache = RedirectCache::new(100);
         let source = gate(Some(link(1)), false);
         let visitors: Vec<_> = (0..50)
@@ -675,6 +678,12 @@ mod tests {
             .wait_for(|&n| n == 50)
             .await
             .expect("sender alive");
+        (source, visitors)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_cold_hot_key_is_loaded_once_for_every_concurrent_visitor() {
+        let (source, visitors) = fifty_visitors_of_one_cold_link().await;
         source.release.add_permits(Semaphore::MAX_PERMITS);
         for v in visitors {
             let entry = v.await.expect("task").expect("entry");
@@ -691,23 +700,7 @@ mod tests {
     /// a spawned task runs until it waits, and the test's own task is woken after them.
     #[tokio::test(flavor = "current_thread")]
     async fn a_failed_load_fails_every_concurrent_visitor_with_one_read() {
-        let cache = RedirectCache::new(100);
-        let source = gate(Some(link(1)), false);
-        let visitors: Vec<_> = (0..50)
-            .map(|_| {
-                let (cache, source) = (cache.clone(), source.clone());
-                tokio::spawn(async move {
-                    source.started.send_modify(|n| *n += 1);
-                    cache.entry(source.as_ref(), &route("abc1234")).await
-                })
-            })
-            .collect();
-        source
-            .started
-            .subscribe()
-            .wait_for(|&n| n == 50)
-            .await
-            .expect("sender alive");
+        let (source, visitors) = fifty_visitors_of_one_cold_link().await;
         // The load's read fails.
         source.release.close();
         for v in visitors {

@@ -17,7 +17,8 @@ pub const CLICKS_BODY_LIMIT: usize = 2 * 1024 * 1024;
 
 /// A JSON body of at most `LIMIT` bytes whose rejections are problem documents: 415
 /// without a JSON content type, 413 past the limit (before reading it, when
-/// `Content-Length` says so), 400 for malformed JSON, 422 when it does not fit `T`.
+/// `Content-Length` says so), 400 for malformed JSON, 422 when it does not fit `T` or is
+/// not an object.
 #[derive(Debug)]
 pub struct ApiJson<T, const LIMIT: usize = SMALL_BODY_LIMIT>(pub T);
 
@@ -46,6 +47,11 @@ where
             .await
             .map_err(|_| AppError::TooLarge { limit: LIMIT })?;
         let axum::Json(value) = axum::Json::<T>::from_bytes(&bytes)?;
+        // serde also reads a struct from a JSON array, its fields in order (`[null,
+        // null]` was a valid change): every body of this API is an object.
+        if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+            return Err(AppError::invalid("body", "send a JSON object"));
+        }
         Ok(ApiJson(value))
     }
 }

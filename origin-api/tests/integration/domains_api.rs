@@ -394,3 +394,57 @@ async fn an_empty_domain_is_removed_but_the_default_domain_never() {
         t.cleanup().await;
     }
 }
+
+/// Found by schemathesis: serde reads a struct from a JSON array too, so `[null, null]`
+/// was a change and `["https://…"]` a link. Every body is an object, or 422.
+#[tokio::test]
+async fn a_body_that_is_not_a_json_object_is_refused_and_changes_nothing() {
+    let t = TestDb::sqlite().await;
+    let api = crate::common::Api {
+        state: crate::common::app_state(&t),
+    };
+    let admin = api.key("ops", true).await;
+    let made = api
+        .post_json(
+            &admin,
+            "/v1/domains",
+            &json!({"domain": "s.example", "shared": true}),
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+    let change = patch(
+        &api,
+        &admin,
+        "/v1/domains/s.example",
+        Some("\"1\""),
+        json!([null, null]),
+    )
+    .await;
+    assert_eq!(
+        change.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        change.text
+    );
+    let link = api.create(&admin, json!(["https://dest.example/"])).await;
+    assert_eq!(
+        link.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        link.text
+    );
+    let domain = api
+        .post_json(&admin, "/v1/domains", &json!(["b.example", true]))
+        .await;
+    assert_eq!(
+        domain.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        domain.text
+    );
+    assert_eq!(api.count("links").await, 0);
+    assert_eq!(api.count("domains").await, 1);
+    let read = api.call_as(&admin, "GET", "/v1/domains/s.example").await;
+    assert_eq!(read.body["version"], 1, "{}", read.text);
+    t.cleanup().await;
+}

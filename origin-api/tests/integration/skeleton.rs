@@ -199,54 +199,47 @@ fn a_bad_flag_stops_the_binary_with_a_message() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--listen"));
 }
 
-#[test]
-fn keys_create_prints_the_secret_alone_on_the_last_line_and_keys_revoke_revokes() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let url = format!("sqlite://{}", dir.path().join("k.db").display());
-    let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_hop-origin"))
-            .args(args)
-            .env("HOP_DATABASE_URL", &url)
-            .output()
-            .expect("run hop-origin")
-    };
-    let out = run(&["keys", "create", "--owner", "acme", "--admin"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let token = stdout.lines().last().expect("a last line");
-    let (key_id, _) = origin_api::keys::parse_token(token).expect("the last line is the token");
-    assert!(stdout.contains(key_id));
-
-    assert!(run(&["keys", "revoke", key_id]).status.success());
-    let again = run(&["keys", "revoke", key_id]);
-    assert!(!again.status.success());
-    assert!(String::from_utf8_lossy(&again.stderr).contains("no live key"));
-}
-
-#[test]
-fn domains_add_registers_by_the_apis_rules_and_domains_list_shows_them() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let url = format!("sqlite://{}", dir.path().join("d.db").display());
-    let run = |args: &[&str]| {
+/// A runner of `hop-origin` commands on a SQLite file in `dir` whose default domain is
+/// `s.example`: whether each succeeded, its stdout and its stderr.
+fn operator(dir: &tempfile::TempDir) -> impl Fn(&[&str]) -> (bool, String, String) {
+    let url = format!("sqlite://{}", dir.path().join("ops.db").display());
+    move |args: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_hop-origin"))
             .args(args)
             .env("HOP_DATABASE_URL", &url)
             .env("HOP_DEFAULT_DOMAIN", "s.example")
             .output()
             .expect("run hop-origin");
-        let said = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        (out.status.success(), said)
-    };
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+}
+
+#[test]
+fn keys_create_prints_the_secret_alone_on_the_last_line_and_keys_revoke_revokes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let run = operator(&dir);
+    let (ok, stdout, stderr) = run(&["keys", "create", "--owner", "acme", "--admin"]);
+    assert!(ok, "{stderr}");
+    let token = stdout.lines().last().expect("a last line");
+    let (key_id, _) = origin_api::keys::parse_token(token).expect("the last line is the token");
+    assert!(stdout.contains(&format!("key id: {key_id}")), "{stdout}");
+
+    assert!(run(&["keys", "revoke", key_id]).0);
+    let (ok, _, stderr) = run(&["keys", "revoke", key_id]);
+    assert!(!ok);
+    assert!(stderr.contains("no live key"), "{stderr}");
+}
+
+#[test]
+fn domains_add_registers_by_the_apis_rules_and_domains_list_shows_them() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let run = operator(&dir);
     let settings = r#"{"alphabet": "base36", "code_length": 6, "case_insensitive": true}"#;
-    let (ok, said) = run(&[
+    let (ok, stdout, stderr) = run(&[
         "domains",
         "add",
         "Go.Acme.Example",
@@ -257,8 +250,8 @@ fn domains_add_registers_by_the_apis_rules_and_domains_list_shows_them() {
         "--settings",
         settings,
     ]);
-    assert!(ok, "{said}");
-    assert!(said.contains("registered go.acme.example"), "{said}");
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("registered go.acme.example"), "{stdout}");
     // The API's rules, the API's words: each refusal names the field.
     for (args, says) in [
         (
@@ -312,13 +305,16 @@ fn domains_add_registers_by_the_apis_rules_and_domains_list_shows_them() {
         ),
         (vec!["domains", "add", "b.example"], "--shared"),
     ] {
-        let (ok, said) = run(&args);
-        assert!(!ok, "{args:?} succeeded: {said}");
-        assert!(said.contains(says), "{args:?} should say {says}: {said}");
+        let (ok, stdout, stderr) = run(&args);
+        assert!(!ok, "{args:?} succeeded: {stdout}");
+        assert!(
+            stderr.contains(says),
+            "{args:?} should say {says}: {stderr}"
+        );
     }
-    let (ok, said) = run(&["domains", "list"]);
-    assert!(ok, "{said}");
-    let lines: Vec<&str> = said.lines().collect();
+    let (ok, stdout, stderr) = run(&["domains", "list"]);
+    assert!(ok, "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
     // The default domain was registered when the database was prepared.
     assert_eq!(
         lines,
@@ -326,6 +322,6 @@ fn domains_add_registers_by_the_apis_rules_and_domains_list_shows_them() {
             "go.acme.example\tactive\towners acme,acme-eu\tbase36 x6\tv1",
             "s.example\tactive\tshared\tbase62 x7\tv1",
         ],
-        "{said}"
+        "{stdout}"
     );
 }
