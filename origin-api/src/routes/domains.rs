@@ -12,17 +12,19 @@ use crate::model::Domain;
 use crate::state::AppState;
 use crate::store::DomainStore;
 use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::Response;
 use axum::Json;
 
 /// A domain with its `ETag` (the version).
 fn domain_response(status: StatusCode, d: &Domain) -> Response {
-    let mut res = (status, Json(d.view())).into_response();
-    if let Ok(etag) = HeaderValue::from_str(&format!("\"{}\"", d.version)) {
-        res.headers_mut().insert(header::ETAG, etag);
-    }
-    res
+    super::versioned(status, &d.view(), d.version)
+}
+
+/// The domain a change names, for an admin key only (`what` says which change).
+fn admin_target(caller: &Caller, what: &'static str, raw: &str) -> Result<String, AppError> {
+    caller.require_admin(what)?;
+    shared::normalize_short_domain(raw).map_err(|_| AppError::NotFound)
 }
 
 /// `POST /v1/domains`: registers a domain.
@@ -103,8 +105,11 @@ pub(crate) async fn update(
     headers: HeaderMap,
     ApiJson(body): ApiJson<UpdateDomain>,
 ) -> Result<Response, AppError> {
-    caller.require_admin("changing domains needs an admin key (keys create --admin)")?;
-    let name = shared::normalize_short_domain(&name).map_err(|_| AppError::NotFound)?;
+    let name = admin_target(
+        &caller,
+        "changing domains needs an admin key (keys create --admin)",
+        &name,
+    )?;
     let expected = parse_if_match(headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok()))?;
     let d = update_domain(&state, &name, expected, body).await?;
     tracing::info!(domain = %d.domain, version = d.version, by = %caller.key_id, "domain changed");
@@ -128,8 +133,11 @@ pub(crate) async fn delete(
     ApiPath(name): ApiPath<String>,
     headers: HeaderMap,
 ) -> Result<StatusCode, AppError> {
-    caller.require_admin("removing domains needs an admin key (keys create --admin)")?;
-    let name = shared::normalize_short_domain(&name).map_err(|_| AppError::NotFound)?;
+    let name = admin_target(
+        &caller,
+        "removing domains needs an admin key (keys create --admin)",
+        &name,
+    )?;
     let expected = match headers.get(header::IF_MATCH) {
         None => None,
         Some(v) => Some(parse_if_match(v.to_str().ok())?),

@@ -18,11 +18,7 @@ use axum::Json;
 
 /// A link with its `ETag` (the version) and status.
 fn link_response(status: StatusCode, link: &Link) -> Response {
-    let mut res = (status, Json(link.view())).into_response();
-    if let Ok(etag) = HeaderValue::from_str(&format!("\"{}\"", link.version)) {
-        res.headers_mut().insert(header::ETAG, etag);
-    }
-    res
+    super::versioned(status, &link.view(), link.version)
 }
 
 /// `POST /v1/links`, with an optional `Idempotency-Key`.

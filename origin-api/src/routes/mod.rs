@@ -58,6 +58,16 @@ pub fn router(state: AppState) -> Router {
     router_under(state, in_flight)
 }
 
+/// `body` as JSON with `status`, its `ETag` the quoted `version`.
+fn versioned<T: serde::Serialize>(status: StatusCode, body: &T, version: u64) -> Response {
+    use axum::response::IntoResponse;
+    let mut res = (status, axum::Json(body)).into_response();
+    if let Ok(etag) = axum::http::HeaderValue::from_str(&format!("\"{version}\"")) {
+        res.headers_mut().insert(axum::http::header::ETAG, etag);
+    }
+    res
+}
+
 /// At most `--max-in-flight` requests at once over every route; the next is answered
 /// 503 at once rather than queued.
 fn in_flight(state: &AppState) -> InFlightLayer {

@@ -253,51 +253,21 @@ fn domains_add_registers_by_the_apis_rules_and_domains_list_shows_them() {
     assert!(ok, "{stderr}");
     assert!(stdout.contains("registered go.acme.example"), "{stdout}");
     // The API's rules, the API's words: each refusal names the field.
+    let shared_with = |settings: &'static str| {
+        vec![
+            "domains",
+            "add",
+            "b.example",
+            "--shared",
+            "--settings",
+            settings,
+        ]
+    };
     for (args, says) in [
-        (
-            vec![
-                "domains",
-                "add",
-                "b.example",
-                "--shared",
-                "--settings",
-                r#"{"code_length": 3}"#,
-            ],
-            "code_length",
-        ),
-        (
-            vec![
-                "domains",
-                "add",
-                "b.example",
-                "--shared",
-                "--settings",
-                r#"{"colour": 1}"#,
-            ],
-            "colour",
-        ),
-        (
-            vec![
-                "domains",
-                "add",
-                "b.example",
-                "--shared",
-                "--settings",
-                "[1]",
-            ],
-            "JSON object",
-        ),
-        (
-            vec![
-                "domains",
-                "add",
-                "b.example",
-                "--shared",
-                "--settings",
-                r#"{"domain": "c.example"}"#,
-            ],
-            "domain",
-        ),
+        (shared_with(r#"{"code_length": 3}"#), "code_length"),
+        (shared_with(r#"{"colour": 1}"#), "colour"),
+        (shared_with("[1]"), "JSON object"),
+        (shared_with(r#"{"domain": "c.example"}"#), "domain"),
         (vec!["domains", "add", "10.0.0.1", "--shared"], "domain"),
         (
             vec!["domains", "add", "go.acme.example", "--shared"],
