@@ -1,6 +1,7 @@
 //! `/v1/admin/*`: what an operator looks at. Admin keys only.
 
 use super::links::ApiQuery;
+use super::openapi::AdminOnly;
 use crate::auth::Caller;
 use crate::error::{AppError, Problem};
 use crate::model::time::rfc3339;
@@ -74,8 +75,7 @@ impl From<FailedRow> for FailedView {
 #[utoipa::path(get, path = "/v1/admin/outbox", operation_id = "admin_outbox", tag = "admin", params(OutboxQuery),
     responses(
         (status = 200, description = "Rows the edge refused until they were set aside; `hop-origin outbox retry` puts them back in line", body = FailedPage),
-        (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "not an admin key", body = Problem, content_type = "application/problem+json"),
+        AdminOnly,
         (status = 422, description = "a state other than `failed`, or a bad limit", body = Problem, content_type = "application/problem+json"),
     ),
     security(("api_key" = [])))]

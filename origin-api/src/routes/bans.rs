@@ -2,6 +2,7 @@
 
 use super::body::ApiJson;
 use super::links::{ApiPath, ApiQuery};
+use super::openapi::AdminOnly;
 use crate::auth::Caller;
 use crate::bans::{BanView, CreateBan};
 use crate::error::{AppError, Problem};
@@ -21,7 +22,7 @@ fn admin(caller: &Caller) -> Result<(), AppError> {
 #[utoipa::path(post, path = "/v1/bans", operation_id = "create_ban", tag = "bans", request_body = CreateBan,
     responses(
         (status = 201, description = "The ban; the denylist and every covered link are re-published", body = BanView),
-        (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"), (status = 403, description = "not an admin key", body = Problem, content_type = "application/problem+json"), (status = 422, description = "a bad kind, code, host or reason", body = Problem, content_type = "application/problem+json"),
+        AdminOnly, (status = 422, description = "a bad kind, code, host or reason", body = Problem, content_type = "application/problem+json"),
     ),
     security(("api_key" = [])))]
 pub(crate) async fn create(
@@ -52,7 +53,7 @@ pub(crate) struct ListBans {
 
 /// `GET /v1/bans[?all=true]`: active bans, or all of them.
 #[utoipa::path(get, path = "/v1/bans", operation_id = "list_bans", tag = "bans", params(ListBans),
-    responses((status = 200, description = "The bans", body = Vec<BanView>), (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"), (status = 403, description = "not an admin key", body = Problem, content_type = "application/problem+json")),
+    responses((status = 200, description = "The bans", body = Vec<BanView>), AdminOnly),
     security(("api_key" = [])))]
 pub(crate) async fn list(
     State(state): State<AppState>,
@@ -68,7 +69,7 @@ pub(crate) async fn list(
 #[utoipa::path(delete, path = "/v1/bans/{id}", operation_id = "lift_ban", tag = "bans", params(("id" = i64, Path)),
     responses(
         (status = 204, description = "Lifted (or already lifted); what it covered is re-published"),
-        (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"), (status = 403, description = "not an admin key", body = Problem, content_type = "application/problem+json"), (status = 404, description = "no such ban", body = Problem, content_type = "application/problem+json"),
+        AdminOnly, (status = 404, description = "no such ban", body = Problem, content_type = "application/problem+json"),
     ),
     security(("api_key" = [])))]
 pub(crate) async fn lift(

@@ -3,6 +3,7 @@
 
 use super::body::ApiJson;
 use super::links::ApiPath;
+use super::openapi::{AdminOnly, IfMatchHonoured, IfMatchRequired, NotRegistered};
 use crate::auth::Caller;
 use crate::domains::{delete_domain, update_domain, CreateDomain, DomainView, UpdateDomain};
 use crate::error::{AppError, Problem};
@@ -31,9 +32,8 @@ fn admin_target(caller: &Caller, what: &'static str, raw: &str) -> Result<String
 #[utoipa::path(post, path = "/v1/domains", operation_id = "create_domain", tag = "domains", request_body = CreateDomain,
     responses(
         (status = 201, description = "Registered", body = DomainView, headers(("ETag" = String, description = "The version, quoted"))),
-        (status = 400, description = "malformed JSON", body = Problem, content_type = "application/problem+json"), (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"), (status = 403, description = "not an admin key", body = Problem, content_type = "application/problem+json"),
+        AdminOnly,
         (status = 409, description = "the domain is registered already", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "body too large", body = Problem, content_type = "application/problem+json"), (status = 415, description = "not JSON", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "a field is invalid: the name, owners, a setting, a URL, unknown field", body = Problem, content_type = "application/problem+json"),
     ),
     security(("api_key" = [])))]
@@ -51,7 +51,7 @@ pub(crate) async fn create(
 
 /// `GET /v1/domains`: every domain for an admin key; for others, those it may use.
 #[utoipa::path(get, path = "/v1/domains", operation_id = "list_domains", tag = "domains",
-    responses((status = 200, description = "The domains, by name", body = Vec<DomainView>), (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json")),
+    responses((status = 200, description = "The domains, by name", body = Vec<DomainView>)),
     security(("api_key" = [])))]
 pub(crate) async fn list(
     State(state): State<AppState>,
@@ -69,7 +69,7 @@ pub(crate) async fn list(
 #[utoipa::path(get, path = "/v1/domains/{domain}", operation_id = "read_domain", tag = "domains", params(("domain" = String, Path)),
     responses(
         (status = 200, description = "The domain", body = DomainView, headers(("ETag" = String, description = "The version, quoted"))),
-        (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"), (status = 404, description = "not registered, or not one this key may use", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "not registered, or not one this key may use", body = Problem, content_type = "application/problem+json"),
     ),
     security(("api_key" = [])))]
 pub(crate) async fn read(
@@ -92,10 +92,8 @@ pub(crate) async fn read(
         ("If-Match" = Option<String>, Header, description = "The version read, as its ETag: \"3\". Required: without it the answer is 428")),
     responses(
         (status = 200, description = "Changed; the version moved on", body = DomainView, headers(("ETag" = String, description = "The new version, quoted"))),
-        (status = 400, description = "malformed JSON or If-Match", body = Problem, content_type = "application/problem+json"), (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"), (status = 403, description = "not an admin key", body = Problem, content_type = "application/problem+json"), (status = 404, description = "not registered", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "the code shape of a domain that holds links", body = Problem, content_type = "application/problem+json"), (status = 412, description = "the version moved on", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "body too large", body = Problem, content_type = "application/problem+json"), (status = 415, description = "not JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "a field is invalid", body = Problem, content_type = "application/problem+json"), (status = 428, description = "If-Match is missing", body = Problem, content_type = "application/problem+json"),
+        AdminOnly, NotRegistered,
+        (status = 409, description = "the code shape of a domain that holds links", body = Problem, content_type = "application/problem+json"), (status = 422, description = "a field is invalid", body = Problem, content_type = "application/problem+json"), IfMatchRequired,
     ),
     security(("api_key" = [])))]
 pub(crate) async fn update(
@@ -123,8 +121,8 @@ pub(crate) async fn update(
         ("If-Match" = Option<String>, Header, description = "Optional: refuse with 412 if the version moved on")),
     responses(
         (status = 204, description = "Removed"),
-        (status = 400, description = "malformed If-Match", body = Problem, content_type = "application/problem+json"), (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"), (status = 403, description = "not an admin key", body = Problem, content_type = "application/problem+json"), (status = 404, description = "not registered", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "links live on it (disable it instead), or it is the default domain", body = Problem, content_type = "application/problem+json"), (status = 412, description = "the version moved on", body = Problem, content_type = "application/problem+json"),
+        AdminOnly, NotRegistered,
+        (status = 409, description = "links live on it (disable it instead), or it is the default domain", body = Problem, content_type = "application/problem+json"), IfMatchHonoured,
     ),
     security(("api_key" = [])))]
 pub(crate) async fn delete(

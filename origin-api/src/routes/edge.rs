@@ -53,7 +53,6 @@ impl FromRequestParts<AppState> for EdgeCaller {
     params(("domain" = String, Path), ("code" = String, Path)),
     responses(
         (status = 200, description = "The edge record, as KV would hold it", content_type = "application/json"),
-        (status = 401, description = "No or a wrong edge token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such link", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "No edge token configured, or the database cannot answer", body = Problem, content_type = "application/problem+json"),
     ),
@@ -95,7 +94,6 @@ pub(crate) async fn resolve(
     responses(
         (status = 200, description = "What was counted, and what was not and why", body = inline(ClickReceiptDoc)),
         (status = 400, description = "Not a batch of events, or more than 1,000", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "No or a wrong edge token", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "No edge token configured, or the database cannot write now: send again", body = Problem, content_type = "application/problem+json"),
     ),
     security(("edge_token" = [])))]

@@ -1,6 +1,7 @@
 //! `/v1/links`: the marketers' API.
 
 use super::body::{ApiJson, BULK_BODY_LIMIT};
+use super::openapi::{IfMatchHonoured, IfMatchRequired, NoSuchLink};
 use crate::auth::Caller;
 use crate::error::{AppError, Problem};
 use crate::links::{
@@ -27,8 +28,7 @@ fn link_response(status: StatusCode, link: &Link) -> Response {
     responses(
         (status = 201, description = "Created (or replayed, with `Idempotent-Replayed: true`)", body = LinkView,
             headers(("ETag" = String, description = "The version, quoted"), ("Location" = String))),
-        (status = 400, description = "malformed JSON", body = Problem, content_type = "application/problem+json"), (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"), (status = 409, description = "the alias is taken", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "body too large", body = Problem, content_type = "application/problem+json"), (status = 415, description = "not JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "the alias is taken", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "a field is invalid: bad URL, banned or own host, bad or reserved alias, past expiry, unknown field; or the key was used with another body", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "this key creates too fast; see Retry-After", body = Problem, content_type = "application/problem+json"),
     ),
@@ -70,7 +70,6 @@ pub(crate) async fn create(
     params(("Idempotency-Key" = Option<String>, Header, description = "Covers the whole batch")),
     responses(
         (status = 200, description = "One result per item, in request order", body = BulkResponse),
-        (status = 400, description = "malformed JSON", body = Problem, content_type = "application/problem+json"), (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"), (status = 413, description = "body too large", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "not 1 to 10,000 links, or the key was used with another body", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "this key creates too fast; see Retry-After", body = Problem, content_type = "application/problem+json"),
     ),
@@ -132,7 +131,7 @@ pub(crate) struct ApiPath<T>(pub(crate) T);
 #[utoipa::path(get, path = "/v1/links", operation_id = "list_links", tag = "links", params(ListParams),
     responses(
         (status = 200, description = "A page of links, newest first", body = Page<LinkView>),
-        (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"), (status = 422, description = "a bad filter, cursor or limit", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "a bad filter, cursor or limit", body = Problem, content_type = "application/problem+json"),
     ),
     security(("api_key" = [])))]
 pub(crate) async fn list(
@@ -153,7 +152,7 @@ pub(crate) async fn list(
 #[utoipa::path(get, path = "/v1/links/{domain}/{code}", operation_id = "read_link", tag = "links", params(("domain" = String, Path), ("code" = String, Path)),
     responses(
         (status = 200, description = "The link", body = LinkView, headers(("ETag" = String))),
-        (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"), (status = 404, description = "no such link for this owner", body = Problem, content_type = "application/problem+json"),
+        NoSuchLink,
     ),
     security(("api_key" = [])))]
 pub(crate) async fn read(
@@ -172,9 +171,8 @@ pub(crate) async fn read(
     request_body = UpdateLink,
     responses(
         (status = 200, description = "The changed link, version bumped", body = LinkView, headers(("ETag" = String))),
-        (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"), (status = 404, description = "no such link for this owner", body = Problem, content_type = "application/problem+json"), (status = 410, description = "the link is deleted", body = Problem, content_type = "application/problem+json"),
-        (status = 412, description = "the version moved on; the detail names the current one", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "a field is invalid", body = Problem, content_type = "application/problem+json"), (status = 428, description = "If-Match is missing", body = Problem, content_type = "application/problem+json"),
+        NoSuchLink, (status = 410, description = "the link is deleted", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "a field is invalid", body = Problem, content_type = "application/problem+json"), IfMatchRequired,
     ),
     security(("api_key" = [])))]
 pub(crate) async fn update(
@@ -196,7 +194,7 @@ pub(crate) async fn update(
         ("If-Match" = Option<String>, Header, description = "Optional: refuse with 412 if the version moved on")),
     responses(
         (status = 204, description = "Deleted (or already deleted); the code is kept for ever and visitors get 410"),
-        (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"), (status = 404, description = "no such link for this owner", body = Problem, content_type = "application/problem+json"), (status = 412, description = "the version moved on", body = Problem, content_type = "application/problem+json"),
+        NoSuchLink, IfMatchHonoured,
     ),
     security(("api_key" = [])))]
 pub(crate) async fn delete(

@@ -2,6 +2,7 @@
 //! the request and response types themselves, so it changes when they do.
 
 use super::{admin, bans, domains, edge, health, links, redirect, stats};
+use crate::error::Problem;
 use axum::http::header;
 use axum::response::IntoResponse;
 use std::sync::LazyLock;
@@ -81,9 +82,11 @@ impl Modify for BearerKey {
 }
 
 /// The answers every `/v1` operation can give besides its own, added to each so that
-/// the description names every status the API sends (schemathesis checks it does):
-/// a throttled guesser's 429 and an unreachable database's 503 anywhere; 400, 413, 415
-/// and 422 wherever a body is read; 400 and 422 wherever parameters are.
+/// the description names every status the API sends (schemathesis checks it does), and
+/// the handlers list only their own: a missing credential's 401 (API key or edge token,
+/// by the operation's security), a throttled guesser's 429 and an unreachable
+/// database's 503 anywhere; 400, 413, 415 and 422 wherever a body is read; 400 and 422
+/// wherever parameters are.
 struct CommonResponses;
 
 impl Modify for CommonResponses {
@@ -133,26 +136,107 @@ impl Modify for CommonResponses {
                         .entry(status.to_owned())
                         .or_insert_with(|| problem(description).into());
                 };
-                add("401", "no valid credentials");
+                let edge =
+                    operation.security.iter().flatten().any(|s| {
+                        serde_json::to_value(s).is_ok_and(|v| v.get("edge_token").is_some())
+                    });
+                add(
+                    "401",
+                    if edge {
+                        "no edge token, or a wrong one"
+                    } else {
+                        "no live API key"
+                    },
+                );
                 add(
                     "429",
                     "too many failed authentications from this address; see Retry-After",
                 );
                 add("503", "the database cannot answer now; see Retry-After");
-                if operation.request_body.is_some() {
-                    add("400", "malformed JSON");
+                let body = operation.request_body.is_some();
+                let parameters = operation.parameters.as_ref().is_some_and(|p| !p.is_empty());
+                match (body, parameters) {
+                    (true, true) => add(
+                        "400",
+                        "malformed JSON, or a malformed header (such as If-Match)",
+                    ),
+                    (true, false) => add("400", "malformed JSON"),
+                    (false, true) => add("400", "a malformed header (such as If-Match)"),
+                    (false, false) => {}
+                }
+                if body {
                     add("413", "body too large (the detail names the limit)");
                     add("415", "not JSON");
                     add("422", "a field is invalid (the problem names it)");
                 }
-                if operation.parameters.as_ref().is_some_and(|p| !p.is_empty()) {
-                    add("400", "a malformed header (such as If-Match)");
+                if parameters {
                     add("422", "a parameter is invalid (the problem names it)");
                 }
             }
         }
     }
 }
+
+// Answers that several operations give alike, named once for their `responses(...)`
+// lists. They describe, and are never built: the handlers answer with `AppError`.
+
+/// The 403 of an operation only admin keys may call.
+#[derive(utoipa::IntoResponses)]
+#[response(
+    status = 403,
+    description = "not an admin key",
+    content_type = "application/problem+json"
+)]
+#[allow(dead_code)]
+pub(crate) struct AdminOnly(Problem);
+
+/// The 404 of a link that is not the caller's, or is nobody's: the two look alike.
+#[derive(utoipa::IntoResponses)]
+#[response(
+    status = 404,
+    description = "no such link for this owner",
+    content_type = "application/problem+json"
+)]
+#[allow(dead_code)]
+pub(crate) struct NoSuchLink(Problem);
+
+/// The 404 of a domain the registry does not hold.
+#[derive(utoipa::IntoResponses)]
+#[response(
+    status = 404,
+    description = "not registered",
+    content_type = "application/problem+json"
+)]
+#[allow(dead_code)]
+pub(crate) struct NotRegistered(Problem);
+
+/// The answers of a change that must name the version it read (`If-Match`).
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)]
+pub(crate) enum IfMatchRequired {
+    #[response(
+        status = 412,
+        description = "the version moved on",
+        content_type = "application/problem+json"
+    )]
+    Stale(Problem),
+    #[response(
+        status = 428,
+        description = "If-Match is missing",
+        content_type = "application/problem+json"
+    )]
+    Missing(Problem),
+}
+
+/// The 412 of a change whose `If-Match` is optional.
+#[derive(utoipa::IntoResponses)]
+#[response(
+    status = 412,
+    description = "the version moved on",
+    content_type = "application/problem+json"
+)]
+#[allow(dead_code)]
+pub(crate) struct IfMatchHonoured(Problem);
 
 /// Built once: the description is fixed for the life of the process.
 static DOCUMENT: LazyLock<String> =

@@ -1,6 +1,7 @@
 //! `/v1/links/{domain}/{code}/stats` and `/v1/stats`: what marketers' links did.
 
 use super::links::{ApiPath, ApiQuery};
+use super::openapi::NoSuchLink;
 use crate::auth::Caller;
 use crate::clicks::stats::{link_stats, owner_stats, LinkStats, OwnerStats, Range, StatsParams};
 use crate::error::{AppError, Problem};
@@ -16,8 +17,7 @@ use axum::Json;
     params(("domain" = String, Path), ("code" = String, Path), StatsParams),
     responses(
         (status = 200, description = "The link's stats; bots are excluded from visits unless include_bots, and always counted in bots", body = LinkStats),
-        (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "no such link for this owner", body = Problem, content_type = "application/problem+json"),
+        NoSuchLink,
         (status = 422, description = "a bad range, granularity or top", body = Problem, content_type = "application/problem+json"),
     ),
     security(("api_key" = [])))]
@@ -37,7 +37,6 @@ pub(crate) async fn link(
     params(StatsParams),
     responses(
         (status = 200, description = "Totals over every link of the caller, and the top links", body = OwnerStats),
-        (status = 401, description = "no live API key", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "a bad range or top", body = Problem, content_type = "application/problem+json"),
     ),
     security(("api_key" = [])))]
