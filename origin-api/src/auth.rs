@@ -8,7 +8,7 @@
 
 use crate::error::AppError;
 use crate::keys::parse_token;
-use crate::model::ApiKey;
+use crate::model::{ApiKey, Creator};
 use crate::state::AppState;
 use crate::store::LinkStore;
 use axum::extract::FromRequestParts;
@@ -32,6 +32,8 @@ pub struct Caller {
     pub owner_id: String,
     pub key_id: String,
     pub admin: bool,
+    /// The domains the key is limited to, if it is.
+    pub domains: Option<Vec<String>>,
 }
 
 impl FromRequestParts<AppState> for Caller {
@@ -74,11 +76,21 @@ impl FromRequestParts<AppState> for Caller {
             admin: key.is_admin(),
             owner_id: key.owner_id.clone(),
             key_id: key.key_id.clone(),
+            domains: key.domains(),
         })
     }
 }
 
 impl Caller {
+    /// The caller as the registry's rules see a creator of links.
+    pub fn creator(&self) -> Creator<'_> {
+        Creator {
+            owner: &self.owner_id,
+            admin: self.admin,
+            domains: self.domains.as_deref(),
+        }
+    }
+
     /// Refuses (403, saying `why`) a key that is not an admin's.
     pub fn require_admin(&self, why: &'static str) -> Result<(), AppError> {
         if self.admin {

@@ -122,6 +122,16 @@ pub enum DomainsCommand {
     },
     /// List the registered domains.
     List,
+    /// Change a domain, as PATCH /v1/domains/{domain} does, at its current version.
+    Set {
+        domain: String,
+        /// The changes, a JSON object of the PATCH body's fields, e.g.
+        /// '{"status": "disabled"}' or '{"not_found_url": null}'.
+        #[arg(long)]
+        settings: String,
+    },
+    /// Remove a domain that no link lives on (one that holds links is disabled instead).
+    Remove { domain: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -134,9 +144,13 @@ pub enum KeysCommand {
         /// A name to recognise the key by.
         #[arg(long, default_value = "default")]
         name: String,
-        /// Allow bans (trust & safety).
+        /// Allow bans (trust & safety), the outbox, and every registered domain.
         #[arg(long)]
         admin: bool,
+        /// Limit the key to links on this registered domain (repeat for several); without
+        /// it, the key may use every domain its owner may.
+        #[arg(long = "domain", value_name = "DOMAIN")]
+        domains: Vec<String>,
     },
     /// Revoke a key by its id; requests with it are refused from then on.
     Revoke {

@@ -5,9 +5,9 @@ use crate::error::AppError;
 use crate::keys::valid_owner;
 use crate::links::{present, redirect_url, Lookups};
 use crate::model::time::{now_ms, rfc3339};
-use crate::model::{Domain, DomainAccess, DomainStatus};
+use crate::model::{Creator, Domain, DomainAccess, DomainStatus, Refusal};
 use crate::state::AppState;
-use crate::store::{DomainStore, StoreError};
+use crate::store::{DomainStore, LinkStore, StoreError};
 use serde::{Deserialize, Serialize};
 use shared::{normalize_short_domain, Alphabet, CodeSpace, RedirectStatus};
 
@@ -346,16 +346,16 @@ pub async fn update_domain(
     let now = now_ms();
     let mut next = req.domain(state, now).await?;
     let shape = |d: &Domain| (d.settings.codes, d.settings.case_insensitive);
-    if shape(&next) != shape(&current) && state.db.domain_has_links(name).await? {
-        return Err(AppError::InUse(format!(
-            "{name} holds links: its alphabet, code length and case rule are fixed, so that \
-             every published code keeps its meaning"
-        )));
-    }
+    let shape_changes = shape(&next) != shape(&current);
     next.version = current.version + 1;
     next.created_at = current.created_at;
-    state.db.update_domain(&next, expected).await?;
-    Ok(next)
+    match state.db.update_domain(&next, expected, shape_changes).await {
+        Err(StoreError::HoldsLinks) => Err(AppError::InUse(format!(
+            "{name} holds links: its alphabet, code length and case rule are fixed, so that \
+             every published code keeps its meaning"
+        ))),
+        other => other.map(|()| next).map_err(AppError::from),
+    }
 }
 
 /// Removes the domain `name` when no link lives on it and it is not the default
@@ -376,16 +376,15 @@ pub async fn delete_domain(
             "{name} is this origin's --default-domain: links created without a domain go there"
         )));
     }
-    if state.db.domain_has_links(name).await? {
-        return Err(AppError::InUse(format!(
+    match state.db.delete_domain(name, expected).await {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(AppError::NotFound),
+        Err(StoreError::HoldsLinks) => Err(AppError::InUse(format!(
             "{name} holds links, and their codes are kept for ever: disable it instead \
              (PATCH with \"status\": \"disabled\")"
-        )));
+        ))),
+        Err(e) => Err(e.into()),
     }
-    if !state.db.delete_domain(name).await? {
-        return Err(AppError::NotFound);
-    }
-    Ok(())
 }
 
 /// The request `hop-origin domains add` stands for: its flags, and `settings`, a JSON
@@ -414,6 +413,93 @@ pub fn cli_request(
     fields.insert("shared".into(), shared.into());
     fields.insert("owners".into(), owners.into());
     serde_json::from_value(body).map_err(|e| format!("--settings: {e}"))
+}
+
+/// The change `hop-origin domains set` stands for: `changes`, a JSON object of the
+/// PATCH body's fields.
+pub fn cli_change(changes: &str) -> Result<UpdateDomain, String> {
+    let body: serde_json::Value =
+        serde_json::from_str(changes).map_err(|e| format!("--settings: {e}"))?;
+    if !body.is_object() {
+        return Err("--settings takes a JSON object".into());
+    }
+    serde_json::from_value(body).map_err(|e| format!("--settings: {e}"))
+}
+
+/// Refuses a new link on `name` that the registry does not allow `creator`: 422 naming
+/// the field when the domain is not registered or takes no links, 403 when it is
+/// another owner's or outside the key's domains.
+pub(crate) fn admit_new_link(
+    name: &str,
+    domain: Option<&Domain>,
+    creator: &Creator<'_>,
+) -> Result<(), AppError> {
+    let Some(domain) = domain else {
+        return Err(AppError::invalid(
+            "domain",
+            format!(
+                "{name} is not a registered domain: an operator registers it first \
+                 (POST /v1/domains, or hop-origin domains add)"
+            ),
+        ));
+    };
+    match domain.refuses(creator) {
+        None => Ok(()),
+        Some(Refusal::Disabled) => Err(AppError::invalid(
+            "domain",
+            format!("{name} is disabled: it takes no new links"),
+        )),
+        Some(Refusal::NotTheOwners) => Err(AppError::Forbidden(
+            "this domain belongs to other owners: this key may not create links on it",
+        )),
+        Some(Refusal::OutsideTheKeysDomains) => Err(AppError::Forbidden(
+            "this key is limited to other domains (keys create --domain)",
+        )),
+    }
+}
+
+/// The domains a new key is to be limited to (`keys create --domain`), each normalized
+/// and registered: a key limited to a name nobody serves could create nothing.
+pub async fn scope_of_new_key<S: DomainStore + ?Sized>(
+    store: &S,
+    raw: &[String],
+) -> Result<Vec<String>, AppError> {
+    let mut domains = Vec::with_capacity(raw.len());
+    for name in raw {
+        let d = normalize_short_domain(name).map_err(|e| AppError::invalid("--domain", e))?;
+        if store.domain(&d).await?.is_none() {
+            return Err(AppError::invalid(
+                "--domain",
+                format!("{d} is not a registered domain (hop-origin domains add)"),
+            ));
+        }
+        domains.push(d);
+    }
+    Ok(domains)
+}
+
+/// Registers every domain that holds links but is not in the registry (links made
+/// before it), owned by the owners of those links with every default setting, so that
+/// they keep redirecting as they did and nobody else can start creating links there.
+/// Run at startup after [`register_if_missing`] of the default domain, which stays
+/// shared. Once every such domain is registered, it costs one probe per served domain.
+pub async fn register_link_domains<S: DomainStore + LinkStore + ?Sized>(
+    store: &S,
+) -> Result<Vec<String>, StoreError> {
+    let mut registered = Vec::new();
+    for name in store.served_domains().await? {
+        if store.domain(&name).await?.is_some() {
+            continue;
+        }
+        let owners = store.owners_of_links_on(&name).await?;
+        let domain = Domain::new(&name, DomainAccess::owners(owners), now_ms());
+        match store.insert_domain(&domain).await {
+            Ok(()) => registered.push(name),
+            Err(StoreError::Registered) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(registered)
 }
 
 /// Registers `domain` shared, with every default, unless it is registered: the default

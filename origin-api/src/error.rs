@@ -94,7 +94,12 @@ impl AppError {
             AppError::Store(e) if e.is_unavailable() => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Taken { .. } | AppError::InUse(_) => StatusCode::CONFLICT,
             AppError::Store(e) if matches!(e.inner(), StoreError::Taken) => StatusCode::CONFLICT,
-            AppError::Store(e) if matches!(e.inner(), StoreError::Registered) => {
+            AppError::Store(e)
+                if matches!(
+                    e.inner(),
+                    StoreError::Registered | StoreError::DomainChanged
+                ) =>
+            {
                 StatusCode::CONFLICT
             }
             AppError::Stale { .. } => StatusCode::PRECONDITION_FAILED,
@@ -130,6 +135,9 @@ impl AppError {
             AppError::Store(e) if matches!(e.inner(), StoreError::Taken) => "code-taken",
             AppError::Store(e) if matches!(e.inner(), StoreError::Registered) => {
                 "domain-registered"
+            }
+            AppError::Store(e) if matches!(e.inner(), StoreError::DomainChanged) => {
+                "domain-changed"
             }
             AppError::Stale { .. } => "stale-version",
             AppError::Store(e) if matches!(e.inner(), StoreError::Stale) => "stale-version",

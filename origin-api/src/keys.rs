@@ -5,7 +5,7 @@
 //! against its hash in constant time.
 
 use crate::ids::random_hex;
-use crate::model::key::{hash_secret, SCOPE_ADMIN, SCOPE_LINKS};
+use crate::model::key::{hash_secret, SCOPE_ADMIN, SCOPE_DOMAIN_PREFIX, SCOPE_LINKS};
 use crate::model::ApiKey;
 
 /// Why a key could not be made.
@@ -22,11 +22,30 @@ pub fn valid_owner(owner_id: &str) -> bool {
     !owner_id.is_empty() && owner_id.len() <= 128 && !owner_id.chars().any(char::is_control)
 }
 
+/// What a new key may do besides its owner's links.
+#[derive(Debug, Clone, Default)]
+pub struct Grant {
+    /// Bans, the outbox, every domain.
+    pub admin: bool,
+    /// Only links on these domains (normalized; empty: no limit beyond the registry's).
+    pub domains: Vec<String>,
+}
+
+impl Grant {
+    /// An admin key's grant, limited to no domain.
+    pub fn admin() -> Grant {
+        Grant {
+            admin: true,
+            domains: Vec::new(),
+        }
+    }
+}
+
 /// Makes a new key for `owner`: the row to store and the token to show once.
 pub fn issue(
     owner_id: &str,
     name: &str,
-    admin: bool,
+    grant: &Grant,
     now: i64,
 ) -> Result<(ApiKey, String), KeyError> {
     if !valid_owner(owner_id) {
@@ -35,11 +54,15 @@ pub fn issue(
     let random = |e: getrandom::Error| KeyError::Random(e.to_string());
     let key_id = random_hex::<8>().map_err(random)?;
     let secret = random_hex::<32>().map_err(random)?;
-    let scopes = if admin {
-        format!("{SCOPE_LINKS},{SCOPE_ADMIN}")
-    } else {
-        SCOPE_LINKS.to_owned()
-    };
+    let mut scopes = vec![SCOPE_LINKS.to_owned()];
+    if grant.admin {
+        scopes.push(SCOPE_ADMIN.to_owned());
+    }
+    let mut domains = grant.domains.clone();
+    domains.sort();
+    domains.dedup();
+    scopes.extend(domains.iter().map(|d| format!("{SCOPE_DOMAIN_PREFIX}{d}")));
+    let scopes = scopes.join(",");
     let key = ApiKey {
         key_id: key_id.clone(),
         owner_id: owner_id.to_owned(),
@@ -66,7 +89,7 @@ mod tests {
 
     #[test]
     fn issued_tokens_parse_and_verify_and_only_the_hash_is_kept() {
-        let (key, token) = issue("acme", "ci", false, 1).unwrap();
+        let (key, token) = issue("acme", "ci", &Grant::default(), 1).unwrap();
         let (id, secret) = parse_token(&token).unwrap();
         assert_eq!(id, key.key_id);
         assert!(key.verifies(secret));
@@ -80,8 +103,25 @@ mod tests {
 
     #[test]
     fn admin_keys_carry_the_admin_scope() {
-        let (key, _) = issue("trust-and-safety", "ops", true, 1).unwrap();
+        let (key, _) = issue("trust-and-safety", "ops", &Grant::admin(), 1).unwrap();
         assert!(key.is_admin());
+        assert_eq!(key.domains(), None);
+    }
+
+    #[test]
+    fn a_key_limited_to_domains_names_each_once() {
+        let grant = Grant {
+            admin: false,
+            domains: vec!["b.example".into(), "a.example".into(), "b.example".into()],
+        };
+        let (key, _) = issue("acme", "brand", &grant, 1).unwrap();
+        assert_eq!(
+            key.domains(),
+            Some(vec!["a.example".into(), "b.example".into()])
+        );
+        assert!(!key.is_admin());
+        let (plain, _) = issue("acme", "all", &Grant::default(), 1).unwrap();
+        assert_eq!(plain.domains(), None);
     }
 
     #[test]
@@ -95,7 +135,7 @@ mod tests {
         ] {
             assert_eq!(parse_token(bad), None, "{bad:?}");
         }
-        assert!(issue("", "x", false, 1).is_err());
-        assert!(issue("a\nb", "x", false, 1).is_err());
+        assert!(issue("", "x", &Grant::default(), 1).is_err());
+        assert!(issue("a\nb", "x", &Grant::default(), 1).is_err());
     }
 }

@@ -44,9 +44,16 @@ use tokio::net::TcpListener;
 pub async fn prepare(settings: &Settings) -> Result<Db, db::DbError> {
     let db = Db::connect(&settings.database_url).await?;
     db.migrate().await?;
+    let register = |e| db::DbError::Register(Box::new(e));
     domains::register_if_missing(&db, &settings.default_domain)
         .await
-        .map_err(|e| db::DbError::Register(Box::new(e)))?;
+        .map_err(register)?;
+    for name in domains::register_link_domains(&db)
+        .await
+        .map_err(register)?
+    {
+        tracing::info!(domain = %name, "registered a domain that held links, for their owners");
+    }
     Ok(db)
 }
 

@@ -49,8 +49,17 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         Command::Migrate => {
             tracing::info!(database = db.kind(), "migrations applied");
         }
-        Command::Keys(KeysCommand::Create { owner, name, admin }) => {
-            let (key, token) = keys::issue(&owner, &name, admin, now_ms())?;
+        Command::Keys(KeysCommand::Create {
+            owner,
+            name,
+            admin,
+            domains,
+        }) => {
+            let grant = keys::Grant {
+                admin,
+                domains: domains::scope_of_new_key(&db, &domains).await?,
+            };
+            let (key, token) = keys::issue(&owner, &name, &grant, now_ms())?;
             db.insert_key(&key).await?;
             println!("key id: {}", key.key_id);
             println!(
@@ -58,6 +67,9 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 key.owner_id,
                 if admin { " (admin)" } else { "" }
             );
+            if !grant.domains.is_empty() {
+                println!("domains: {}", grant.domains.join(", "));
+            }
             println!("secret (shown once):");
             println!("{token}");
         }
@@ -78,6 +90,31 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             let d = request.domain(&state, now_ms()).await?;
             db.insert_domain(&d).await?;
             println!("registered {}", d.domain);
+        }
+        Command::Domains(DomainsCommand::Set {
+            domain,
+            settings: changes,
+        }) => {
+            let change = domains::cli_change(&changes)?;
+            let name = shared::normalize_short_domain(&domain)?;
+            let state = AppState::new(db.clone(), settings.clone());
+            let current = db
+                .domain(&name)
+                .await?
+                .ok_or_else(|| format!("{name} is not registered"))?;
+            let d = domains::update_domain(&state, &name, current.version, change).await?;
+            println!("changed {} (v{})", d.domain, d.version);
+        }
+        Command::Domains(DomainsCommand::Remove { domain }) => {
+            let name = shared::normalize_short_domain(&domain)?;
+            let state = AppState::new(db.clone(), settings.clone());
+            match domains::delete_domain(&state, &name, None).await {
+                Err(origin_api::error::AppError::NotFound) => {
+                    return Err(format!("{name} is not registered").into())
+                }
+                other => other?,
+            }
+            println!("removed {name}");
         }
         Command::Domains(DomainsCommand::List) => {
             for d in db.list_domains().await? {

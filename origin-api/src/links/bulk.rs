@@ -6,8 +6,9 @@ use super::lookups::Lookups;
 use super::{CreateLink, Link, LinkView};
 use crate::error::AppError;
 use crate::model::time::now_ms;
+use crate::model::Creator;
 use crate::state::AppState;
-use crate::store::{BulkInsert, IdempotencyKey, LinkStore};
+use crate::store::{BulkInsert, DomainAt, IdempotencyKey, LinkStore};
 use serde::{Deserialize, Serialize};
 
 /// The most links one bulk call may carry.
@@ -104,18 +105,25 @@ struct Judged {
     /// Per item: its place in `ready`, or its refusal.
     slots: Vec<Result<usize, BulkResult>>,
     ready: Vec<Link>,
+    /// The registry rows they were judged by.
+    domains: Vec<DomainAt>,
 }
 
 /// Judges every item; only client errors stay per item, anything else fails the call.
-async fn judge(state: &AppState, owner: &str, items: &[BulkItem]) -> Result<Judged, AppError> {
+async fn judge(
+    state: &AppState,
+    creator: &Creator<'_>,
+    items: &[BulkItem],
+) -> Result<Judged, AppError> {
     let mut lookups = Lookups::new(state);
     let mut judged = Judged {
         slots: Vec::with_capacity(items.len()),
         ready: Vec::new(),
+        domains: Vec::new(),
     };
     for item in items {
         let prepared = match item {
-            BulkItem::Valid(req) => prepare_link(state, &mut lookups, owner, req).await,
+            BulkItem::Valid(req) => prepare_link(state, &mut lookups, creator, req).await,
             BulkItem::Invalid(why) => Err(AppError::invalid("links[]", why)),
         };
         match prepared {
@@ -127,6 +135,7 @@ async fn judge(state: &AppState, owner: &str, items: &[BulkItem]) -> Result<Judg
             Err(e) => return Err(e),
         }
     }
+    judged.domains = lookups.judged_by();
     Ok(judged)
 }
 
@@ -158,10 +167,10 @@ impl Judged {
     }
 }
 
-/// Creates the batch for `owner`.
+/// Creates the batch for `creator`'s owner.
 pub async fn create_bulk(
     state: &AppState,
-    owner: &str,
+    creator: &Creator<'_>,
     body: BulkCreate,
     key: Option<&str>,
 ) -> Result<BulkOutcome, AppError> {
@@ -175,7 +184,7 @@ pub async fn create_bulk(
         .map(|_| crate::model::key::sha256_hex(&serde_json::to_string(&body).unwrap_or_default()));
     let idem = match (key, &request_hash) {
         (Some(key), Some(hash)) => Some(IdempotencyKey {
-            owner_id: owner,
+            owner_id: creator.owner,
             key,
             request_hash: hash,
             expired_before: now_ms() - IDEMPOTENCY_TTL_MS,
@@ -188,13 +197,13 @@ pub async fn create_bulk(
         }
     }
 
-    let judged = judge(state, owner, &body.links).await?;
+    let judged = judge(state, creator, &body.links).await?;
     let assemble = |inserted: &[bool]| judged.response(inserted);
     let respond =
         |inserted: &[bool]| serde_json::to_string(&assemble(inserted)).unwrap_or_default();
     let outcome = state
         .db
-        .insert_links_bulk(&judged.ready, idem.as_ref(), &respond)
+        .insert_links_bulk(&judged.ready, &judged.domains, idem.as_ref(), &respond)
         .await;
     match outcome.map_err(|e| {
         write_failed(

@@ -5,8 +5,10 @@
 use super::fields;
 use super::lookups::Lookups;
 use super::{CreateLink, Link, LinkState};
+use crate::domains::admit_new_link;
 use crate::error::AppError;
 use crate::model::time::now_ms;
+use crate::model::Creator;
 use crate::state::AppState;
 use crate::store::{IdempotencyKey, Idempotent, LinkStore, StoreError};
 use shared::codes::{is_reserved, validate_alias};
@@ -35,22 +37,23 @@ pub fn check_idempotency_key(key: &str) -> Result<&str, AppError> {
     }
 }
 
-/// Creates a link for `owner` from a request body, at most once per idempotency key.
+/// Creates a link for `creator`'s owner from a request body, at most once per
+/// idempotency key.
 pub async fn create_link_once(
     state: &AppState,
-    owner: &str,
+    creator: &Creator<'_>,
     req: CreateLink,
     idempotency_key: Option<&str>,
 ) -> Result<Created, AppError> {
     let Some(key) = idempotency_key else {
-        return create_link(state, owner, req)
+        return create_link(state, creator, req)
             .await
             .map(|link| Created::New(Box::new(link)));
     };
     let request_hash =
         crate::model::key::sha256_hex(&serde_json::to_string(&req).unwrap_or_default());
     let idem = IdempotencyKey {
-        owner_id: owner,
+        owner_id: creator.owner,
         key,
         request_hash: &request_hash,
         expired_before: now_ms() - IDEMPOTENCY_TTL_MS,
@@ -59,11 +62,12 @@ pub async fn create_link_once(
     if let Some((hash, response)) = state.db.find_idempotent(&idem).await? {
         return replay(&request_hash, hash, response).map(Created::Replayed);
     }
-    let link = prepare_link(state, &mut Lookups::new(state), owner, &req).await?;
+    let mut lookups = Lookups::new(state);
+    let link = prepare_link(state, &mut lookups, creator, &req).await?;
     let response = serde_json::to_string(&link.view()).unwrap_or_default();
     match state
         .db
-        .insert_link_idempotent(&link, &idem, &response)
+        .insert_link_idempotent(&link, &lookups.judged_by(), &idem, &response)
         .await
     {
         Ok(Idempotent::Created) => {
@@ -96,10 +100,15 @@ pub(super) fn replay(
     }
 }
 
-/// Creates a link for `owner` from a request body.
-pub async fn create_link(state: &AppState, owner: &str, req: CreateLink) -> Result<Link, AppError> {
-    let link = prepare_link(state, &mut Lookups::new(state), owner, &req).await?;
-    match state.db.insert_link(&link).await {
+/// Creates a link for `creator`'s owner from a request body.
+pub async fn create_link(
+    state: &AppState,
+    creator: &Creator<'_>,
+    req: CreateLink,
+) -> Result<Link, AppError> {
+    let mut lookups = Lookups::new(state);
+    let link = prepare_link(state, &mut lookups, creator, &req).await?;
+    match state.db.insert_link(&link, &lookups.judged_by()).await {
         Ok(()) => {
             stored(state, &link).await;
             Ok(link)
@@ -140,7 +149,7 @@ pub(crate) async fn stored(state: &AppState, link: &Link) {
 pub(crate) async fn prepare_link(
     state: &AppState,
     lookups: &mut Lookups<'_>,
-    owner: &str,
+    creator: &Creator<'_>,
     req: &CreateLink,
 ) -> Result<Link, AppError> {
     let now = now_ms();
@@ -148,7 +157,9 @@ pub(crate) async fn prepare_link(
         Some(d) => normalize_short_domain(d).map_err(|e| AppError::invalid("domain", e))?,
         None => state.settings.default_domain.clone(),
     };
-    let settings = lookups.settings(&domain).await?;
+    let registered = lookups.domain(&domain).await?;
+    admit_new_link(&domain, registered.as_deref(), creator)?;
+    let settings = registered.map(|d| d.settings.clone()).unwrap_or_default();
 
     let target_url = fields::target(lookups, &domain, &req.target_url).await?;
     let expires_at = req
@@ -180,7 +191,7 @@ pub(crate) async fn prepare_link(
         domain,
         code,
         target_url,
-        owner_id: owner.to_owned(),
+        owner_id: creator.owner.to_owned(),
         status: LinkState::Active,
         redirect,
         expires_at,

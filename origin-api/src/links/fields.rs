@@ -8,13 +8,36 @@ use shared::{validate_target, RedirectStatus};
 
 /// A valid target for a link on `domain`: a real http(s) URL on a public host (or one
 /// the operator allows), not on one of this shortener's own domains or addresses (a
-/// loop), not on a banned host. Returns the normalized URL.
+/// loop), not on a banned host, and on one of the domain's allowed hosts when it lists
+/// them. Returns the normalized URL.
 pub(crate) async fn target(
     lookups: &mut Lookups<'_>,
     domain: &str,
     raw: &str,
 ) -> Result<String, AppError> {
-    redirect_url(lookups, domain, "target_url", raw).await
+    let target = redirect_url(lookups, domain, "target_url", raw).await?;
+    let registered = lookups.domain(domain).await?;
+    if let Some(allowed) = registered
+        .as_ref()
+        .and_then(|d| d.allowed_target_hosts.as_ref())
+    {
+        let host = shared::VisitUrl::from_serialized(&target)
+            .map(|v| v.host)
+            .unwrap_or_default();
+        if !allowed
+            .iter()
+            .any(|a| shared::denylist::host_is_or_is_under(host, a))
+        {
+            return Err(AppError::invalid(
+                "target_url",
+                format!(
+                    "links on {domain} may point only at {} (and their subdomains), not {host}",
+                    allowed.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(target)
 }
 
 /// A URL that visitors of `domain` are sent to, given in `field`, by the rules of a

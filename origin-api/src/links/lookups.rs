@@ -1,16 +1,18 @@
-//! What creating links needs to read besides the request — domain settings, which hosts
+//! What creating links needs to read besides the request — the domain's row, which hosts
 //! are Hop's own, the active bans — read once per request (or per bulk batch) and then
 //! answered from memory.
 
+use crate::model::Domain;
 use crate::state::AppState;
-use crate::store::{BanStore, LinkStore, StoreError};
-use shared::{Denylist, DomainSettings};
+use crate::store::{BanStore, DomainAt, DomainStore, LinkStore, StoreError};
+use shared::Denylist;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 pub(crate) struct Lookups<'a> {
     state: &'a AppState,
     deny: Option<Denylist>,
-    domains: HashMap<String, DomainSettings>,
+    domains: HashMap<String, Option<Arc<Domain>>>,
     own: HashMap<String, bool>,
 }
 
@@ -28,19 +30,33 @@ impl<'a> Lookups<'a> {
         self.state
     }
 
-    pub(crate) async fn settings(&mut self, domain: &str) -> Result<DomainSettings, StoreError> {
-        if let Some(s) = self.domains.get(domain) {
-            return Ok(s.clone());
+    /// The registry's row for `domain`, if it is registered.
+    pub(crate) async fn domain(&mut self, domain: &str) -> Result<Option<Arc<Domain>>, StoreError> {
+        if let Some(d) = self.domains.get(domain) {
+            return Ok(d.clone());
         }
-        let s = self.state.db.domain_settings(domain).await?;
-        self.domains.insert(domain.to_owned(), s.clone());
-        Ok(s)
+        let d = self.state.db.domain(domain).await?.map(Arc::new);
+        self.domains.insert(domain.to_owned(), d.clone());
+        Ok(d)
     }
 
-    /// Whether `host` is a short domain of this shortener: the default one or any with
-    /// settings.
+    /// The registered domains looked up so far, at the versions read: what the links
+    /// judged with them are written against.
+    pub(crate) fn judged_by(&self) -> Vec<DomainAt> {
+        self.domains
+            .values()
+            .flatten()
+            .map(|d| DomainAt {
+                domain: d.domain.clone(),
+                version: d.version,
+            })
+            .collect()
+    }
+
+    /// Whether `host` is a short domain of this shortener or under one: the default one
+    /// or any registered.
     pub(crate) async fn is_own_domain(&mut self, host: &str) -> Result<bool, StoreError> {
-        if host == self.state.settings.default_domain {
+        if shared::denylist::host_is_or_is_under(host, &self.state.settings.default_domain) {
             return Ok(true);
         }
         if let Some(&own) = self.own.get(host) {

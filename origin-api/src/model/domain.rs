@@ -60,6 +60,38 @@ impl DomainAccess {
     }
 }
 
+/// Who creates a link, as the registry's rules see them.
+#[derive(Debug, Clone, Copy)]
+pub struct Creator<'a> {
+    pub owner: &'a str,
+    /// Admin keys may use every registered domain.
+    pub admin: bool,
+    /// The domains the key is limited to, if it is (`keys create --domain`).
+    pub domains: Option<&'a [String]>,
+}
+
+impl<'a> Creator<'a> {
+    /// A key of `owner` with no admin rights and no limit of its own.
+    pub fn owner(owner: &'a str) -> Creator<'a> {
+        Creator {
+            owner,
+            admin: false,
+            domains: None,
+        }
+    }
+}
+
+/// Why a creator may not create a link on a registered domain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The domain takes no new links.
+    Disabled,
+    /// The domain is owned, and not by the creator's owner.
+    NotTheOwners,
+    /// The key is limited to other domains.
+    OutsideTheKeysDomains,
+}
+
 /// A registered domain.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Domain {
@@ -84,6 +116,23 @@ pub struct Domain {
 }
 
 impl Domain {
+    /// Why `creator` may not create a link here; `None`: it may. An admin key passes
+    /// the owners, never a disabled domain or the key's own limit.
+    pub fn refuses(&self, creator: &Creator<'_>) -> Option<Refusal> {
+        if self.status == DomainStatus::Disabled {
+            return Some(Refusal::Disabled);
+        }
+        if let Some(domains) = creator.domains {
+            if !domains.contains(&self.domain) {
+                return Some(Refusal::OutsideTheKeysDomains);
+            }
+        }
+        if !creator.admin && !self.access.admits(creator.owner) {
+            return Some(Refusal::NotTheOwners);
+        }
+        None
+    }
+
     /// A domain with the defaults every domain had before the registry, version 1.
     pub fn new(domain: &str, access: DomainAccess, now: i64) -> Domain {
         Domain {
@@ -116,6 +165,46 @@ mod tests {
         assert!(access.admits("acme") && access.admits("zeta"));
         assert!(!access.admits("Acme") && !access.admits("acm") && !access.admits(""));
         assert!(DomainAccess::Shared.admits("anyone"));
+    }
+
+    #[test]
+    fn who_may_create_on_a_domain() {
+        let mut d = Domain::new("go.acme.example", DomainAccess::owners(["acme".into()]), 0);
+        let acme = Creator::owner("acme");
+        let other = Creator::owner("zeta");
+        let admin = Creator {
+            admin: true,
+            ..other
+        };
+        let brand = ["go.acme.example".to_owned()];
+        let elsewhere = ["b.example".to_owned()];
+        assert_eq!(d.refuses(&acme), None);
+        assert_eq!(d.refuses(&other), Some(Refusal::NotTheOwners));
+        assert_eq!(d.refuses(&admin), None);
+        let scoped = |domains| Creator {
+            domains: Some(domains),
+            ..acme
+        };
+        assert_eq!(d.refuses(&scoped(&brand)), None);
+        assert_eq!(
+            d.refuses(&scoped(&elsewhere)),
+            Some(Refusal::OutsideTheKeysDomains)
+        );
+        let scoped_admin = Creator {
+            domains: Some(&elsewhere),
+            ..admin
+        };
+        assert_eq!(
+            d.refuses(&scoped_admin),
+            Some(Refusal::OutsideTheKeysDomains)
+        );
+        d.status = DomainStatus::Disabled;
+        for c in [acme, admin] {
+            assert_eq!(d.refuses(&c), Some(Refusal::Disabled));
+        }
+        d.status = DomainStatus::Active;
+        d.access = DomainAccess::Shared;
+        assert_eq!(d.refuses(&other), None);
     }
 
     #[test]

@@ -20,9 +20,24 @@ pub struct ApiKey {
     pub revoked_at: Option<i64>,
 }
 
+/// Prefix of a scope that limits a key to one domain (`domain:go.acme.example`); a key
+/// with none may use every domain its owner may.
+pub const SCOPE_DOMAIN_PREFIX: &str = "domain:";
+
 impl ApiKey {
     pub fn is_admin(&self) -> bool {
         self.scopes.split(',').any(|s| s == SCOPE_ADMIN)
+    }
+
+    /// The domains this key is limited to, if it is limited (sorted as stored).
+    pub fn domains(&self) -> Option<Vec<String>> {
+        let domains: Vec<String> = self
+            .scopes
+            .split(',')
+            .filter_map(|s| s.strip_prefix(SCOPE_DOMAIN_PREFIX))
+            .map(str::to_owned)
+            .collect();
+        (!domains.is_empty()).then_some(domains)
     }
 
     /// Whether `secret` is this key's secret; constant time in the secret.

@@ -10,6 +10,6 @@ pub mod link;
 pub mod time;
 
 pub use ban::{denylist, denylist_snapshot, Ban, BanTarget};
-pub use domain::{Domain, DomainAccess, DomainStatus};
+pub use domain::{Creator, Domain, DomainAccess, DomainStatus, Refusal};
 pub use key::ApiKey;
 pub use link::{Link, LinkState, ListFilter, Published, KV_PROPAGATION_MS};

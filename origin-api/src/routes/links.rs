@@ -28,7 +28,7 @@ fn link_response(status: StatusCode, link: &Link) -> Response {
     responses(
         (status = 201, description = "Created (or replayed, with `Idempotent-Replayed: true`)", body = LinkView,
             headers(("ETag" = String, description = "The version, quoted"), ("Location" = String))),
-        (status = 409, description = "the alias is taken", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "the alias is taken, or the domain changed meanwhile (send it again)", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "a field is invalid: bad URL, banned or own host, bad or reserved alias, past expiry, unknown field; or the key was used with another body", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "this key creates too fast; see Retry-After", body = Problem, content_type = "application/problem+json"),
     ),
@@ -41,7 +41,7 @@ pub(crate) async fn create(
 ) -> Result<Response, AppError> {
     state.create_limit.take(&caller.key_id, 1)?;
     let key = idempotency_key(&headers)?;
-    let res = match create_link_once(&state, &caller.owner_id, body, key).await? {
+    let res = match create_link_once(&state, &caller.creator(), body, key).await? {
         Created::New(link) => with_location(
             link_response(StatusCode::CREATED, &link),
             &link.domain,
@@ -83,7 +83,7 @@ pub(crate) async fn create_bulk(
     state.create_limit.take(&caller.key_id, body.links.len())?;
     let key = idempotency_key(&headers)?;
     Ok(
-        match links::create_bulk(&state, &caller.owner_id, body, key).await? {
+        match links::create_bulk(&state, &caller.creator(), body, key).await? {
             BulkOutcome::New(response) => (StatusCode::OK, Json(response)).into_response(),
             BulkOutcome::Replayed(json) => (
                 StatusCode::OK,

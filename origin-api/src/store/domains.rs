@@ -2,7 +2,7 @@
 //! `domain_owners` when it is not shared.
 
 use super::sql::{list_placeholders, Arg, Conn};
-use super::{DomainStore, StoreError};
+use super::{DomainAt, DomainStore, StoreError};
 use crate::db::Db;
 use crate::model::{Domain, DomainAccess, DomainStatus};
 use async_trait::async_trait;
@@ -37,6 +37,66 @@ impl SettingsRow {
             max_age_s: u32::try_from(self.max_age_s).map_err(|_| corrupt("max_age_s"))?,
         })
     }
+}
+
+/// Reads, and on PostgreSQL locks, the row of `name` for a change in this transaction:
+/// whether it exists; `Stale` when it is not at `expected`; with `only_without_links`,
+/// `HoldsLinks` when a link lives on it. A new link reads the row under a shared lock
+/// ([`check_domains`]), so the two are ordered: a link committed first is seen here, and
+/// a link after this change sees the new version and fails.
+async fn lock_for_change(
+    c: &mut Conn<'_>,
+    name: &str,
+    expected: Option<i64>,
+    only_without_links: bool,
+) -> Result<bool, StoreError> {
+    let lock = if c.is_postgres() { " FOR UPDATE" } else { "" };
+    let row: Option<(i64,)> = c
+        .fetch_optional(
+            &format!("SELECT version FROM domains WHERE domain = $1{lock}"),
+            &[name.into()],
+        )
+        .await?;
+    let Some((version,)) = row else {
+        return match expected {
+            Some(_) => Err(StoreError::Stale),
+            None => Ok(false),
+        };
+    };
+    if expected.is_some_and(|e| e != version) {
+        return Err(StoreError::Stale);
+    }
+    if only_without_links {
+        let link: Option<(i64,)> = c
+            .fetch_optional(
+                "SELECT link_id FROM links WHERE domain = $1 LIMIT 1",
+                &[name.into()],
+            )
+            .await?;
+        if link.is_some() {
+            return Err(StoreError::HoldsLinks);
+        }
+    }
+    Ok(true)
+}
+
+/// Checks, first thing in a transaction that writes links, that each domain they were
+/// judged by is still at that version, holding its row under a shared lock on
+/// PostgreSQL until the commit (SQLite has one writer at a time); `DomainChanged` when
+/// one moved on or went. See [`lock_for_change`].
+pub(super) async fn check_domains(
+    c: &mut Conn<'_>,
+    domains: &[DomainAt],
+) -> Result<(), StoreError> {
+    let lock = if c.is_postgres() { " FOR SHARE" } else { "" };
+    let sql = format!("SELECT version FROM domains WHERE domain = $1{lock}");
+    for d in domains {
+        let row: Option<(i64,)> = c.fetch_optional(&sql, &[(&d.domain).into()]).await?;
+        if row.and_then(|(v,)| u64::try_from(v).ok()) != Some(d.version) {
+            return Err(StoreError::DomainChanged);
+        }
+    }
+    Ok(())
 }
 
 const COLUMNS: &str = "domain, alphabet, code_length, case_insensitive, forward_query, \
@@ -210,13 +270,19 @@ impl DomainStore for Db {
         Ok(())
     }
 
-    async fn update_domain(&self, d: &Domain, expected: u64) -> Result<(), StoreError> {
+    async fn update_domain(
+        &self,
+        d: &Domain,
+        expected: u64,
+        only_without_links: bool,
+    ) -> Result<(), StoreError> {
         let (hosts, version) = encoded(d)?;
         let expected = i64::try_from(expected).map_err(|_| StoreError::Stale)?;
         let mut args = row_args(d, &hosts, version);
         args.push(expected.into());
         let mut tx = self.begin_write().await?;
         let mut c = tx.conn();
+        lock_for_change(&mut c, &d.domain, Some(expected), only_without_links).await?;
         let changed = c
             .execute(
                 "UPDATE domains SET alphabet = $2, code_length = $3, case_insensitive = $4, \
@@ -240,19 +306,25 @@ impl DomainStore for Db {
         Ok(())
     }
 
-    async fn domain_has_links(&self, name: &str) -> Result<bool, StoreError> {
-        let found: Option<(i64,)> = self
-            .read_optional(
-                "SELECT link_id FROM links WHERE domain = $1 LIMIT 1",
+    async fn owners_of_links_on(&self, name: &str) -> Result<Vec<String>, StoreError> {
+        let rows: Vec<(String,)> = self
+            .read_all(
+                "SELECT DISTINCT owner_id FROM links WHERE domain = $1 ORDER BY owner_id",
                 &[name.into()],
             )
             .await?;
-        Ok(found.is_some())
+        Ok(rows.into_iter().map(|(o,)| o).collect())
     }
 
-    async fn delete_domain(&self, name: &str) -> Result<bool, StoreError> {
+    async fn delete_domain(&self, name: &str, expected: Option<u64>) -> Result<bool, StoreError> {
+        let expected = expected
+            .map(|v| i64::try_from(v).map_err(|_| StoreError::Stale))
+            .transpose()?;
         let mut tx = self.begin_write().await?;
         let mut c = tx.conn();
+        if !lock_for_change(&mut c, name, expected, true).await? {
+            return Ok(false);
+        }
         c.execute(
             "DELETE FROM domain_owners WHERE domain = $1",
             &[name.into()],

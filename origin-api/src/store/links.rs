@@ -2,10 +2,10 @@
 //! only arbiter of who gets a code: inserts never check first.
 
 use super::bans::active_bans;
-use super::domains::SettingsRow;
+use super::domains::{check_domains, SettingsRow};
 use super::outbox::{insert_outbox, link_row, OutboxInsert};
 use super::sql::{list_placeholders, values_placeholders, Arg, Conn};
-use super::{BulkInsert, IdempotencyKey, Idempotent, LinkStore, StoreError};
+use super::{BulkInsert, DomainAt, IdempotencyKey, Idempotent, LinkStore, StoreError};
 use crate::db::Db;
 use crate::model::{ApiKey, Link, LinkState, ListFilter, Published};
 use async_trait::async_trait;
@@ -431,10 +431,12 @@ async fn update_one(c: &mut Conn<'_>, link: &Link, expected: i64) -> Result<Link
 
 #[async_trait]
 impl LinkStore for Db {
-    async fn insert_link(&self, link: &Link) -> Result<(), StoreError> {
+    async fn insert_link(&self, link: &Link, domains: &[DomainAt]) -> Result<(), StoreError> {
         let row = NewLinkRow::new(link)?;
         let mut tx = self.begin_write().await?;
-        insert_one(&mut tx.conn(), &row).await?;
+        let mut c = tx.conn();
+        check_domains(&mut c, domains).await?;
+        insert_one(&mut c, &row).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -442,6 +444,7 @@ impl LinkStore for Db {
     async fn insert_link_idempotent(
         &self,
         link: &Link,
+        domains: &[DomainAt],
         key: &IdempotencyKey<'_>,
         response: &str,
     ) -> Result<Idempotent, StoreError> {
@@ -461,6 +464,7 @@ impl LinkStore for Db {
                 response,
             });
         }
+        check_domains(&mut c, domains).await?;
         insert_one(&mut c, &row).await?;
         tx.commit().await?;
         Ok(Idempotent::Created)
@@ -469,6 +473,7 @@ impl LinkStore for Db {
     async fn insert_links_bulk(
         &self,
         items: &[Link],
+        domains: &[DomainAt],
         key: Option<&IdempotencyKey<'_>>,
         respond: &(dyn for<'x> Fn(&'x [bool]) -> String + Send + Sync),
     ) -> Result<BulkInsert, StoreError> {
@@ -487,6 +492,7 @@ impl LinkStore for Db {
                 });
             }
         }
+        check_domains(&mut c, domains).await?;
         // Whether a ban covers each link is decided here, under the ban lock, so that a
         // ban committing meanwhile is either seen or sees these links.
         ban_lock(&mut c, BanLock::Shared).await?;
@@ -623,14 +629,23 @@ impl LinkStore for Db {
     }
 
     async fn is_own_domain(&self, host: &str) -> Result<bool, StoreError> {
-        // A row in `domains`, or any link on it: both are served.
-        let found: Option<(i64,)> = self.read_optional(
-                "SELECT CAST(1 AS BIGINT) FROM domains WHERE domain = $1 \
-                 UNION ALL SELECT CAST(1 AS BIGINT) FROM (SELECT 1 FROM links WHERE domain = $1 LIMIT 1) AS l \
-                 LIMIT 1",
-                &[host.into()],
-            )
-            .await?;
+        // The host and each of its parents (`a.go.example`, `go.example`, `example`):
+        // a registered domain serves its subdomains' visitors too, were DNS to send them.
+        // A host holding links is served as well (links from before the registry).
+        let mut names = vec![host];
+        let mut rest = host;
+        while let Some((_, parent)) = rest.split_once('.') {
+            names.push(parent);
+            rest = parent;
+        }
+        let sql = format!(
+            "SELECT CAST(1 AS BIGINT) FROM domains WHERE domain IN ({}) \
+             UNION ALL SELECT CAST(1 AS BIGINT) FROM (SELECT 1 FROM links WHERE domain = $1 LIMIT 1) AS l \
+             LIMIT 1",
+            list_placeholders(1, names.len())
+        );
+        let args: Vec<Arg<'_>> = names.iter().map(|n| (*n).into()).collect();
+        let found: Option<(i64,)> = self.read_optional(&sql, &args).await?;
         Ok(found.is_some())
     }
 

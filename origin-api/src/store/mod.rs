@@ -49,6 +49,12 @@ pub enum StoreError {
     /// The domain is in the registry already.
     #[error("that domain is registered already")]
     Registered,
+    /// A domain a link was judged by changed, or went, before the link was written.
+    #[error("the link's domain changed while the link was being created: send it again")]
+    DomainChanged,
+    /// The change needs a domain no link lives on, and links live on it.
+    #[error("links live on that domain")]
+    HoldsLinks,
     /// A conditional write found another version than expected.
     #[error("the row changed since it was read")]
     Stale,
@@ -255,13 +261,22 @@ pub(crate) fn db_now_sql(db: &crate::db::Db) -> &'static str {
     }
 }
 
+/// A registered domain at the version a write was judged by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DomainAt {
+    pub domain: String,
+    pub version: u64,
+}
+
 /// Links, keys, domain settings and bans.
 #[async_trait]
 pub trait LinkStore: Send + Sync + Debug + 'static {
     /// Inserts a link and its outbox row (normal lane) in one transaction; `Taken` when
     /// the route key exists, in which case nothing is written. The edge record is marked
-    /// `banned` when a ban covers the link as the transaction commits.
-    async fn insert_link(&self, link: &Link) -> Result<(), StoreError>;
+    /// `banned` when a ban covers the link as the transaction commits. `domains`: the
+    /// registry rows the link was judged by, each read (and on PostgreSQL locked) in the
+    /// transaction first: `DomainChanged`, with nothing written, when one moved on.
+    async fn insert_link(&self, link: &Link, domains: &[DomainAt]) -> Result<(), StoreError>;
     /// Like `insert_link`, under an idempotency key: in the same transaction the key is
     /// claimed for `owner` and `response` recorded. When the key is already held, nothing
     /// is written and the earlier request's hash and response come back instead. A
@@ -270,6 +285,7 @@ pub trait LinkStore: Send + Sync + Debug + 'static {
     async fn insert_link_idempotent(
         &self,
         link: &Link,
+        domains: &[DomainAt],
         key: &IdempotencyKey<'_>,
         response: &str,
     ) -> Result<Idempotent, StoreError>;
@@ -280,6 +296,7 @@ pub trait LinkStore: Send + Sync + Debug + 'static {
     async fn insert_links_bulk(
         &self,
         items: &[Link],
+        domains: &[DomainAt],
         key: Option<&IdempotencyKey<'_>>,
         respond: &(dyn for<'x> Fn(&'x [bool]) -> String + Send + Sync),
     ) -> Result<BulkInsert, StoreError>;
@@ -299,8 +316,8 @@ pub trait LinkStore: Send + Sync + Debug + 'static {
     async fn update_link(&self, link: &Link, expected: u64) -> Result<Link, StoreError>;
     /// The domain's settings, or the defaults when it has no row.
     async fn domain_settings(&self, domain: &str) -> Result<DomainSettings, StoreError>;
-    /// Whether `host` is one of the short domains this origin serves (has a row in
-    /// `domains` or holds a link).
+    /// Whether `host` is one of the short domains this origin serves or under one
+    /// (the registry holds it or a parent of it, label-wise), or holds a link.
     async fn is_own_domain(&self, host: &str) -> Result<bool, StoreError>;
     /// Every domain that holds a link or has settings: the hosts the redirect answers
     /// for. One index probe per domain, however many links there are.
@@ -370,12 +387,22 @@ pub trait DomainStore: Send + Sync + Debug + 'static {
     /// The domains keys of `owner` may create links on: the shared ones and its own.
     async fn domains_for_owner(&self, owner: &str) -> Result<Vec<Domain>, StoreError>;
     /// Replaces the row and owners of `domain.domain` in one transaction while its
-    /// version is still `expected`; `Stale`, with nothing written, once it moved on.
-    async fn update_domain(&self, domain: &Domain, expected: u64) -> Result<(), StoreError>;
-    /// Whether any link, a tombstone included, lives on the domain.
-    async fn domain_has_links(&self, name: &str) -> Result<bool, StoreError>;
-    /// Removes a registered domain and its owners; whether there was one to remove.
-    async fn delete_domain(&self, name: &str) -> Result<bool, StoreError>;
+    /// version is still `expected`; `Stale`, with nothing written, once it moved on. With
+    /// `only_without_links` (a change of the code shape), `HoldsLinks` when a link lives
+    /// on it, checked after the row is locked, so that no first link slips in between.
+    async fn update_domain(
+        &self,
+        domain: &Domain,
+        expected: u64,
+        only_without_links: bool,
+    ) -> Result<(), StoreError>;
+    /// The owners of the links on `name`, sorted: who a domain from before the
+    /// registry is registered for.
+    async fn owners_of_links_on(&self, name: &str) -> Result<Vec<String>, StoreError>;
+    /// Removes a registered domain and its owners when no link lives on it
+    /// (`HoldsLinks` otherwise, checked after the row is locked) and, when `expected`
+    /// is given, at that version (`Stale`); whether there was one to remove.
+    async fn delete_domain(&self, name: &str, expected: Option<u64>) -> Result<bool, StoreError>;
 }
 
 /// Bans, each written with its denylist snapshot (fast lane) and the re-published

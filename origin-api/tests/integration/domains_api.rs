@@ -92,7 +92,7 @@ async fn an_admin_registers_a_domain_with_its_settings_and_keys_see_only_what_th
             .post_json(
                 &admin,
                 "/v1/domains",
-                &json!({"domain": "s.example", "shared": true}),
+                &json!({"domain": "shared.example", "shared": true}),
             )
             .await;
         assert_eq!(shared.status, StatusCode::CREATED, "{}", shared.text);
@@ -101,12 +101,14 @@ async fn an_admin_registers_a_domain_with_its_settings_and_keys_see_only_what_th
         assert_eq!(shared.body["max_age_s"], 60);
         assert_eq!(shared.body["default_redirect"], 302);
 
+        // s.example is the test origin's default domain, registered shared at startup.
         let all = api.call_as(&admin, "GET", "/v1/domains").await;
-        assert_eq!(names(&all.body), ["go.acme.example", "s.example"]);
+        let everyone = ["go.acme.example", "s.example", "shared.example"];
+        assert_eq!(names(&all.body), everyone);
         let mine = api.call_as(&acme, "GET", "/v1/domains").await;
-        assert_eq!(names(&mine.body), ["go.acme.example", "s.example"]);
+        assert_eq!(names(&mine.body), everyone);
         let theirs = api.call_as(&other, "GET", "/v1/domains").await;
-        assert_eq!(names(&theirs.body), ["s.example"]);
+        assert_eq!(names(&theirs.body), ["s.example", "shared.example"]);
 
         let read = api
             .call_as(&acme, "GET", "/v1/domains/GO.acme.example")
@@ -196,7 +198,8 @@ async fn every_bad_field_is_refused_naming_it_and_registers_nothing() {
             .post_json(&admin, "/v1/domains", &ok(json!({"colour": "blue"})))
             .await;
         assert!(unknown.status.is_client_error(), "{}", unknown.text);
-        assert_eq!(api.count("domains").await, 0, "{}", t.kind());
+        // Only the default domain, registered at startup.
+        assert_eq!(api.count("domains").await, 1, "{}", t.kind());
         assert_eq!(api.count("domain_owners").await, 0, "{}", t.kind());
         t.cleanup().await;
     }
@@ -204,8 +207,9 @@ async fn every_bad_field_is_refused_naming_it_and_registers_nothing() {
 
 #[tokio::test]
 async fn a_fresh_install_has_its_default_domain_registered_shared_once() {
-    let t = TestDb::sqlite().await;
-    let mut s = settings(&t.url);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite://{}", dir.path().join("fresh.db").display());
+    let mut s = settings(&url);
     s.default_domain = "go.fresh.example".into();
     let db = origin_api::prepare(&s).await.expect("prepare");
     // A second start finds it and changes nothing.
@@ -218,7 +222,6 @@ async fn a_fresh_install_has_its_default_domain_registered_shared_once() {
     assert_eq!(d.settings, shared::DomainSettings::default());
     db.close().await;
     again.close().await;
-    t.cleanup().await;
 }
 
 async fn patch(
@@ -335,7 +338,11 @@ async fn changes_need_the_current_version_and_a_domain_with_links_keeps_its_code
         );
         let other = api.key("other", false).await;
         let theirs = api.call_as(&other, "GET", "/v1/domains").await;
-        assert_eq!(names(&theirs.body), ["go.acme.example"], "shared now");
+        assert_eq!(
+            names(&theirs.body),
+            ["go.acme.example", "s.example"],
+            "shared now"
+        );
 
         // A domain that holds links is disabled, not removed.
         let refused = api.call_as(&admin, "DELETE", path).await;
@@ -353,13 +360,9 @@ async fn changes_need_the_current_version_and_a_domain_with_links_keeps_its_code
 async fn an_empty_domain_is_removed_but_the_default_domain_never() {
     for (api, t) in apis("domains-delete").await {
         let admin = api.key("ops", true).await;
-        for body in [
-            json!({"domain": "s.example", "shared": true}),
-            json!({"domain": "old.example", "owners": ["acme"]}),
-        ] {
-            let made = api.post_json(&admin, "/v1/domains", &body).await;
-            assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
-        }
+        let body = json!({"domain": "old.example", "owners": ["acme"]});
+        let made = api.post_json(&admin, "/v1/domains", &body).await;
+        assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
         let acme = api.key("acme", false).await;
         assert_eq!(
             api.call_as(&acme, "DELETE", "/v1/domains/old.example")
@@ -404,14 +407,6 @@ async fn a_body_that_is_not_a_json_object_is_refused_and_changes_nothing() {
         state: crate::common::app_state(&t),
     };
     let admin = api.key("ops", true).await;
-    let made = api
-        .post_json(
-            &admin,
-            "/v1/domains",
-            &json!({"domain": "s.example", "shared": true}),
-        )
-        .await;
-    assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
     let change = patch(
         &api,
         &admin,
@@ -446,5 +441,190 @@ async fn a_body_that_is_not_a_json_object_is_refused_and_changes_nothing() {
     assert_eq!(api.count("domains").await, 1);
     let read = api.call_as(&admin, "GET", "/v1/domains/s.example").await;
     assert_eq!(read.body["version"], 1, "{}", read.text);
+    t.cleanup().await;
+}
+
+/// The registry decides where links may be created: an unregistered domain is 422
+/// naming the field, another owner's 403, a key limited to other domains 403, a
+/// disabled domain 422; admin keys may use every domain; an allowlist of target hosts
+/// holds; and a target on a served domain or under one is a loop. Single and bulk
+/// creates alike, and nothing refused is stored.
+#[tokio::test]
+async fn links_are_created_only_where_the_registry_allows_the_key() {
+    for (api, t) in apis("domain-rules").await {
+        let admin = api.key("ops", true).await;
+        let acme = api.key("acme", false).await;
+        let other = api.key("other", false).await;
+        let acme_default_only = api.key_limited_to("acme", &["s.example"]).await;
+        let brand = json!({
+            "domain": "go.acme.example",
+            "owners": ["acme"],
+            "allowed_target_hosts": ["acme.example"],
+        });
+        let made = api.post_json(&admin, "/v1/domains", &brand).await;
+        assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+        let on = |domain: &str, target: &str| json!({"domain": domain, "target_url": target});
+        let shop = "https://shop.acme.example/spring";
+
+        let refused = [
+            (
+                &acme,
+                on("nowhere.example", shop),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "not a registered domain",
+            ),
+            (
+                &other,
+                on("go.acme.example", shop),
+                StatusCode::FORBIDDEN,
+                "other owners",
+            ),
+            (
+                &acme_default_only,
+                on("go.acme.example", shop),
+                StatusCode::FORBIDDEN,
+                "limited to other domains",
+            ),
+            (
+                &acme,
+                on("go.acme.example", "https://elsewhere.example/"),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "may point only at acme.example",
+            ),
+            (
+                &acme,
+                on("s.example", "https://x.go.acme.example/"),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "own domains",
+            ),
+        ];
+        for (token, body, status, says) in &refused {
+            let res = api.create(token, body.clone()).await;
+            assert_eq!(res.status, *status, "{}: {body} {}", t.kind(), res.text);
+            assert!(res.text.contains(says), "{body}: {}", res.text);
+            if *status == StatusCode::UNPROCESSABLE_ENTITY {
+                let field = if says.contains("registered") {
+                    "domain"
+                } else {
+                    "target_url"
+                };
+                assert!(
+                    res.text.contains(field),
+                    "{body} names {field}: {}",
+                    res.text
+                );
+            }
+        }
+        assert_eq!(api.count("links").await, 0, "{}", t.kind());
+
+        for (token, body) in [
+            (&acme, on("go.acme.example", shop)),
+            (&admin, on("go.acme.example", "https://acme.example/")),
+            (
+                &acme_default_only,
+                on("s.example", "https://elsewhere.example/"),
+            ),
+        ] {
+            let res = api.create(token, body.clone()).await;
+            assert_eq!(
+                res.status,
+                StatusCode::CREATED,
+                "{}: {body} {}",
+                t.kind(),
+                res.text
+            );
+        }
+
+        // Bulk: each item judged by the same rules, in its place.
+        let bulk = api
+            .post_json(
+                &other,
+                "/v1/links/bulk",
+                &json!({"links": [
+                    on("nowhere.example", shop),
+                    on("go.acme.example", shop),
+                    on("s.example", "https://other.example/"),
+                ]}),
+            )
+            .await;
+        assert_eq!(bulk.status, StatusCode::OK, "{}", bulk.text);
+        let results = bulk.body["results"].as_array().expect("results");
+        let statuses: Vec<&Value> = results.iter().map(|r| &r["error"]["status"]).collect();
+        assert_eq!(
+            statuses,
+            [&json!(422), &json!(403), &Value::Null],
+            "{}",
+            bulk.text
+        );
+        assert_eq!(results[2]["ok"], true);
+
+        // A disabled domain takes no new links, not even an admin's.
+        let disabled = patch(
+            &api,
+            &admin,
+            "/v1/domains/go.acme.example",
+            Some("\"1\""),
+            json!({"status": "disabled"}),
+        )
+        .await;
+        assert_eq!(disabled.status, StatusCode::OK, "{}", disabled.text);
+        for token in [&acme, &admin] {
+            let res = api.create(token, on("go.acme.example", shop)).await;
+            assert_eq!(res.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", res.text);
+            assert!(res.text.contains("disabled"), "{}", res.text);
+        }
+        assert_eq!(api.count("links").await, 4, "{}", t.kind());
+        t.cleanup().await;
+    }
+}
+
+/// Links made before the registry keep redirecting after the upgrade: their domains are
+/// registered at startup, for the owners of their links, and the default domain stays
+/// open to every key.
+#[tokio::test]
+async fn an_upgrade_registers_the_domains_links_live_on_for_their_owners() {
+    let t = TestDb::sqlite().await;
+    let api = crate::common::Api {
+        state: crate::common::app_state(&t),
+    };
+    crate::common::register(&t.db, "old.example").await;
+    let acme = api.key("acme", false).await;
+    let made = api
+        .create(
+            &acme,
+            json!({"domain": "old.example", "target_url": "https://e.example/", "code": "kept"}),
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+    // As the database was before the registry: links, and no row for their domain.
+    api.exec("DELETE FROM domains WHERE domain = 'old.example'")
+        .await;
+
+    let db = origin_api::prepare(&settings(&t.url))
+        .await
+        .expect("prepare");
+    let d = db
+        .domain("old.example")
+        .await
+        .expect("read")
+        .expect("registered");
+    assert_eq!(
+        d.access,
+        origin_api::model::DomainAccess::Owners(vec!["acme".into()])
+    );
+    assert_eq!(d.settings, shared::DomainSettings::default());
+    db.close().await;
+    assert_eq!(
+        api.visit("GET", "old.example", "/kept").await.status,
+        StatusCode::FOUND
+    );
+    let other = api.key("other", false).await;
+    let squat = api
+        .create(
+            &other,
+            json!({"domain": "old.example", "target_url": "https://e.example/"}),
+        )
+        .await;
+    assert_eq!(squat.status, StatusCode::FORBIDDEN, "{}", squat.text);
     t.cleanup().await;
 }

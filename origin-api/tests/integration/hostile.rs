@@ -40,7 +40,9 @@ impl Served {
 
     /// A new API key of `acme`: its record (for its id) and its token.
     async fn key(&self) -> (origin_api::model::ApiKey, String) {
-        let (k, token) = origin_api::keys::issue("acme", "k", false, 0).expect("key");
+        let (k, token) =
+            origin_api::keys::issue("acme", "k", &origin_api::keys::Grant::default(), 0)
+                .expect("key");
         origin_api::store::LinkStore::insert_key(&self.state.db, &k)
             .await
             .expect("insert key");
@@ -424,6 +426,7 @@ async fn hosts_this_origin_does_not_serve_cost_no_database_read() {
         let s = serve(&t, &[]).await;
         let (_, token) = s.key().await;
         let client = no_redirects();
+        crate::common::register(&t.db, "other.example").await;
         for (domain, code) in [("s.example", "on-default"), ("other.example", "on-other")] {
             let res = client
                 .post(s.url("/v1/links"))
@@ -569,7 +572,8 @@ async fn links_to_private_addresses_and_back_to_the_shortener_are_refused() {
         crate::common::apis_with("target-policy", &["--listen", "93.184.216.34:8080"]).await
     {
         let token = api.key("acme", false).await;
-        // Another domain this shortener serves: it holds a link.
+        // Another domain this shortener serves, with a link.
+        crate::common::register(&t.db, "go.example").await;
         let res = api
             .create(
                 &token,
@@ -819,7 +823,8 @@ async fn text_that_would_deceive_or_break_a_reader_is_refused() {
 async fn a_request_whose_body_never_comes_is_cut_off_when_busy_too_long() {
     let t = TestDb::sqlite().await;
     let state = app_state_with(&t, &[]);
-    let (k, token) = origin_api::keys::issue("acme", "k", false, 0).expect("key");
+    let (k, token) =
+        origin_api::keys::issue("acme", "k", &origin_api::keys::Grant::default(), 0).expect("key");
     origin_api::store::LinkStore::insert_key(&state.db, &k)
         .await
         .expect("insert key");

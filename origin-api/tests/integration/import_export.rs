@@ -40,7 +40,8 @@ async fn serve(t: &TestDb, owner: &str) -> Served {
         .expect("test setup");
     let origin = format!("http://{}/", listener.local_addr().expect("test setup"));
     let state = app_state(t);
-    let (key, token) = keys::issue(owner, "import", false, now_ms()).expect("test setup");
+    let (key, token) =
+        keys::issue(owner, "import", &keys::Grant::default(), now_ms()).expect("test setup");
     state.db.insert_key(&key).await.expect("test setup");
     let server = tokio::spawn(async move {
         origin_api::serve(listener, state, std::future::pending())
@@ -303,5 +304,33 @@ async fn export_shows_only_the_keys_owner_and_tombstones_on_request() {
         .unwrap()
         .contains("\"status\":\"deleted\""));
     drop((mine, theirs));
+    t.cleanup().await;
+}
+
+/// An import onto a domain the registry does not hold creates nothing, and each row's
+/// reason names the domain.
+#[tokio::test]
+async fn an_import_onto_an_unregistered_domain_creates_nothing_and_says_why() {
+    let t = TestDb::sqlite().await;
+    let served = serve(&t, "marketing").await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("links.csv");
+    std::fs::write(
+        &file,
+        "target_url,code\nhttps://dest.example/a,\nhttps://dest.example/b,promo\n",
+    )
+    .unwrap();
+    let mut opts = options(&file);
+    opts.domain = Some("nowhere.example".into());
+    let summary = served.import(&opts).await.unwrap();
+    assert_eq!((summary.created, summary.failed), (0, 2));
+    for (_, reason) in &summary.failures {
+        assert!(
+            reason.contains("nowhere.example is not a registered domain"),
+            "{reason}"
+        );
+    }
+    assert_eq!(export_all(&served.client, ExportFormat::Jsonl).await, "");
+    drop(served);
     t.cleanup().await;
 }

@@ -122,6 +122,7 @@ async fn every_change_writes_its_outbox_row_in_the_same_transaction() {
 async fn custom_aliases_are_unique_per_domain_and_never_reissued() {
     for (api, t) in apis("aliases").await {
         let token = api.key("acme", false).await;
+        crate::common::register(&t.db, "t.example").await;
         let first = api
             .create(
                 &token,
@@ -772,6 +773,7 @@ async fn listing_pages_through_the_owners_links_newest_first_without_gaps_or_rep
         }
         api.create(&other, json!({ "target_url": "https://e.example/theirs" }))
             .await;
+        crate::common::register(&t.db, "t.example").await;
         api.create(
             &token,
             json!({ "target_url": "https://e.example/t", "domain": "t.example" }),

@@ -117,7 +117,7 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
     );
 
     // The documented shapes are the served ones, field for field.
-    let (key, token) = keys::issue("o", "t", false, now_ms()).unwrap();
+    let (key, token) = keys::issue("o", "t", &keys::Grant::default(), now_ms()).unwrap();
     state.db.insert_key(&key).await.unwrap();
     let create = |body: Value| {
         Request::post("/v1/links")
@@ -140,7 +140,7 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
     let (status, summary) = call(&state, req).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(keys_of(&summary), properties(&doc, "OwnerStats"));
-    let (admin, admin_token) = keys::issue("ops", "t", true, now_ms()).unwrap();
+    let (admin, admin_token) = keys::issue("ops", "t", &keys::Grant::admin(), now_ms()).unwrap();
     state.db.insert_key(&admin).await.unwrap();
     let req = Request::post("/v1/domains")
         .header(header::AUTHORIZATION, format!("Bearer {admin_token}"))

@@ -6,6 +6,7 @@ use crate::common::TestDb;
 use async_trait::async_trait;
 use origin_api::db::Db;
 use origin_api::model::time::now_ms;
+use origin_api::model::Creator;
 use origin_api::publisher::sink::{Sink, SinkError};
 use origin_api::publisher::{Publisher, Timings, LEASE};
 use origin_api::store::{
@@ -175,7 +176,7 @@ fn setup(t: &TestDb) -> Setup {
 
 async fn create(s: &Setup, body: Value) -> origin_api::model::Link {
     let req: links::CreateLink = serde_json::from_value(body).expect("body");
-    match links::create_link_once(&s.state, &s.owner, req, None)
+    match links::create_link_once(&s.state, &Creator::owner(&s.owner), req, None)
         .await
         .expect("create")
     {
@@ -227,7 +228,7 @@ async fn creates_edits_and_bans_reach_the_edge_coalesced_with_the_fast_lane_firs
         }
         assert_eq!(current.version, 3);
         // A ban, on the fast lane.
-        let (admin, _) = keys::issue("ops", "t", true, now_ms()).expect("key");
+        let (admin, _) = keys::issue("ops", "t", &keys::Grant::admin(), now_ms()).expect("key");
         s.state.db.insert_key(&admin).await.expect("key");
         let ban = origin_api::model::BanTarget::Host {
             host: "evil.example".into(),
@@ -734,7 +735,7 @@ async fn a_push_stalled_past_the_lease_never_lands_after_the_standbys_and_the_st
                     json!({ "target_url": "https://dest.example/v1", "code": code }),
                 )
                 .expect("body");
-                links::create_link(&state, "acme", req)
+                links::create_link(&state, &Creator::owner("acme"), req)
                     .await
                     .expect("create")
             };
@@ -967,7 +968,7 @@ async fn a_request_refused_for_one_item_is_split_until_that_item_stands_alone() 
                 json!({ "target_url": format!("https://dest.example/{i}"), "code": format!("bad-{i}") }),
             )
             .expect("body");
-            links::create_link(&state, "acme", req)
+            links::create_link(&state, &Creator::owner("acme"), req)
                 .await
                 .expect("create");
         }
@@ -1070,7 +1071,7 @@ async fn a_ban_reaches_the_edge_while_the_normal_lane_is_stuck() {
                 json!({ "target_url": format!("https://dest.example/{i}"), "code": format!("stuck-{i}") }),
             )
             .expect("body");
-            links::create_link(&state, "acme", req)
+            links::create_link(&state, &Creator::owner("acme"), req)
                 .await
                 .expect("create");
         }
@@ -1124,7 +1125,7 @@ async fn the_activation_meta_is_pushed_again_on_a_heartbeat_and_states_its_promi
         );
         let req: links::CreateLink =
             serde_json::from_value(json!({ "target_url": "https://dest.example/" })).expect("body");
-        links::create_link(&state, "acme", req)
+        links::create_link(&state, &Creator::owner("acme"), req)
             .await
             .expect("create");
         publisher.step().await.expect("step");

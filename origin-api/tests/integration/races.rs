@@ -6,6 +6,7 @@ use crate::common::TestDb;
 use origin_api::links;
 use origin_api::model::time::now_ms;
 use origin_api::model::BanTarget;
+use origin_api::model::Creator;
 use origin_api::model::Link;
 use origin_api::store::{BanStore, LinkStore};
 use origin_api::AppState;
@@ -19,7 +20,7 @@ const ROUNDS: usize = 200;
 async fn create(state: &AppState, code: &str, target: &str) -> Link {
     let req: links::CreateLink =
         serde_json::from_value(json!({ "target_url": target, "code": code })).expect("body");
-    links::create_link(state, "acme", req)
+    links::create_link(state, &Creator::owner("acme"), req)
         .await
         .expect("create")
 }
@@ -127,6 +128,7 @@ async fn an_edit_racing_a_host_ban_and_its_lift_never_loses_a_version_or_a_ban_m
 async fn a_create_racing_a_ban_of_its_host_is_marked_or_refused() {
     for t in TestDb::all("race-ban-create").await {
         let state = crate::common::app_state(&t);
+        let acme = Creator::owner("acme");
         for round in 0..ROUNDS {
             let evil = format!("fresh{round}.example");
             let host = BanTarget::Host { host: evil.clone() };
@@ -137,7 +139,7 @@ async fn a_create_racing_a_ban_of_its_host_is_marked_or_refused() {
             .expect("body");
             let (ban, created) = tokio::join!(
                 state.db.insert_ban(&host, "race", "ops/t", now_ms()),
-                links::create_link(&state, "acme", req),
+                links::create_link(&state, &acme, req),
             );
             ban.expect("ban");
             match created {
@@ -156,6 +158,51 @@ async fn a_create_racing_a_ban_of_its_host_is_marked_or_refused() {
                 }
             }
         }
+        t.cleanup().await;
+    }
+}
+
+/// A domain's code shape is fixed once it holds a link, and a domain that holds links
+/// cannot be removed: a first link created while an operator changes or removes the
+/// domain must lose, or the change must, or come after it. Never a link whose code no
+/// longer matches its domain's case rule, nor a link on a domain that is gone.
+#[tokio::test]
+async fn a_first_link_and_a_change_of_its_domain_never_both_win() {
+    for t in TestDb::all("race-domain").await {
+        let state = crate::common::app_state(&t);
+        let acme = Creator::owner("acme");
+        let mut both = Vec::new();
+        for round in 0..ROUNDS {
+            let name = format!("d{round}.example");
+            crate::common::register(&t.db, &name).await;
+            let req: links::CreateLink = serde_json::from_value(json!({
+                "domain": name, "target_url": "https://e.example/", "code": "MixedCase"
+            }))
+            .expect("body");
+            let change: origin_api::domains::UpdateDomain =
+                serde_json::from_value(json!({"alphabet": "base36", "case_insensitive": true}))
+                    .expect("change");
+            let removed = round % 2 == 1;
+            let (created, changed) = tokio::join!(links::create_link(&state, &acme, req), async {
+                if removed {
+                    origin_api::domains::delete_domain(&state, &name, None)
+                        .await
+                        .map(|_| ())
+                } else {
+                    origin_api::domains::update_domain(&state, &name, 1, change)
+                        .await
+                        .map(|_| ())
+                }
+            });
+            // Both may succeed only in that order: a link created after the case rule
+            // changed has its code folded.
+            if let (Ok(link), Ok(())) = (&created, &changed) {
+                if removed || link.code != "mixedcase" {
+                    both.push(format!("{}/{}", link.domain, link.code));
+                }
+            }
+        }
+        assert!(both.is_empty(), "{}: both won on {both:?}", t.kind());
         t.cleanup().await;
     }
 }

@@ -295,3 +295,86 @@ fn domains_add_registers_by_the_apis_rules_and_domains_list_shows_them() {
         "{stdout}"
     );
 }
+
+#[test]
+fn domains_set_and_remove_change_the_registry_by_the_apis_rules() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let run = operator(&dir);
+    assert!(run(&["domains", "add", "b.example", "--shared"]).0);
+    let (ok, stdout, stderr) = run(&[
+        "domains",
+        "set",
+        "B.Example",
+        "--settings",
+        r#"{"status": "disabled", "not_found_url": "https://www.b-corp.example/"}"#,
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("changed b.example (v2)"), "{stdout}");
+    for (args, says) in [
+        (
+            vec![
+                "domains",
+                "set",
+                "b.example",
+                "--settings",
+                r#"{"max_age_s": -1}"#,
+            ],
+            "max_age_s",
+        ),
+        (
+            vec![
+                "domains",
+                "set",
+                "b.example",
+                "--settings",
+                r#"{"domain": "c.example"}"#,
+            ],
+            "domain",
+        ),
+        (
+            vec!["domains", "set", "nowhere.example", "--settings", "{}"],
+            "not registered",
+        ),
+        (vec!["domains", "remove", "s.example"], "--default-domain"),
+        (
+            vec!["domains", "remove", "nowhere.example"],
+            "not registered",
+        ),
+    ] {
+        let (ok, stdout, stderr) = run(&args);
+        assert!(!ok, "{args:?} succeeded: {stdout}");
+        assert!(
+            stderr.contains(says),
+            "{args:?} should say {says}: {stderr}"
+        );
+    }
+    let (_, listed, _) = run(&["domains", "list"]);
+    assert!(
+        listed.contains("b.example\tdisabled\tshared\tbase62 x7\tv2"),
+        "{listed}"
+    );
+    let (ok, stdout, stderr) = run(&["domains", "remove", "b.example"]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("removed b.example"), "{stdout}");
+    let (_, listed, _) = run(&["domains", "list"]);
+    assert!(!listed.contains("b.example"), "{listed}");
+}
+
+#[test]
+fn keys_create_limits_a_key_to_registered_domains() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let run = operator(&dir);
+    let (ok, stdout, stderr) = run(&["keys", "create", "--owner", "acme", "--domain", "S.Example"]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("domains: s.example"), "{stdout}");
+    let (ok, _, stderr) = run(&[
+        "keys",
+        "create",
+        "--owner",
+        "acme",
+        "--domain",
+        "nowhere.example",
+    ]);
+    assert!(!ok);
+    assert!(stderr.contains("not a registered domain"), "{stderr}");
+}

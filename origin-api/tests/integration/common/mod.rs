@@ -135,10 +135,24 @@ impl TestDb {
 async fn migrated(url: &str, version: Option<i64>) -> Db {
     let db = Db::connect(url).await.expect("connect");
     match version {
-        None => db.migrate().await.expect("migrate"),
+        None => {
+            db.migrate().await.expect("migrate");
+            // As `hop-origin` registers its default domain at startup.
+            origin_api::domains::register_if_missing(&db, "s.example")
+                .await
+                .expect("register s.example");
+        }
         Some(v) => db.migrate_to(v).await.expect("migrate"),
     }
     db
+}
+
+/// Registers `domain` shared, with every default setting (links may be created on it by
+/// any key), unless it is registered.
+pub async fn register(db: &Db, domain: &str) {
+    origin_api::domains::register_if_missing(db, domain)
+        .await
+        .expect("register a domain");
 }
 
 /// A key ring for tests (never used outside them).
@@ -201,7 +215,27 @@ pub struct Reply {
 
 impl Api {
     pub async fn key(&self, owner: &str, admin: bool) -> String {
-        let (key, token) = keys::issue(owner, "test", admin, now_ms()).expect("issue");
+        let (key, token) = keys::issue(
+            owner,
+            "test",
+            &keys::Grant {
+                admin,
+                ..Default::default()
+            },
+            now_ms(),
+        )
+        .expect("issue");
+        self.state.db.insert_key(&key).await.expect("store key");
+        token
+    }
+
+    /// A key of `owner` limited to `domains` (`keys create --domain`).
+    pub async fn key_limited_to(&self, owner: &str, domains: &[&str]) -> String {
+        let grant = keys::Grant {
+            admin: false,
+            domains: domains.iter().map(|d| (*d).to_owned()).collect(),
+        };
+        let (key, token) = keys::issue(owner, "limited", &grant, now_ms()).expect("issue");
         self.state.db.insert_key(&key).await.expect("store key");
         token
     }
