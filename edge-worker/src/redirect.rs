@@ -1,4 +1,5 @@
-//! The redirect path: request line → early checks → denylist → record → decision.
+//! The redirect path: request line → early checks → denylist and the domain's settings
+//! → record → decision.
 //!
 //! Written as a promise chain rather than an `async fn`. Under wasm-bindgen's executor
 //! every `.await` on a JavaScript promise costs two closures and a `queueMicrotask`, and
@@ -10,13 +11,13 @@
 use crate::clicks::{self, Click};
 use crate::fallback::{self, Resolved};
 use crate::kv::Kv;
-use crate::{denylist, respond};
+use crate::{config, denylist, respond};
 use shared::activation::NewCode;
 use shared::clicks::counts_as_click;
 use shared::decision::RETRY_AFTER_S;
 use shared::{
-    decide, reject_early, Decision, Denylist, DomainSettings, EdgeRecord, Method, RouteKey, Visit,
-    VisitUrl,
+    decide, decide_root, reject_early, Decision, Denylist, DomainSettings, DomainStatus,
+    EdgeRecord, Method, RouteKey, Visit, VisitUrl,
 };
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
@@ -42,13 +43,13 @@ struct Pending {
     request: web_sys::Request,
     env: Env,
     ctx: Context,
+    /// The domain's settings (`cfg:{domain}`), or the defaults when KV has none.
+    settings: Rc<DomainSettings>,
 }
 
 impl Pending {
-    /// Per-domain settings (`cfg:{domain}`) are read here once the origin publishes
-    /// them; until then every domain has the defaults.
-    fn settings(&self) -> DomainSettings {
-        DomainSettings::default()
+    fn settings(&self) -> &DomainSettings {
+        &self.settings
     }
 
     /// The decision, with the click reported when the visit is one.
@@ -59,7 +60,7 @@ impl Pending {
             query: self.query.as_deref(),
             now: (self.now_ms / 1000) as i64,
         };
-        let decision = decide(&visit, record, deny, &self.settings());
+        let decision = decide(&visit, record, deny, self.settings());
         if counts_as_click(self.method, decision.outcome) {
             let click = Click {
                 route: &self.route,
@@ -82,13 +83,15 @@ pub(crate) fn handle(
     ctx: Context,
 ) -> Promise {
     let code = url.path.strip_prefix('/').unwrap_or_default();
-    if let Some(early) = reject_early(method, code) {
+    let root = code.is_empty();
+    if root && method == Method::Other {
+        return respond::settled(&decide_root(method, None));
+    }
+    if let Some(early) = reject_early(method, code).filter(|_| !root) {
         return respond::settled(&early);
     }
     // The runtime's URL parser already lowercased the host and converted it to punycode.
-    let Some(route) = RouteKey::new(url.host.trim_end_matches('.'), code) else {
-        return respond::settled(&Decision::not_found(method));
-    };
+    let host = url.host.trim_end_matches('.');
     let kv = match Kv::bind(&env, LINKS) {
         Ok(kv) => kv,
         Err(e) => {
@@ -97,22 +100,95 @@ pub(crate) fn handle(
         }
     };
     let now_ms = Date::now().as_millis();
-    let visit = Pending {
+    let visit = Visitor {
         method,
-        route,
-        query: url.query.map(str::to_owned),
+        code,
+        query: url.query,
         now_ms,
         kv,
         request,
         env,
         ctx,
     };
-    match denylist::held(now_ms) {
-        Some(deny) => lookup(visit, deny),
-        None => future_to_promise(async move {
-            let deny = denylist::refresh(&visit.kv, now_ms).await;
-            JsFuture::from(lookup(visit, deny)).await
-        }),
+    match (denylist::held(now_ms), config::held(host, now_ms)) {
+        (Some(deny), Some(settings)) => visit.with(host, deny, config::or_defaults(settings)),
+        (deny, settings) => {
+            // What waits on KV owns its strings.
+            let (host, visit) = (host.to_owned(), visit.owned());
+            future_to_promise(async move {
+                let deny = match deny {
+                    Some(deny) => deny,
+                    None => denylist::refresh(&visit.parts.kv, now_ms).await,
+                };
+                let settings = match settings {
+                    Some(settings) => settings,
+                    None => config::refresh(&visit.parts.kv, &host, now_ms).await,
+                };
+                let visit = Visitor {
+                    code: &visit.code,
+                    query: visit.query.as_deref(),
+                    ..visit.parts
+                };
+                JsFuture::from(visit.with(&host, deny, config::or_defaults(settings))).await
+            })
+        }
+    }
+}
+
+/// A visit before its domain's settings are known.
+struct Visitor<'a> {
+    method: Method,
+    code: &'a str,
+    query: Option<&'a str>,
+    now_ms: u64,
+    kv: Kv,
+    request: web_sys::Request,
+    env: Env,
+    ctx: Context,
+}
+
+/// A [`Visitor`] whose strings are its own, to wait on KV.
+struct OwnedVisitor {
+    code: String,
+    query: Option<String>,
+    parts: Visitor<'static>,
+}
+
+impl<'a> Visitor<'a> {
+    fn owned(self) -> OwnedVisitor {
+        OwnedVisitor {
+            code: self.code.to_owned(),
+            query: self.query.map(str::to_owned),
+            parts: Visitor {
+                code: "",
+                query: None,
+                ..self
+            },
+        }
+    }
+
+    /// With the denylist and the domain's settings in hand: `/` is the domain's root
+    /// page; any other code is looked up in the form the domain stores it.
+    fn with(self, host: &str, deny: Rc<Denylist>, settings: Rc<DomainSettings>) -> Promise {
+        if self.code.is_empty() {
+            return respond::settled(&decide_root(self.method, Some(&settings)));
+        }
+        let code = settings.canonical_code(self.code);
+        let Some(route) = RouteKey::new(host, code.as_ref()) else {
+            return respond::settled(&Decision::not_found(self.method));
+        };
+        let visit = Pending {
+            method: self.method,
+            route,
+            query: self.query.map(str::to_owned),
+            now_ms: self.now_ms,
+            kv: self.kv,
+            request: self.request,
+            env: self.env,
+            ctx: self.ctx,
+            settings,
+        };
+        lookup(visit, deny)
     }
 }
 
@@ -164,6 +240,10 @@ fn lookup(visit: Pending, deny: Rc<Denylist>) -> Promise {
 
 /// The decision for a code KV does not hold: 404, unless the origin knows it.
 async fn unknown(visit: Pending, deny: Rc<Denylist>) -> Decision {
+    // A disabled domain serves nothing: no new code of it is worth asking about.
+    if visit.settings().status == DomainStatus::Disabled {
+        return visit.decide_and_count(None, &deny);
+    }
     let codes = visit.settings().codes;
     let ask = fallback::worth_asking(&visit.env, &visit.kv, &visit.route, &codes).await;
     if ask == NewCode::No {

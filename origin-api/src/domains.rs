@@ -102,16 +102,16 @@ impl Domain {
             domain: self.domain.clone(),
             shared,
             owners,
-            status: self.status.as_str().to_owned(),
+            status: self.settings.status.as_str().to_owned(),
             alphabet: self.settings.codes.alphabet().name().to_owned(),
             code_length: self.settings.codes.length(),
             case_insensitive: self.settings.case_insensitive,
             forward_query: self.settings.forward_query,
             default_redirect: self.settings.default_redirect.code(),
             max_age_s: self.settings.max_age_s,
-            not_found_url: self.not_found_url.clone(),
-            root_url: self.root_url.clone(),
-            expired_url: self.expired_url.clone(),
+            not_found_url: self.settings.not_found_url.clone(),
+            root_url: self.settings.root_url.clone(),
+            expired_url: self.settings.expired_url.clone(),
             allowed_target_hosts: self.allowed_target_hosts.clone(),
             version: self.version,
             created_at: rfc3339(self.created_at),
@@ -202,14 +202,22 @@ impl CreateDomain {
                 })?;
         }
         if let Some(s) = &self.status {
-            d.status = DomainStatus::parse(s)
+            d.settings.status = DomainStatus::parse(s)
                 .ok_or_else(|| AppError::invalid("status", "use active or disabled"))?;
         }
         let mut lookups = Lookups::new(state);
         for (field, raw, slot) in [
-            ("not_found_url", &self.not_found_url, &mut d.not_found_url),
-            ("root_url", &self.root_url, &mut d.root_url),
-            ("expired_url", &self.expired_url, &mut d.expired_url),
+            (
+                "not_found_url",
+                &self.not_found_url,
+                &mut d.settings.not_found_url,
+            ),
+            ("root_url", &self.root_url, &mut d.settings.root_url),
+            (
+                "expired_url",
+                &self.expired_url,
+                &mut d.settings.expired_url,
+            ),
         ] {
             if let Some(raw) = raw {
                 *slot = Some(redirect_url(&mut lookups, &name, field, raw).await?);
@@ -292,11 +300,11 @@ fn registration_of(d: &Domain) -> CreateDomain {
         forward_query: Some(d.settings.forward_query),
         default_redirect: Some(i64::from(d.settings.default_redirect.code())),
         max_age_s: Some(i64::from(d.settings.max_age_s)),
-        not_found_url: d.not_found_url.clone(),
-        root_url: d.root_url.clone(),
-        expired_url: d.expired_url.clone(),
+        not_found_url: d.settings.not_found_url.clone(),
+        root_url: d.settings.root_url.clone(),
+        expired_url: d.settings.expired_url.clone(),
         allowed_target_hosts: d.allowed_target_hosts.clone(),
-        status: Some(d.status.as_str().to_owned()),
+        status: Some(d.settings.status.as_str().to_owned()),
     }
 }
 
@@ -494,7 +502,7 @@ pub async fn register_link_domains<S: DomainStore + LinkStore + ?Sized>(
         let owners = store.owners_of_links_on(&name).await?;
         let domain = Domain::new(&name, DomainAccess::owners(owners), now_ms());
         match store.insert_domain(&domain).await {
-            Ok(()) => registered.push(name),
+            Ok(_) => registered.push(name),
             Err(StoreError::Registered) => {}
             Err(e) => return Err(e),
         }
@@ -516,7 +524,7 @@ pub async fn register_if_missing<S: DomainStore + ?Sized>(
         .await
     {
         // Another origin registered it first.
-        Err(StoreError::Registered) | Ok(()) => Ok(()),
+        Err(StoreError::Registered) | Ok(_) => Ok(()),
         Err(e) => Err(e),
     }
 }

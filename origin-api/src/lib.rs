@@ -54,6 +54,15 @@ pub async fn prepare(settings: &Settings) -> Result<Db, db::DbError> {
     {
         tracing::info!(domain = %name, "registered a domain that held links, for their owners");
     }
+    let sent = store::DomainStore::send_unsent_configs(&db)
+        .await
+        .map_err(register)?;
+    if sent > 0 {
+        tracing::info!(
+            domains = sent,
+            "queued the settings of domains the edge had none for"
+        );
+    }
     Ok(db)
 }
 

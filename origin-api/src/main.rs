@@ -125,7 +125,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 println!(
                     "{}\t{}\t{}\t{} x{}\tv{}",
                     d.domain,
-                    d.status.as_str(),
+                    d.settings.status.as_str(),
                     access,
                     d.settings.codes.alphabet(),
                     d.settings.codes.length(),

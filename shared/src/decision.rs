@@ -3,7 +3,7 @@
 
 use crate::codes::is_plausible_code;
 use crate::denylist::Denylist;
-use crate::domain::{DomainSettings, RouteKey, DEFAULT_MAX_AGE_S};
+use crate::domain::{DomainSettings, DomainStatus, RouteKey, DEFAULT_MAX_AGE_S};
 use crate::record::{EdgeRecord, EdgeStatus, RedirectStatus};
 use crate::target::merge_query;
 use crate::visit_url::VisitUrl;
@@ -325,6 +325,29 @@ impl Decision {
         Decision::new(method, Outcome::Banned, 403, Body::Html(BANNED))
     }
 
+    /// A 302 to one of the domain's own pages (for an unknown code, `/`, an expired
+    /// link), counted as `outcome`. Never kept by a browser: a link created on that
+    /// code later must be found on the next visit.
+    fn sent_to(outcome: Outcome, url: &str) -> Self {
+        let mut headers = Headers::default();
+        headers.push("location", Cow::Owned(url.to_owned()));
+        headers.push("cache-control", Cow::Borrowed(NO_STORE));
+        Decision {
+            outcome,
+            status: 302,
+            headers,
+            body: Body::Empty,
+        }
+    }
+
+    /// No link: the domain's `not_found_url` when it has one, else 404.
+    fn no_link(method: Method, settings: &DomainSettings) -> Self {
+        match &settings.not_found_url {
+            Some(url) => Decision::sent_to(Outcome::NotFound, url),
+            None => Decision::not_found(method),
+        }
+    }
+
     /// The value of a header, by lowercase name.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
@@ -343,6 +366,21 @@ pub fn reject_early(method: Method, code: &str) -> Option<Decision> {
         Some(Decision::not_found(method))
     } else {
         None
+    }
+}
+
+/// The answer to `GET|HEAD /` on a domain (`None`: one the caller holds no settings
+/// for): its `root_url`, else 404; 405 for other methods.
+pub fn decide_root(method: Method, settings: Option<&DomainSettings>) -> Decision {
+    if method == Method::Other {
+        return Decision::method_not_allowed();
+    }
+    match settings {
+        Some(s) if s.status == DomainStatus::Active => match &s.root_url {
+            Some(url) => Decision::sent_to(Outcome::NotFound, url),
+            None => Decision::not_found(method),
+        },
+        _ => Decision::not_found(method),
     }
 }
 
@@ -433,11 +471,15 @@ fn decide_with<'u>(
     if let Some(early) = reject_early(visit.method, visit.route.code()) {
         return early;
     }
+    // A disabled domain serves nothing, not even a notice that a code is banned.
+    if settings.status == DomainStatus::Disabled {
+        return Decision::not_found(visit.method);
+    }
     if deny.blocks_code(visit.route) {
         return Decision::banned(visit.method);
     }
     let Some(record) = record else {
-        return Decision::not_found(visit.method);
+        return Decision::no_link(visit.method, settings);
     };
     if record.status == EdgeStatus::Banned {
         return Decision::banned(visit.method);
@@ -465,7 +507,10 @@ fn decide_with<'u>(
     let mut max_age = i64::from(settings.max_age_s);
     if let Some(expires_at) = record.expires_at {
         if visit.now >= expires_at {
-            return Decision::new(visit.method, Outcome::Expired, 410, Body::Text(EXPIRED));
+            return match &settings.expired_url {
+                Some(url) => Decision::sent_to(Outcome::Expired, url),
+                None => Decision::new(visit.method, Outcome::Expired, 410, Body::Text(EXPIRED)),
+            };
         }
         max_age = max_age.min(expires_at - visit.now);
     }
@@ -581,17 +626,108 @@ mod tests {
         query: Option<&str>,
         deny: &Denylist,
     ) -> Decision {
+        run_on(record, method, query, deny, &DomainSettings::default())
+    }
+
+    /// [`run`] on a domain with `settings`.
+    fn run_on(
+        record: Option<&EdgeRecord>,
+        method: Method,
+        query: Option<&str>,
+        deny: &Denylist,
+        settings: &DomainSettings,
+    ) -> Decision {
         let route = route();
         let visit = visit(&route, method, query);
-        let settings = DomainSettings::default();
-        let decided = decide(&visit, record, deny, &settings);
+        let decided = decide(&visit, record, deny, settings);
         // Every row of the table holds for a record parsed ahead of time too.
         let prepared = record.cloned().map(PreparedRecord::new);
         assert_eq!(
-            decide_prepared(&visit, prepared.as_ref(), deny, &settings),
+            decide_prepared(&visit, prepared.as_ref(), deny, settings),
             decided
         );
         decided
+    }
+
+    fn with_pages() -> DomainSettings {
+        DomainSettings {
+            not_found_url: Some("https://www.acme.example/missing".into()),
+            root_url: Some("https://www.acme.example/".into()),
+            expired_url: Some("https://www.acme.example/ended".into()),
+            ..DomainSettings::default()
+        }
+    }
+
+    #[test]
+    fn a_domain_sends_unknown_codes_its_root_and_expired_links_to_its_own_pages() {
+        let pages = with_pages();
+        let none = Denylist::default();
+        let d = run_on(None, Method::Get, Some("a=1"), &none, &pages);
+        assert_eq!((d.status, d.outcome), (302, Outcome::NotFound));
+        assert_eq!(
+            d.header("location"),
+            Some("https://www.acme.example/missing")
+        );
+        assert_eq!(d.header("cache-control"), Some("no-store"));
+        let expired = EdgeRecord {
+            expires_at: Some(NOW - 1),
+            ..active("https://dest.example/")
+        };
+        let d = run_on(Some(&expired), Method::Get, None, &none, &pages);
+        assert_eq!((d.status, d.outcome), (302, Outcome::Expired));
+        assert_eq!(d.header("location"), Some("https://www.acme.example/ended"));
+        // A deleted link is gone, not expired; a banned code is blocked, not unknown.
+        let deleted = EdgeRecord {
+            status: EdgeStatus::Deleted,
+            ..active("https://dest.example/")
+        };
+        assert_eq!(
+            run_on(Some(&deleted), Method::Get, None, &none, &pages).status,
+            410
+        );
+        let banned = deny(&["s.example/7Fk3aQx"], &[]);
+        assert_eq!(run_on(None, Method::Get, None, &banned, &pages).status, 403);
+        // A path that cannot be a code is a plain 404, decided before any settings.
+        let route = RouteKey::new("s.example", "robots.txt").unwrap();
+        let d = decide(&visit(&route, Method::Get, None), None, &none, &pages);
+        assert_eq!(d.status, 404);
+
+        let root = decide_root(Method::Get, Some(&pages));
+        assert_eq!(
+            (root.status, root.header("location")),
+            (302, Some("https://www.acme.example/"))
+        );
+        assert_eq!(root.header("cache-control"), Some("no-store"));
+        assert_eq!(
+            decide_root(Method::Head, Some(&DomainSettings::default())).status,
+            404
+        );
+        assert_eq!(decide_root(Method::Get, None).status, 404);
+        assert_eq!(decide_root(Method::Other, Some(&pages)).status, 405);
+    }
+
+    #[test]
+    fn a_disabled_domain_answers_404_to_everything() {
+        let off = DomainSettings {
+            status: DomainStatus::Disabled,
+            ..with_pages()
+        };
+        let none = Denylist::default();
+        let link = active("https://dest.example/");
+        for (record, deny) in [
+            (Some(&link), &none),
+            (None, &none),
+            (Some(&link), &deny(&["s.example/7Fk3aQx"], &[])),
+        ] {
+            let d = run_on(record, Method::Get, None, deny, &off);
+            assert_eq!(
+                (d.status, d.outcome),
+                (404, Outcome::NotFound),
+                "{record:?}"
+            );
+            assert_eq!(d.header("location"), None);
+        }
+        assert_eq!(decide_root(Method::Get, Some(&off)).status, 404);
     }
 
     fn deny(codes: &[&str], hosts: &[&str]) -> Denylist {
@@ -831,6 +967,10 @@ mod tests {
             visitor_query in proptest::option::of("[a-z0-9=&%é ]{0,10}"),
             forward_query: bool,
             ban_host: bool,
+            max_age_s in 0u32..4000,
+            disabled: bool,
+            pages: bool,
+            expires_in in proptest::option::of(-5i64..100),
         ) {
             let raw = format!(
                 "https://{host}{}{path}{}",
@@ -838,11 +978,31 @@ mod tests {
                 target_query.map(|q| format!("?{q}")).unwrap_or_default(),
             );
             let Ok(url) = Url::parse(&raw) else { return Ok(()) };
-            let record = EdgeRecord { forward_query, ..active(url.as_str()) };
+            let record = EdgeRecord {
+                forward_query,
+                expires_at: expires_in.map(|s| NOW + s),
+                ..active(url.as_str())
+            };
             let hosts: &[&str] = if ban_host { &[host.as_str()] } else { &[] };
             let deny = deny(&[], hosts);
-            let d = run(Some(&record), Method::Get, visitor_query.as_deref(), &deny);
-            proptest::prop_assert_eq!(d.status, if ban_host { 403 } else { 302 });
+            // Any settings a domain may have: `run_on` checks that the edge's path (the
+            // stored record) and the origin's (the prepared one) decide alike.
+            let settings = DomainSettings {
+                max_age_s,
+                status: if disabled { DomainStatus::Disabled } else { DomainStatus::Active },
+                ..if pages { with_pages() } else { DomainSettings::default() }
+            };
+            let d = run_on(Some(&record), Method::Get, visitor_query.as_deref(), &deny, &settings);
+            let expired = expires_in.is_some_and(|s| s <= 0);
+            let expected = match () {
+                _ if disabled => 404,
+                _ if ban_host => 403,
+                _ if expired && !pages => 410,
+                _ => 302,
+            };
+            proptest::prop_assert_eq!(d.status, expected);
+            let unknown = run_on(None, Method::Get, None, &deny, &settings);
+            proptest::prop_assert_eq!(unknown.status, if pages && !disabled { 302 } else { 404 });
         }
     }
 }

@@ -31,12 +31,13 @@ pub mod visit_url;
 pub use alphabet::Alphabet;
 pub use codes::{CodeKind, CodeSpace};
 pub use decision::{
-    decide, decide_prepared, reject_early, Body, Decision, Headers, Method, Outcome,
+    decide, decide_prepared, decide_root, reject_early, Body, Decision, Headers, Method, Outcome,
     PreparedRecord, Visit,
 };
 pub use denylist::{Denylist, DenylistSnapshot};
 pub use domain::{
-    normalize_domain, normalize_short_domain, visitor_host, DomainSettings, RouteKey, VisitorHost,
+    config_key, normalize_domain, normalize_short_domain, visitor_host, DomainConfig,
+    DomainSettings, DomainStatus, RouteKey, VisitorHost,
 };
 pub use permutation::{CodeCodec, KeyRing};
 pub use record::{EdgeRecord, EdgeStatus, RedirectStatus};

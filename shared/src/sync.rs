@@ -2,7 +2,8 @@
 //! worker (`POST /_hop/sync`), and how the worker decides which to refuse.
 //!
 //! Every value the publisher writes carries a version: a link record its `v`, the
-//! denylist snapshot its `v`, the activation meta its `high`. The worker writes an item
+//! denylist snapshot its `v`, a domain's settings (`cfg:{domain}`) their `v`, the
+//! activation meta its `high`. The worker writes an item
 //! only if it is newer than what KV holds under that key, and says which it refused and
 //! why. The publisher's ordering (one leader, newest version per key) is the real fence;
 //! this check keeps a late or replayed push from ever turning a key back.
@@ -99,6 +100,20 @@ pub fn version_of(key: &str, value: &str) -> Option<u64> {
         crate::activation::ActivationMeta::from_json(value)
             .ok()
             .map(|m| m.version())
+    } else if let Some(domain) = key.strip_prefix("cfg:") {
+        if crate::normalize_short_domain(domain).ok()? != domain {
+            return None;
+        }
+        let config = crate::DomainConfig::from_json(value).ok()?;
+        // Every page a domain sends visitors to must be one the edge can redirect to.
+        let s = &config.settings;
+        for url in [&s.not_found_url, &s.root_url, &s.expired_url]
+            .into_iter()
+            .flatten()
+        {
+            crate::validate_target(url).ok()?;
+        }
+        Some(config.v)
     } else {
         None
     }
@@ -210,7 +225,18 @@ mod tests {
         assert_eq!(judge(&item("l:s.example/abc", tombstone, 2), None), Ok(()));
         assert!(judge(&item("l:no-slash", RECORD_V2, 2), None).is_err());
         assert!(judge(&item("deny", r#"{"v":3,"codes":"x"}"#, 3), None).is_err());
-        assert!(judge(&item("cfg:s.example", r#"{"v":1}"#, 1), None).is_err());
+        // A domain's settings: a version, a normalized name, pages the edge can send to.
+        assert_eq!(judge(&item("cfg:s.example", r#"{"v":1}"#, 1), None), Ok(()));
+        let newer = r#"{"v":2,"settings":{"status":"disabled"}}"#;
+        assert_eq!(
+            judge(&item("cfg:s.example", newer, 2), Some(r#"{"v":1}"#)),
+            Ok(())
+        );
+        assert!(judge(&item("cfg:s.example", r#"{"v":1}"#, 1), Some(newer)).is_err());
+        assert!(judge(&item("cfg:S.Example", r#"{"v":1}"#, 1), None).is_err());
+        assert!(judge(&item("cfg:s.example", r#"{"settings":{}}"#, 0), None).is_err());
+        let bad_page = r#"{"v":1,"settings":{"not_found_url":"javascript:alert(1)"}}"#;
+        assert!(judge(&item("cfg:s.example", bad_page, 1), None).is_err());
         assert!(judge(&item("l:s.example/abc", "{}", 0), None).is_err());
     }
 

@@ -1,35 +1,8 @@
 //! A domain in the registry: who may create links on it, whether it serves, and how it
 //! answers what is not a link.
 
-use shared::DomainSettings;
-
-/// Whether a domain serves. A disabled one answers 404 everywhere and takes no new
-/// links; its links are kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum DomainStatus {
-    #[default]
-    Active,
-    Disabled,
-}
-
-impl DomainStatus {
-    /// The name stored and shown.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DomainStatus::Active => "active",
-            DomainStatus::Disabled => "disabled",
-        }
-    }
-
-    /// The status a stored or requested name means.
-    pub fn parse(name: &str) -> Option<DomainStatus> {
-        match name {
-            "active" => Some(DomainStatus::Active),
-            "disabled" => Some(DomainStatus::Disabled),
-            _ => None,
-        }
-    }
-}
+pub use shared::DomainStatus;
+use shared::{DomainConfig, DomainSettings};
 
 /// Who may create links on a domain.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,15 +71,9 @@ pub struct Domain {
     /// The normalized host name.
     pub domain: String,
     pub access: DomainAccess,
-    pub status: DomainStatus,
-    /// The code shape and redirect defaults the edge is told of (`cfg:{domain}`).
+    /// What visitors get: code shape, redirect defaults, status and the domain's own
+    /// pages, as the edge is told of them (`cfg:{domain}`).
     pub settings: DomainSettings,
-    /// Where a visitor of a code with no link goes, instead of a 404.
-    pub not_found_url: Option<String>,
-    /// Where a visitor of `/` goes.
-    pub root_url: Option<String>,
-    /// Where a visitor of an expired link goes, instead of a 410.
-    pub expired_url: Option<String>,
     /// The hosts (each with its subdomains) links on it may point at; `None`: any.
     pub allowed_target_hosts: Option<Vec<String>>,
     /// Moves on with every change of the row.
@@ -119,7 +86,7 @@ impl Domain {
     /// Why `creator` may not create a link here; `None`: it may. An admin key passes
     /// the owners, never a disabled domain or the key's own limit.
     pub fn refuses(&self, creator: &Creator<'_>) -> Option<Refusal> {
-        if self.status == DomainStatus::Disabled {
+        if self.settings.status == DomainStatus::Disabled {
             return Some(Refusal::Disabled);
         }
         if let Some(domains) = creator.domains {
@@ -133,16 +100,20 @@ impl Domain {
         None
     }
 
+    /// What the edge holds of it under `cfg:{domain}`.
+    pub fn config(&self) -> DomainConfig {
+        DomainConfig {
+            v: self.version,
+            settings: self.settings.clone(),
+        }
+    }
+
     /// A domain with the defaults every domain had before the registry, version 1.
     pub fn new(domain: &str, access: DomainAccess, now: i64) -> Domain {
         Domain {
             domain: domain.to_owned(),
             access,
-            status: DomainStatus::Active,
             settings: DomainSettings::default(),
-            not_found_url: None,
-            root_url: None,
-            expired_url: None,
             allowed_target_hosts: None,
             version: 1,
             created_at: now,
@@ -198,20 +169,12 @@ mod tests {
             d.refuses(&scoped_admin),
             Some(Refusal::OutsideTheKeysDomains)
         );
-        d.status = DomainStatus::Disabled;
+        d.settings.status = DomainStatus::Disabled;
         for c in [acme, admin] {
             assert_eq!(d.refuses(&c), Some(Refusal::Disabled));
         }
-        d.status = DomainStatus::Active;
+        d.settings.status = DomainStatus::Active;
         d.access = DomainAccess::Shared;
         assert_eq!(d.refuses(&other), None);
-    }
-
-    #[test]
-    fn statuses_read_back_what_they_store() {
-        for s in [DomainStatus::Active, DomainStatus::Disabled] {
-            assert_eq!(DomainStatus::parse(s.as_str()), Some(s));
-        }
-        assert_eq!(DomainStatus::parse("Active"), None);
     }
 }

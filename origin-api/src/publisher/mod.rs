@@ -703,7 +703,7 @@ impl Publisher {
     }
 }
 
-/// The KV write a link or denylist row stands for (segment rows stand for the
+/// The KV write a link, denylist or domain settings row stands for (segment rows stand for the
 /// activation meta, which needs the database).
 fn item_of(row: &OutboxRow) -> Option<SyncItem> {
     let version = u64::try_from(row.version).unwrap_or_default();
@@ -724,6 +724,12 @@ fn item_of(row: &OutboxRow) -> Option<SyncItem> {
         }
         "deny" => Some(SyncItem {
             key: DENY_KEY.to_owned(),
+            value: row.payload.clone(),
+            version,
+            expiration: None,
+        }),
+        "cfg" => Some(SyncItem {
+            key: shared::config_key(&row.route_key),
             value: row.payload.clone(),
             version,
             expiration: None,

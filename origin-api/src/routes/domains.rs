@@ -43,8 +43,8 @@ pub(crate) async fn create(
     ApiJson(body): ApiJson<CreateDomain>,
 ) -> Result<Response, AppError> {
     caller.require_admin("registering domains needs an admin key (keys create --admin)")?;
-    let domain = body.domain(&state, now_ms()).await?;
-    state.db.insert_domain(&domain).await?;
+    let mut domain = body.domain(&state, now_ms()).await?;
+    domain.version = state.db.insert_domain(&domain).await?;
     tracing::info!(domain = %domain.domain, by = %caller.key_id, "domain registered");
     Ok(domain_response(StatusCode::CREATED, &domain))
 }

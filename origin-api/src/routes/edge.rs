@@ -66,6 +66,10 @@ pub(crate) async fn resolve(
     let domain = shared::normalize_domain(&domain).map_err(|_| AppError::NotFound)?;
     let now = std::time::Instant::now();
     let settings = state.cache.settings(&state.db, &domain, now).await?;
+    // A disabled domain serves nothing; nothing of it is new.
+    if settings.status == shared::DomainStatus::Disabled {
+        return Err(AppError::NotFound);
+    }
     let code = settings.canonical_code(&code).into_owned();
     let route = RouteKey::new(domain, code).ok_or(AppError::NotFound)?;
     let deny = state.cache.denylist(&state.db, now).await?;

@@ -13,8 +13,8 @@ use axum::response::Response;
 use shared::clicks::counts_as_click;
 use shared::decision::DEFAULT_CACHE_CONTROL;
 use shared::{
-    decide_prepared, reject_early, Body, Decision, Denylist, DomainSettings, RouteKey, Visit,
-    VisitorHost,
+    decide_prepared, decide_root, reject_early, Body, Decision, Denylist, DomainSettings, RouteKey,
+    Visit, VisitorHost,
 };
 use std::borrow::Cow;
 use std::net::SocketAddr;
@@ -24,11 +24,11 @@ use std::net::SocketAddr;
     params(("code" = String, Path), ("Host" = Option<String>, Header, description = "The short domain; without one, or with an address, the origin's default domain. A host this origin does not serve is 404")),
     responses(
         (status = 301, description = "Moved permanently, as the link says; `Location` is the target, with the visitor's query merged when the link forwards it"),
-        (status = 302, description = "Found (the default)"),
+        (status = 302, description = "Found (the default); also where a domain sends an unknown code, `/` or an expired link when it names a page for them (never cached)"),
         (status = 307, description = "Temporary redirect, as the link says"),
         (status = 308, description = "Permanent redirect, as the link says"),
         (status = 403, description = "Banned: a short notice, never a Location"),
-        (status = 404, description = "No such link, or disabled"),
+        (status = 404, description = "No such link, a disabled link or domain, or `/` on a domain without a root_url"),
         (status = 405, description = "Neither GET nor HEAD"),
         (status = 410, description = "Expired or deleted"),
         (status = 503, description = "The database cannot answer now; see Retry-After"),
@@ -62,6 +62,7 @@ pub(crate) fn answer_held(
     let method = shared::Method::parse(parts.method.as_str());
     let code = parts.uri.path().strip_prefix('/').unwrap_or_default();
     let decision = match reject_early(method, code) {
+        Some(_) if code.is_empty() => root_held(state, method, &parts.headers)?,
         Some(early) => early,
         None => {
             let (decision, visited) =
@@ -81,6 +82,16 @@ pub(crate) async fn answer(state: &AppState, parts: Parts, peer: Option<SocketAd
     let method = shared::Method::parse(method.as_str());
     let code = uri.path().strip_prefix('/').unwrap_or_default();
     let decision = match reject_early(method, code) {
+        Some(_) if code.is_empty() => {
+            match crate::server::within(REDIRECT_TIMEOUT, root(state, method, &headers)).await {
+                Ok(Ok(decision)) => decision,
+                Ok(Err(e)) => {
+                    tracing::error!(error = %e, "root lookup failed");
+                    Decision::unavailable(method, shared::decision::RETRY_AFTER_S)
+                }
+                Err(_) => Decision::unavailable(method, shared::decision::RETRY_AFTER_S),
+            }
+        }
         Some(early) => early,
         None => match crate::server::within(
             REDIRECT_TIMEOUT,
@@ -166,6 +177,46 @@ fn host_of(state: &AppState, headers: &HeaderMap) -> Host {
             VisitorHost::Domain(d) => Host::Other(d),
         },
     }
+}
+
+/// `GET|HEAD /` from memory alone: the domain's `root_url`, or 404; `None` where it
+/// would read.
+fn root_held(state: &AppState, method: shared::Method, headers: &HeaderMap) -> Option<Decision> {
+    let settings = match host_of(state, headers) {
+        Host::Default => state
+            .cache
+            .held_settings(&state.settings.default_domain, std::time::Instant::now())?,
+        Host::Malformed => return Some(decide_root(method, None)),
+        Host::Other(_) => return None,
+    };
+    Some(decide_root(method, Some(&settings)))
+}
+
+/// `GET|HEAD /`: the domain's `root_url`, or 404 (a host this origin does not serve
+/// costs no read).
+async fn root(
+    state: &AppState,
+    method: shared::Method,
+    headers: &HeaderMap,
+) -> Result<Decision, AppError> {
+    let db = &state.redirect_db;
+    let host;
+    let domain = match host_of(state, headers) {
+        Host::Default => state.settings.default_domain.as_str(),
+        Host::Malformed => return Ok(decide_root(method, None)),
+        Host::Other(d) => {
+            if !state.cache.serves(db, &d).await? {
+                return Ok(decide_root(method, None));
+            }
+            host = d;
+            host.as_str()
+        }
+    };
+    let settings = state
+        .cache
+        .settings(db, domain, std::time::Instant::now())
+        .await?;
+    Ok(decide_root(method, Some(&settings)))
 }
 
 /// [`resolve`] from memory alone; `None` where it would read (the settings or the

@@ -1,15 +1,18 @@
 //! The domain registry: a row of `domains` per registered domain, its owners in
 //! `domain_owners` when it is not shared.
 
+use super::outbox::{insert_outbox, OutboxInsert};
 use super::sql::{list_placeholders, Arg, Conn};
 use super::{DomainAt, DomainStore, StoreError};
 use crate::db::Db;
-use crate::model::{Domain, DomainAccess, DomainStatus};
+use crate::model::time::now_ms;
+use crate::model::{Domain, DomainAccess};
 use async_trait::async_trait;
-use shared::{Alphabet, CodeSpace, DomainSettings, RedirectStatus};
+use shared::{Alphabet, CodeSpace, DomainConfig, DomainSettings, DomainStatus, RedirectStatus};
 use std::collections::HashMap;
 
-/// The code-shape and redirect columns, as `domain_settings.sql` reads them.
+/// The columns of what visitors get (`shared::DomainSettings`), as
+/// `domain_settings.sql` reads them.
 #[derive(sqlx::FromRow)]
 pub(super) struct SettingsRow {
     alphabet: String,
@@ -18,6 +21,10 @@ pub(super) struct SettingsRow {
     forward_query: bool,
     default_redirect: i64,
     max_age_s: i64,
+    status: String,
+    not_found_url: Option<String>,
+    root_url: Option<String>,
+    expired_url: Option<String>,
 }
 
 impl SettingsRow {
@@ -35,12 +42,16 @@ impl SettingsRow {
                 .and_then(|c| RedirectStatus::try_from(c).ok())
                 .ok_or_else(|| corrupt("default_redirect"))?,
             max_age_s: u32::try_from(self.max_age_s).map_err(|_| corrupt("max_age_s"))?,
+            status: DomainStatus::parse(&self.status).ok_or_else(|| corrupt("status"))?,
+            not_found_url: self.not_found_url.clone(),
+            root_url: self.root_url.clone(),
+            expired_url: self.expired_url.clone(),
         })
     }
 }
 
 /// Reads, and on PostgreSQL locks, the row of `name` for a change in this transaction:
-/// whether it exists; `Stale` when it is not at `expected`; with `only_without_links`,
+/// its version, if it exists; `Stale` when it is not at `expected`; with `only_without_links`,
 /// `HoldsLinks` when a link lives on it. A new link reads the row under a shared lock
 /// ([`check_domains`]), so the two are ordered: a link committed first is seen here, and
 /// a link after this change sees the new version and fails.
@@ -49,7 +60,7 @@ async fn lock_for_change(
     name: &str,
     expected: Option<i64>,
     only_without_links: bool,
-) -> Result<bool, StoreError> {
+) -> Result<Option<i64>, StoreError> {
     let lock = if c.is_postgres() { " FOR UPDATE" } else { "" };
     let row: Option<(i64,)> = c
         .fetch_optional(
@@ -60,7 +71,7 @@ async fn lock_for_change(
     let Some((version,)) = row else {
         return match expected {
             Some(_) => Err(StoreError::Stale),
-            None => Ok(false),
+            None => Ok(None),
         };
     };
     if expected.is_some_and(|e| e != version) {
@@ -77,7 +88,32 @@ async fn lock_for_change(
             return Err(StoreError::HoldsLinks);
         }
     }
-    Ok(true)
+    Ok(Some(version))
+}
+
+/// Queues `config` for the edge as `cfg:{domain}` on the fast lane, in the transaction
+/// that changed the domain.
+async fn send_config(
+    c: &mut Conn<'_>,
+    domain: &str,
+    config: &DomainConfig,
+    at: i64,
+) -> Result<(), StoreError> {
+    let payload = config.to_json();
+    let version = i64::try_from(config.v)
+        .map_err(|_| StoreError::Corrupt(format!("domain {domain}: version")))?;
+    insert_outbox(
+        c,
+        &[OutboxInsert {
+            lane: "fast",
+            kind: "cfg",
+            route_key: domain,
+            version,
+            payload: &payload,
+            created_at: at,
+        }],
+    )
+    .await
 }
 
 /// Checks, first thing in a transaction that writes links, that each domain they were
@@ -100,7 +136,7 @@ pub(super) async fn check_domains(
 }
 
 const COLUMNS: &str = "domain, alphabet, code_length, case_insensitive, forward_query, \
-     default_redirect, max_age_s, shared, status, not_found_url, root_url, expired_url, \
+     default_redirect, max_age_s, status, not_found_url, root_url, expired_url, shared, \
      allowed_target_hosts, version, created_at, updated_at";
 
 #[derive(sqlx::FromRow)]
@@ -109,10 +145,6 @@ struct DomainRow {
     #[sqlx(flatten)]
     settings: SettingsRow,
     shared: bool,
-    status: String,
-    not_found_url: Option<String>,
-    root_url: Option<String>,
-    expired_url: Option<String>,
     allowed_target_hosts: Option<String>,
     version: i64,
     created_at: i64,
@@ -124,7 +156,6 @@ impl DomainRow {
     fn into_domain(self, owners: Vec<String>) -> Result<Domain, StoreError> {
         let corrupt = |what: &str| StoreError::Corrupt(format!("domain {}: {what}", self.domain));
         let settings = self.settings.settings(&self.domain)?;
-        let status = DomainStatus::parse(&self.status).ok_or_else(|| corrupt("status"))?;
         let allowed_target_hosts = match &self.allowed_target_hosts {
             None => None,
             Some(json) => Some(
@@ -139,11 +170,7 @@ impl DomainRow {
             } else {
                 DomainAccess::owners(owners)
             },
-            status,
             settings,
-            not_found_url: self.not_found_url,
-            root_url: self.root_url,
-            expired_url: self.expired_url,
             allowed_target_hosts,
             version,
             created_at: self.created_at,
@@ -186,11 +213,11 @@ fn row_args<'a>(d: &'a Domain, hosts: &'a Option<String>, version: i64) -> Vec<A
         d.settings.forward_query.into(),
         i64::from(d.settings.default_redirect.code()).into(),
         i64::from(d.settings.max_age_s).into(),
+        d.settings.status.as_str().into(),
+        (&d.settings.not_found_url).into(),
+        (&d.settings.root_url).into(),
+        (&d.settings.expired_url).into(),
         matches!(d.access, DomainAccess::Shared).into(),
-        d.status.as_str().into(),
-        (&d.not_found_url).into(),
-        (&d.root_url).into(),
-        (&d.expired_url).into(),
         hosts.into(),
         version.into(),
         d.created_at.into(),
@@ -248,10 +275,25 @@ impl Db {
 
 #[async_trait]
 impl DomainStore for Db {
-    async fn insert_domain(&self, d: &Domain) -> Result<(), StoreError> {
-        let (hosts, version) = encoded(d)?;
+    async fn insert_domain(&self, d: &Domain) -> Result<u64, StoreError> {
         let mut tx = self.begin_write().await?;
         let mut c = tx.conn();
+        // A name registered before, then removed, goes on from the versions its settings
+        // had at the edge, which keeps the newest copy of a key it was sent.
+        let sent: Option<(Option<i64>,)> = c
+            .fetch_optional(
+                "SELECT MAX(version) FROM outbox WHERE kind = 'cfg' AND route_key = $1",
+                &[(&d.domain).into()],
+            )
+            .await?;
+        let d = &Domain {
+            version: match sent.and_then(|(v,)| v) {
+                Some(v) => u64::try_from(v).unwrap_or_default() + 1,
+                None => d.version,
+            },
+            ..d.clone()
+        };
+        let (hosts, version) = encoded(d)?;
         let inserted = c
             .execute(
                 &format!(
@@ -266,8 +308,9 @@ impl DomainStore for Db {
             other => other.map_err(StoreError::from_write)?,
         };
         write_owners(&mut c, d).await?;
+        send_config(&mut c, &d.domain, &d.config(), d.updated_at).await?;
         tx.commit().await?;
-        Ok(())
+        Ok(d.version)
     }
 
     async fn update_domain(
@@ -286,8 +329,8 @@ impl DomainStore for Db {
         let changed = c
             .execute(
                 "UPDATE domains SET alphabet = $2, code_length = $3, case_insensitive = $4, \
-                 forward_query = $5, default_redirect = $6, max_age_s = $7, shared = $8, \
-                 status = $9, not_found_url = $10, root_url = $11, expired_url = $12, \
+                 forward_query = $5, default_redirect = $6, max_age_s = $7, status = $8, \
+                 not_found_url = $9, root_url = $10, expired_url = $11, shared = $12, \
                  allowed_target_hosts = $13, version = $14, created_at = $15, updated_at = $16 \
                  WHERE domain = $1 AND version = $17",
                 &args,
@@ -302,8 +345,32 @@ impl DomainStore for Db {
         )
         .await?;
         write_owners(&mut c, d).await?;
+        send_config(&mut c, &d.domain, &d.config(), d.updated_at).await?;
         tx.commit().await?;
         Ok(())
+    }
+
+    async fn send_unsent_configs(&self) -> Result<u64, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let mut c = tx.conn();
+        let rows: Vec<DomainRow> = c
+            .fetch_all(
+                &format!(
+                    "SELECT {COLUMNS} FROM domains WHERE NOT EXISTS (SELECT 1 FROM outbox \
+                     WHERE kind = 'cfg' AND outbox.route_key = domains.domain)"
+                ),
+                &[],
+            )
+            .await?;
+        let mut sent = 0;
+        for row in rows {
+            // Owners do not travel to the edge.
+            let d = row.into_domain(Vec::new())?;
+            send_config(&mut c, &d.domain, &d.config(), now_ms()).await?;
+            sent += 1;
+        }
+        tx.commit().await?;
+        Ok(sent)
     }
 
     async fn owners_of_links_on(&self, name: &str) -> Result<Vec<String>, StoreError> {
@@ -322,9 +389,9 @@ impl DomainStore for Db {
             .transpose()?;
         let mut tx = self.begin_write().await?;
         let mut c = tx.conn();
-        if !lock_for_change(&mut c, name, expected, true).await? {
+        let Some(version) = lock_for_change(&mut c, name, expected, true).await? else {
             return Ok(false);
-        }
+        };
         c.execute(
             "DELETE FROM domain_owners WHERE domain = $1",
             &[name.into()],
@@ -333,6 +400,15 @@ impl DomainStore for Db {
         let gone = c
             .execute("DELETE FROM domains WHERE domain = $1", &[name.into()])
             .await?;
+        // The edge stops serving it: a disabled domain answers 404 to everything.
+        let removed = DomainConfig {
+            v: u64::try_from(version).unwrap_or_default() + 1,
+            settings: DomainSettings {
+                status: DomainStatus::Disabled,
+                ..DomainSettings::default()
+            },
+        };
+        send_config(&mut c, name, &removed, now_ms()).await?;
         tx.commit().await?;
         Ok(gone > 0)
     }

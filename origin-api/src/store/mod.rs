@@ -377,16 +377,19 @@ pub enum LiftOutcome {
 /// The domain registry.
 #[async_trait]
 pub trait DomainStore: Send + Sync + Debug + 'static {
-    /// Registers `domain` with its owners in one transaction; `Registered` when it is
-    /// in the registry already, in which case nothing is written.
-    async fn insert_domain(&self, domain: &Domain) -> Result<(), StoreError>;
+    /// Registers `domain` with its owners, and queues its settings for the edge
+    /// (`cfg:{domain}`), in one transaction; `Registered` when it is in the registry
+    /// already, in which case nothing is written. The version it is registered at: 1,
+    /// or one past the last its name had at the edge, if it was registered before.
+    async fn insert_domain(&self, domain: &Domain) -> Result<u64, StoreError>;
     /// A registered domain.
     async fn domain(&self, name: &str) -> Result<Option<Domain>, StoreError>;
     /// Every registered domain, by name.
     async fn list_domains(&self) -> Result<Vec<Domain>, StoreError>;
     /// The domains keys of `owner` may create links on: the shared ones and its own.
     async fn domains_for_owner(&self, owner: &str) -> Result<Vec<Domain>, StoreError>;
-    /// Replaces the row and owners of `domain.domain` in one transaction while its
+    /// Replaces the row and owners of `domain.domain`, and queues its settings for the
+    /// edge, in one transaction while its
     /// version is still `expected`; `Stale`, with nothing written, once it moved on. With
     /// `only_without_links` (a change of the code shape), `HoldsLinks` when a link lives
     /// on it, checked after the row is locked, so that no first link slips in between.
@@ -396,10 +399,14 @@ pub trait DomainStore: Send + Sync + Debug + 'static {
         expected: u64,
         only_without_links: bool,
     ) -> Result<(), StoreError>;
+    /// Queues the settings of every registered domain the edge was never sent any for
+    /// (registered before domains were published); how many.
+    async fn send_unsent_configs(&self) -> Result<u64, StoreError>;
     /// The owners of the links on `name`, sorted: who a domain from before the
     /// registry is registered for.
     async fn owners_of_links_on(&self, name: &str) -> Result<Vec<String>, StoreError>;
-    /// Removes a registered domain and its owners when no link lives on it
+    /// Removes a registered domain and its owners, and queues a disabled `cfg:` for the
+    /// edge, when no link lives on it
     /// (`HoldsLinks` otherwise, checked after the row is locked) and, when `expected`
     /// is given, at that version (`Stale`); whether there was one to remove.
     async fn delete_domain(&self, name: &str, expected: Option<u64>) -> Result<bool, StoreError>;

@@ -83,7 +83,7 @@ pub(super) async fn fenced(db: &Db, claim: &LeaseClaim<'_>) -> Result<Tx, StoreE
 pub(super) struct OutboxInsert<'a> {
     /// `fast` (the denylist, segments) or `normal` (link records).
     pub lane: &'a str,
-    /// `link`, `deny` or `segment`.
+    /// `link`, `deny`, `cfg` or `segment`.
     pub kind: &'a str,
     pub route_key: &'a str,
     pub version: i64,
@@ -258,7 +258,7 @@ impl OutboxStore for Db {
             .execute(
                 &format!(
                     "UPDATE outbox SET published_at = $1 WHERE published_at IS NULL \
-                     AND failed_at IS NULL AND kind IN ('link', 'deny') AND {SUPERSEDED}"
+                     AND failed_at IS NULL AND kind IN ('link', 'deny', 'cfg') AND {SUPERSEDED}"
                 ),
                 &[at.into()],
             )

@@ -628,3 +628,222 @@ async fn an_upgrade_registers_the_domains_links_live_on_for_their_owners() {
     assert_eq!(squat.status, StatusCode::FORBIDDEN, "{}", squat.text);
     t.cleanup().await;
 }
+
+/// The origin's own redirect obeys a domain's settings as the edge does: its pages for
+/// an unknown code, for `/` and for an expired link (302, never cached), its browser
+/// caching, its case rule; and once disabled, 404 for everything on it.
+#[tokio::test]
+async fn a_domains_settings_decide_the_origins_own_redirect() {
+    for (api, t) in apis("domain-pages").await {
+        let admin = api.key("ops", true).await;
+        let brand = json!({
+            "domain": "go.acme.example",
+            "shared": true,
+            "alphabet": "base36",
+            "code_length": 6,
+            "case_insensitive": true,
+            "max_age_s": 300,
+            "not_found_url": "https://www.acme.example/missing",
+            "root_url": "https://www.acme.example/",
+            "expired_url": "https://www.acme.example/ended",
+        });
+        let made = api.post_json(&admin, "/v1/domains", &brand).await;
+        assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+        let on = |more: Value| {
+            let mut body =
+                json!({"domain": "go.acme.example", "target_url": "https://acme.example/"});
+            body.as_object_mut()
+                .expect("object")
+                .extend(more.as_object().expect("object").clone());
+            body
+        };
+        let link = api.create(&admin, on(json!({}))).await;
+        assert_eq!(link.status, StatusCode::CREATED, "{}", link.text);
+        let code = link.body["code"].as_str().expect("code").to_owned();
+        assert_eq!(code.len(), 6);
+        let soon = (time::OffsetDateTime::now_utc() + time::Duration::seconds(2))
+            .format(&time::format_description::well_known::Rfc3339)
+            .expect("format");
+        let ending = api
+            .create(&admin, on(json!({"code": "Sale", "expires_at": soon})))
+            .await;
+        assert_eq!(ending.status, StatusCode::CREATED, "{}", ending.text);
+        assert_eq!(ending.body["code"], "sale", "aliases are folded too");
+
+        let host = "go.acme.example";
+        let upper = format!("/{}", code.to_ascii_uppercase());
+        let found = api.visit("GET", host, &upper).await;
+        assert_eq!(found.status, StatusCode::FOUND, "{}", t.kind());
+        assert_eq!(found.headers["location"], "https://acme.example/");
+        assert_eq!(found.headers["cache-control"], "private, max-age=300");
+        for (path, page) in [
+            ("/nothing", "https://www.acme.example/missing"),
+            ("/", "https://www.acme.example/"),
+        ] {
+            let res = api.visit("GET", host, path).await;
+            assert_eq!(res.status, StatusCode::FOUND, "{path}");
+            assert_eq!(res.headers["location"], page, "{path}");
+            assert_eq!(res.headers["cache-control"], "no-store", "{path}");
+        }
+        // The default domain has no pages.
+        assert_eq!(
+            api.visit("GET", "s.example", "/").await.status,
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            api.visit("HEAD", "s.example", "/").await.status,
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            api.visit("POST", host, "/").await.status,
+            StatusCode::METHOD_NOT_ALLOWED
+        );
+
+        // Once the alias has expired, its visitors go to the domain's page for it.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let expired = loop {
+            let res = api.visit("GET", host, "/SALE").await;
+            if res.status != StatusCode::FOUND || res.headers["location"] != "https://acme.example/"
+            {
+                break res;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the alias never expired"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        };
+        assert_eq!(expired.status, StatusCode::FOUND, "{}", expired.text);
+        assert_eq!(
+            expired.headers["location"],
+            "https://www.acme.example/ended"
+        );
+
+        let off = patch(
+            &api,
+            &admin,
+            "/v1/domains/go.acme.example",
+            Some("\"1\""),
+            json!({"status": "disabled"}),
+        )
+        .await;
+        assert_eq!(off.status, StatusCode::OK, "{}", off.text);
+        // A fresh origin process reads the settings anew (this one holds them up to a
+        // minute: docs/decisions.md#domains).
+        let fresh = crate::common::Api {
+            state: crate::common::app_state(&t),
+        };
+        for path in [upper.as_str(), "/nothing", "/"] {
+            let res = fresh.visit("GET", host, path).await;
+            assert_eq!(res.status, StatusCode::NOT_FOUND, "{path}: {}", res.text);
+            assert!(res.headers.get("location").is_none(), "{path}");
+        }
+        t.cleanup().await;
+    }
+}
+
+/// Every change of a domain queues its settings for the edge (`cfg:{domain}`, fast
+/// lane) in the same transaction, at versions that only grow: a removal queues a
+/// disabled copy, and a name registered again goes on from there, so the edge never
+/// refuses its new settings as older.
+#[tokio::test]
+async fn each_change_of_a_domain_queues_its_settings_for_the_edge_at_a_higher_version() {
+    for (api, t) in apis("domain-cfg").await {
+        let admin = api.key("ops", true).await;
+        let cfg = || async {
+            let rows: Vec<(String, i64, String)> = api
+                .state
+                .db
+                .read_all(
+                    "SELECT lane, version, payload FROM outbox WHERE kind = 'cfg' \
+                     AND route_key = 'b.example' ORDER BY seq",
+                    &[],
+                )
+                .await
+                .expect("outbox");
+            rows
+        };
+        let body = json!({"domain": "b.example", "shared": true, "max_age_s": 5});
+        assert_eq!(
+            api.post_json(&admin, "/v1/domains", &body).await.status,
+            StatusCode::CREATED
+        );
+        let changed = patch(
+            &api,
+            &admin,
+            "/v1/domains/b.example",
+            Some("\"1\""),
+            json!({"root_url": "https://b-corp.example/"}),
+        )
+        .await;
+        assert_eq!(changed.status, StatusCode::OK, "{}", changed.text);
+        assert_eq!(
+            api.call_as(&admin, "DELETE", "/v1/domains/b.example")
+                .await
+                .status,
+            StatusCode::NO_CONTENT
+        );
+        let again = api.post_json(&admin, "/v1/domains", &body).await;
+        assert_eq!(again.status, StatusCode::CREATED, "{}", again.text);
+        assert_eq!(again.body["version"], 4, "{}", again.text);
+        assert_eq!(again.headers["etag"], "\"4\"");
+
+        let rows = cfg().await;
+        let versions: Vec<i64> = rows.iter().map(|(_, v, _)| *v).collect();
+        assert_eq!(versions, [1, 2, 3, 4], "{}", t.kind());
+        assert!(rows.iter().all(|(lane, ..)| lane == "fast"));
+        let configs: Vec<shared::DomainConfig> = rows
+            .iter()
+            .map(|(_, _, p)| shared::DomainConfig::from_json(p).expect("a config"))
+            .collect();
+        assert_eq!(configs[0].settings.max_age_s, 5);
+        assert_eq!(
+            configs[1].settings.root_url.as_deref(),
+            Some("https://b-corp.example/")
+        );
+        assert_eq!(configs[2].settings.status, shared::DomainStatus::Disabled);
+        assert_eq!(configs[3].settings.status, shared::DomainStatus::Active);
+        for (config, (_, v, _)) in configs.iter().zip(&rows) {
+            assert_eq!(config.v as i64, *v);
+            // The edge accepts each, over the one before.
+            let item = shared::sync::SyncItem {
+                key: "cfg:b.example".into(),
+                value: config.to_json(),
+                version: config.v,
+                expiration: None,
+            };
+            assert_eq!(shared::sync::judge(&item, None), Ok(()));
+        }
+        t.cleanup().await;
+    }
+}
+
+/// Domains registered before their settings were published get them queued at
+/// startup, once.
+#[tokio::test]
+async fn a_start_queues_the_settings_of_domains_the_edge_never_got() {
+    let t = TestDb::sqlite().await;
+    // As a database from before: the default domain registered, no cfg row.
+    t.db.write("DELETE FROM outbox WHERE kind = 'cfg'", &[])
+        .await
+        .expect("delete");
+    let count = || async {
+        let rows: Vec<(i64,)> =
+            t.db.read_all(
+                "SELECT version FROM outbox WHERE kind = 'cfg' AND route_key = 's.example'",
+                &[],
+            )
+            .await
+            .expect("count");
+        rows.len()
+    };
+    assert_eq!(count().await, 0);
+    for _ in 0..2 {
+        let db = origin_api::prepare(&settings(&t.url))
+            .await
+            .expect("prepare");
+        db.close().await;
+        assert_eq!(count().await, 1);
+    }
+    t.cleanup().await;
+}

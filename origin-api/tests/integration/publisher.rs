@@ -245,8 +245,13 @@ async fn creates_edits_and_bans_reach_the_edge_coalesced_with_the_fast_lane_firs
         let pushes = s.edge.pushes.lock().expect("lock").clone();
         assert_eq!(
             pushes[0],
-            vec!["meta:activation".to_owned(), "deny".to_owned()],
-            "{}: the fast lane goes first",
+            vec![
+                "cfg:s.example".to_owned(),
+                "meta:activation".to_owned(),
+                "deny".to_owned()
+            ],
+            "{}: the fast lane goes first (the default domain's settings, queued when it \
+             was registered, first of all)",
             t.kind()
         );
         assert_eq!(

@@ -229,10 +229,10 @@ async fn the_registry_keeps_every_setting_and_owner_and_refuses_a_second_row() {
         brand.settings.forward_query = true;
         brand.settings.default_redirect = RedirectStatus::TemporaryRedirect;
         brand.settings.max_age_s = 300;
-        brand.status = DomainStatus::Disabled;
-        brand.not_found_url = Some("https://acme.example/404".into());
-        brand.root_url = Some("https://acme.example/".into());
-        brand.expired_url = Some("https://acme.example/expired".into());
+        brand.settings.status = DomainStatus::Disabled;
+        brand.settings.not_found_url = Some("https://acme.example/404".into());
+        brand.settings.root_url = Some("https://acme.example/".into());
+        brand.settings.expired_url = Some("https://acme.example/expired".into());
         brand.allowed_target_hosts = Some(vec!["acme.example".into(), "acme.test".into()]);
         db.insert_domain(&brand).await.expect("register");
         let shared = Domain::new("s.example", DomainAccess::Shared, 2_000);
@@ -272,7 +272,7 @@ async fn the_registry_keeps_every_setting_and_owner_and_refuses_a_second_row() {
             DomainAccess::owners(["squatter".into()]),
             4_000,
         );
-        again.root_url = Some("https://squatter.example/".into());
+        again.settings.root_url = Some("https://squatter.example/".into());
         let err = db
             .insert_domain(&again)
             .await

@@ -6,6 +6,7 @@ mod edge_activation;
 mod edge_bans;
 mod edge_cache;
 mod edge_clicks;
+mod edge_domains;
 mod edge_memory;
 mod edge_origin;
 mod edge_smoke;

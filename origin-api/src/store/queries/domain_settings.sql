@@ -1,3 +1,4 @@
-SELECT alphabet, code_length, case_insensitive, forward_query, default_redirect, max_age_s
+SELECT alphabet, code_length, case_insensitive, forward_query, default_redirect, max_age_s,
+    status, not_found_url, root_url, expired_url
 FROM domains
 WHERE domain = $1
