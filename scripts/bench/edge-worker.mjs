@@ -99,6 +99,13 @@ for (let start = 0; start < codes.length; start += 100) {
     ),
   );
 }
+// The domain's settings, as the origin publishes them: the Rust worker holds and applies
+// them on every visit (the JavaScript one ignores them). Same max-age as the default, so
+// both send the same headers.
+await kv.put(
+  "cfg:s.example",
+  JSON.stringify({ v: 1, settings: { max_age_s: 60, not_found_url: "https://www.example.org/missing" } }),
+);
 console.log(`ready ${which} ${codes.length}`);
 const stop = async () => {
   await mf.dispose();

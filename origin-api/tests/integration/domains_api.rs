@@ -403,9 +403,7 @@ async fn an_empty_domain_is_removed_but_the_default_domain_never() {
 #[tokio::test]
 async fn a_body_that_is_not_a_json_object_is_refused_and_changes_nothing() {
     let t = TestDb::sqlite().await;
-    let api = crate::common::Api {
-        state: crate::common::app_state(&t),
-    };
+    let api = crate::common::Api::of(&t);
     let admin = api.key("ops", true).await;
     let change = patch(
         &api,
@@ -584,9 +582,7 @@ async fn links_are_created_only_where_the_registry_allows_the_key() {
 #[tokio::test]
 async fn an_upgrade_registers_the_domains_links_live_on_for_their_owners() {
     let t = TestDb::sqlite().await;
-    let api = crate::common::Api {
-        state: crate::common::app_state(&t),
-    };
+    let api = crate::common::Api::of(&t);
     crate::common::register(&t.db, "old.example").await;
     let acme = api.key("acme", false).await;
     let made = api
@@ -730,9 +726,7 @@ async fn a_domains_settings_decide_the_origins_own_redirect() {
         assert_eq!(off.status, StatusCode::OK, "{}", off.text);
         // A fresh origin process reads the settings anew (this one holds them up to a
         // minute: docs/decisions.md#domains).
-        let fresh = crate::common::Api {
-            state: crate::common::app_state(&t),
-        };
+        let fresh = crate::common::Api::of(&t);
         for path in [upper.as_str(), "/nothing", "/"] {
             let res = fresh.visit("GET", host, path).await;
             assert_eq!(res.status, StatusCode::NOT_FOUND, "{path}: {}", res.text);

@@ -29,9 +29,7 @@ async fn an_id_handed_out_twice_is_a_counted_500_never_alias_taken() {
         assert_eq!(first.status, StatusCode::CREATED, "{}", first.text);
         rewind_ids(&api).await;
         // A second origin process over the same database: its allocator starts afresh.
-        let again = Api {
-            state: crate::common::app_state(&t),
-        };
+        let again = crate::common::Api::of(&t);
         let collided = again
             .create(
                 &token,
@@ -49,9 +47,7 @@ async fn an_id_handed_out_twice_is_a_counted_500_never_alias_taken() {
         assert_eq!(again.state.metrics.write_conflicts.get(), 1);
         // Bulk: the same collision fails the call, and nothing of it is stored.
         rewind_ids(&api).await;
-        let third = Api {
-            state: crate::common::app_state(&t),
-        };
+        let third = crate::common::Api::of(&t);
         let bulk = third
             .post_json(
                 &token,
@@ -309,9 +305,7 @@ async fn housekeeping_forgets_idempotency_keys_after_a_day_and_prunes_delivered_
 #[tokio::test]
 async fn operators_list_and_retry_dead_letters_from_the_command_line() {
     let t = TestDb::sqlite().await;
-    let api = Api {
-        state: crate::common::app_state(&t),
-    };
+    let api = crate::common::Api::of(&t);
     let token = api.key("acme", false).await;
     for i in 0..2 {
         let res = api

@@ -1416,9 +1416,7 @@ async fn creating_too_fast_gets_429_with_retry_after_per_key() {
 #[tokio::test]
 async fn metrics_count_creations_redirects_segments_and_the_outbox_backlog() {
     let t = TestDb::sqlite().await;
-    let api = Api {
-        state: crate::common::app_state(&t),
-    };
+    let api = crate::common::Api::of(&t);
     let token = api.key("acme", false).await;
     let made = api
         .create(&token, json!({ "target_url": "https://e.example/1" }))
@@ -1462,9 +1460,7 @@ async fn a_scrape_counts_an_outbox_backlog_only_up_to_its_cap() {
     // publish) made every scrape a scan and sort of all of them: seconds of CPU each.
     // The gauges count up to 10,000; past that they say "at least 10,000".
     for t in TestDb::all("outbox-gauge").await {
-        let api = Api {
-            state: crate::common::app_state(&t),
-        };
+        let api = crate::common::Api::of(&t);
         api.exec(
             "INSERT INTO outbox (lane, kind, route_key, version, payload, created_at) \
              WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 10005) \
@@ -1522,9 +1518,7 @@ async fn random_generated_codes_are_answered_404_without_reading_the_links_table
         let token = api.key("acme", false).await;
         // Another origin over the same database creates a link; this one has reserved
         // no ids itself.
-        let other = Api {
-            state: crate::common::app_state(&t),
-        };
+        let other = crate::common::Api::of(&t);
         let made = other
             .create(&token, json!({ "target_url": "https://e.example/other" }))
             .await;
@@ -1634,9 +1628,7 @@ async fn the_edge_resolves_a_link_with_its_token_only_and_sees_bans_on_the_recor
 #[tokio::test]
 async fn without_an_edge_token_the_resolve_endpoint_says_it_is_not_configured() {
     let t = TestDb::sqlite().await;
-    let api = Api {
-        state: crate::common::app_state(&t),
-    };
+    let api = crate::common::Api::of(&t);
     let r = api
         .send(
             Request::get("/v1/edge/resolve/s.example/abc")

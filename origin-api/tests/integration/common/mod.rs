@@ -214,6 +214,13 @@ pub struct Reply {
 }
 
 impl Api {
+    /// The API over `t`, with the test origin's settings (see [`app_state`]).
+    pub fn of(t: &TestDb) -> Api {
+        Api {
+            state: app_state(t),
+        }
+    }
+
     pub async fn key(&self, owner: &str, admin: bool) -> String {
         let (key, token) = keys::issue(
             owner,
