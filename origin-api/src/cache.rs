@@ -199,6 +199,9 @@ pub struct RedirectCache {
     loads: Cache<String, Entry>,
     writes: Arc<[std::sync::Mutex<()>]>,
     settings: Arc<RwLock<HashMap<String, (DomainSettings, Instant)>>>,
+    /// Moves with every change of a domain (here, or elsewhere as announced): a copy of
+    /// settings taken under an older one is not used again.
+    domains_generation: Arc<AtomicU64>,
     deny: Arc<DenyMemo>,
     front: Arc<front::Fronts>,
     ceiling: IdCeiling,
@@ -246,6 +249,7 @@ impl RedirectCache {
                 .map(|_| std::sync::Mutex::new(()))
                 .collect(),
             settings: Arc::default(),
+            domains_generation: Arc::default(),
             deny: Arc::default(),
             front: Arc::default(),
             ceiling: IdCeiling::default(),
@@ -298,11 +302,17 @@ impl RedirectCache {
         if let Some(settings) = self.held_settings(domain, now) {
             return Ok(settings);
         }
+        let generation = self.domains_generation.load(Ordering::Acquire);
         // Boxed, as every read on the redirect path: a future holds what each of its
         // awaits may need, and these reads made a cached visit's future almost 5 KB,
         // copied several times per request on its way through hyper. A box costs only
         // the visits that read.
         let settings = Box::pin(store.domain_settings(domain)).await?;
+        // A change of domains meanwhile: answer this visit with what was read, keep
+        // nothing of it.
+        if self.domains_generation.load(Ordering::Acquire) != generation {
+            return Ok(settings);
+        }
         let at = Instant::now();
         let mut held = self.settings.write().unwrap_or_else(|e| e.into_inner());
         // Bounded: drop everything rather than grow with junk Host headers.
@@ -310,14 +320,17 @@ impl RedirectCache {
             held.clear();
         }
         held.insert(domain.to_owned(), (settings.clone(), at));
-        self.front.keep_settings(domain, &settings, at);
+        drop(held);
+        self.front.keep_settings(domain, &settings, generation, at);
         Ok(settings)
     }
 
     /// `domain`'s settings if they are in memory and fresh at `now`: this thread's copy,
     /// else the shared one.
     pub fn held_settings(&self, domain: &str, now: Instant) -> Option<DomainSettings> {
-        if let Some(settings) = self.front.settings(domain, now) {
+        // The generation first, as for the denylist.
+        let generation = self.domains_generation.load(Ordering::Acquire);
+        if let Some(settings) = self.front.settings(domain, generation, now) {
             return Some(settings);
         }
         let held = self.settings.read().unwrap_or_else(|e| e.into_inner());
@@ -325,8 +338,19 @@ impl RedirectCache {
         if now.saturating_duration_since(*at) >= SETTINGS_TTL {
             return None;
         }
-        self.front.keep_settings(domain, settings, *at);
+        self.front.keep_settings(domain, settings, generation, *at);
         Some(settings.clone())
+    }
+
+    /// A domain was registered, changed or removed (here, or elsewhere as announced):
+    /// every visit from now on reads the settings and the served domains again.
+    pub fn domains_changed(&self) {
+        self.domains_generation.fetch_add(1, Ordering::AcqRel);
+        self.settings
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        self.served.forget();
     }
 
     /// The active bans, read at most once per [`DENYLIST_TTL`] (and by one caller), as
@@ -567,6 +591,7 @@ impl RedirectCache {
         self.negatives.clear();
         self.front.changed_all();
         self.bans_changed();
+        self.domains_changed();
     }
 
     /// After this process created or lifted a ban: the next visit reads the bans again.

@@ -362,7 +362,11 @@ pub async fn update_domain(
             "{name} holds links: its alphabet, code length and case rule are fixed, so that \
              every published code keeps its meaning"
         ))),
-        other => other.map(|()| next).map_err(AppError::from),
+        Err(e) => Err(e.into()),
+        Ok(()) => {
+            state.cache.domains_changed();
+            Ok(next)
+        }
     }
 }
 
@@ -385,7 +389,10 @@ pub async fn delete_domain(
         )));
     }
     match state.db.delete_domain(name, expected).await {
-        Ok(true) => Ok(()),
+        Ok(true) => {
+            state.cache.domains_changed();
+            Ok(())
+        }
         Ok(false) => Err(AppError::NotFound),
         Err(StoreError::HoldsLinks) => Err(AppError::InUse(format!(
             "{name} holds links, and their codes are kept for ever: disable it instead \

@@ -2,17 +2,19 @@
 //! every other origin's redirect cache at once, not after the cache's TTL.
 //!
 //! Every link write commits a notification on [`crate::store::LINKS_CHANNEL`] (`"<version> <route
-//! key>"`), and every ban or lift one on [`crate::store::BANS_CHANNEL`], in its own transaction, so
+//! key>"`), every ban or lift one on [`crate::store::BANS_CHANNEL`], and every change of
+//! a domain one on [`crate::store::DOMAINS_CHANNEL`], in its own transaction, so
 //! PostgreSQL delivers it exactly when the change becomes visible. Each origin listens:
-//! a link it holds at an older version (or as unknown) is read again, and a ban change
-//! makes it read the denylist again. Notifications are not durable: while the listening
+//! a link it holds at an older version (or as unknown) is read again, a ban change
+//! makes it read the denylist again, and a domain change its settings and the served
+//! domains. Notifications are not durable: while the listening
 //! connection is down they are lost, so every (re)connection forgets the whole cache,
 //! and the TTL stays as the bound should one be lost otherwise. SQLite has one process
 //! per file, so it needs none of this.
 
 use crate::db::Db;
 use crate::state::AppState;
-use crate::store::{BANS_CHANNEL, LINKS_CHANNEL};
+use crate::store::{BANS_CHANNEL, DOMAINS_CHANNEL, LINKS_CHANNEL};
 use sqlx::postgres::PgListener;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -29,7 +31,9 @@ pub async fn listen(state: AppState, mut stop: watch::Receiver<bool>) {
     loop {
         let connected = async {
             let mut listener = PgListener::connect_with(pool).await?;
-            listener.listen_all([LINKS_CHANNEL, BANS_CHANNEL]).await?;
+            listener
+                .listen_all([LINKS_CHANNEL, BANS_CHANNEL, DOMAINS_CHANNEL])
+                .await?;
             Ok::<_, sqlx::Error>(listener)
         };
         let mut listener = tokio::select! {
@@ -95,6 +99,7 @@ async fn handle(state: &AppState, channel: &str, payload: &str) {
             }
         }
         BANS_CHANNEL => state.cache.bans_changed(),
+        DOMAINS_CHANNEL => state.cache.domains_changed(),
         _ => {}
     }
 }

@@ -74,6 +74,12 @@ impl ServedDomains {
         // Not read yet: the first read will find it.
     }
 
+    /// The registry changed: the next visit of another host reads the set again (the
+    /// visits that arrive meanwhile wait for that one read).
+    pub fn forget(&self) {
+        *self.held.write().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
     fn current(&self) -> Option<(Arc<HashSet<String>>, Instant)> {
         self.held.read().unwrap_or_else(|e| e.into_inner()).clone()
     }

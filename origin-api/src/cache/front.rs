@@ -56,7 +56,8 @@ struct Front {
     cache: u64,
     /// Each with the moment its shared copy expires: a deadline compared with the clock
     /// costs less than the age computed from it on every visit.
-    settings: Vec<(Box<str>, DomainSettings, Instant)>,
+    /// And the generation of domains it was copied under.
+    settings: Vec<(Box<str>, DomainSettings, Instant, u64)>,
     /// This thread's own copy, the generation it was taken under, when the shared one
     /// expires.
     deny: Option<(Arc<Denylist>, u64, Instant)>,
@@ -171,20 +172,32 @@ impl Fronts {
         }
     }
 
-    /// `domain`'s settings, if this thread holds them from a shared copy not yet expired.
-    pub(super) fn settings(&self, domain: &str, now: Instant) -> Option<DomainSettings> {
+    /// `domain`'s settings, if this thread holds them from a shared copy not yet expired
+    /// taken under `generation`.
+    pub(super) fn settings(
+        &self,
+        domain: &str,
+        generation: u64,
+        now: Instant,
+    ) -> Option<DomainSettings> {
         self.with(|front| {
             front
                 .settings
                 .iter()
-                .find(|(d, _, until)| **d == *domain && now < *until)
-                .map(|(_, s, _)| s.clone())
+                .find(|(d, _, until, g)| **d == *domain && now < *until && *g == generation)
+                .map(|(_, s, ..)| s.clone())
         })
     }
 
-    /// Keeps `settings` of `domain`, from the shared copy read `at`, until that copy
-    /// expires.
-    pub(super) fn keep_settings(&self, domain: &str, settings: &DomainSettings, at: Instant) {
+    /// Keeps `settings` of `domain`, from the shared copy read `at` under `generation`,
+    /// until that copy expires.
+    pub(super) fn keep_settings(
+        &self,
+        domain: &str,
+        settings: &DomainSettings,
+        generation: u64,
+        at: Instant,
+    ) {
         let until = at + super::SETTINGS_TTL;
         self.with(|front| {
             front.settings.retain(|(d, ..)| **d != *domain);
@@ -193,7 +206,7 @@ impl Fronts {
             }
             front
                 .settings
-                .push((domain.into(), settings.clone(), until));
+                .push((domain.into(), settings.clone(), until, generation));
         });
     }
 
@@ -236,7 +249,12 @@ mod tests {
         let settings = DomainSettings::default();
         let just = Duration::from_millis(100);
         fronts.keep_denylist(&deny, 7, read_ago(DENYLIST_TTL - just * 10));
-        fronts.keep_settings("s.example", &settings, read_ago(SETTINGS_TTL - just * 10));
+        fronts.keep_settings(
+            "s.example",
+            &settings,
+            3,
+            read_ago(SETTINGS_TTL - just * 10),
+        );
         assert!(
             fronts.denylist(7, Instant::now()).is_some(),
             "a copy younger than the shared one's TTL serves"
@@ -245,15 +263,19 @@ mod tests {
             fronts.denylist(8, Instant::now()).is_none(),
             "a ban change since the copy voids it"
         );
-        assert!(fronts.settings("s.example", Instant::now()).is_some());
+        assert!(fronts.settings("s.example", 3, Instant::now()).is_some());
+        assert!(
+            fronts.settings("s.example", 4, Instant::now()).is_none(),
+            "a change of domains since the copy voids it"
+        );
         fronts.keep_denylist(&deny, 7, read_ago(DENYLIST_TTL + just));
-        fronts.keep_settings("s.example", &settings, read_ago(SETTINGS_TTL + just));
+        fronts.keep_settings("s.example", &settings, 3, read_ago(SETTINGS_TTL + just));
         assert!(
             fronts.denylist(7, Instant::now()).is_none(),
             "expired with the shared copy"
         );
         assert!(
-            fronts.settings("s.example", Instant::now()).is_none(),
+            fronts.settings("s.example", 3, Instant::now()).is_none(),
             "expired with the shared copy"
         );
     }

@@ -45,6 +45,7 @@ pub(crate) async fn create(
     caller.require_admin("registering domains needs an admin key (keys create --admin)")?;
     let mut domain = body.domain(&state, now_ms()).await?;
     domain.version = state.db.insert_domain(&domain).await?;
+    state.cache.domains_changed();
     tracing::info!(domain = %domain.domain, by = %caller.key_id, "domain registered");
     Ok(domain_response(StatusCode::CREATED, &domain))
 }

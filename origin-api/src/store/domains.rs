@@ -91,8 +91,8 @@ async fn lock_for_change(
     Ok(Some(version))
 }
 
-/// Queues `config` for the edge as `cfg:{domain}` on the fast lane, in the transaction
-/// that changed the domain.
+/// Queues `config` for the edge as `cfg:{domain}` on the fast lane, and announces the
+/// change to the other origins on PostgreSQL, in the transaction that changed the domain.
 async fn send_config(
     c: &mut Conn<'_>,
     domain: &str,
@@ -113,7 +113,16 @@ async fn send_config(
             created_at: at,
         }],
     )
-    .await
+    .await?;
+    // The other origins' redirects read the domain's settings again at once.
+    if c.is_postgres() {
+        c.execute(
+            "SELECT pg_notify($1, $2)",
+            &[super::DOMAINS_CHANNEL.into(), domain.into()],
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 /// Checks, first thing in a transaction that writes links, that each domain they were

@@ -25,6 +25,9 @@ pub const OUTBOX_COUNT_CAP: i64 = 10_000;
 pub const LINKS_CHANNEL: &str = "hop_links";
 /// Where ban changes are announced.
 pub const BANS_CHANNEL: &str = "hop_bans";
+/// The PostgreSQL channel on which every change of the domain registry is announced
+/// (the domain's name), in the transaction that makes it.
+pub const DOMAINS_CHANNEL: &str = "hop_domains";
 
 use crate::model::{ApiKey, Ban, BanTarget, Domain, Link, ListFilter};
 use async_trait::async_trait;

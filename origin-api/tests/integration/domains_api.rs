@@ -724,11 +724,9 @@ async fn a_domains_settings_decide_the_origins_own_redirect() {
         )
         .await;
         assert_eq!(off.status, StatusCode::OK, "{}", off.text);
-        // A fresh origin process reads the settings anew (this one holds them up to a
-        // minute: docs/decisions.md#domains).
-        let fresh = crate::common::Api::of(&t);
+        // At once: this origin's own change drops the settings it held.
         for path in [upper.as_str(), "/nothing", "/"] {
-            let res = fresh.visit("GET", host, path).await;
+            let res = api.visit("GET", host, path).await;
             assert_eq!(res.status, StatusCode::NOT_FOUND, "{path}: {}", res.text);
             assert!(res.headers.get("location").is_none(), "{path}");
         }

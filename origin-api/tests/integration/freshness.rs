@@ -131,3 +131,69 @@ async fn a_change_through_one_origin_reaches_the_others_cache_at_once() {
     let _ = listening.await;
     t.cleanup().await;
 }
+
+/// A domain changed through one origin is decided by its new settings at the other at
+/// once: a domain disabled, a not-found page added.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_domain_changed_through_one_origin_is_obeyed_by_the_other_at_once() {
+    let Some(t) = TestDb::postgres("freshness-domains").await else {
+        return;
+    };
+    let (a, b) = (Api::of(&t), Api::of(&t));
+    let (stop, stopped) = watch::channel(false);
+    let listening = tokio::spawn(origin_api::freshness::listen(b.state.clone(), stopped));
+    let admin = a.key("ops", true).await;
+    let made = a
+        .post_json(
+            &admin,
+            "/v1/domains",
+            &json!({"domain": "go.example", "shared": true}),
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+    let link = a
+        .create(
+            &admin,
+            json!({"domain": "go.example", "target_url": "https://dest.example/", "code": "kept"}),
+        )
+        .await;
+    assert_eq!(link.status, StatusCode::CREATED, "{}", link.text);
+    while b.state.metrics.freshness_connects.get() == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // B holds the domain's settings now.
+    assert_eq!(
+        b.visit("GET", "go.example", "/kept").await.status,
+        StatusCode::FOUND
+    );
+    assert_eq!(
+        b.visit("GET", "go.example", "/nothing").await.status,
+        StatusCode::NOT_FOUND
+    );
+
+    let changed = a
+        .send(
+            axum::http::Request::patch("/v1/domains/go.example")
+                .header("authorization", format!("Bearer {admin}"))
+                .header("content-type", "application/json")
+                .header("if-match", "\"1\"")
+                .body(axum::body::Body::from(
+                    json!({"not_found_url": "https://www.example.org/", "status": "disabled"})
+                        .to_string(),
+                ))
+                .expect("request"),
+        )
+        .await;
+    assert_eq!(changed.status, StatusCode::OK, "{}", changed.text);
+    let started = Instant::now();
+    while b.visit("GET", "go.example", "/kept").await.status != StatusCode::NOT_FOUND {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the other origin still serves the disabled domain (its cache holds settings 60 s)"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    stop.send(true).expect("stop");
+    listening.await.expect("listener");
+    t.cleanup().await;
+}
