@@ -231,17 +231,7 @@ async fn patch(
     if_match: Option<&str>,
     body: Value,
 ) -> crate::common::Reply {
-    let mut req = axum::http::Request::patch(path)
-        .header(axum::http::header::AUTHORIZATION, format!("Bearer {token}"))
-        .header(axum::http::header::CONTENT_TYPE, "application/json");
-    if let Some(v) = if_match {
-        req = req.header(axum::http::header::IF_MATCH, v);
-    }
-    api.send(
-        req.body(axum::body::Body::from(body.to_string()))
-            .expect("request"),
-    )
-    .await
+    api.patch_json(token, path, if_match, body).await
 }
 
 #[tokio::test]

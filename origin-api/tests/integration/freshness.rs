@@ -34,15 +34,11 @@ async fn until_redirects(origin: &Api, code: &str, target: &str) -> Duration {
 
 async fn patch(api: &Api, token: &str, code: &str, version: u64, target: &str) {
     let r = api
-        .send(
-            axum::http::Request::patch(format!("/v1/links/s.example/{code}"))
-                .header("authorization", format!("Bearer {token}"))
-                .header("content-type", "application/json")
-                .header("if-match", format!("\"{version}\""))
-                .body(axum::body::Body::from(
-                    json!({ "target_url": target }).to_string(),
-                ))
-                .expect("request"),
+        .patch_json(
+            token,
+            &format!("/v1/links/s.example/{code}"),
+            Some(&format!("\"{version}\"")),
+            json!({ "target_url": target }),
         )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
@@ -172,16 +168,11 @@ async fn a_domain_changed_through_one_origin_is_obeyed_by_the_other_at_once() {
     );
 
     let changed = a
-        .send(
-            axum::http::Request::patch("/v1/domains/go.example")
-                .header("authorization", format!("Bearer {admin}"))
-                .header("content-type", "application/json")
-                .header("if-match", "\"1\"")
-                .body(axum::body::Body::from(
-                    json!({"not_found_url": "https://www.example.org/", "status": "disabled"})
-                        .to_string(),
-                ))
-                .expect("request"),
+        .patch_json(
+            &admin,
+            "/v1/domains/go.example",
+            Some("\"1\""),
+            json!({"not_found_url": "https://www.example.org/", "status": "disabled"}),
         )
         .await;
     assert_eq!(changed.status, StatusCode::OK, "{}", changed.text);

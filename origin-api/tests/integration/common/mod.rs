@@ -276,6 +276,24 @@ impl Api {
         .await
     }
 
+    /// `PATCH path` with a JSON body, as `token`, with `If-Match: if_match` when given.
+    pub async fn patch_json(
+        &self,
+        token: &str,
+        path: &str,
+        if_match: Option<&str>,
+        body: Value,
+    ) -> Reply {
+        let mut req = Request::patch(path)
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .header(header::CONTENT_TYPE, "application/json");
+        if let Some(v) = if_match {
+            req = req.header(header::IF_MATCH, v);
+        }
+        self.send(req.body(Body::from(body.to_string())).expect("request"))
+            .await
+    }
+
     /// `METHOD path` without a body, with `Authorization: Bearer token`.
     pub async fn call_as(&self, token: &str, method: &str, path: &str) -> Reply {
         self.send(
