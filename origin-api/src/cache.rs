@@ -186,6 +186,9 @@ impl DenyMemo {
     }
 }
 
+/// Each domain's settings as read, and when.
+type HeldSettings = HashMap<String, (Arc<DomainSettings>, Instant)>;
+
 /// Route key (`domain/code`) → entry, plus domain settings, the denylist and the id
 /// ceiling. Cheap to clone; clones share everything.
 #[derive(Clone)]
@@ -198,7 +201,7 @@ pub struct RedirectCache {
     /// its waiters have it, and kept in `entries`.
     loads: Cache<String, Entry>,
     writes: Arc<[std::sync::Mutex<()>]>,
-    settings: Arc<RwLock<HashMap<String, (DomainSettings, Instant)>>>,
+    settings: Arc<RwLock<HeldSettings>>,
     /// Moves with every change of a domain (here, or elsewhere as announced): a copy of
     /// settings taken under an older one is not used again.
     domains_generation: Arc<AtomicU64>,
@@ -298,7 +301,7 @@ impl RedirectCache {
         store: &S,
         domain: &str,
         now: Instant,
-    ) -> Result<DomainSettings, StoreError> {
+    ) -> Result<Arc<DomainSettings>, StoreError> {
         if let Some(settings) = self.held_settings(domain, now) {
             return Ok(settings);
         }
@@ -307,7 +310,7 @@ impl RedirectCache {
         // awaits may need, and these reads made a cached visit's future almost 5 KB,
         // copied several times per request on its way through hyper. A box costs only
         // the visits that read.
-        let settings = Box::pin(store.domain_settings(domain)).await?;
+        let settings = Arc::new(Box::pin(store.domain_settings(domain)).await?);
         // A change of domains meanwhile: answer this visit with what was read, keep
         // nothing of it.
         if self.domains_generation.load(Ordering::Acquire) != generation {
@@ -327,7 +330,7 @@ impl RedirectCache {
 
     /// `domain`'s settings if they are in memory and fresh at `now`: this thread's copy,
     /// else the shared one.
-    pub fn held_settings(&self, domain: &str, now: Instant) -> Option<DomainSettings> {
+    pub fn held_settings(&self, domain: &str, now: Instant) -> Option<Arc<DomainSettings>> {
         // The generation first, as for the denylist.
         let generation = self.domains_generation.load(Ordering::Acquire);
         if let Some(settings) = self.front.settings(domain, generation, now) {

@@ -57,7 +57,9 @@ struct Front {
     /// Each with the moment its shared copy expires: a deadline compared with the clock
     /// costs less than the age computed from it on every visit.
     /// And the generation of domains it was copied under.
-    settings: Vec<(Box<str>, DomainSettings, Instant, u64)>,
+    /// Held in an `Arc` of this thread's own, so a visit's copy costs one count that no
+    /// other core touches, whatever the settings hold.
+    settings: Vec<(Box<str>, Arc<DomainSettings>, Instant, u64)>,
     /// This thread's own copy, the generation it was taken under, when the shared one
     /// expires.
     deny: Option<(Arc<Denylist>, u64, Instant)>,
@@ -179,7 +181,7 @@ impl Fronts {
         domain: &str,
         generation: u64,
         now: Instant,
-    ) -> Option<DomainSettings> {
+    ) -> Option<Arc<DomainSettings>> {
         self.with(|front| {
             front
                 .settings
@@ -206,7 +208,7 @@ impl Fronts {
             }
             front
                 .settings
-                .push((domain.into(), settings.clone(), until, generation));
+                .push((domain.into(), Arc::new(settings.clone()), until, generation));
         });
     }
 

@@ -189,7 +189,7 @@ fn root_held(state: &AppState, method: shared::Method, headers: &HeaderMap) -> O
         Host::Malformed => return Some(decide_root(method, None)),
         Host::Other(_) => return None,
     };
-    Some(decide_root(method, Some(&settings)))
+    Some(decide_root(method, Some(&*settings)))
 }
 
 /// `GET|HEAD /`: the domain's `root_url`, or 404 (a host this origin does not serve
@@ -216,7 +216,7 @@ async fn root(
         .cache
         .settings(db, domain, std::time::Instant::now())
         .await?;
-    Ok(decide_root(method, Some(&settings)))
+    Ok(decide_root(method, Some(&*settings)))
 }
 
 /// [`resolve`] from memory alone; `None` where it would read (the settings or the
