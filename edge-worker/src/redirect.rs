@@ -102,44 +102,40 @@ pub(crate) fn handle(
     let now_ms = Date::now().as_millis();
     let visit = Visitor {
         method,
-        code,
-        query: url.query,
         now_ms,
         kv,
         request,
         env,
         ctx,
     };
+    let query = url.query;
     match (denylist::held(now_ms), config::held(host, now_ms)) {
-        (Some(deny), Some(settings)) => visit.with(host, deny, config::or_defaults(settings)),
+        (Some(deny), Some(settings)) => {
+            visit.with(host, code, query, deny, config::or_defaults(settings))
+        }
         (deny, settings) => {
             // What waits on KV owns its strings.
-            let (host, visit) = (host.to_owned(), visit.owned());
+            let (host, code) = (host.to_owned(), code.to_owned());
+            let query = query.map(str::to_owned);
             future_to_promise(async move {
                 let deny = match deny {
                     Some(deny) => deny,
-                    None => denylist::refresh(&visit.parts.kv, now_ms).await,
+                    None => denylist::refresh(&visit.kv, now_ms).await,
                 };
                 let settings = match settings {
                     Some(settings) => settings,
-                    None => config::refresh(&visit.parts.kv, &host, now_ms).await,
+                    None => config::refresh(&visit.kv, &host, now_ms).await,
                 };
-                let visit = Visitor {
-                    code: &visit.code,
-                    query: visit.query.as_deref(),
-                    ..visit.parts
-                };
-                JsFuture::from(visit.with(&host, deny, config::or_defaults(settings))).await
+                let settings = config::or_defaults(settings);
+                JsFuture::from(visit.with(&host, &code, query.as_deref(), deny, settings)).await
             })
         }
     }
 }
 
-/// A visit before its domain's settings are known.
-struct Visitor<'a> {
+/// A visit before its domain's settings are known: all of it but the request line.
+struct Visitor {
     method: Method,
-    code: &'a str,
-    query: Option<&'a str>,
     now_ms: u64,
     kv: Kv,
     request: web_sys::Request,
@@ -147,40 +143,28 @@ struct Visitor<'a> {
     ctx: Context,
 }
 
-/// A [`Visitor`] whose strings are its own, to wait on KV.
-struct OwnedVisitor {
-    code: String,
-    query: Option<String>,
-    parts: Visitor<'static>,
-}
-
-impl<'a> Visitor<'a> {
-    fn owned(self) -> OwnedVisitor {
-        OwnedVisitor {
-            code: self.code.to_owned(),
-            query: self.query.map(str::to_owned),
-            parts: Visitor {
-                code: "",
-                query: None,
-                ..self
-            },
-        }
-    }
-
+impl Visitor {
     /// With the denylist and the domain's settings in hand: `/` is the domain's root
     /// page; any other code is looked up in the form the domain stores it.
-    fn with(self, host: &str, deny: Rc<Denylist>, settings: Rc<DomainSettings>) -> Promise {
-        if self.code.is_empty() {
+    fn with(
+        self,
+        host: &str,
+        code: &str,
+        query: Option<&str>,
+        deny: Rc<Denylist>,
+        settings: Rc<DomainSettings>,
+    ) -> Promise {
+        if code.is_empty() {
             return respond::settled(&decide_root(self.method, Some(&settings)));
         }
-        let code = settings.canonical_code(self.code);
+        let code = settings.canonical_code(code);
         let Some(route) = RouteKey::new(host, code.as_ref()) else {
             return respond::settled(&Decision::not_found(self.method));
         };
         let visit = Pending {
             method: self.method,
             route,
-            query: self.query.map(str::to_owned),
+            query: query.map(str::to_owned),
             now_ms: self.now_ms,
             kv: self.kv,
             request: self.request,

@@ -224,16 +224,6 @@ async fn a_fresh_install_has_its_default_domain_registered_shared_once() {
     again.close().await;
 }
 
-async fn patch(
-    api: &crate::common::Api,
-    token: &str,
-    path: &str,
-    if_match: Option<&str>,
-    body: Value,
-) -> crate::common::Reply {
-    api.patch_json(token, path, if_match, body).await
-}
-
 #[tokio::test]
 async fn changes_need_the_current_version_and_a_domain_with_links_keeps_its_code_shape() {
     for (api, t) in apis("domains-update").await {
@@ -251,23 +241,27 @@ async fn changes_need_the_current_version_and_a_domain_with_links_keeps_its_code
 
         let change = json!({"alphabet": "base36", "code_length": 6, "case_insensitive": true, "root_url": null});
         assert_eq!(
-            patch(&api, &acme, path, Some("\"1\""), change.clone())
+            api.patch_json(&acme, path, Some("\"1\""), change.clone())
                 .await
                 .status,
             StatusCode::FORBIDDEN
         );
         assert_eq!(
-            patch(&api, &admin, path, None, change.clone()).await.status,
+            api.patch_json(&admin, path, None, change.clone())
+                .await
+                .status,
             StatusCode::PRECONDITION_REQUIRED
         );
         assert_eq!(
-            patch(&api, &admin, path, Some("\"7\""), change.clone())
+            api.patch_json(&admin, path, Some("\"7\""), change.clone())
                 .await
                 .status,
             StatusCode::PRECONDITION_FAILED
         );
         // While no link lives on it, even its code shape may change; null clears a URL.
-        let changed = patch(&api, &admin, path, Some("\"1\""), change.clone()).await;
+        let changed = api
+            .patch_json(&admin, path, Some("\"1\""), change.clone())
+            .await;
         assert_eq!(
             changed.status,
             StatusCode::OK,
@@ -284,21 +278,23 @@ async fn changes_need_the_current_version_and_a_domain_with_links_keeps_its_code
         assert_eq!(changed.body["owners"], json!(["acme"]));
         assert_eq!(changed.body["created_at"], made.body["created_at"]);
         // The version read before is stale now.
-        let stale = patch(&api, &admin, path, Some("\"1\""), json!({"max_age_s": 10})).await;
+        let stale = api
+            .patch_json(&admin, path, Some("\"1\""), json!({"max_age_s": 10}))
+            .await;
         assert_eq!(
             stale.status,
             StatusCode::PRECONDITION_FAILED,
             "{}",
             stale.text
         );
-        let bad = patch(
-            &api,
-            &admin,
-            path,
-            Some("\"2\""),
-            json!({"case_insensitive": true, "alphabet": "base62"}),
-        )
-        .await;
+        let bad = api
+            .patch_json(
+                &admin,
+                path,
+                Some("\"2\""),
+                json!({"case_insensitive": true, "alphabet": "base62"}),
+            )
+            .await;
         assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", bad.text);
 
         // A link lives on it: the shape is fixed, everything else may change.
@@ -306,17 +302,19 @@ async fn changes_need_the_current_version_and_a_domain_with_links_keeps_its_code
             .create(&acme, json!({"target_url": "https://acme.example/a", "domain": "go.acme.example", "code": "promo-1"}))
             .await;
         assert_eq!(link.status, StatusCode::CREATED, "{}", link.text);
-        let fixed = patch(&api, &admin, path, Some("\"2\""), json!({"code_length": 8})).await;
+        let fixed = api
+            .patch_json(&admin, path, Some("\"2\""), json!({"code_length": 8}))
+            .await;
         assert_eq!(fixed.status, StatusCode::CONFLICT, "{}", fixed.text);
         assert!(fixed.text.contains("domain-in-use"), "{}", fixed.text);
-        let shared = patch(
-            &api,
-            &admin,
-            path,
-            Some("\"2\""),
-            json!({"shared": true, "max_age_s": 10}),
-        )
-        .await;
+        let shared = api
+            .patch_json(
+                &admin,
+                path,
+                Some("\"2\""),
+                json!({"shared": true, "max_age_s": 10}),
+            )
+            .await;
         assert_eq!(shared.status, StatusCode::OK, "{}", shared.text);
         assert_eq!(
             (
@@ -395,14 +393,14 @@ async fn a_body_that_is_not_a_json_object_is_refused_and_changes_nothing() {
     let t = TestDb::sqlite().await;
     let api = crate::common::Api::of(&t);
     let admin = api.key("ops", true).await;
-    let change = patch(
-        &api,
-        &admin,
-        "/v1/domains/s.example",
-        Some("\"1\""),
-        json!([null, null]),
-    )
-    .await;
+    let change = api
+        .patch_json(
+            &admin,
+            "/v1/domains/s.example",
+            Some("\"1\""),
+            json!([null, null]),
+        )
+        .await;
     assert_eq!(
         change.status,
         StatusCode::UNPROCESSABLE_ENTITY,
@@ -547,14 +545,14 @@ async fn links_are_created_only_where_the_registry_allows_the_key() {
         assert_eq!(results[2]["ok"], true);
 
         // A disabled domain takes no new links, not even an admin's.
-        let disabled = patch(
-            &api,
-            &admin,
-            "/v1/domains/go.acme.example",
-            Some("\"1\""),
-            json!({"status": "disabled"}),
-        )
-        .await;
+        let disabled = api
+            .patch_json(
+                &admin,
+                "/v1/domains/go.acme.example",
+                Some("\"1\""),
+                json!({"status": "disabled"}),
+            )
+            .await;
         assert_eq!(disabled.status, StatusCode::OK, "{}", disabled.text);
         for token in [&acme, &admin] {
             let res = api.create(token, on("go.acme.example", shop)).await;
@@ -705,14 +703,14 @@ async fn a_domains_settings_decide_the_origins_own_redirect() {
             "https://www.acme.example/ended"
         );
 
-        let off = patch(
-            &api,
-            &admin,
-            "/v1/domains/go.acme.example",
-            Some("\"1\""),
-            json!({"status": "disabled"}),
-        )
-        .await;
+        let off = api
+            .patch_json(
+                &admin,
+                "/v1/domains/go.acme.example",
+                Some("\"1\""),
+                json!({"status": "disabled"}),
+            )
+            .await;
         assert_eq!(off.status, StatusCode::OK, "{}", off.text);
         // At once: this origin's own change drops the settings it held.
         for path in [upper.as_str(), "/nothing", "/"] {
@@ -750,14 +748,14 @@ async fn each_change_of_a_domain_queues_its_settings_for_the_edge_at_a_higher_ve
             api.post_json(&admin, "/v1/domains", &body).await.status,
             StatusCode::CREATED
         );
-        let changed = patch(
-            &api,
-            &admin,
-            "/v1/domains/b.example",
-            Some("\"1\""),
-            json!({"root_url": "https://b-corp.example/"}),
-        )
-        .await;
+        let changed = api
+            .patch_json(
+                &admin,
+                "/v1/domains/b.example",
+                Some("\"1\""),
+                json!({"root_url": "https://b-corp.example/"}),
+            )
+            .await;
         assert_eq!(changed.status, StatusCode::OK, "{}", changed.text);
         assert_eq!(
             api.call_as(&admin, "DELETE", "/v1/domains/b.example")

@@ -517,13 +517,7 @@ async fn concurrent_creates_get_distinct_codes_that_resolve_to_their_own_targets
 
 impl Api {
     async fn patch(&self, token: &str, path: &str, if_match: Option<&str>, body: Value) -> Reply {
-        let mut req = Request::patch(format!("/v1/links/{path}"))
-            .header(header::AUTHORIZATION, format!("Bearer {token}"))
-            .header(header::CONTENT_TYPE, "application/json");
-        if let Some(v) = if_match {
-            req = req.header(header::IF_MATCH, v);
-        }
-        self.send(req.body(Body::from(body.to_string())).expect("request"))
+        self.patch_json(token, &format!("/v1/links/{path}"), if_match, body)
             .await
     }
 
