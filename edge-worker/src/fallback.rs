@@ -1,8 +1,9 @@
 //! Asking the origin about codes KV does not hold yet (ARCHITECTURE §6.4).
 //!
 //! KV lags behind the origin, so a link created a moment ago is missing here. Only codes
-//! that may be new are asked about: a generated code whose id lies in the activation
-//! window (`meta:activation`), or a custom alias, which cannot be dated. Everything else
+//! that may be new are asked about: a generated code whose number lies in its domain's
+//! activation window (`meta:activation:{domain}`), or a custom alias, which cannot be
+//! dated. Everything else
 //! — random and enumerated codes — is answered 404 without calling anyone. The origin's
 //! answers are kept for a few seconds, in this isolate and in the location's cache
 //! (`answer_cache`); lookups of undatable codes are rate-limited per isolate; and an
@@ -15,15 +16,19 @@ use crate::kv::Kv;
 use futures_util::future::{select, Either};
 use shared::activation::{may_be_new, ActivationMeta, NewCode};
 use shared::fallback::{Answers, Held, UndatedBudget};
-use shared::sync::ACTIVATION_KEY;
+use shared::sync::activation_key;
 use shared::{CodeKind, CodeSpace, EdgeRecord, KeyRing, RouteKey};
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::time::Duration;
 use worker::worker_sys::Context;
 use worker::{console_error, Date, Delay, Env, Fetch, Headers, Method, Request, RequestInit};
 
-/// How long this isolate trusts its copy of the activation meta.
+/// How long this isolate trusts its copy of a domain's activation meta.
 const META_HOLD_MS: u64 = 2_000;
+/// Domains whose meta is held at most: when full, all go (made-up `Host` names must
+/// not grow the isolate's memory).
+const MAX_METAS: usize = 1_000;
 /// Cloudflare's smallest per-location KV cache.
 const META_CACHE_TTL_S: u32 = 30;
 /// How long an origin answer is kept, in this isolate and in the location's cache: a
@@ -49,7 +54,8 @@ pub(crate) enum Resolved {
 /// What this isolate remembers between visits.
 struct State {
     keys: Option<Option<KeyRing>>,
-    meta: Option<Held<Option<ActivationMeta>>>,
+    /// Per domain, its activation meta (`None`: KV holds none).
+    metas: HashMap<String, Held<Option<ActivationMeta>>>,
     /// The origin's answers: a record, or `None` for an unknown code.
     answers: Answers<Option<EdgeRecord>>,
     undated: UndatedBudget,
@@ -59,7 +65,7 @@ thread_local! {
     // Workers isolates run one thread; this is per-isolate memory.
     static STATE: RefCell<State> = RefCell::new(State {
         keys: None,
-        meta: None,
+        metas: HashMap::new(),
         answers: Answers::new(MAX_ANSWERS),
         undated: UndatedBudget::new(UNDATED_LOOKUPS_PER_S),
     });
@@ -78,24 +84,29 @@ fn keys(env: &Env) -> Option<KeyRing> {
     })
 }
 
-async fn meta(kv: &Kv) -> Option<ActivationMeta> {
+async fn meta(kv: &Kv, domain: &str) -> Option<ActivationMeta> {
     let now = Date::now().as_millis();
-    let held = STATE.with_borrow(|s| s.meta.as_ref().and_then(|m| m.fresh(now, META_HOLD_MS)));
+    let held = STATE.with_borrow(|s| s.metas.get(domain).and_then(|m| m.fresh(now, META_HOLD_MS)));
     if let Some(meta) = held {
         return meta;
     }
-    let read = kv.text(ACTIVATION_KEY, META_CACHE_TTL_S).await;
-    let meta = match read {
+    let key = activation_key(domain);
+    let meta = match kv.text(&key, META_CACHE_TTL_S).await {
         Ok(Some(json)) => ActivationMeta::from_json(&json)
-            .map_err(|e| console_error!("corrupt {ACTIVATION_KEY}: {e}"))
+            .map_err(|e| console_error!("corrupt {key}: {e}"))
             .ok(),
         Ok(None) => None,
         Err(e) => {
-            console_error!("reading {ACTIVATION_KEY}: {e}");
+            console_error!("reading {key}: {e}");
             None
         }
     };
-    STATE.with_borrow_mut(|s| s.meta = Some(Held::new(meta, now)));
+    STATE.with_borrow_mut(|s| {
+        if s.metas.len() >= MAX_METAS && !s.metas.contains_key(domain) {
+            s.metas.clear();
+        }
+        s.metas.insert(domain.to_owned(), Held::new(meta, now));
+    });
     meta
 }
 
@@ -116,7 +127,7 @@ pub(crate) async fn worth_asking(
     }
     let code = route.code();
     let (keys, meta) = match shared::codes::classify(code, space) {
-        Some(CodeKind::Generated) => (keys(env), meta(kv).await),
+        Some(CodeKind::Generated) => (keys(env), meta(kv, route.domain()).await),
         _ => (None, None),
     };
     let now_s = (Date::now().as_millis() / 1000) as i64;

@@ -17,9 +17,9 @@ struct Memory(AtomicU64);
 
 #[async_trait]
 impl SegmentSource for Memory {
-    async fn next_segment(&self, _name: &str) -> Result<Range<u64>, StoreError> {
-        let end = self.0.fetch_add(10_000, Ordering::Relaxed) + 10_000;
-        Ok(end - 10_000..end)
+    async fn next_segment(&self, _name: &str, step: u64) -> Result<Range<u64>, StoreError> {
+        let end = self.0.fetch_add(step, Ordering::Relaxed) + step;
+        Ok(end - step..end)
     }
 }
 

@@ -21,7 +21,7 @@
 
 mod front;
 
-use crate::ceiling::IdCeiling;
+use crate::ceiling::Ceilings;
 use crate::model::Ban;
 use crate::model::Link;
 use crate::owners::{OwnerId, Owners};
@@ -143,7 +143,8 @@ pub trait RedirectSource: Send + Sync {
     async fn get_link(&self, domain: &str, code: &str) -> Result<Option<Link>, StoreError>;
     async fn active_bans(&self) -> Result<Vec<Ban>, StoreError>;
     async fn domain_settings(&self, domain: &str) -> Result<DomainSettings, StoreError>;
-    async fn link_ceiling(&self) -> Result<u64, StoreError>;
+    /// The end of `domain`'s code sequence ([`crate::ceiling`]).
+    async fn code_ceiling(&self, domain: &str) -> Result<u64, StoreError>;
     async fn served_domains(&self) -> Result<Vec<String>, StoreError>;
 }
 
@@ -158,8 +159,8 @@ impl<S: LinkStore + BanStore + SegmentSource> RedirectSource for S {
     async fn domain_settings(&self, domain: &str) -> Result<DomainSettings, StoreError> {
         LinkStore::domain_settings(self, domain).await
     }
-    async fn link_ceiling(&self) -> Result<u64, StoreError> {
-        SegmentSource::segment_ceiling(self, crate::store::LINK_SEQUENCE).await
+    async fn code_ceiling(&self, domain: &str) -> Result<u64, StoreError> {
+        SegmentSource::segment_ceiling(self, &crate::model::sequence::code_sequence(domain)).await
     }
     async fn served_domains(&self) -> Result<Vec<String>, StoreError> {
         LinkStore::served_domains(self).await
@@ -207,7 +208,7 @@ pub struct RedirectCache {
     domains_generation: Arc<AtomicU64>,
     deny: Arc<DenyMemo>,
     front: Arc<front::Fronts>,
-    ceiling: IdCeiling,
+    ceilings: Ceilings,
     served: Arc<crate::served::ServedDomains>,
     owners: Owners,
     /// Links read from the database on a miss.
@@ -255,7 +256,7 @@ impl RedirectCache {
             domains_generation: Arc::default(),
             deny: Arc::default(),
             front: Arc::default(),
-            ceiling: IdCeiling::default(),
+            ceilings: Ceilings::default(),
             served: Arc::default(),
             owners: Owners::default(),
         }
@@ -287,9 +288,10 @@ impl RedirectCache {
             .await
     }
 
-    /// The ceiling this cache checks generated codes against; the allocator raises it.
-    pub fn ceiling(&self) -> &IdCeiling {
-        &self.ceiling
+    /// The ceilings this cache checks generated codes against, one per domain; the
+    /// allocators raise them.
+    pub fn ceilings(&self) -> &Ceilings {
+        &self.ceilings
     }
 
     /// A domain's settings, read at most once per [`SETTINGS_TTL`] (domains are few, and
@@ -459,24 +461,28 @@ impl RedirectCache {
         entry
     }
 
-    /// Whether a link may exist under `code`: `false` only for a generated code whose id
-    /// is past the ceiling under every key version.
+    /// Whether a link may exist under `route`: `false` only for a generated code whose
+    /// number is past its domain's ceiling under every key version.
     pub async fn may_exist<S: RedirectSource + ?Sized>(
         &self,
         store: &S,
         keys: Option<&KeyRing>,
         settings: &DomainSettings,
-        code: &str,
+        route: &RouteKey,
     ) -> Result<bool, StoreError> {
-        if let Some(known) = self.may_exist_held(keys, settings, code) {
+        if let Some(known) = self.may_exist_held(keys, settings, route) {
             return Ok(known);
         }
-        // A generated code, and an id the ceiling must be read again for.
+        // A generated code, and a number the ceiling must be read again for.
         let Some(keys) = keys else {
             return Ok(true);
         };
-        for id in shared::activation::link_ids(code, &settings.codes, keys) {
-            if self.ceiling.admits(id, || store.link_ceiling()).await? {
+        let ceiling = self.ceilings.of(route.domain());
+        for n in shared::activation::code_numbers(route.code(), &settings.codes, keys) {
+            if ceiling
+                .admits(n, || store.code_ceiling(route.domain()))
+                .await?
+            {
                 return Ok(true);
             }
         }
@@ -488,16 +494,18 @@ impl RedirectCache {
         &self,
         keys: Option<&KeyRing>,
         settings: &DomainSettings,
-        code: &str,
+        route: &RouteKey,
     ) -> Option<bool> {
         let Some(keys) = keys else {
             return Some(true);
         };
+        let code = route.code();
         if shared::codes::classify(code, &settings.codes) != Some(CodeKind::Generated) {
             return Some(true);
         }
-        for id in shared::activation::link_ids(code, &settings.codes, keys) {
-            if self.ceiling.admits_held(id)? {
+        let ceiling = self.ceilings.of(route.domain());
+        for n in shared::activation::code_numbers(code, &settings.codes, keys) {
+            if ceiling.admits_held(n)? {
                 return Some(true);
             }
         }
@@ -643,7 +651,7 @@ mod tests {
         async fn served_domains(&self) -> Result<Vec<String>, StoreError> {
             Ok(vec![])
         }
-        async fn link_ceiling(&self) -> Result<u64, StoreError> {
+        async fn code_ceiling(&self, _d: &str) -> Result<u64, StoreError> {
             Ok(u64::MAX)
         }
     }
@@ -660,6 +668,7 @@ mod tests {
             expires_at: None,
             version,
             key_version: Some(1),
+            code_number: None,
             code_kind: CodeKind::Generated,
             forward_query: false,
             title: None,

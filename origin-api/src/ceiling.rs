@@ -1,7 +1,7 @@
-//! The id ceiling: every link id any origin has issued lies below the end of the newest
-//! segment reserved in `id_segments`. A generated code whose id (under every key
-//! version) is at or past that end names no link, so the origin's redirect answers it
-//! 404 without reading the database. Random and enumerated codes decode to ids spread
+//! The code ceiling, one per domain: every number a domain's code sequence has issued
+//! lies below the end of the newest segment reserved in its `id_segments` row. A
+//! generated code whose number (under every key version) is at or past that end names
+//! no link, so the origin's redirect answers it 404 without reading the database. Random and enumerated codes decode to ids spread
 //! over the whole code space and land there almost always: the origin's counterpart of
 //! the edge's activation window, and what keeps a scan of random codes from becoming a
 //! scan of the database.
@@ -11,10 +11,12 @@
 //! it and the last read is older than [`RECHECK`]: a link another origin created in a
 //! segment it reserved less than that long ago may answer 404 here for that long.
 
+use crate::model::sequence::domain_of_sequence;
 use crate::store::{SegmentSource, StoreError};
+use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 // tokio's clock, so tests can move it.
 use tokio::time::Instant;
@@ -100,19 +102,42 @@ impl IdCeiling {
     }
 }
 
-/// A segment source that raises a ceiling with every segment it hands out, so this
-/// process's newest links are never refused by its own ceiling.
+/// Each domain's ceiling, made on first use. Only domains this origin serves reach it
+/// (the registry's, or the default), so it grows no larger than the registry.
+#[derive(Debug, Clone, Default)]
+pub struct Ceilings(Arc<RwLock<HashMap<String, IdCeiling>>>);
+
+impl Ceilings {
+    /// `domain`'s ceiling.
+    pub fn of(&self, domain: &str) -> IdCeiling {
+        if let Some(c) = self.0.read().unwrap_or_else(|e| e.into_inner()).get(domain) {
+            return c.clone();
+        }
+        self.0
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(domain.to_owned())
+            .or_default()
+            .clone()
+    }
+}
+
+/// A segment source that raises a domain's ceiling with every segment of its code
+/// sequence it hands out, so this process's newest links are never refused by its own
+/// ceiling.
 #[derive(Debug)]
 pub struct Raising<S> {
     pub source: S,
-    pub ceiling: IdCeiling,
+    pub ceilings: Ceilings,
 }
 
 #[async_trait::async_trait]
 impl<S: SegmentSource> SegmentSource for Raising<S> {
-    async fn next_segment(&self, name: &str) -> Result<Range<u64>, StoreError> {
-        let range = self.source.next_segment(name).await?;
-        self.ceiling.raise(range.end);
+    async fn next_segment(&self, name: &str, step: u64) -> Result<Range<u64>, StoreError> {
+        let range = self.source.next_segment(name, step).await?;
+        if let Some(domain) = domain_of_sequence(name) {
+            self.ceilings.of(domain).raise(range.end);
+        }
         Ok(range)
     }
 
@@ -135,7 +160,7 @@ mod tests {
 
     #[async_trait::async_trait]
     impl SegmentSource for Moving {
-        async fn next_segment(&self, _name: &str) -> Result<Range<u64>, StoreError> {
+        async fn next_segment(&self, _name: &str, _step: u64) -> Result<Range<u64>, StoreError> {
             let end = self.end.fetch_add(100, Ordering::SeqCst) + 100;
             Ok(end - 100..end)
         }
@@ -200,26 +225,23 @@ mod tests {
         assert_eq!(source.reads.load(Ordering::SeqCst), 2);
     }
 
-    #[tokio::test]
-    async fn this_processs_own_segments_raise_the_ceiling_at_once() {
-        let ceiling = IdCeiling::default();
+    #[tokio::test(start_paused = true)]
+    async fn this_processs_own_segments_raise_their_domains_ceiling_at_once() {
+        let ceilings = Ceilings::default();
         let raising = Raising {
             source: Moving::default(),
-            ceiling: ceiling.clone(),
+            ceilings: ceilings.clone(),
         };
-        assert!(!ceiling
-            .admits(150, || raising.segment_ceiling("links"))
-            .await
-            .unwrap());
-        raising.next_segment("links").await.unwrap();
-        raising.next_segment("links").await.unwrap();
-        assert!(ceiling
-            .admits(150, || raising.segment_ceiling("links"))
-            .await
-            .unwrap());
-        assert!(!ceiling
-            .admits(200, || raising.segment_ceiling("links"))
-            .await
-            .unwrap());
+        let ceiling = ceilings.of("go.example");
+        let read = || raising.segment_ceiling("code:go.example");
+        assert!(!ceiling.admits(150, read).await.unwrap());
+        raising.next_segment("code:go.example", 100).await.unwrap();
+        raising.next_segment("code:go.example", 100).await.unwrap();
+        assert!(ceiling.admits(150, read).await.unwrap());
+        assert!(!ceiling.admits(200, read).await.unwrap());
+        // Another domain's ceiling, and the link sequence, raise nothing here.
+        raising.next_segment("links", 100).await.unwrap();
+        assert!(!ceiling.admits(250, read).await.unwrap());
+        assert_eq!(ceilings.of("other.example").admits_held(0), None);
     }
 }

@@ -51,6 +51,9 @@ pub enum AppError {
     /// A change that what the domain holds forbids (409).
     #[error("{0}")]
     InUse(String),
+    /// The domain's code sequence has passed the last code of its shape (409).
+    #[error("{domain} has no generated codes left (all {size} of its shape are issued): give the link an alias, or create it on a domain with longer codes")]
+    CodeSpaceFull { domain: String, size: u64 },
     #[error("the link is deleted; a deleted link cannot be changed")]
     Deleted,
     #[error("this key creates links faster than allowed; retry in {retry_after_s} s")]
@@ -92,7 +95,9 @@ impl AppError {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             AppError::Store(e) if e.is_unavailable() => StatusCode::SERVICE_UNAVAILABLE,
-            AppError::Taken { .. } | AppError::InUse(_) => StatusCode::CONFLICT,
+            AppError::Taken { .. } | AppError::InUse(_) | AppError::CodeSpaceFull { .. } => {
+                StatusCode::CONFLICT
+            }
             AppError::Store(e) if matches!(e.inner(), StoreError::Taken) => StatusCode::CONFLICT,
             AppError::Store(e)
                 if matches!(
@@ -132,6 +137,7 @@ impl AppError {
             AppError::NotConfigured(_) => "not-configured",
             AppError::Taken { .. } => "code-taken",
             AppError::InUse(_) => "domain-in-use",
+            AppError::CodeSpaceFull { .. } => "code-space-full",
             AppError::Store(e) if matches!(e.inner(), StoreError::Taken) => "code-taken",
             AppError::Store(e) if matches!(e.inner(), StoreError::Registered) => {
                 "domain-registered"

@@ -1,4 +1,5 @@
-//! The segment allocator: dense `link_id`s without a database round trip per id.
+//! The segment allocator: dense numbers (`link_id`s, and each domain's code numbers)
+//! without a database round trip per number.
 //!
 //! A named row in `id_segments` is advanced by its `step` in one atomic statement; the
 //! range it gives up is this process's segment, handed out with an atomic counter. When
@@ -7,11 +8,14 @@
 //! older than `max_age` is abandoned, its rest counted as wasted: this bounds how old an
 //! unissued id can be, which the edge's activation window relies on.
 
+use crate::model::sequence::{code_sequence, code_step, DEFAULT_STEP};
 use crate::store::{SegmentSource, StoreError};
 use prometheus_client::metrics::counter::Counter;
+use shared::CodeSpace;
+use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 // tokio's clock, so tests can move time forward instead of waiting for it.
 use tokio::time::Instant;
@@ -61,6 +65,8 @@ pub struct SegmentAllocator {
 struct Inner {
     source: Arc<dyn SegmentSource>,
     name: String,
+    /// Ids per segment.
+    step: u64,
     max_age: Duration,
     current: RwLock<Option<Arc<Segment>>>,
     /// The prefetched segment; the lock is held while fetching, so a rotation that
@@ -77,16 +83,19 @@ impl SegmentAllocator {
         Self::with_counters(
             source,
             name,
+            DEFAULT_STEP,
             max_age,
             Counter::default(),
             Counter::default(),
         )
     }
 
-    /// As [`SegmentAllocator::new`], counting into the given metrics.
+    /// As [`SegmentAllocator::new`], `step` ids a segment, counting into the given
+    /// metrics.
     pub fn with_counters(
         source: Arc<dyn SegmentSource>,
         name: impl Into<String>,
+        step: u64,
         max_age: Duration,
         segments_fetched: Counter,
         wasted: Counter,
@@ -95,6 +104,7 @@ impl SegmentAllocator {
             inner: Arc::new(Inner {
                 source,
                 name: name.into(),
+                step,
                 max_age,
                 current: RwLock::new(None),
                 next: tokio::sync::Mutex::new(None),
@@ -215,10 +225,77 @@ impl SegmentAllocator {
     }
 
     async fn fetch(&self) -> Result<Arc<Segment>, StoreError> {
-        let range = self.inner.source.next_segment(&self.inner.name).await?;
+        let range = self
+            .inner
+            .source
+            .next_segment(&self.inner.name, self.inner.step)
+            .await?;
         self.inner.segments_fetched.inc();
         tracing::debug!(sequence = %self.inner.name, start = range.start, end = range.end, "segment allocated");
         Ok(Segment::new(range))
+    }
+}
+
+/// Each domain's code sequence ([`crate::model::sequence`]): an allocator apiece, made
+/// on a domain's first generated code and kept (domains are registered, so few).
+#[derive(Debug, Clone)]
+pub struct CodeSequences {
+    inner: Arc<Sequences>,
+}
+
+#[derive(Debug)]
+struct Sequences {
+    source: Arc<dyn SegmentSource>,
+    max_age: Duration,
+    segments_fetched: Counter,
+    wasted: Counter,
+    /// Per domain, the allocator and the code space its step was sized for.
+    held: Mutex<HashMap<String, (CodeSpace, SegmentAllocator)>>,
+}
+
+impl CodeSequences {
+    /// Sequences over `source`, every allocator counting into the given metrics.
+    pub fn new(
+        source: Arc<dyn SegmentSource>,
+        max_age: Duration,
+        segments_fetched: Counter,
+        wasted: Counter,
+    ) -> Self {
+        CodeSequences {
+            inner: Arc::new(Sequences {
+                source,
+                max_age,
+                segments_fetched,
+                wasted,
+                held: Mutex::default(),
+            }),
+        }
+    }
+
+    /// The next number of `domain`'s code sequence, whose codes lie in `space`.
+    pub async fn next_number(&self, domain: &str, space: &CodeSpace) -> Result<u64, StoreError> {
+        self.allocator(domain, space).next_id().await
+    }
+
+    fn allocator(&self, domain: &str, space: &CodeSpace) -> SegmentAllocator {
+        let mut held = self.inner.held.lock().unwrap_or_else(|e| e.into_inner());
+        match held.get(domain) {
+            Some((sized_for, alloc)) if sized_for == space => alloc.clone(),
+            // New, or the domain's shape changed (only possible while it held no link):
+            // segments sized for the space it has now.
+            _ => {
+                let alloc = SegmentAllocator::with_counters(
+                    Arc::clone(&self.inner.source),
+                    code_sequence(domain),
+                    code_step(space),
+                    self.inner.max_age,
+                    self.inner.segments_fetched.clone(),
+                    self.inner.wasted.clone(),
+                );
+                held.insert(domain.to_owned(), (*space, alloc.clone()));
+                alloc
+            }
+        }
     }
 }
 
@@ -255,7 +332,7 @@ mod tests {
 
     #[async_trait]
     impl SegmentSource for FakeSource {
-        async fn next_segment(&self, _name: &str) -> Result<Range<u64>, StoreError> {
+        async fn next_segment(&self, _name: &str, _step: u64) -> Result<Range<u64>, StoreError> {
             let range = {
                 let mut max = self.max.lock().expect("lock");
                 *max += self.step;

@@ -3,7 +3,7 @@
 
 use crate::config::Settings;
 use crate::db::{self, Db};
-use crate::segments::{SegmentAllocator, DEFAULT_SEGMENT_MAX_AGE};
+use crate::segments::{CodeSequences, SegmentAllocator, DEFAULT_SEGMENT_MAX_AGE};
 use crate::{auth, cache, ceiling, clicks, client, metrics, ratelimit};
 use std::sync::Arc;
 
@@ -31,7 +31,10 @@ pub struct AppParts {
     /// Authentication's own pool: guessed keys wait only behind each other.
     pub auth_db: Db,
     pub settings: Settings,
+    /// Numbers links (`link_id`).
     pub allocator: SegmentAllocator,
+    /// Numbers each domain's generated codes.
+    pub codes: CodeSequences,
     pub cache: cache::RedirectCache,
     pub create_limit: ratelimit::CreateLimit,
     pub metrics: metrics::Metrics,
@@ -64,11 +67,18 @@ impl AppState {
             metrics.redirect_lookups.clone(),
         );
         let allocator = SegmentAllocator::with_counters(
+            Arc::new(db.clone()),
+            crate::store::LINK_SEQUENCE,
+            crate::model::sequence::DEFAULT_STEP,
+            DEFAULT_SEGMENT_MAX_AGE,
+            metrics.segments_fetched.clone(),
+            metrics.ids_wasted.clone(),
+        );
+        let codes = CodeSequences::new(
             Arc::new(ceiling::Raising {
                 source: db.clone(),
-                ceiling: cache.ceiling().clone(),
+                ceilings: cache.ceilings().clone(),
             }),
-            crate::store::LINK_SEQUENCE,
             DEFAULT_SEGMENT_MAX_AGE,
             metrics.segments_fetched.clone(),
             metrics.ids_wasted.clone(),
@@ -90,6 +100,7 @@ impl AppState {
             db,
             settings,
             allocator,
+            codes,
             cache,
             create_limit: ratelimit::CreateLimit::new(settings_rate),
             readiness: db::Readiness::default(),

@@ -1,7 +1,9 @@
 // Runs one worker under workerd through Miniflare's API (not `wrangler dev`, whose local
 // proxy caps throughput and hides the worker's own cost), with a local KV seeded with
 // the links listed in CODES_FILE, on 127.0.0.1:PORT.
-//   node scripts/bench/edge-worker.mjs rust|js PORT CODES_FILE
+//   node scripts/bench/edge-worker.mjs rust|js|base PORT CODES_FILE
+// `base` is another build of the Rust worker, from the directory HOP_BENCH_BASELINE
+// (what worker-build wrote: index.js and its wasm), to measure a change against.
 // With HOP_INSPECTOR_PORT set, V8's inspector is exposed on that port for the worker
 // named "hop" (scripts/profile-edge uses it to take a CPU profile).
 import { Miniflare } from "miniflare";
@@ -64,12 +66,13 @@ const worker = {
   ...(process.env.HOP_BENCH_QUEUE === "local"
     ? { queueProducers: { CLICKS: "hop-clicks" } }
     : { wrappedBindings: { CLICKS: { scriptName: "queue-stand-in" } } }),
-  ...(which === "rust"
-    ? {
-        scriptPath: "edge-worker/build/index.js",
+  ...(which === "js"
+    ? { script: js }
+    : {
+        scriptPath:
+          which === "base" ? `${process.env.HOP_BENCH_BASELINE}/index.js` : "edge-worker/build/index.js",
         modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"] }],
-      }
-    : { script: js }),
+      }),
 };
 const standIn = {
   name: "queue-stand-in",

@@ -1,10 +1,10 @@
 //! The activation window: which unknown codes the edge asks the origin about.
 //!
 //! KV catches up with new links after a while; until then the edge must not answer 404
-//! for them. A generated code decodes to a link id, and the origin publishes the range of
-//! ids issued recently (`meta:activation`). A code whose id falls in that range (plus a
-//! margin for segments reserved since the meta was read) may be new: the edge asks the
-//! origin. Any other generated code — a random or enumerated one, almost always — is
+//! for them. A generated code decodes to a number of its domain's code sequence, and the
+//! origin publishes, per domain, the range of numbers issued recently
+//! (`meta:activation:{domain}`). A code whose number falls in that range (plus a margin
+//! for segments reserved since the meta was read) may be new: the edge asks the origin. Any other generated code — a random or enumerated one, almost always — is
 //! answered 404 at the edge without calling anyone.
 
 use crate::codes::{classify, CodeKind, CodeSpace};
@@ -18,9 +18,10 @@ fn default_window() -> u64 {
     DEFAULT_WINDOW_S
 }
 
-/// `meta:activation`, as the publisher writes it: a promise that, until `at + w`, no id
-/// at or past `high + headroom` is issued, and that every id below `low` belongs to a
-/// link KV already holds everywhere (or to none).
+/// `meta:activation:{domain}`, as the publisher writes it: a promise that, until `at +
+/// w`, no number of the domain's code sequence at or past `high + headroom` is issued,
+/// and that every number below `low` belongs to a link KV already holds everywhere (or
+/// to none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActivationMeta {
     /// Ids below this are settled: KV holds their links (or there are none).
@@ -118,7 +119,7 @@ pub fn may_be_new(
             let (Some(keys), Some(meta)) = (keys, meta) else {
                 return NewCode::Undatable;
             };
-            link_ids(code, space, keys)
+            code_numbers(code, space, keys)
                 .map(|id| meta.date(id, now_s))
                 .fold(NewCode::No, |best, d| match (best, d) {
                     (NewCode::InWindow, _) | (_, NewCode::InWindow) => NewCode::InWindow,
@@ -129,9 +130,9 @@ pub fn may_be_new(
     }
 }
 
-/// The ids a generated code stands for, one per key version that decodes it, newest
-/// key first.
-pub fn link_ids<'a>(
+/// The numbers of its domain's code sequence a generated code stands for, one per key
+/// version that decodes it, newest key first.
+pub fn code_numbers<'a>(
     code: &'a str,
     space: &'a CodeSpace,
     keys: &'a KeyRing,

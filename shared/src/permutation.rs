@@ -220,7 +220,7 @@ impl CodeCodec {
         self.space.encode(self.permutation.forward(link_id)?)
     }
 
-    /// The `link_id` a generated code stands for.
+    /// The number (of its domain's code sequence) a generated code stands for.
     pub fn link_id_of(&self, code: &str) -> Result<u64, CodeError> {
         self.permutation.backward(self.space.decode(code)?)
     }

@@ -2,8 +2,8 @@
 //! worker (`POST /_hop/sync`), and how the worker decides which to refuse.
 //!
 //! Every value the publisher writes carries a version: a link record its `v`, the
-//! denylist snapshot its `v`, a domain's settings (`cfg:{domain}`) their `v`, the
-//! activation meta its `high`. The worker writes an item
+//! denylist snapshot its `v`, a domain's settings (`cfg:{domain}`) their `v`, a
+//! domain's activation meta (`meta:activation:{domain}`) its `v`. The worker writes an item
 //! only if it is newer than what KV holds under that key, and says which it refused and
 //! why. The publisher's ordering (one leader, newest version per key) is the real fence;
 //! this check keeps a late or replayed push from ever turning a key back.
@@ -17,8 +17,21 @@ pub const SYNC_PATH: &str = "/_hop/sync";
 pub const MAX_SYNC_ITEMS: usize = 400;
 /// The KV key of the denylist snapshot.
 pub const DENY_KEY: &str = "deny";
-/// The KV key of the activation meta.
-pub const ACTIVATION_KEY: &str = "meta:activation";
+/// What precedes a domain's name in the KV key of its activation meta.
+pub const ACTIVATION_PREFIX: &str = "meta:activation:";
+
+/// The KV key of `domain`'s activation meta: each domain numbers its generated codes
+/// in a sequence of its own, so each has its own window.
+pub fn activation_key(domain: &str) -> String {
+    format!("{ACTIVATION_PREFIX}{domain}")
+}
+
+/// The domain of a normalized name `key` is about (`cfg:…`, `meta:activation:…`), if
+/// the name is one.
+fn normalized_domain<'a>(key: &'a str, prefix: &str) -> Option<&'a str> {
+    let domain = key.strip_prefix(prefix)?;
+    (crate::normalize_short_domain(domain).ok()? == domain).then_some(domain)
+}
 
 /// One KV write.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,14 +109,13 @@ pub fn version_of(key: &str, value: &str) -> Option<u64> {
         serde_json::from_str::<crate::DenylistSnapshot>(value)
             .ok()
             .map(|d| d.v)
-    } else if key == ACTIVATION_KEY {
+    } else if key.starts_with(ACTIVATION_PREFIX) {
+        normalized_domain(key, ACTIVATION_PREFIX)?;
         crate::activation::ActivationMeta::from_json(value)
             .ok()
             .map(|m| m.version())
-    } else if let Some(domain) = key.strip_prefix("cfg:") {
-        if crate::normalize_short_domain(domain).ok()? != domain {
-            return None;
-        }
+    } else if key.starts_with("cfg:") {
+        normalized_domain(key, "cfg:")?;
         let config = crate::DomainConfig::from_json(value).ok()?;
         // Every page a domain sends visitors to must be one the edge can redirect to.
         let s = &config.settings;
@@ -188,13 +200,11 @@ mod tests {
             version_of("deny", r#"{"v":7,"codes":[],"hosts":[]}"#),
             Some(7)
         );
-        assert_eq!(
-            version_of(
-                "meta:activation",
-                r#"{"low":0,"high":20000,"headroom":10000,"at":1}"#
-            ),
-            Some(20_000)
-        );
+        let meta = r#"{"low":0,"high":20000,"headroom":10000,"at":1,"v":5}"#;
+        assert_eq!(version_of(&activation_key("s.example"), meta), Some(5));
+        // One meta per domain: the shared key of old, or a name not normalized, is none.
+        assert_eq!(version_of("meta:activation", meta), None);
+        assert_eq!(version_of("meta:activation:S.example", meta), None);
         assert_eq!(version_of("other", RECORD_V2), None);
         assert_eq!(version_of("l:s.example/abc", "not json"), None);
     }

@@ -1,15 +1,18 @@
 //! Bulk creation: up to 10,000 links in one call, each judged on its own, all written in
 //! one transaction, answered in request order. One idempotency key covers the batch.
 
-use super::create::{prepare_link, replay, stored, write_failed, IDEMPOTENCY_TTL_MS};
+use super::create::{
+    generated_taken, prepare_link, replay, stored, write_failed, IDEMPOTENCY_TTL_MS,
+};
 use super::lookups::Lookups;
 use super::{CreateLink, Link, LinkView};
 use crate::error::AppError;
 use crate::model::time::now_ms;
 use crate::model::Creator;
 use crate::state::AppState;
-use crate::store::{BulkInsert, DomainAt, IdempotencyKey, LinkStore};
+use crate::store::{BulkInsert, DomainAt, IdempotencyKey, LinkStore, StoreError};
 use serde::{Deserialize, Serialize};
+use shared::CodeKind;
 
 /// The most links one bulk call may carry.
 pub const MAX_BULK: usize = 10_000;
@@ -156,9 +159,7 @@ impl Judged {
                             link: Box::new(link.view()),
                         }
                     } else {
-                        failure(&AppError::Taken {
-                            route: link.route_key(),
-                        })
+                        failure(&AppError::Store(generated_taken(link, StoreError::Taken)))
                     }
                 }
             })
@@ -217,6 +218,12 @@ pub async fn create_bulk(
             for (link, done) in judged.ready.iter().zip(&inserted) {
                 if *done {
                     stored(state, link).await;
+                } else if link.code_kind == CodeKind::Generated {
+                    write_failed(
+                        state,
+                        &link.route_key(),
+                        generated_taken(link, StoreError::Taken),
+                    );
                 }
             }
             Ok(BulkOutcome::New(assemble(&inserted)))

@@ -12,7 +12,7 @@ use crate::model::Creator;
 use crate::state::AppState;
 use crate::store::{IdempotencyKey, Idempotent, LinkStore, StoreError};
 use shared::codes::{is_reserved, validate_alias};
-use shared::{normalize_short_domain, CodeCodec, CodeKind, DomainSettings};
+use shared::{normalize_short_domain, CodeCodec, CodeKind, CodeSpace, DomainSettings};
 
 /// How long an idempotency key is remembered.
 pub const IDEMPOTENCY_TTL_MS: i64 = 24 * 3600 * 1000;
@@ -78,7 +78,11 @@ pub async fn create_link_once(
             request_hash: hash,
             response,
         }) => replay(&request_hash, hash, response).map(Created::Replayed),
-        Err(e) => Err(write_failed(state, &link.route_key(), e)),
+        Err(e) => Err(write_failed(
+            state,
+            &link.route_key(),
+            generated_taken(&link, e),
+        )),
     }
 }
 
@@ -113,7 +117,11 @@ pub async fn create_link(
             stored(state, &link).await;
             Ok(link)
         }
-        Err(e) => Err(write_failed(state, &link.route_key(), e)),
+        Err(e) => Err(write_failed(
+            state,
+            &link.route_key(),
+            generated_taken(&link, e),
+        )),
     }
 }
 
@@ -133,6 +141,21 @@ pub(crate) fn write_failed(state: &AppState, route: &str, e: StoreError) -> AppE
             AppError::Store(StoreError::Conflict(detail))
         }
         other => other.into(),
+    }
+}
+
+/// A generated code is never taken unless its domain's sequence handed its number out
+/// twice (a restored `id_segments`, say): a fault of the system, not of the request.
+pub(crate) fn generated_taken(link: &Link, e: StoreError) -> StoreError {
+    match e {
+        StoreError::Taken if link.code_kind == CodeKind::Generated => {
+            StoreError::Conflict(format!(
+                "the generated code {} is held already: {}'s code sequence issued its number twice",
+                link.route_key(),
+                link.domain
+            ))
+        }
+        other => other,
     }
 }
 
@@ -184,7 +207,12 @@ pub(crate) async fn prepare_link(
         None => None,
     };
     let (codec, key_version) = codec(state, &settings)?;
-    let (link_id, code, code_kind) = assign_code(state, alias, &codec).await?;
+    let (link_id, code, code_number) =
+        assign_code(state, &domain, &settings.codes, alias, &codec).await?;
+    let code_kind = match code_number {
+        Some(_) => CodeKind::Generated,
+        None => CodeKind::Custom,
+    };
 
     let link = Link {
         link_id,
@@ -198,6 +226,7 @@ pub(crate) async fn prepare_link(
         version: 1,
         key_version: (code_kind == CodeKind::Generated).then_some(key_version),
         code_kind,
+        code_number,
         forward_query: req.forward_query.unwrap_or(settings.forward_query),
         title,
         tags,
@@ -225,25 +254,32 @@ fn codec(state: &AppState, settings: &DomainSettings) -> Result<(CodeCodec, u32)
     Ok((codec, key_version))
 }
 
-/// The new link's id, and its code: the alias when one was asked for, else the first
-/// generated code that is not reserved.
+/// The new link's id and its code: the alias when one was asked for, else the first
+/// generated code of the domain's own sequence that is not reserved, with its number.
 async fn assign_code(
     state: &AppState,
+    domain: &str,
+    space: &CodeSpace,
     alias: Option<String>,
     codec: &CodeCodec,
-) -> Result<(u64, String, CodeKind), AppError> {
+) -> Result<(u64, String, Option<u64>), AppError> {
+    let link_id = state.allocator.next_id().await?;
     if let Some(code) = alias {
-        return Ok((state.allocator.next_id().await?, code, CodeKind::Custom));
+        return Ok((link_id, code, None));
     }
     loop {
-        let id = state.allocator.next_id().await?;
-        // Ids beyond the code space would need longer codes; the allocator will not get
-        // there before 3.5 × 10^12 links with the default settings.
-        let code = codec.code_for(id).map_err(|e| {
-            AppError::Store(StoreError::Corrupt(format!("code space exhausted: {e}")))
-        })?;
+        let number = state.codes.next_number(domain, space).await?;
+        if number >= space.size() {
+            return Err(AppError::CodeSpaceFull {
+                domain: domain.to_owned(),
+                size: space.size(),
+            });
+        }
+        let code = codec
+            .code_for(number)
+            .map_err(|e| AppError::Store(StoreError::Corrupt(e.to_string())))?;
         if !is_reserved(&code) {
-            return Ok((id, code, CodeKind::Generated));
+            return Ok((link_id, code, Some(number)));
         }
     }
 }

@@ -48,6 +48,9 @@ pub struct Link {
     pub version: u64,
     pub key_version: Option<u32>,
     pub code_kind: CodeKind,
+    /// The number a generated code encodes, from its domain's own code sequence
+    /// ([`crate::model::sequence`]); `None` for an alias.
+    pub code_number: Option<u64>,
     pub forward_query: bool,
     pub title: Option<String>,
     pub tags: Vec<String>,
@@ -144,6 +147,7 @@ mod tests {
             version: 2,
             key_version: None,
             code_kind: CodeKind::Custom,
+            code_number: None,
             forward_query: true,
             title: None,
             tags: vec![],

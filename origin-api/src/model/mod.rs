@@ -7,6 +7,7 @@ pub mod ban;
 pub mod domain;
 pub mod key;
 pub mod link;
+pub mod sequence;
 pub mod time;
 
 pub use ban::{denylist, denylist_snapshot, Ban, BanTarget};

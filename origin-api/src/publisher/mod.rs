@@ -29,9 +29,10 @@
 pub mod sink;
 
 use crate::metrics::Metrics;
+use crate::model::sequence::domain_of_sequence;
 use crate::model::time::now_ms;
 use crate::store::{LeaseClaim, OutboxRow, OutboxStore, RowFailure, StoreError};
-use shared::sync::{Refusal, SyncItem, SyncReply, ACTIVATION_KEY, DENY_KEY};
+use shared::sync::{activation_key, Refusal, SyncItem, SyncReply, DENY_KEY};
 use shared::EdgeRecord;
 use sink::{Sink, SinkError};
 use std::collections::{HashMap, HashSet};
@@ -456,12 +457,7 @@ impl Publisher {
         );
         if rows.is_empty() {
             if lane == "fast" && self.meta_due(fence.epoch) {
-                // The heartbeat: the same ids, a fresh promise.
-                let meta = self.activation(fence).await?;
-                let reply = self
-                    .push_isolating(std::slice::from_ref(&meta), fence)
-                    .await?;
-                self.note_meta(fence.epoch, &reply);
+                self.heartbeat(fence).await?;
             }
             return Ok(0);
         }
@@ -476,12 +472,25 @@ impl Publisher {
         !pushed.is_some_and(|(e, at)| e == epoch && at.elapsed() < self.timings.heartbeat)
     }
 
-    /// Remembers a delivery of the meta, when `reply` says the edge took it.
-    fn note_meta(&self, epoch: i64, reply: &SyncReply) {
-        if reply.written.iter().any(|k| k == ACTIVATION_KEY) {
-            *self.meta_pushed.lock().unwrap_or_else(|e| e.into_inner()) =
-                Some((epoch, Instant::now()));
+    /// The heartbeat: every active domain's meta, the same numbers under a fresh
+    /// promise, so no copy at the edge outlives its promise while all is well. It is
+    /// done once the edge took any of them (one domain's meta refused over and over
+    /// must not make the heartbeat spin); those it refused are sent again next beat.
+    async fn heartbeat(&self, fence: &Fence<'_>) -> Result<(), PublishError> {
+        let mut metas = Vec::new();
+        for sequence in self.store.code_sequences().await? {
+            metas.push(self.activation(fence, &sequence).await?);
         }
+        let mut taken = metas.is_empty();
+        for chunk in metas.chunks(self.sink.max_items().max(1)) {
+            let reply = self.push_isolating(chunk, fence).await?;
+            taken |= !reply.written.is_empty();
+        }
+        if taken {
+            *self.meta_pushed.lock().unwrap_or_else(|e| e.into_inner()) =
+                Some((fence.epoch, Instant::now()));
+        }
+        Ok(())
     }
 
     /// Pushes `rows` coalesced, request by request, and records what became of each.
@@ -491,14 +500,22 @@ impl Publisher {
         let mut slot: HashMap<String, usize> = HashMap::new();
         let mut keys: Vec<Option<String>> = Vec::with_capacity(rows.len());
         let mut unpublishable: Vec<RowFailure> = Vec::new();
-        // Every segment row of a batch stands for the same meta: computed once.
-        let mut activation: Option<SyncItem> = None;
+        // Every segment row of a sequence in a batch stands for the same meta of its
+        // domain: computed once.
+        let mut activation: HashMap<&str, Option<SyncItem>> = HashMap::new();
         for row in rows {
             let item = if row.kind == "segment" {
-                if activation.is_none() {
-                    activation = Some(self.activation(fence).await?);
+                match activation.get(row.route_key.as_str()) {
+                    Some(item) => item.clone(),
+                    None => {
+                        let item = match domain_of_sequence(&row.route_key) {
+                            Some(_) => Some(self.activation(fence, &row.route_key).await?),
+                            None => None,
+                        };
+                        activation.insert(&row.route_key, item.clone());
+                        item
+                    }
                 }
-                activation.clone()
             } else {
                 item_of(row)
             };
@@ -559,7 +576,6 @@ impl Publisher {
                 }
                 Err(e) => return Err(e),
             };
-            self.note_meta(fence.epoch, &reply);
             self.record(&chunk_rows, &reply, fence).await?;
         }
         Ok(())
@@ -679,12 +695,15 @@ impl Publisher {
         Ok(())
     }
 
-    /// `meta:activation`, recorded first as the promise it makes (see
-    /// `store::activation`): what was recorded may reach the edge, so it binds.
-    async fn activation(&self, fence: &Fence<'_>) -> Result<SyncItem, StoreError> {
+    /// `meta:activation:{domain}` of the code sequence `sequence`, recorded first as the
+    /// promise it makes (see `store::activation`): what was recorded may reach the edge,
+    /// so it binds.
+    async fn activation(&self, fence: &Fence<'_>, sequence: &str) -> Result<SyncItem, StoreError> {
+        let domain = domain_of_sequence(sequence)
+            .ok_or_else(|| StoreError::Corrupt(format!("{sequence} numbers no domain's codes")))?;
         let p = self
             .store
-            .record_activation(&fence.claim(), ACTIVATION_WINDOW_MS)
+            .record_activation(&fence.claim(), sequence, ACTIVATION_WINDOW_MS)
             .await?;
         let meta = shared::activation::ActivationMeta {
             low: u64::try_from(p.low).unwrap_or_default(),
@@ -695,7 +714,7 @@ impl Publisher {
             v: u64::try_from(p.v).ok(),
         };
         Ok(SyncItem {
-            key: ACTIVATION_KEY.to_owned(),
+            key: activation_key(domain),
             value: meta.to_json(),
             version: u64::try_from(p.v).unwrap_or_default(),
             expiration: None,

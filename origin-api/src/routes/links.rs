@@ -28,7 +28,7 @@ fn link_response(status: StatusCode, link: &Link) -> Response {
     responses(
         (status = 201, description = "Created (or replayed, with `Idempotent-Replayed: true`)", body = LinkView,
             headers(("ETag" = String, description = "The version, quoted"), ("Location" = String))),
-        (status = 409, description = "the alias is taken, or the domain changed meanwhile (send it again)", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "the alias is taken, the domain changed meanwhile (send it again), or the domain has issued every generated code of its shape", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "a field is invalid: bad URL, banned or own host, bad or reserved alias, past expiry, unknown field; or the key was used with another body", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "this key creates too fast; see Retry-After", body = Problem, content_type = "application/problem+json"),
     ),

@@ -247,7 +247,7 @@ fn resolve_held(
         // A generated code past the id ceiling: no such link. One that may exist is read.
         None => {
             let keys = state.settings.secrets.permutation_keys.as_ref();
-            match state.cache.may_exist_held(keys, &settings, route.code())? {
+            match state.cache.may_exist_held(keys, &settings, &route)? {
                 false => None,
                 true => return None,
             }
@@ -297,7 +297,7 @@ async fn resolve(
                 db,
                 state.settings.secrets.permutation_keys.as_ref(),
                 &settings,
-                route.code(),
+                &route,
             )
             .await? =>
         {

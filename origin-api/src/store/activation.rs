@@ -1,30 +1,36 @@
-//! The activation window as promises the origin keeps (ARCHITECTURE §6.4).
+//! The activation window as promises the origin keeps (ARCHITECTURE §6.4), one series
+//! per domain's code sequence (`code:{domain}`, [`crate::model::sequence`]).
 //!
-//! A meta tells the edge: "ids in `[low, high + headroom)` may belong to links KV does
-//! not hold yet; no other id will be issued before `at + window`". The edge answers 404
-//! without asking anyone for a generated code outside that range, so the origin must
-//! make the promise true:
-//! - `high` is the id ceiling (`id_segments`) read under the row's lock, so every
-//!   segment any process holds lies below it;
+//! A meta tells the edge: "numbers in `[low, high + headroom)` may belong to this
+//! domain's links KV does not hold yet; no other number will be issued before `at +
+//! window`". The edge answers 404 without asking anyone for a generated code outside
+//! that range, so the origin must make the promise true:
+//! - `high` is the sequence's ceiling (`id_segments`) read under the row's lock, so
+//!   every segment any process holds lies below it;
 //! - segment reservation refuses, while a recorded promise still runs (plus a margin for
 //!   clocks), to reserve past that promise's `high + headroom`
 //!   ([`reservation_limit_sql`]);
 //! - `low` is the smallest of: the start of the oldest segment reserved within the
-//!   window, the oldest generated link never delivered to the edge, and the `low` of
-//!   every promise still running (a link delivered a moment ago is not everywhere yet);
+//!   window, the number of the domain's oldest generated link never delivered to the
+//!   edge, and the `low` of every promise still running (a link delivered a moment ago
+//!   is not everywhere yet);
 //! - `headroom` is sized from the recent reservation rate so that, in practice, the
-//!   limit never binds: the code space is so large (62^7 ≈ 3.5 × 10^12) that a window
-//!   of tens of millions of ids costs the origin almost no random-code lookups.
+//!   limit never binds, and is at least a thousand of the sequence's segments: a
+//!   thousandth of a small code space, ten million numbers of the default one
+//!   (62^7 ≈ 3.5 × 10^12), where a random code falls in the window about 3 times in a
+//!   million.
 
 use super::outbox::fenced;
 use super::{db_now_sql, LeaseClaim, StoreError};
 use crate::db::Db;
+use crate::model::sequence::{domain_of_sequence, DEFAULT_STEP};
 use serde::Deserialize;
 
-/// The least headroom a meta gives: ten million ids (a thousand segments), so that a
-/// burst of imports right after a quiet spell does not run into the promise. A random
-/// generated code falls in a window this wide with odds of about 3 in a million.
-pub const MIN_HEADROOM: i64 = 10_000_000;
+/// The least headroom a meta gives, in segments of its sequence: a burst of imports
+/// right after a quiet spell does not run into the promise.
+const MIN_HEADROOM_SEGMENTS: i64 = 1_000;
+/// The least headroom of a sequence of full segments: ten million numbers.
+pub const MIN_HEADROOM: i64 = MIN_HEADROOM_SEGMENTS * crate::model::sequence::DEFAULT_STEP as i64;
 /// How much longer than its own window the origin keeps a promise, for clocks (the
 /// edge's against the database's) that disagree.
 pub const SKEW_MARGIN_MS: i64 = 60_000;
@@ -41,14 +47,15 @@ pub struct ActivationPromise {
     pub headroom: i64,
 }
 
-/// `SELECT limit, ms_left` of the promise that binds segment reservation now (the
-/// smallest `high + headroom` among those still running, and how long it still runs),
-/// if any.
+/// `SELECT limit, ms_left` of the promise that binds the reservation of a segment of
+/// sequence `$1` now (the smallest `high + headroom` among its promises still running,
+/// and how long it still runs), if any.
 pub(crate) fn reservation_limit_sql(db: &Db) -> String {
     let now = db_now_sql(db);
     format!(
         "SELECT high + headroom, at_ms + window_ms + {SKEW_MARGIN_MS} - {now} FROM activation_promises \
-         WHERE at_ms + window_ms + {SKEW_MARGIN_MS} > {now} ORDER BY high + headroom LIMIT 1"
+         WHERE sequence = $1 AND at_ms + window_ms + {SKEW_MARGIN_MS} > {now} \
+         ORDER BY high + headroom LIMIT 1"
     )
 }
 
@@ -58,30 +65,34 @@ struct Segment {
     end: i64,
 }
 
-/// Computes and records the next promise; see the module's documentation.
+/// Computes and records the next promise of the code sequence `sequence`; see the
+/// module's documentation.
 pub(super) async fn record(
     db: &Db,
     claim: &LeaseClaim<'_>,
+    sequence: &str,
     window_ms: i64,
 ) -> Result<ActivationPromise, StoreError> {
+    let domain = domain_of_sequence(sequence)
+        .ok_or_else(|| StoreError::Corrupt(format!("{sequence} numbers no domain's codes")))?;
     let clock = format!("SELECT {}", db_now_sql(db));
     let mut tx = fenced(db, claim).await?;
     let mut c = tx.conn();
     // The ceiling under its row's lock: a reservation waits until this commits, and then
     // sees this promise.
-    let high: Option<(i64,)> = c
+    let row: Option<(i64, i64)> = c
         .fetch_optional(
-            "UPDATE id_segments SET updated_at = updated_at WHERE name = 'links' RETURNING max_id",
-            &[],
+            "UPDATE id_segments SET updated_at = updated_at WHERE name = $1 RETURNING max_id, step",
+            &[sequence.into()],
         )
         .await?;
-    let high = high.map_or(0, |(h,)| h);
+    let (high, step) = row.unwrap_or((0, DEFAULT_STEP as i64));
     let (now,): (i64,) = c.fetch_one(&clock, &[]).await?;
     let since = now - window_ms;
     let payloads: Vec<(String,)> = c
         .fetch_all(
-            "SELECT payload FROM outbox WHERE kind = 'segment' AND created_at >= $1",
-            &[since.into()],
+            "SELECT payload FROM outbox WHERE kind = 'segment' AND route_key = $1 AND created_at >= $2",
+            &[sequence.into(), since.into()],
         )
         .await?;
     let segments: Vec<Segment> = payloads
@@ -90,14 +101,16 @@ pub(super) async fn record(
         .collect();
     let (undelivered,): (Option<i64>,) = c
         .fetch_one(
-            "SELECT MIN(link_id) FROM links WHERE published_version IS NULL AND code_kind = 'generated'",
-            &[],
+            "SELECT MIN(code_number) FROM links \
+             WHERE domain = $1 AND published_version IS NULL AND code_kind = 'generated'",
+            &[domain.into()],
         )
         .await?;
     let (earlier_low, last_v): (Option<i64>, Option<i64>) = c
         .fetch_one(
-            "SELECT MIN(CASE WHEN at_ms + window_ms > $1 THEN low END), MAX(v) FROM activation_promises",
-            &[now.into()],
+            "SELECT MIN(CASE WHEN at_ms + window_ms > $1 THEN low END), MAX(v) \
+             FROM activation_promises WHERE sequence = $2",
+            &[now.into(), sequence.into()],
         )
         .await?;
     let low = segments
@@ -114,7 +127,7 @@ pub(super) async fn record(
         .saturating_mul(2)
         .saturating_mul(window_ms + SKEW_MARGIN_MS)
         / window_ms.max(1);
-    let headroom = by_rate.max(MIN_HEADROOM);
+    let headroom = by_rate.max(MIN_HEADROOM_SEGMENTS.saturating_mul(step.max(1)));
     let promise = ActivationPromise {
         v: now.max(last_v.unwrap_or(0) + 1),
         at_ms: now,
@@ -124,9 +137,10 @@ pub(super) async fn record(
         headroom,
     };
     c.execute(
-        "INSERT INTO activation_promises (v, at_ms, window_ms, low, high, headroom) \
-         VALUES ($1, $2, $3, $4, $5, $6)",
+        "INSERT INTO activation_promises (sequence, v, at_ms, window_ms, low, high, headroom) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
         &[
+            sequence.into(),
             promise.v.into(),
             promise.at_ms.into(),
             promise.window_ms.into(),

@@ -5,6 +5,7 @@ use super::outbox::{insert_outbox, OutboxInsert};
 use super::sql::{list_placeholders, Arg, Conn};
 use super::{DomainAt, DomainStore, StoreError};
 use crate::db::Db;
+use crate::model::sequence::{code_sequence, code_step};
 use crate::model::time::now_ms;
 use crate::model::{Domain, DomainAccess};
 use async_trait::async_trait;
@@ -317,6 +318,16 @@ impl DomainStore for Db {
             other => other.map_err(StoreError::from_write)?,
         };
         write_owners(&mut c, d).await?;
+        // The domain's own code sequence, so the heartbeat dates its codes at the edge
+        // before its first generated link. A name registered again goes on numbering.
+        let step = i64::try_from(code_step(&d.settings.codes)).unwrap_or(1);
+        let sequence = code_sequence(&d.domain);
+        c.execute(
+            "INSERT INTO id_segments (name, max_id, step, updated_at) VALUES ($1, 0, $2, $3) \
+             ON CONFLICT (name) DO NOTHING",
+            &[(&sequence).into(), step.into(), d.updated_at.into()],
+        )
+        .await?;
         send_config(&mut c, &d.domain, &d.config(), d.updated_at).await?;
         tx.commit().await?;
         Ok(d.version)

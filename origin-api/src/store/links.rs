@@ -14,7 +14,7 @@ use shared::{CodeKind, DomainSettings, RedirectStatus};
 /// What a read selects: the written columns and what the publisher recorded.
 pub(super) const SELECT_COLUMNS: &str = "link_id, domain, code, target_url, owner_id, status, redirect_status, \
      expires_at, version, key_version, code_kind, forward_query, title, tags, created_at, updated_at, \
-     published_version, published_at";
+     published_version, published_at, code_number";
 
 #[derive(sqlx::FromRow)]
 pub(super) struct LinkRow {
@@ -36,6 +36,7 @@ pub(super) struct LinkRow {
     updated_at: i64,
     published_version: Option<i64>,
     published_at: Option<i64>,
+    code_number: Option<i64>,
 }
 
 impl TryFrom<LinkRow> for Link {
@@ -55,6 +56,11 @@ impl TryFrom<LinkRow> for Link {
                 .map(u32::try_from)
                 .transpose()
                 .map_err(|_| corrupt("key_version"))?,
+            code_number: r
+                .code_number
+                .map(u64::try_from)
+                .transpose()
+                .map_err(|_| corrupt("code_number"))?,
             code_kind: match r.code_kind.as_str() {
                 "generated" => CodeKind::Generated,
                 "custom" => CodeKind::Custom,
@@ -92,7 +98,7 @@ struct KeyRow {
     revoked_at: Option<i64>,
 }
 
-/// Links per multi-row statement in a bulk insert: 17 parameters each stays well under
+/// Links per multi-row statement in a bulk insert: 18 parameters each stays well under
 /// SQLite's 32,766 and PostgreSQL's 65,535.
 const BULK_CHUNK: usize = 500;
 
@@ -105,6 +111,7 @@ struct NewLinkRow<'a> {
     tags: String,
     code_kind: &'static str,
     target_host: String,
+    code_number: Option<i64>,
 }
 
 impl<'a> NewLinkRow<'a> {
@@ -119,11 +126,15 @@ impl<'a> NewLinkRow<'a> {
                 CodeKind::Custom => "custom",
             },
             target_host: link.target_host(),
+            code_number: link
+                .code_number
+                .map(|n| to_i64(n, "code_number"))
+                .transpose()?,
         })
     }
 
     /// The values of [`INSERT_COLUMNS`], in order: the one place they are listed.
-    fn args(&self) -> [Arg<'_>; 17] {
+    fn args(&self) -> [Arg<'_>; 18] {
         let link = self.link;
         [
             self.link_id.into(),
@@ -143,6 +154,7 @@ impl<'a> NewLinkRow<'a> {
             link.created_at.into(),
             link.updated_at.into(),
             (&self.target_host).into(),
+            self.code_number.into(),
         ]
     }
 }
@@ -150,7 +162,7 @@ impl<'a> NewLinkRow<'a> {
 /// The columns a new link writes, in the order of [`NewLinkRow::args`].
 const INSERT_COLUMNS: &str = "link_id, domain, code, target_url, owner_id, status, redirect_status, \
      expires_at, version, key_version, code_kind, forward_query, title, tags, created_at, updated_at, \
-     target_host";
+     target_host, code_number";
 
 fn tags_json(tags: &[String]) -> String {
     serde_json::to_string(tags).unwrap_or_else(|_| "[]".into())
@@ -271,7 +283,7 @@ async fn insert_one(c: &mut Conn<'_>, row: &NewLinkRow<'_>) -> Result<(), StoreE
     let banned = covered(c, &link.domain, &link.code, &row.target_host).await?;
     let sql = format!(
         "INSERT INTO links ({INSERT_COLUMNS}) VALUES {}",
-        values_placeholders(1, 1, 17)
+        values_placeholders(1, 1, 18)
     );
     match c.execute(&sql, &row.args()).await {
         Err(e) if is_route_taken(&e) => return Err(StoreError::Taken),
@@ -297,7 +309,7 @@ async fn insert_chunk(
     let sql = format!(
         "INSERT INTO links ({INSERT_COLUMNS}) VALUES {} \
          ON CONFLICT (domain, code) DO NOTHING RETURNING link_id",
-        values_placeholders(1, rows.len(), 17)
+        values_placeholders(1, rows.len(), 18)
     );
     // Only the route key may be taken; any other conflict fails the batch.
     let args: Vec<Arg<'_>> = rows.iter().flat_map(|r| r.args()).collect();

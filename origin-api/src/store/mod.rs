@@ -14,8 +14,7 @@ mod outbox;
 mod segments;
 pub mod sql;
 
-/// The `id_segments` row that numbers links.
-pub const LINK_SEQUENCE: &str = "links";
+pub use crate::model::sequence::LINK_SEQUENCE;
 /// Where the outbox gauges stop counting: a scrape costs the same however large the
 /// backlog (a gauge at the cap means at least that many rows).
 pub const OUTBOX_COUNT_CAP: i64 = 10_000;
@@ -121,9 +120,11 @@ impl StoreError {
 /// Where segments of ids come from: one atomic advance of a named row per segment.
 #[async_trait]
 pub trait SegmentSource: Send + Sync + Debug + 'static {
-    /// Reserves the next segment of the sequence `name`, writing its outbox row (fast
-    /// lane: the edge's activation window needs it) in the same transaction.
-    async fn next_segment(&self, name: &str) -> Result<Range<u64>, StoreError>;
+    /// Reserves the next segment of the sequence `name`, `step` ids long (the step a
+    /// sequence is given is the one its next segment takes). A domain's code sequence
+    /// writes its outbox row (fast lane: the edge's activation window needs it) in the
+    /// same transaction.
+    async fn next_segment(&self, name: &str, step: u64) -> Result<Range<u64>, StoreError>;
 
     /// The end of the newest segment of `name` (0 before the first): no id at or past it
     /// has been issued. Unknown by default, which admits every id.
@@ -251,8 +252,12 @@ pub trait OutboxStore: Send + Sync + Debug + 'static {
     async fn record_activation(
         &self,
         claim: &LeaseClaim<'_>,
+        sequence: &str,
         window_ms: i64,
     ) -> Result<ActivationPromise, StoreError>;
+    /// The code sequences whose activation meta the heartbeat keeps fresh: those of
+    /// every active domain.
+    async fn code_sequences(&self) -> Result<Vec<String>, StoreError>;
 }
 
 /// The database's clock in Unix milliseconds, as SQL of `db`'s dialect.

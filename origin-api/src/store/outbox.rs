@@ -379,8 +379,20 @@ impl OutboxStore for Db {
     async fn record_activation(
         &self,
         claim: &LeaseClaim<'_>,
+        sequence: &str,
         window_ms: i64,
     ) -> Result<ActivationPromise, StoreError> {
-        super::activation::record(self, claim, window_ms).await
+        super::activation::record(self, claim, sequence, window_ms).await
+    }
+
+    async fn code_sequences(&self) -> Result<Vec<String>, StoreError> {
+        let rows: Vec<(String,)> = self
+            .read_all(
+                "SELECT s.name FROM id_segments s JOIN domains d ON s.name = 'code:' || d.domain \
+                 WHERE d.status = 'active' ORDER BY s.name",
+                &[],
+            )
+            .await?;
+        Ok(rows.into_iter().map(|(name,)| name).collect())
     }
 }

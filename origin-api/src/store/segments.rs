@@ -4,19 +4,17 @@
 use super::outbox::{insert_outbox, OutboxInsert};
 use super::{SegmentSource, StoreError};
 use crate::db::Db;
+use crate::model::sequence::domain_of_sequence;
 use crate::model::time::now_ms;
 use async_trait::async_trait;
 use std::ops::Range;
 
-/// Ids per segment when a sequence is first used. Large enough that a bulk import of
-/// 100,000 links touches the database for ids ten times; small enough that a restart
-/// wastes little of a 3.5 × 10^12 space.
-pub(crate) const DEFAULT_STEP: i64 = 10_000;
-
+/// Advances the row by the step asked for, which the row keeps: a domain's code space
+/// is fixed once it holds a link, and until then its step follows its shape.
 const ADVANCE: &str =
     "INSERT INTO id_segments (name, max_id, step, updated_at) VALUES ($1, $2, $2, $3) \
-     ON CONFLICT (name) DO UPDATE SET max_id = id_segments.max_id + id_segments.step, \
-     updated_at = excluded.updated_at RETURNING max_id, step";
+     ON CONFLICT (name) DO UPDATE SET max_id = id_segments.max_id + excluded.step, \
+     step = excluded.step, updated_at = excluded.updated_at RETURNING max_id, step";
 
 fn range_of(name: &str, max_id: i64, step: i64) -> Result<Range<u64>, StoreError> {
     let end = u64::try_from(max_id)
@@ -35,19 +33,23 @@ fn payload(range: &Range<u64>, at: i64) -> String {
 
 #[async_trait]
 impl SegmentSource for Db {
-    async fn next_segment(&self, name: &str) -> Result<Range<u64>, StoreError> {
+    async fn next_segment(&self, name: &str, step: u64) -> Result<Range<u64>, StoreError> {
         let at = now_ms();
+        let step = i64::try_from(step.max(1))
+            .map_err(|_| StoreError::Corrupt(format!("id_segments {name}: step {step}")))?;
         let limit_sql = super::activation::reservation_limit_sql(self);
         let mut tx = self.begin_write().await?;
         let mut c = tx.conn();
         let (max_id, step): (i64, i64) = c
-            .fetch_one(ADVANCE, &[name.into(), DEFAULT_STEP.into(), at.into()])
+            .fetch_one(ADVANCE, &[name.into(), step.into(), at.into()])
             .await?;
+        // Only generated codes are dated by the edge; link ids are internal.
+        let dated = domain_of_sequence(name).is_some();
         // The row is locked now: no promise is being recorded meanwhile. A segment past
         // what a running promise allows would let the edge answer 404 for a link that
         // exists; it waits until that promise runs out.
-        if name == crate::store::LINK_SEQUENCE {
-            let binding: Option<(i64, i64)> = c.fetch_optional(&limit_sql, &[]).await?;
+        if dated {
+            let binding: Option<(i64, i64)> = c.fetch_optional(&limit_sql, &[name.into()]).await?;
             if let Some((limit, ms_left)) = binding {
                 if max_id > limit {
                     let retry_after_s = u64::try_from(ms_left / 1000 + 1).unwrap_or(1);
@@ -62,6 +64,10 @@ impl SegmentSource for Db {
             }
         }
         let range = range_of(name, max_id, step)?;
+        if !dated {
+            tx.commit().await?;
+            return Ok(range);
+        }
         let payload = payload(&range, at);
         insert_outbox(
             &mut c,

@@ -380,7 +380,7 @@ impl Db {
 }
 
 /// Rows per multi-row statement: well under both databases' limits on bound values for
-/// the widest rows the store writes (17 values).
+/// the widest rows the store writes (18 values).
 pub const ROWS_PER_STATEMENT: usize = 500;
 
 /// A multi-row `INSERT`: `head` (`INSERT INTO t (a, b)`), then `VALUES` for `args`

@@ -11,6 +11,8 @@ use serde_json::json;
 use std::sync::Arc;
 
 const WINDOW_MS: i64 = 600_000;
+/// The test origins' default domain's code sequence.
+const SEQ: &str = "code:s.example";
 
 #[tokio::test]
 async fn a_meta_covers_every_segment_reserved_and_low_stays_at_the_oldest_undelivered_link() {
@@ -30,13 +32,13 @@ async fn a_meta_covers_every_segment_reserved_and_low_stays_at_the_oldest_undeli
         ))
         .await;
         // ...and another origin reserved one since.
-        let other = SegmentAllocator::new(Arc::new(t.db.clone()), "links", DEFAULT_SEGMENT_MAX_AGE);
+        let other = SegmentAllocator::new(Arc::new(t.db.clone()), SEQ, DEFAULT_SEGMENT_MAX_AGE);
         let later = other.next_id().await.expect("id");
         assert!(later >= 10_000);
 
         let claim = crate::common::publisher_claim(&t.db).await;
         let p =
-            t.db.record_activation(&claim, WINDOW_MS)
+            t.db.record_activation(&claim, SEQ, WINDOW_MS)
                 .await
                 .expect("meta");
         assert_eq!(
@@ -57,7 +59,7 @@ async fn a_meta_covers_every_segment_reserved_and_low_stays_at_the_oldest_undeli
         api.exec("UPDATE links SET published_version = 1, published_at = 1")
             .await;
         let q =
-            t.db.record_activation(&claim, WINDOW_MS)
+            t.db.record_activation(&claim, SEQ, WINDOW_MS)
                 .await
                 .expect("meta");
         assert!(q.v > p.v);
@@ -73,7 +75,7 @@ async fn a_meta_covers_every_segment_reserved_and_low_stays_at_the_oldest_undeli
             ..claim
         };
         assert!(matches!(
-            t.db.record_activation(&stale, WINDOW_MS).await,
+            t.db.record_activation(&stale, SEQ, WINDOW_MS).await,
             Err(StoreError::LeaseLost)
         ));
         t.cleanup().await;
@@ -94,7 +96,7 @@ async fn no_segment_is_reserved_past_a_running_promise_and_creation_says_when_to
             StatusCode::CREATED
         );
         let claim = crate::common::publisher_claim(&t.db).await;
-        t.db.record_activation(&claim, WINDOW_MS)
+        t.db.record_activation(&claim, SEQ, WINDOW_MS)
             .await
             .expect("meta");
         // Say the promise left no headroom at all: the next segment would break it.

@@ -2,18 +2,32 @@
 //! every database available: a collision that is not "taken", a database that is gone,
 //! input that could never be published, dead letters, and housekeeping.
 
-use crate::common::{apis, Api, TestDb};
+use crate::common::{apis, Api, Reply, TestDb};
 use axum::http::{header, StatusCode};
 use origin_api::housekeeping::{sweep, Swept};
 use origin_api::model::time::now_ms;
 use origin_api::store::{OutboxStore, RowFailure};
 use serde_json::{json, Value};
 
-/// Makes the next segment the allocator of a fresh origin reserves start at 0 again, as
-/// if `id_segments` had been restored from an old backup: ids are handed out twice.
-async fn rewind_ids(api: &Api) {
-    api.exec("UPDATE id_segments SET max_id = 0 WHERE name = 'links'")
-        .await;
+/// Makes the next segment of `sequence` a fresh origin reserves start at 0 again, as if
+/// `id_segments` had been restored from an old backup: numbers are handed out twice.
+async fn rewind(api: &Api, sequence: &str) {
+    api.exec(&format!(
+        "UPDATE id_segments SET max_id = 0 WHERE name = '{sequence}'"
+    ))
+    .await;
+}
+
+/// `reply`, from `origin`, is a 500 counted as a write conflict: never "code taken".
+fn assert_counted_500(origin: &Api, reply: &Reply, kind: &str) {
+    assert_eq!(
+        reply.status,
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "{kind}: {}",
+        reply.text
+    );
+    assert_ne!(reply.body["type"], "/problems/code-taken");
+    assert_eq!(origin.state.metrics.write_conflicts.get(), 1);
 }
 
 #[tokio::test]
@@ -27,7 +41,7 @@ async fn an_id_handed_out_twice_is_a_counted_500_never_alias_taken() {
             )
             .await;
         assert_eq!(first.status, StatusCode::CREATED, "{}", first.text);
-        rewind_ids(&api).await;
+        rewind(&api, "links").await;
         // A second origin process over the same database: its allocator starts afresh.
         let again = crate::common::Api::of(&t);
         let collided = again
@@ -36,17 +50,9 @@ async fn an_id_handed_out_twice_is_a_counted_500_never_alias_taken() {
                 json!({ "target_url": "https://dest.example/2", "code": "second-alias" }),
             )
             .await;
-        assert_eq!(
-            collided.status,
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "{}: {}",
-            t.kind(),
-            collided.text
-        );
-        assert_ne!(collided.body["type"], "/problems/code-taken");
-        assert_eq!(again.state.metrics.write_conflicts.get(), 1);
+        assert_counted_500(&again, &collided, t.kind());
         // Bulk: the same collision fails the call, and nothing of it is stored.
-        rewind_ids(&api).await;
+        rewind(&api, "links").await;
         let third = crate::common::Api::of(&t);
         let bulk = third
             .post_json(
@@ -75,6 +81,39 @@ async fn an_id_handed_out_twice_is_a_counted_500_never_alias_taken() {
             )
             .await;
         assert_eq!(taken.status, StatusCode::CONFLICT);
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_code_number_handed_out_twice_is_a_counted_500_never_alias_taken() {
+    for (api, t) in apis("fault-code").await {
+        let token = api.key("acme", false).await;
+        let body = json!({ "target_url": "https://dest.example/1" });
+        let first = api.create(&token, body.clone()).await;
+        assert_eq!(first.status, StatusCode::CREATED, "{}", first.text);
+        // The domain's code sequence restored from an old backup; link ids are fine.
+        rewind(&api, "code:s.example").await;
+        let again = crate::common::Api::of(&t);
+        let collided = again.create(&token, body.clone()).await;
+        assert_counted_500(&again, &collided, t.kind());
+        // In a bulk call, the item says so and is counted; the others go in.
+        rewind(&api, "code:s.example").await;
+        let third = crate::common::Api::of(&t);
+        let bulk = third
+            .post_json(
+                &token,
+                "/v1/links/bulk",
+                &json!({ "links": [body, { "target_url": "https://dest.example/2", "code": "fine" }] }),
+            )
+            .await;
+        assert_eq!(bulk.status, StatusCode::OK, "{}", bulk.text);
+        let results = &bulk.body["results"];
+        assert_eq!(results[0]["ok"], false, "{}", bulk.text);
+        assert_eq!(results[0]["error"]["status"], 500);
+        assert_eq!(results[1]["ok"], true);
+        assert_eq!(third.state.metrics.write_conflicts.get(), 1);
+        assert_eq!(api.count("links").await, 2, "{}", t.kind());
         t.cleanup().await;
     }
 }

@@ -17,5 +17,6 @@ mod links_api;
 mod openapi;
 mod publisher;
 mod races;
+mod sequences;
 mod skeleton;
 mod store_conformance;

@@ -245,11 +245,7 @@ async fn creates_edits_and_bans_reach_the_edge_coalesced_with_the_fast_lane_firs
         let pushes = s.edge.pushes.lock().expect("lock").clone();
         assert_eq!(
             pushes[0],
-            vec![
-                "cfg:s.example".to_owned(),
-                "meta:activation".to_owned(),
-                "deny".to_owned()
-            ],
+            vec!["cfg:s.example".to_owned(), "deny".to_owned()],
             "{}: the fast lane goes first (the default domain's settings, queued when it \
              was registered, first of all)",
             t.kind()
@@ -268,8 +264,14 @@ async fn creates_edits_and_bans_reach_the_edge_coalesced_with_the_fast_lane_firs
             s.edge.value("deny").expect("deny")["hosts"],
             json!(["evil.example"])
         );
-        let meta = s.edge.value("meta:activation").expect("meta");
-        assert!(meta["high"].as_u64() > Some(0) && meta["low"].as_u64() < meta["high"].as_u64());
+        // The heartbeat gave the domain its own meta: an alias numbers no code, so its
+        // window is empty but for the headroom.
+        let meta = s.edge.value("meta:activation:s.example").expect("meta");
+        assert_eq!(
+            (meta["low"].clone(), meta["high"].clone()),
+            (json!(0), json!(0))
+        );
+        assert!(meta["headroom"].as_u64() > Some(0));
 
         // The link says so, with when it will be visible everywhere.
         let read = stored(&s, "spring").await;
@@ -553,7 +555,7 @@ async fn the_kv_bulk_sink_sends_what_cloudflare_documents_and_never_an_older_ver
             // Kept 30 days past the link's own expiry, so it answers 410 until then.
             assert_eq!(expiration, Some(4_070_908_800 + 30 * 24 * 3600));
             assert_eq!(kv.get("l:s.example/kv-b").map(|(_, e)| *e), Some(None));
-            assert!(kv.contains_key("meta:activation"));
+            assert!(kv.contains_key("meta:activation:s.example"));
         }
 
         // A row of version 1 that committed after version 2 was delivered is retired,
@@ -700,9 +702,13 @@ impl OutboxStore for Cut {
     async fn record_activation(
         &self,
         c: &LeaseClaim<'_>,
+        sequence: &str,
         window_ms: i64,
     ) -> Result<ActivationPromise, StoreError> {
-        self.db.record_activation(c, window_ms).await
+        self.db.record_activation(c, sequence, window_ms).await
+    }
+    async fn code_sequences(&self) -> Result<Vec<String>, StoreError> {
+        self.db.code_sequences().await
     }
 }
 
@@ -1134,18 +1140,43 @@ async fn the_activation_meta_is_pushed_again_on_a_heartbeat_and_states_its_promi
             .await
             .expect("create");
         publisher.step().await.expect("step");
-        let first = edge.value("meta:activation").expect("meta");
+        let first = edge.value("meta:activation:s.example").expect("meta");
         assert_eq!(first["w"], json!(600), "{first}");
         assert!(first["headroom"].as_u64() >= Some(origin_api::store::MIN_HEADROOM as u64));
         assert_eq!(first["high"], json!(10_000));
         // Nothing new to publish: the heartbeat pushes the meta again, newer.
         publisher.step().await.expect("step");
-        let second = edge.value("meta:activation").expect("meta");
+        let second = edge.value("meta:activation:s.example").expect("meta");
         assert!(
             second["v"].as_u64() > first["v"].as_u64(),
             "{first} then {second}"
         );
         assert_eq!(second["high"], first["high"]);
+        // Another domain numbers its codes apart, and has a window of its own.
+        crate::common::register(&state.db, "b.example").await;
+        for _ in 0..2 {
+            let req: links::CreateLink = serde_json::from_value(
+                json!({ "target_url": "https://dest.example/b", "domain": "b.example" }),
+            )
+            .expect("body");
+            links::create_link(&state, &Creator::owner("acme"), req)
+                .await
+                .expect("create");
+        }
+        publisher.step().await.expect("step");
+        publisher.step().await.expect("step");
+        let b = edge.value("meta:activation:b.example").expect("b's meta");
+        assert_eq!(
+            (b["low"].clone(), b["high"].clone()),
+            (json!(0), json!(10_000))
+        );
+        let s_meta = edge.value("meta:activation:s.example").expect("meta");
+        assert_eq!(
+            s_meta["high"],
+            first["high"],
+            "{}: b.example's codes moved s.example's window",
+            t.kind()
+        );
         t.cleanup().await;
     }
 }
