@@ -71,6 +71,8 @@ const worker = {
     : {
         scriptPath:
           which === "base" ? `${process.env.HOP_BENCH_BASELINE}/index.js` : "edge-worker/build/index.js",
+        // Module names are relative to this root, which must hold the script.
+        ...(which === "base" ? { modulesRoot: process.env.HOP_BENCH_BASELINE } : {}),
         modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"] }],
       }),
 };
