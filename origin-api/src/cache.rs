@@ -503,9 +503,8 @@ impl RedirectCache {
         if shared::codes::classify(code, &settings.codes) != Some(CodeKind::Generated) {
             return Some(true);
         }
-        let ceiling = self.ceilings.of(route.domain());
         for n in shared::activation::code_numbers(code, &settings.codes, keys) {
-            if ceiling.admits_held(n)? {
+            if self.ceilings.admits_held(route.domain(), n)? {
                 return Some(true);
             }
         }

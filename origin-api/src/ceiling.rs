@@ -108,6 +108,16 @@ impl IdCeiling {
 pub struct Ceilings(Arc<RwLock<HashMap<String, IdCeiling>>>);
 
 impl Ceilings {
+    /// [`IdCeiling::admits_held`] of `domain`'s ceiling, without a copy of it (the
+    /// redirect path asks this of every unknown generated code).
+    pub fn admits_held(&self, domain: &str, id: u64) -> Option<bool> {
+        match self.0.read().unwrap_or_else(|e| e.into_inner()).get(domain) {
+            Some(c) => c.admits_held(id),
+            // Never read: the caller reads it (through `of`).
+            None => None,
+        }
+    }
+
     /// `domain`'s ceiling.
     pub fn of(&self, domain: &str) -> IdCeiling {
         if let Some(c) = self.0.read().unwrap_or_else(|e| e.into_inner()).get(domain) {
