@@ -2,7 +2,8 @@
 //! one transaction, answered in request order. One idempotency key covers the batch.
 
 use super::create::{
-    generated_taken, prepare_link, replay, stored, write_failed, IDEMPOTENCY_TTL_MS,
+    answer, count_conflict, generated_taken, prepare_link, replay, stored, write_failed,
+    IDEMPOTENCY_TTL_MS,
 };
 use super::lookups::Lookups;
 use super::{CreateLink, Link, LinkView};
@@ -12,7 +13,6 @@ use crate::model::Creator;
 use crate::state::AppState;
 use crate::store::{BulkInsert, DomainAt, IdempotencyKey, LinkStore, StoreError};
 use serde::{Deserialize, Serialize};
-use shared::CodeKind;
 
 /// The most links one bulk call may carry.
 pub const MAX_BULK: usize = 10_000;
@@ -159,7 +159,10 @@ impl Judged {
                             link: Box::new(link.view()),
                         }
                     } else {
-                        failure(&AppError::Store(generated_taken(link, StoreError::Taken)))
+                        failure(&answer(
+                            &link.route_key(),
+                            generated_taken(link, StoreError::Taken),
+                        ))
                     }
                 }
             })
@@ -218,12 +221,10 @@ pub async fn create_bulk(
             for (link, done) in judged.ready.iter().zip(&inserted) {
                 if *done {
                     stored(state, link).await;
-                } else if link.code_kind == CodeKind::Generated {
-                    write_failed(
-                        state,
-                        &link.route_key(),
-                        generated_taken(link, StoreError::Taken),
-                    );
+                } else if let StoreError::Conflict(detail) =
+                    generated_taken(link, StoreError::Taken)
+                {
+                    count_conflict(state, &link.route_key(), &detail);
                 }
             }
             Ok(BulkOutcome::New(assemble(&inserted)))

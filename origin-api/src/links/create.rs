@@ -130,18 +130,28 @@ pub async fn create_link(
 /// of the system, never of the request: a 500, logged and counted in
 /// `hop_write_conflicts_total`.
 pub(crate) fn write_failed(state: &AppState, route: &str, e: StoreError) -> AppError {
+    if let StoreError::Conflict(detail) = &e {
+        count_conflict(state, route, detail);
+    }
+    answer(route, e)
+}
+
+/// [`write_failed`]'s answer, without counting (a bulk call answers each link it could
+/// not insert, and counts them once, apart).
+pub(crate) fn answer(route: &str, e: StoreError) -> AppError {
     match e {
         StoreError::Taken => AppError::Taken {
             route: route.to_owned(),
         },
-        StoreError::Conflict(detail) => {
-            state.metrics.write_conflicts.inc();
-            tracing::error!(%route, %detail,
-                "a link write collided with a row that is not its route key");
-            AppError::Store(StoreError::Conflict(detail))
-        }
         other => other.into(),
     }
+}
+
+/// Logs and counts a write that collided with a row that is not its route key.
+pub(crate) fn count_conflict(state: &AppState, route: &str, detail: &str) {
+    state.metrics.write_conflicts.inc();
+    tracing::error!(%route, %detail,
+        "a link write collided with a row that is not its route key");
 }
 
 /// A generated code is never taken unless its domain's sequence handed its number out

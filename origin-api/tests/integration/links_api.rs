@@ -1181,6 +1181,13 @@ async fn bulk_create_judges_each_item_and_answers_in_order() {
         assert_eq!(results[2]["error"]["status"], 422);
         assert_eq!(results[2]["error"]["field"], "target_url");
         assert_eq!(results[3]["error"]["status"], 409);
+        assert!(
+            results[3]["error"]["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("s.example/bulk-alias is taken")),
+            "{}",
+            res.text
+        );
         assert_eq!(results[4]["error"]["status"], 422);
         assert_eq!(results[5]["link"]["target_url"], "https://e.example/6");
         assert_eq!(api.count("links").await, 3);
