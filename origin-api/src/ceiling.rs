@@ -1,10 +1,10 @@
 //! The code ceiling, one per domain: every number a domain's code sequence has issued
 //! lies below the end of the newest segment reserved in its `id_segments` row. A
 //! generated code whose number (under every key version) is at or past that end names
-//! no link, so the origin's redirect answers it 404 without reading the database. Random and enumerated codes decode to ids spread
-//! over the whole code space and land there almost always: the origin's counterpart of
-//! the edge's activation window, and what keeps a scan of random codes from becoming a
-//! scan of the database.
+//! no link, so the origin's redirect answers it 404 without reading the database.
+//! Random and enumerated codes decode to numbers spread over the whole code space and
+//! land there almost always: the origin's counterpart of the edge's activation window,
+//! and what keeps a scan of random codes from becoming a scan of the database.
 //!
 //! Segments this process reserves raise the ceiling at once. Segments other origins
 //! reserve are seen by reading the ceiling again, which happens when a code lands past

@@ -30,7 +30,7 @@ use serde::Deserialize;
 /// right after a quiet spell does not run into the promise.
 const MIN_HEADROOM_SEGMENTS: i64 = 1_000;
 /// The least headroom of a sequence of full segments: ten million numbers.
-pub const MIN_HEADROOM: i64 = MIN_HEADROOM_SEGMENTS * crate::model::sequence::DEFAULT_STEP as i64;
+pub const MIN_HEADROOM: i64 = MIN_HEADROOM_SEGMENTS * DEFAULT_STEP as i64;
 /// How much longer than its own window the origin keeps a promise, for clocks (the
 /// edge's against the database's) that disagree.
 pub const SKEW_MARGIN_MS: i64 = 60_000;

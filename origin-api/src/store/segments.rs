@@ -43,30 +43,27 @@ impl SegmentSource for Db {
         let (max_id, step): (i64, i64) = c
             .fetch_one(ADVANCE, &[name.into(), step.into(), at.into()])
             .await?;
+        let range = range_of(name, max_id, step)?;
         // Only generated codes are dated by the edge; link ids are internal.
-        let dated = domain_of_sequence(name).is_some();
+        if domain_of_sequence(name).is_none() {
+            tx.commit().await?;
+            return Ok(range);
+        }
         // The row is locked now: no promise is being recorded meanwhile. A segment past
         // what a running promise allows would let the edge answer 404 for a link that
         // exists; it waits until that promise runs out.
-        if dated {
-            let binding: Option<(i64, i64)> = c.fetch_optional(&limit_sql, &[name.into()]).await?;
-            if let Some((limit, ms_left)) = binding {
-                if max_id > limit {
-                    let retry_after_s = u64::try_from(ms_left / 1000 + 1).unwrap_or(1);
-                    tracing::warn!(
-                        limit,
-                        max_id,
-                        retry_after_s,
-                        "new ids held back: the edge's activation window does not cover them yet"
-                    );
-                    return Err(StoreError::ActivationFull { retry_after_s });
-                }
+        let binding: Option<(i64, i64)> = c.fetch_optional(&limit_sql, &[name.into()]).await?;
+        if let Some((limit, ms_left)) = binding {
+            if max_id > limit {
+                let retry_after_s = u64::try_from(ms_left / 1000 + 1).unwrap_or(1);
+                tracing::warn!(
+                    limit,
+                    max_id,
+                    retry_after_s,
+                    "new ids held back: the edge's activation window does not cover them yet"
+                );
+                return Err(StoreError::ActivationFull { retry_after_s });
             }
-        }
-        let range = range_of(name, max_id, step)?;
-        if !dated {
-            tx.commit().await?;
-            return Ok(range);
         }
         let payload = payload(&range, at);
         insert_outbox(
