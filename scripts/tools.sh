@@ -62,3 +62,22 @@ pin_cores() {
     pin_server="taskset -c 1"; pin_load="taskset -c 0"
   fi
 }
+
+# podman as these machines allow it: vfs storage (no overlay mounts in an unprivileged
+# sandbox) and runc (crun refuses hybrid cgroup hierarchies); both work anywhere.
+hop_podman_flags=(--storage-driver vfs --runtime runc --cgroup-manager cgroupfs)
+
+# need_debian PACKAGE…: installs Debian packages that are missing (apt-get, through sudo
+# when not root), updating the package lists once if the first try fails.
+need_debian() {
+  local missing=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "installing Debian packages: ${missing[*]}" >&2
+  local apt=(apt-get); [ "$(id -u)" -eq 0 ] || apt=(sudo apt-get)
+  export DEBIAN_FRONTEND=noninteractive
+  "${apt[@]}" install -y --no-install-recommends "${missing[@]}" >/dev/null ||
+    { "${apt[@]}" update >/dev/null && "${apt[@]}" install -y --no-install-recommends "${missing[@]}" >/dev/null; }
+}

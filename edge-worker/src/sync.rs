@@ -9,7 +9,8 @@
 
 use futures_util::future::join_all;
 use shared::sync::{
-    judge, tokens_match, Refusal, SyncBatch, SyncItem, SyncReply, MAX_SYNC_ITEMS, MIN_TOKEN_BYTES,
+    judge, token_accepted, tokens_long_enough, Refusal, SyncBatch, SyncItem, SyncReply,
+    MAX_SYNC_ITEMS,
 };
 use worker::kv::KvStore;
 use worker::{console_error, Env, Method, Request, Response, Result};
@@ -70,16 +71,16 @@ pub(crate) async fn handle(mut req: Request, env: &Env) -> Result<Response> {
         );
     };
     // A guessable token is as good as none: refuse to run with one.
-    if expected.len() < MIN_TOKEN_BYTES {
+    if !tokens_long_enough(&expected) {
         return problem(
             503,
-            "this worker's SYNC_TOKEN is shorter than 16 bytes, so it accepts no pushes",
+            "a token of this worker's SYNC_TOKEN is shorter than 16 bytes, so it accepts no pushes",
         );
     }
     let given = req.headers().get("authorization")?.unwrap_or_default();
     let authorized = given
         .strip_prefix("Bearer ")
-        .is_some_and(|token| tokens_match(token, &expected));
+        .is_some_and(|token| token_accepted(token, &expected));
     if !authorized {
         return problem(401, "send Authorization: Bearer <the SYNC_TOKEN>");
     }

@@ -317,7 +317,7 @@ async fn main() {
         let mut times = Vec::new();
         for _ in 0..30 {
             let started = Instant::now();
-            let stats = link_stats(&db, link, range).await.expect("stats");
+            let stats = link_stats(&db, link, range, 0).await.expect("stats");
             times.push(started.elapsed());
             assert!(stats.totals.visits > 0);
         }
@@ -329,7 +329,7 @@ async fn main() {
     let mut times = Vec::new();
     for _ in 0..30 {
         let started = Instant::now();
-        let summary = owner_stats(&db, OWNER, range(Granularity::Day, 30))
+        let summary = owner_stats(&db, OWNER, range(Granularity::Day, 30), 0)
             .await
             .expect("summary");
         times.push(started.elapsed());

@@ -166,6 +166,40 @@ impl Db {
         Ok(())
     }
 
+    /// The versions of this binary's migrations the database has not applied, and the
+    /// versions it has applied that this binary does not know (a newer binary ran on it).
+    pub async fn migration_status(&self) -> Result<(Vec<i64>, Vec<i64>), DbError> {
+        const APPLIED: &str = "SELECT version FROM _sqlx_migrations WHERE success";
+        let (known, applied): (&sqlx::migrate::Migrator, Result<Vec<i64>, sqlx::Error>) = match self
+        {
+            Db::Sqlite(pools) => (
+                &SQLITE_MIGRATIONS,
+                sqlx::query_scalar(APPLIED).fetch_all(&pools.read).await,
+            ),
+            Db::Postgres(pool) => (
+                &POSTGRES_MIGRATIONS,
+                sqlx::query_scalar(APPLIED).fetch_all(pool).await,
+            ),
+        };
+        // No table yet: a database never migrated.
+        let applied = match applied {
+            Ok(versions) => versions,
+            Err(sqlx::Error::Database(e)) if e.message().contains("_sqlx_migrations") => Vec::new(),
+            Err(e) => return Err(DbError::Query(e)),
+        };
+        let pending = known
+            .iter()
+            .map(|m| m.version)
+            .filter(|v| !applied.contains(v))
+            .collect();
+        let unknown = applied
+            .iter()
+            .copied()
+            .filter(|v| !known.iter().any(|m| m.version == *v))
+            .collect();
+        Ok((pending, unknown))
+    }
+
     /// A round trip to the database, for readiness.
     pub async fn ping(&self) -> Result<(), DbError> {
         self.reader()

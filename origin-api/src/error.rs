@@ -229,9 +229,16 @@ impl IntoResponse for AppError {
             }
             _ => {}
         }
+        // For `hop_api_refusals_total`: the layer that counts responses reads it.
+        res.extensions_mut().insert(Refusal(self.kind()));
         res
     }
 }
+
+/// Why a request was refused, as its problem type names it (`code-taken`, `banned`, …),
+/// carried in the response's extensions to the layer that counts refusals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refusal(pub &'static str);
 
 impl From<JsonRejection> for AppError {
     fn from(rejection: JsonRejection) -> Self {

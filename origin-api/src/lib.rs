@@ -71,43 +71,19 @@ pub fn publisher(state: &AppState) -> std::io::Result<Option<publisher::Publishe
     use publisher::sink::{KvBulk, Sink, WorkerSync};
     use secrecy::ExposeSecret;
     let s = &state.settings;
-    let kv = (s.cf_account_id.as_deref(), s.cf_kv_namespace_id.as_deref());
-    let sink: Arc<dyn Sink> = match (&s.edge_sync_url, kv) {
-        (None, (None, None)) => return Ok(None),
-        (Some(_), (Some(_), _) | (_, Some(_))) => {
-            return Err(std::io::Error::other(
-                "publish either to the worker (HOP_EDGE_SYNC_URL) or to KV (HOP_CF_*), not both",
-            ))
+    let sink: Arc<dyn Sink> = match s.publishing().map_err(std::io::Error::other)? {
+        config::Publishing::Nowhere => return Ok(None),
+        config::Publishing::Worker { url, token } => {
+            Arc::new(WorkerSync::new(url, token.expose_secret()).map_err(std::io::Error::other)?)
         }
-        (Some(url), _) => {
-            let Some(token) = s
-                .secrets
-                .edge_sync_token
-                .as_ref()
-                .map(|t| t.expose_secret())
-            else {
-                return Err(std::io::Error::other(
-                    "HOP_EDGE_SYNC_URL is set but HOP_EDGE_SYNC_TOKEN is not: set the worker's SYNC_TOKEN",
-                ));
-            };
-            Arc::new(WorkerSync::new(url, token).map_err(std::io::Error::other)?)
-        }
-        (None, (Some(account), Some(namespace))) => {
-            let Some(token) = s.secrets.cf_api_token.as_ref().map(|t| t.expose_secret()) else {
-                return Err(std::io::Error::other(
-                    "HOP_CF_ACCOUNT_ID and HOP_CF_KV_NAMESPACE_ID need HOP_CF_API_TOKEN",
-                ));
-            };
-            Arc::new(
-                KvBulk::new(&s.cf_api_url, account, namespace, token)
-                    .map_err(std::io::Error::other)?,
-            )
-        }
-        (None, _) => {
-            return Err(std::io::Error::other(
-                "set both HOP_CF_ACCOUNT_ID and HOP_CF_KV_NAMESPACE_ID to publish to KV",
-            ))
-        }
+        config::Publishing::Kv {
+            account,
+            namespace,
+            token,
+        } => Arc::new(
+            KvBulk::new(&s.cf_api_url, account, namespace, token.expose_secret())
+                .map_err(std::io::Error::other)?,
+        ),
     };
     Ok(Some(publisher::Publisher::new(
         Arc::new(state.db.clone()),
@@ -144,6 +120,33 @@ pub async fn serve_with_metrics(
         let stopped = stop.subscribe();
         tokio::spawn(async move { state.recorder.run(&state.clicks, &state.db, stopped).await })
     };
+    // How far this process has written clicks, for the stats' `data_as_of`.
+    let reporting = {
+        let state = state.clone();
+        let stopped = stop.subscribe();
+        tokio::spawn(async move {
+            let s = &state;
+            clicks::lateness::run(
+                &s.db,
+                &s.process,
+                &s.recorder,
+                &s.clicks,
+                &s.metrics,
+                stopped,
+            )
+            .await
+        })
+    };
+    let forget_reports = {
+        let state = state.clone();
+        move || async move {
+            let sources = clicks::lateness::sources_of(&state.process);
+            let store: &dyn store::ClickStore = &state.db;
+            if let Err(e) = store.forget_click_sources(&sources).await {
+                tracing::warn!(error = %e, "forgetting this process's click reports failed");
+            }
+        }
+    };
     // On PostgreSQL, other origins' changes reach this one's cache as they commit.
     let listening = tokio::spawn(freshness::listen(state.clone(), stop.subscribe()));
     // Once a minute, what is past its time is forgotten (housekeeping).
@@ -177,6 +180,9 @@ pub async fn serve_with_metrics(
     let _ = stop.send(true);
     let _ = listening.await;
     let _ = recording.await;
+    // Everything held is written (or counted as dropped): nothing is outstanding.
+    let _ = reporting.await;
+    forget_reports().await;
     if let Some(task) = publishing {
         let _ = task.await;
     }

@@ -1,5 +1,6 @@
-use clap::Parser;
-use origin_api::config::{Cli, Command, DomainsCommand, KeysCommand, OutboxCommand, Secrets};
+use origin_api::config::{
+    Command, ConfigCommand, DomainsCommand, KeysCommand, LoadError, Loaded, OutboxCommand,
+};
 use origin_api::model::time::now_ms;
 use origin_api::model::time::rfc3339;
 use origin_api::model::DomainAccess;
@@ -24,8 +25,18 @@ async fn main() -> ExitCode {
             EnvFilter::try_from_env("HOP_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
         )
         .init();
-    let cli = Cli::parse();
-    match run(cli).await {
+    let loaded = match origin_api::config::load(std::env::args_os().collect(), |name| {
+        std::env::var(name).ok()
+    }) {
+        Ok(loaded) => loaded,
+        // clap's own message, usage, and exit status (0 for --help and --version).
+        Err(LoadError::Arguments(e)) => e.exit(),
+        Err(e) => {
+            eprintln!("hop-origin: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match run(loaded).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e}");
@@ -35,9 +46,18 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
-    let mut settings = cli.settings;
-    settings.secrets = Secrets::from_env()?;
+async fn run(loaded: Loaded) -> Result<(), Box<dyn std::error::Error>> {
+    if let Some(Command::Config(ConfigCommand::Check)) = &loaded.cli.command {
+        let (report, passed) = cli::config_check::run(&loaded).await;
+        print!("{report}");
+        return if passed {
+            Ok(())
+        } else {
+            Err("the configuration check failed".into())
+        };
+    }
+    let cli = loaded.cli;
+    let settings = cli.settings;
     // The API clients never touch the database.
     let command = match cli.command.unwrap_or(Command::Serve) {
         Command::Import(args) => return cli::run_import(args, settings.listen).await,
@@ -198,7 +218,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             )
             .await?;
         }
-        Command::Import(_) | Command::Export(_) => {}
+        Command::Import(_) | Command::Export(_) | Command::Config(_) => {}
     }
     Ok(())
 }

@@ -156,6 +156,28 @@ impl SegmentAllocator {
         Ok(id)
     }
 
+    /// The sequence this allocator hands out.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Numbers per segment.
+    pub fn step(&self) -> u64 {
+        self.inner.step
+    }
+
+    /// Numbers left in the current segment and in the one fetched ahead (0 when none is
+    /// held, or while it is being fetched): what this process can hand out before it
+    /// must wait on the database. `None` before the first number is asked for.
+    pub fn remaining(&self) -> Option<(u64, u64)> {
+        let current = self.current()?.remaining();
+        let next = match self.inner.next.try_lock() {
+            Ok(next) => next.as_ref().map_or(0, |s| s.remaining()),
+            Err(_) => 0,
+        };
+        Some((current, next))
+    }
+
     /// Ids wasted so far: the unissued rest of abandoned segments.
     pub fn wasted(&self) -> u64 {
         self.inner.wasted.get()
@@ -277,6 +299,12 @@ impl CodeSequences {
         self.allocator(domain, space).next_id().await
     }
 
+    /// Every domain's allocator made so far.
+    pub fn allocators(&self) -> Vec<SegmentAllocator> {
+        let held = self.inner.held.lock().unwrap_or_else(|e| e.into_inner());
+        held.values().map(|(_, alloc)| alloc.clone()).collect()
+    }
+
     fn allocator(&self, domain: &str, space: &CodeSpace) -> SegmentAllocator {
         let mut held = self.inner.held.lock().unwrap_or_else(|e| e.into_inner());
         match held.get(domain) {
@@ -313,6 +341,8 @@ mod tests {
         step: u64,
         max: Mutex<u64>,
         calls: watch::Sender<u64>,
+        /// While set, every fetch fails as an unreachable database does.
+        down: AtomicBool,
     }
 
     impl FakeSource {
@@ -321,6 +351,7 @@ mod tests {
                 step,
                 max: Mutex::new(0),
                 calls: watch::channel(0).0,
+                down: AtomicBool::new(false),
             })
         }
 
@@ -333,6 +364,10 @@ mod tests {
     #[async_trait]
     impl SegmentSource for FakeSource {
         async fn next_segment(&self, _name: &str, _step: u64) -> Result<Range<u64>, StoreError> {
+            if self.down.load(Ordering::SeqCst) {
+                self.calls.send_modify(|c| *c += 1);
+                return Err(StoreError::Unavailable("the test took it down".into()));
+            }
             let range = {
                 let mut max = self.max.lock().expect("lock");
                 *max += self.step;
@@ -402,6 +437,35 @@ mod tests {
             "a fresh segment after max_age"
         );
         assert_eq!(alloc.wasted(), 99);
+    }
+
+    /// The runbook's drill "segment source down": the numbers in hand go on being issued
+    /// while the gauges show them running out; creation fails (503) only once they are
+    /// spent, and resumes, without a gap, when the source is back.
+    #[tokio::test]
+    async fn with_the_source_down_the_numbers_in_hand_are_issued_then_creation_waits() {
+        let source = FakeSource::new(100);
+        let alloc = SegmentAllocator::new(source.clone(), "links", DEFAULT_SEGMENT_MAX_AGE);
+        assert_eq!(alloc.remaining(), None, "nothing asked for yet");
+        assert_eq!(alloc.next_id().await.unwrap(), 0);
+        assert_eq!(alloc.remaining(), Some((99, 0)));
+        source.down.store(true, Ordering::SeqCst);
+        for expected in 1..100 {
+            assert_eq!(alloc.next_id().await.unwrap(), expected);
+        }
+        source.wait_for_calls(2).await; // the prefetch at a fifth, failed
+        assert_eq!(
+            alloc.remaining(),
+            Some((0, 0)),
+            "what HopSegmentsRunningOut sees"
+        );
+        assert!(matches!(
+            alloc.next_id().await,
+            Err(StoreError::Unavailable(_))
+        ));
+        source.down.store(false, Ordering::SeqCst);
+        assert_eq!(alloc.next_id().await.unwrap(), 100);
+        assert_eq!(alloc.remaining(), Some((99, 0)));
     }
 
     #[tokio::test]

@@ -45,6 +45,9 @@ pub struct AppParts {
     pub auth: auth::AuthGuard,
     /// Which peers' forwarding headers are believed.
     pub proxies: client::Proxies,
+    /// This process among the others on the same database (random, new at each start):
+    /// it names its rows in `click_sources`.
+    pub process: String,
 }
 
 impl AppState {
@@ -107,6 +110,7 @@ impl AppState {
             auth,
             proxies,
             metrics,
+            process: process_id(),
         }))
     }
 }
@@ -127,3 +131,12 @@ pub const AUTH_CONNECTIONS: u32 = 2;
 /// How long the redirect path and authentication wait for a connection before the
 /// request is answered 503: a visitor is better told to retry than kept waiting.
 pub const POOL_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// 16 random hex digits; the time and process id if the system has no randomness.
+fn process_id() -> String {
+    let mut bytes = [0u8; 8];
+    match getrandom::getrandom(&mut bytes) {
+        Ok(()) => bytes.iter().map(|b| format!("{b:02x}")).collect(),
+        Err(_) => format!("{:x}-{}", crate::model::time::now_ms(), std::process::id()),
+    }
+}

@@ -175,6 +175,31 @@ pub fn tokens_match(given: &str, expected: &str) -> bool {
     !expected.is_empty() && bool::from(given.as_bytes().ct_eq(expected.as_bytes()))
 }
 
+/// The tokens a side that checks them accepts: one, or several separated by commas
+/// while a token is rotated (the new and the old one, until every sender has the new).
+pub fn accepted_tokens(accepted: &str) -> impl Iterator<Item = &str> {
+    accepted.split(',').map(str::trim).filter(|t| !t.is_empty())
+}
+
+/// Whether `given` is one of the [`accepted_tokens`]; every one is compared, each in
+/// constant time, so the answer's time does not say which matched.
+pub fn token_accepted(given: &str, accepted: &str) -> bool {
+    accepted_tokens(accepted).fold(false, |found, t| found | tokens_match(given, t))
+}
+
+/// Whether every accepted token is long enough (and there is one): a list with a
+/// guessable token in it is as good as that token.
+pub fn tokens_long_enough(accepted: &str) -> bool {
+    let mut any = false;
+    for t in accepted_tokens(accepted) {
+        if t.len() < MIN_TOKEN_BYTES {
+            return false;
+        }
+        any = true;
+    }
+    any
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,6 +273,23 @@ mod tests {
         let bad_page = r#"{"v":1,"settings":{"not_found_url":"javascript:alert(1)"}}"#;
         assert!(judge(&item("cfg:s.example", bad_page, 1), None).is_err());
         assert!(judge(&item("l:s.example/abc", "{}", 0), None).is_err());
+    }
+
+    #[test]
+    fn a_rotation_accepts_each_listed_token_and_nothing_else() {
+        let both = "new-token-0123456789, old-token-0123456789";
+        assert!(token_accepted("new-token-0123456789", both));
+        assert!(token_accepted("old-token-0123456789", both));
+        assert!(!token_accepted(
+            "new-token-0123456789, old-token-0123456789",
+            both
+        ));
+        assert!(!token_accepted("", both));
+        assert!(!token_accepted("", ""));
+        assert!(!token_accepted("", ","));
+        assert!(tokens_long_enough(both));
+        assert!(!tokens_long_enough("new-token-0123456789,short"));
+        assert!(!tokens_long_enough(" , "));
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! The commands that talk to a running origin through its API, as a marketer's script
 //! would: `import` and `export`. They never open the database, so they work against a
-//! remote production origin as well as a local one.
+//! remote production origin as well as a local one. Also `config check`, which reads the
+//! configuration and only looks at the database.
 
 pub mod client;
+pub mod config_check;
 pub mod export;
 pub mod import;
 

@@ -7,15 +7,17 @@
 //! when its id is claimed for the first time, in the same transaction as the rollup
 //! increments, so a retried or replayed batch counts nothing twice.
 
+pub mod lateness;
 pub mod recorder;
 pub mod stats;
 pub mod tally;
 
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, SourceLabel};
 use crate::store::{Attributed, ClickStore, LinkRef, StoreError};
 use shared::clicks::{ClickEvent, ClickReceipt};
 use shared::RouteKey;
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 /// How far ahead of this origin's clock an event may be stamped (edge clocks differ a
@@ -35,6 +37,9 @@ pub struct Clicks {
     /// Distinct referrer hosts counted per link and hour.
     referrer_cap: u32,
     metrics: Metrics,
+    /// When the oldest event of the last batch from the edge was made, if that batch
+    /// came late ([`lateness::LATE_AFTER_MS`]); `i64::MAX` while batches come on time.
+    edge_late_since: AtomicI64,
 }
 
 impl std::fmt::Debug for Clicks {
@@ -52,7 +57,14 @@ impl Clicks {
             links: quick_cache::sync::Cache::new(LINK_REFS_HELD),
             retention_ms: i64::try_from(retention_h.saturating_mul(3_600_000)).unwrap_or(i64::MAX),
             metrics,
+            edge_late_since: AtomicI64::new(i64::MAX),
         }
+    }
+
+    /// While the edge's clicks arrive late, when the oldest of its last batch was made
+    /// (Unix ms): what the rollups hold of the edge is complete to about then.
+    pub fn edge_late_since(&self) -> Option<i64> {
+        Some(self.edge_late_since.load(Ordering::Acquire)).filter(|&t| t != i64::MAX)
     }
 
     /// Distinct referrer hosts counted per link and hour.
@@ -105,6 +117,21 @@ impl Clicks {
             .await?;
         receipt.duplicates = attributed.len() as u64 - receipt.counted;
         self.metrics.clicks_ingested(&receipt);
+        if let Some(oldest) = valid.iter().map(|e| e.at).min() {
+            let late_by = now.saturating_sub(oldest).max(0);
+            self.edge_late_since.store(
+                if late_by > lateness::LATE_AFTER_MS {
+                    oldest
+                } else {
+                    i64::MAX
+                },
+                Ordering::Release,
+            );
+            self.metrics
+                .click_ingest_delay
+                .get_or_create(&SourceLabel { source: "edge" })
+                .set(late_by as f64 / 1_000.0);
+        }
         Ok(receipt)
     }
 

@@ -18,6 +18,7 @@
 use super::tally::{Clicked, Closed, Count, Key, Shard, Shards, Window};
 use super::Clicks;
 use crate::metrics::Metrics;
+use crate::model::time::now_ms;
 use crate::owners::Owners;
 use crate::store::{ClickDims, ClickStore, Increments};
 use axum::http::HeaderValue;
@@ -189,6 +190,16 @@ pub struct Recorder {
     writer: tokio::sync::Mutex<Writer>,
     owners: Owners,
     metrics: Metrics,
+    /// How far this process's clicks are written, for the stats' `data_as_of`.
+    written: Progress,
+}
+
+/// Clicks made before `complete_to` (Unix ms) are written, unless `outstanding` is
+/// false, when nothing is held at all.
+#[derive(Debug)]
+struct Progress {
+    complete_to: std::sync::atomic::AtomicI64,
+    outstanding: AtomicBool,
 }
 
 #[derive(Debug)]
@@ -209,7 +220,33 @@ impl Recorder {
             }),
             owners,
             metrics,
+            // Nothing this process counts was made before it started.
+            written: Progress {
+                complete_to: std::sync::atomic::AtomicI64::new(now_ms()),
+                outstanding: AtomicBool::new(false),
+            },
         }
+    }
+
+    /// When the oldest click this process holds unwritten may have been made (Unix ms):
+    /// every click before it is in the rollups. `None` when it holds none (or records
+    /// none).
+    pub fn unwritten_since(&self) -> Option<i64> {
+        self.written
+            .outstanding
+            .load(Ordering::Acquire)
+            .then(|| self.written.complete_to.load(Ordering::Acquire))
+    }
+
+    /// Everything counted before `at` is written (or was never there).
+    fn caught_up(&self, at: i64) {
+        self.written.complete_to.fetch_max(at, Ordering::AcqRel);
+        self.written.outstanding.store(false, Ordering::Release);
+    }
+
+    /// Clicks are held unwritten (and those before `complete_to` were written).
+    fn holding(&self) {
+        self.written.outstanding.store(true, Ordering::Release);
     }
 
     /// Whether clicks are being recorded.
@@ -239,10 +276,12 @@ impl Recorder {
         };
         let Some(shards) = &self.shards else { return };
         let Writer { window, spares } = &mut *writer;
+        let at = now_ms();
         self.dropped(shards.take_into(window, spares));
         let mut closed = window.close();
         let n = closed.remaining();
         self.write_slice(clicks, store, &mut closed, n).await;
+        self.caught_up(at);
     }
 
     fn dropped(&self, n: u64) {
@@ -270,7 +309,9 @@ impl Recorder {
         let Some(shards) = &self.shards else { return };
         let mut writer = self.writer.lock().await;
         let Writer { window, spares } = &mut *writer;
-        let (hand, mut handed) = tokio::sync::mpsc::channel::<Closed>(1);
+        // A closed window, and when it closed: every click before that is in it or in
+        // an earlier one.
+        let (hand, mut handed) = tokio::sync::mpsc::channel::<(Closed, i64)>(1);
         // Set while a closed window is being written; the next one waits for it.
         let writing = AtomicBool::new(false);
         // Set when the open window is full while the last one is still being written:
@@ -287,8 +328,14 @@ impl Recorder {
                     // The only change ever sent is the stop (or the sender went away).
                     _ = stop.changed() => break,
                 }
+                let at = now_ms();
                 self.dropped(shards.take_into(window, spares));
                 let busy = writing.load(Ordering::Acquire);
+                if busy || !window.is_empty() {
+                    self.holding();
+                } else {
+                    self.caught_up(at);
+                }
                 hurry.store(busy && window.is_full(), Ordering::Release);
                 let per_key = Duration::from_nanos(cost.load(Ordering::Relaxed));
                 if !busy
@@ -301,22 +348,23 @@ impl Recorder {
                     )
                 {
                     writing.store(true, Ordering::Release);
-                    if hand.send(window.close()).await.is_err() {
+                    if hand.send((window.close(), at)).await.is_err() {
                         break;
                     }
                 }
             }
             // Shutting down: what the last requests counted.
+            let at = now_ms();
             self.dropped(shards.take_into(window, spares));
             hurry.store(true, Ordering::Release);
-            let _ = hand.send(window.close()).await;
+            let _ = hand.send((window.close(), at)).await;
             drop(hand);
         };
         let writing_out = async {
             let mut tick = tokio::time::interval(SLICE_EVERY);
             // A slice that took longer than a tick is followed by the next a tick later.
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            while let Some(mut closed) = handed.recv().await {
+            while let Some((mut closed, closed_at)) = handed.recv().await {
                 // The first slice at once, the rest a tick apart. Without this the
                 // ticks missed while waiting for the window (10 s to 5 minutes of them)
                 // were made up at once, and the whole window written in a burst.
@@ -341,6 +389,11 @@ impl Recorder {
                     let old = cost.load(Ordering::Relaxed);
                     cost.store((old * 7 + measured) / 8, Ordering::Relaxed);
                 }
+                // Still outstanding until a tick finds nothing held: the open window
+                // may hold clicks made since it closed.
+                self.written
+                    .complete_to
+                    .fetch_max(closed_at, Ordering::AcqRel);
                 writing.store(false, Ordering::Release);
             }
         };
@@ -517,6 +570,20 @@ mod tests {
         async fn forget_click_ids(&self, _: i64) -> Result<u64, StoreError> {
             Ok(0)
         }
+        async fn report_click_sources(
+            &self,
+            _: &[(String, Option<i64>)],
+            _: i64,
+            _: i64,
+        ) -> Result<(), StoreError> {
+            Ok(())
+        }
+        async fn click_sources(&self, _: i64) -> Result<Vec<(String, Option<i64>)>, StoreError> {
+            Ok(Vec::new())
+        }
+        async fn forget_click_sources(&self, _: &[String]) -> Result<(), StoreError> {
+            Ok(())
+        }
         async fn click_series(
             &self,
             _: u64,
@@ -632,6 +699,26 @@ mod tests {
                 writes.iter().map(|w| w.0 - started).collect::<Vec<_>>()
             );
         }
+        rig.stop().await;
+    }
+
+    /// What `data_as_of` reads of this process: clicks held unwritten keep it at or
+    /// before their time until their window is written.
+    #[tokio::test(start_paused = true)]
+    async fn clicks_held_unwritten_say_since_when_until_their_window_is_written() {
+        let rig = Rig::start(0);
+        tokio::time::sleep(TAKE_EVERY * 2).await;
+        assert_eq!(rig.recorder.unwritten_since(), None, "nothing held yet");
+        let before = now_ms();
+        rig.visit(10);
+        tokio::time::sleep(TAKE_EVERY * 2).await;
+        match rig.recorder.unwritten_since() {
+            Some(since) => assert!(since <= before, "{since} > {before}"),
+            None => panic!("ten clicks held, yet nothing outstanding"),
+        }
+        tokio::time::sleep(MIN_WINDOW + Duration::from_secs(1)).await;
+        assert_eq!(rig.store.visits(), 10);
+        assert_eq!(rig.recorder.unwritten_since(), None, "all written");
         rig.stop().await;
     }
 

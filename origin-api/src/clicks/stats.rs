@@ -165,6 +165,11 @@ pub struct LinkStats {
     pub from: String,
     pub to: String,
     pub granularity: Granularity,
+    /// Every click made before this instant that reached an origin is counted; later
+    /// ones may still be on their way (the origin writes its own in batches, and the
+    /// edge's queue holds clicks while it cannot deliver them). Close to now when all is
+    /// well; further back while ingestion is behind.
+    pub data_as_of: String,
     pub include_bots: bool,
     pub totals: TotalsView,
     /// Every bucket of the range, oldest first, zeros included.
@@ -186,6 +191,11 @@ pub struct LinkTotals {
 pub struct OwnerStats {
     pub from: String,
     pub to: String,
+    /// Every click made before this instant that reached an origin is counted; later
+    /// ones may still be on their way (the origin writes its own in batches, and the
+    /// edge's queue holds clicks while it cannot deliver them). Close to now when all is
+    /// well; further back while ingestion is behind.
+    pub data_as_of: String,
     pub include_bots: bool,
     pub totals: TotalsView,
     /// The most visited links, most first.
@@ -214,11 +224,12 @@ fn totals_view(t: Totals, include_bots: bool) -> TotalsView {
     )
 }
 
-/// The stats of `link` over `range`.
+/// The stats of `link` over `range`, complete to `as_of` (Unix ms, [`super::lateness`]).
 pub async fn link_stats<S: ClickStore + ?Sized>(
     store: &S,
     link: &Link,
     range: Range,
+    as_of: i64,
 ) -> Result<LinkStats, AppError> {
     let bucket = range.granularity.bucket_ms();
     let rows = store
@@ -263,6 +274,7 @@ pub async fn link_stats<S: ClickStore + ?Sized>(
         from: rfc3339(range.from),
         to: rfc3339(range.to),
         granularity: range.granularity,
+        data_as_of: rfc3339(as_of),
         include_bots: range.include_bots,
         totals,
         series,
@@ -294,11 +306,12 @@ fn fill(rows: &[Rollup], range: Range, bucket: i64) -> Vec<Point> {
     points
 }
 
-/// An owner's totals and most visited links over `range`.
+/// An owner's totals and most visited links over `range`, complete to `as_of`.
 pub async fn owner_stats<S: ClickStore + ?Sized>(
     store: &S,
     owner: &str,
     range: Range,
+    as_of: i64,
 ) -> Result<OwnerStats, AppError> {
     let totals = store.owner_totals(owner, range.from, range.to).await?;
     let top = store
@@ -326,6 +339,7 @@ pub async fn owner_stats<S: ClickStore + ?Sized>(
     Ok(OwnerStats {
         from: rfc3339(range.from),
         to: rfc3339(range.to),
+        data_as_of: rfc3339(as_of),
         include_bots: range.include_bots,
         totals: totals_view(totals, range.include_bots),
         top_links,

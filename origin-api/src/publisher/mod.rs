@@ -461,7 +461,15 @@ impl Publisher {
             }
             return Ok(0);
         }
-        self.deliver(&rows, fence).await?;
+        let started = std::time::Instant::now();
+        let delivered = self.deliver(&rows, fence).await;
+        if let Some(lane) = LANES.get(index) {
+            self.metrics
+                .publish_seconds
+                .get_or_create(&crate::metrics::LaneLabel { lane })
+                .observe(started.elapsed());
+        }
+        delivered?;
         Ok(rows.len())
     }
 

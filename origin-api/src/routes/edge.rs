@@ -38,7 +38,7 @@ impl FromRequestParts<AppState> for EdgeCaller {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
             .unwrap_or_default();
-        if shared::sync::tokens_match(given, expected) {
+        if shared::sync::token_accepted(given, expected) {
             Ok(EdgeCaller)
         } else {
             Err(AppError::EdgeUnauthorized)

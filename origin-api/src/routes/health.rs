@@ -1,7 +1,8 @@
 //! Liveness, readiness and metrics.
 
 use crate::error::{AppError, Problem};
-use crate::metrics::LaneLabel;
+use crate::metrics::{LaneLabel, SegmentLabel, SequenceLabel};
+use crate::model::time::now_ms;
 use crate::state::AppState;
 use crate::store::LinkStore;
 use axum::extract::State;
@@ -47,7 +48,7 @@ pub(crate) async fn metrics_public(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or_default();
-    if !shared::sync::tokens_match(given, expected.expose_secret()) {
+    if !shared::sync::token_accepted(given, expected.expose_secret()) {
         return Err(AppError::MetricsUnauthorized);
     }
     metrics(State(state)).await.map(IntoResponse::into_response)
@@ -56,33 +57,48 @@ pub(crate) async fn metrics_public(
 /// `GET /metrics`: Prometheus (OpenMetrics text), on the metrics listener; on the public
 /// one, with `Authorization: Bearer <HOP_METRICS_TOKEN>`.
 #[utoipa::path(get, path = "/metrics", operation_id = "metrics", tag = "operations",
-    responses((status = 200, description = "hop_redirects_total{outcome}, hop_links_created_total, hop_id_segments_fetched_total, hop_ids_wasted_total, hop_outbox_pending{lane}", body = String, content_type = "application/openmetrics-text"),
+    responses((status = 200, description = "Every series of the origin (docs/operating.md#metrics): hop_redirects_total{outcome}, hop_redirect_duration_seconds{path}, hop_api_responses_total{route,method,status}, hop_outbox_oldest_age_seconds{lane}, …", body = String, content_type = "application/openmetrics-text"),
         (status = 401, description = "on the public listener: not the metrics token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "on the public listener: no metrics token is configured", body = Problem, content_type = "application/problem+json")),
     security(("metrics_token" = [])))]
 pub(crate) async fn metrics(State(state): State<AppState>) -> Result<impl IntoResponse, AppError> {
-    for lane in ["fast", "normal"] {
-        state
-            .metrics
-            .outbox_pending
-            .get_or_create(&LaneLabel { lane })
-            .set(0);
-    }
-    state.metrics.outbox_failed.set(0);
-    for (lane, n) in state.db.outbox_pending().await? {
-        let lane = match lane.as_str() {
+    let m = &state.metrics;
+    let now = now_ms();
+    for backlog in state.db.outbox_pending().await? {
+        let lane = match backlog.lane.as_str() {
             "fast" => "fast",
             "normal" => "normal",
             _ => {
-                state.metrics.outbox_failed.set(n);
+                m.outbox_failed.set(backlog.rows);
                 continue;
             }
         };
-        state
-            .metrics
-            .outbox_pending
+        m.outbox_pending
             .get_or_create(&LaneLabel { lane })
-            .set(n);
+            .set(backlog.rows);
+        m.outbox_oldest_age.get_or_create(&LaneLabel { lane }).set(
+            backlog
+                .oldest_at
+                .map_or(0.0, |at| (now - at).max(0) as f64 / 1_000.0),
+        );
+    }
+    for alloc in std::iter::once(state.allocator.clone()).chain(state.codes.allocators()) {
+        let Some((current, next)) = alloc.remaining() else {
+            continue;
+        };
+        m.segment_size
+            .get_or_create(&SequenceLabel {
+                sequence: alloc.name().to_owned(),
+            })
+            .set(i64::try_from(alloc.step()).unwrap_or(i64::MAX));
+        for (segment, left) in [("current", current), ("next", next)] {
+            m.segment_remaining
+                .get_or_create(&SegmentLabel {
+                    sequence: alloc.name().to_owned(),
+                    segment,
+                })
+                .set(i64::try_from(left).unwrap_or(i64::MAX));
+        }
     }
     Ok((
         [(

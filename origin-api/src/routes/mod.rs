@@ -7,6 +7,7 @@ mod domains;
 mod edge;
 mod health;
 mod links;
+mod observe;
 pub mod openapi;
 mod redirect;
 mod stats;
@@ -108,6 +109,10 @@ fn router_under(state: AppState, in_flight: InFlightLayer) -> Router {
             REQUEST_TIMEOUT,
         ))
         .route_layer(TraceLayer::new_for_http())
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            observe::observe,
+        ))
         .fallback(redirect::redirect)
         .layer(in_flight)
         .with_state(state)

@@ -3,6 +3,7 @@
 use crate::cache::Entry;
 use crate::clicks::tally::{Clicked, Reduced};
 use crate::error::AppError;
+use crate::metrics::RedirectPath;
 use crate::model::time::now_ms;
 use crate::state::AppState;
 use axum::body::Bytes;
@@ -59,6 +60,7 @@ pub(crate) fn answer_held(
     parts: &Parts,
     peer: Option<SocketAddr>,
 ) -> Option<Response> {
+    let started = std::time::Instant::now();
     let method = shared::Method::parse(parts.method.as_str());
     let code = parts.uri.path().strip_prefix('/').unwrap_or_default();
     let decision = match reject_early(method, code) {
@@ -73,11 +75,12 @@ pub(crate) fn answer_held(
             decision
         }
     };
-    Some(answered(state, decision))
+    Some(answered(state, decision, RedirectPath::Memory, started))
 }
 
 /// The answer to a visit, reading what memory does not hold.
 pub(crate) async fn answer(state: &AppState, parts: Parts, peer: Option<SocketAddr>) -> Response {
+    let started = std::time::Instant::now();
     let (method, headers, uri) = (parts.method, parts.headers, parts.uri);
     let method = shared::Method::parse(method.as_str());
     let code = uri.path().strip_prefix('/').unwrap_or_default();
@@ -115,12 +118,18 @@ pub(crate) async fn answer(state: &AppState, parts: Parts, peer: Option<SocketAd
             }
         },
     };
-    answered(state, decision)
+    answered(state, decision, RedirectPath::Database, started)
 }
 
-/// The response to `decision`, counted.
-fn answered(state: &AppState, decision: Decision) -> Response {
+/// The response to `decision`, counted and timed.
+fn answered(
+    state: &AppState,
+    decision: Decision,
+    path: RedirectPath,
+    started: std::time::Instant,
+) -> Response {
     state.metrics.redirect_answered(decision.outcome);
+    state.metrics.redirect_took(path, started.elapsed());
     write(decision)
 }
 

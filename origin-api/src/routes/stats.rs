@@ -29,7 +29,8 @@ pub(crate) async fn link(
 ) -> Result<Json<LinkStats>, AppError> {
     let range = Range::new(&params, now_ms())?;
     let link = owned_link(&state, &caller.owner_id, &domain, &code).await?;
-    Ok(Json(link_stats(&state.db, &link, range).await?))
+    let as_of = data_as_of(&state).await?;
+    Ok(Json(link_stats(&state.db, &link, range, as_of).await?))
 }
 
 /// `GET /v1/stats`: the caller's totals and most visited links.
@@ -46,5 +47,21 @@ pub(crate) async fn owner(
     ApiQuery(params): ApiQuery<StatsParams>,
 ) -> Result<Json<OwnerStats>, AppError> {
     let range = Range::new(&params, now_ms())?;
-    Ok(Json(owner_stats(&state.db, &caller.owner_id, range).await?))
+    let as_of = data_as_of(&state).await?;
+    Ok(Json(
+        owner_stats(&state.db, &caller.owner_id, range, as_of).await?,
+    ))
+}
+
+/// Up to when the counts about to be read are complete: taken before they are read, so
+/// every click before it is in what the read sees.
+async fn data_as_of(state: &AppState) -> Result<i64, AppError> {
+    Ok(crate::clicks::lateness::data_as_of(
+        &state.db,
+        &state.process,
+        &state.recorder,
+        &state.clicks,
+        crate::model::time::now_ms(),
+    )
+    .await?)
 }

@@ -465,6 +465,54 @@ impl ClickStore for Db {
             .await?)
     }
 
+    async fn report_click_sources(
+        &self,
+        sources: &[(String, Option<i64>)],
+        at: i64,
+        forget_before: i64,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.begin_write().await?;
+        let mut c = tx.conn();
+        for (source, complete_to) in sources {
+            c.execute(
+                "INSERT INTO click_sources (source, complete_to, reported_at) VALUES ($1, $2, $3) \
+                 ON CONFLICT (source) DO UPDATE \
+                 SET complete_to = excluded.complete_to, reported_at = excluded.reported_at",
+                &[source.as_str().into(), (*complete_to).into(), at.into()],
+            )
+            .await?;
+        }
+        c.execute(
+            "DELETE FROM click_sources WHERE reported_at < $1",
+            &[forget_before.into()],
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn click_sources(&self, since: i64) -> Result<Vec<(String, Option<i64>)>, StoreError> {
+        Ok(self
+            .read_all(
+                "SELECT source, complete_to FROM click_sources WHERE reported_at >= $1",
+                &[since.into()],
+            )
+            .await?)
+    }
+
+    async fn forget_click_sources(&self, sources: &[String]) -> Result<(), StoreError> {
+        if sources.is_empty() {
+            return Ok(());
+        }
+        let sql = format!(
+            "DELETE FROM click_sources WHERE source IN ({})",
+            list_placeholders(1, sources.len())
+        );
+        let args: Vec<Arg<'_>> = sources.iter().map(|s| s.as_str().into()).collect();
+        self.write(&sql, &args).await?;
+        Ok(())
+    }
+
     async fn click_series(
         &self,
         link: u64,

@@ -5,7 +5,7 @@ use super::bans::active_bans;
 use super::domains::{check_domains, SettingsRow};
 use super::outbox::{insert_outbox, link_row, OutboxInsert};
 use super::sql::{list_placeholders, values_placeholders, Arg, Conn};
-use super::{BulkInsert, DomainAt, IdempotencyKey, Idempotent, LinkStore, StoreError};
+use super::{Backlog, BulkInsert, DomainAt, IdempotencyKey, Idempotent, LinkStore, StoreError};
 use crate::db::Db;
 use crate::model::{ApiKey, Link, LinkState, ListFilter, Published};
 use async_trait::async_trait;
@@ -661,28 +661,42 @@ impl LinkStore for Db {
         Ok(found.is_some())
     }
 
-    async fn outbox_pending(&self) -> Result<Vec<(String, i64)>, StoreError> {
+    async fn outbox_pending(&self) -> Result<Vec<Backlog>, StoreError> {
         // Each count stops at the cap, walking the pending rows' index: a backlog of a
-        // million rows, counted and grouped whole, cost seconds of CPU per scrape.
-        let (fast, normal, failed): (i64, i64, i64) = self
-            .reader()
-            .await?
-            .conn()
-            .fetch_one(
-                "SELECT \
-                 (SELECT COUNT(*) FROM (SELECT 1 FROM outbox WHERE lane = 'fast' \
-                   AND published_at IS NULL AND failed_at IS NULL LIMIT $1) f), \
-                 (SELECT COUNT(*) FROM (SELECT 1 FROM outbox WHERE lane = 'normal' \
-                   AND published_at IS NULL AND failed_at IS NULL LIMIT $1) n), \
-                 (SELECT COUNT(*) FROM (SELECT 1 FROM outbox WHERE failed_at IS NOT NULL \
-                   AND published_at IS NULL LIMIT $1) x)",
-                &[super::OUTBOX_COUNT_CAP.into()],
-            )
-            .await?;
+        // million rows, counted and grouped whole, cost seconds of CPU per scrape. The
+        // oldest row of a lane is the first of that index (sequence numbers grow with
+        // time), so its age costs one probe.
+        let pending = "published_at IS NULL AND failed_at IS NULL";
+        let (fast, normal, failed, fast_at, normal_at): (i64, i64, i64, Option<i64>, Option<i64>) =
+            self.reader()
+                .await?
+                .conn()
+                .fetch_one(
+                    &format!(
+                        "SELECT \
+                         (SELECT COUNT(*) FROM (SELECT 1 FROM outbox WHERE lane = 'fast' \
+                           AND {pending} LIMIT $1) f), \
+                         (SELECT COUNT(*) FROM (SELECT 1 FROM outbox WHERE lane = 'normal' \
+                           AND {pending} LIMIT $1) n), \
+                         (SELECT COUNT(*) FROM (SELECT 1 FROM outbox WHERE failed_at IS NOT NULL \
+                           AND published_at IS NULL LIMIT $1) x), \
+                         (SELECT created_at FROM outbox WHERE lane = 'fast' AND {pending} \
+                           ORDER BY seq LIMIT 1), \
+                         (SELECT created_at FROM outbox WHERE lane = 'normal' AND {pending} \
+                           ORDER BY seq LIMIT 1)"
+                    ),
+                    &[super::OUTBOX_COUNT_CAP.into()],
+                )
+                .await?;
+        let lane = |lane: &str, rows, oldest_at| Backlog {
+            lane: lane.to_owned(),
+            rows,
+            oldest_at,
+        };
         Ok(vec![
-            ("fast".into(), fast),
-            ("normal".into(), normal),
-            ("failed".into(), failed),
+            lane("fast", fast, fast_at),
+            lane("normal", normal, normal_at),
+            lane("failed", failed, None),
         ])
     }
 

@@ -19,6 +19,17 @@ pub use crate::model::sequence::LINK_SEQUENCE;
 /// backlog (a gauge at the cap means at least that many rows).
 pub const OUTBOX_COUNT_CAP: i64 = 10_000;
 
+/// One lane's undelivered outbox rows, as `/metrics` reports them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Backlog {
+    /// `fast`, `normal`, or `failed` (rows set aside, whatever their lane).
+    pub lane: String,
+    /// How many, up to [`OUTBOX_COUNT_CAP`].
+    pub rows: i64,
+    /// When the oldest was written (Unix ms); `None` with none.
+    pub oldest_at: Option<i64>,
+}
+
 /// Where link writes are announced on PostgreSQL, as they commit: `"<version>
 /// <domain>/<code>"` (`freshness` listens).
 pub const LINKS_CHANNEL: &str = "hop_links";
@@ -331,8 +342,8 @@ pub trait LinkStore: Send + Sync + Debug + 'static {
     /// for. One index probe per domain, however many links there are.
     async fn served_domains(&self) -> Result<Vec<String>, StoreError>;
     /// Unpublished outbox rows per lane (rows set aside as failed under `failed`), each
-    /// counted up to [`OUTBOX_COUNT_CAP`].
-    async fn outbox_pending(&self) -> Result<Vec<(String, i64)>, StoreError>;
+    /// counted up to [`OUTBOX_COUNT_CAP`], with when the oldest of each was written.
+    async fn outbox_pending(&self) -> Result<Vec<Backlog>, StoreError>;
     /// Forgets idempotency keys recorded before `before` (Unix ms); returns how many.
     async fn forget_idempotency_keys(&self, before: i64) -> Result<u64, StoreError>;
     async fn insert_key(&self, key: &ApiKey) -> Result<(), StoreError>;
@@ -502,6 +513,19 @@ pub trait ClickStore: Send + Sync + Debug + 'static {
     async fn add_rollups(&self, increments: &Increments) -> Result<(), StoreError>;
     /// Forgets the ids of events received before `before` (Unix ms); returns how many.
     async fn forget_click_ids(&self, before: i64) -> Result<u64, StoreError>;
+    /// Records, for each `(source, complete_to)`, how far that source has written its
+    /// clicks (`None`: nothing outstanding), as of `at`; forgets sources not reported
+    /// since `forget_before` (processes gone).
+    async fn report_click_sources(
+        &self,
+        sources: &[(String, Option<i64>)],
+        at: i64,
+        forget_before: i64,
+    ) -> Result<(), StoreError>;
+    /// The sources reported since `since`, and how far each has written.
+    async fn click_sources(&self, since: i64) -> Result<Vec<(String, Option<i64>)>, StoreError>;
+    /// Forgets these sources (a process shutting down, having written all it held).
+    async fn forget_click_sources(&self, sources: &[String]) -> Result<(), StoreError>;
     /// A link's counts in `[from, to)` per bucket of `bucket_ms` and bot flag, oldest
     /// first; empty buckets are absent.
     async fn click_series(

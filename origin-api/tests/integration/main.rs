@@ -7,6 +7,7 @@ mod common;
 
 mod activation;
 mod clicks;
+mod config_check;
 mod domains_api;
 mod faults;
 mod freshness;
@@ -14,6 +15,7 @@ mod hostile;
 mod import_export;
 mod import_restart;
 mod links_api;
+mod observability;
 mod openapi;
 mod publisher;
 mod races;

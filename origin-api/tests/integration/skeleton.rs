@@ -58,13 +58,14 @@ async fn tables(db: &Db) -> Vec<String> {
     names
 }
 
-const TABLES: [&str; 13] = [
+const TABLES: [&str; 14] = [
     "activation_promises",
     "api_keys",
     "bans",
     "click_days",
     "click_hours",
     "click_seen",
+    "click_sources",
     "domain_owners",
     "domains",
     "id_segments",

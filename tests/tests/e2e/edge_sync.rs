@@ -7,6 +7,8 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 const TOKEN: &str = "sync-test-token-0123456789";
+/// The token being rotated out.
+const OLD_TOKEN: &str = "sync-old-token-0123456789";
 
 fn record(target: &str, version: u64) -> String {
     json!({ "t": target, "s": "active", "r": 302, "x": null, "v": version, "q": false }).to_string()
@@ -26,7 +28,9 @@ async fn push(edge: &Edge, token: Option<&str>, items: Value) -> (StatusCode, Va
 
 #[tokio::test]
 async fn pushes_are_authenticated_written_and_never_turned_back() {
-    let edge = Edge::start_with(&[], &[("SYNC_TOKEN", TOKEN)]).await;
+    // The worker in the middle of a rotation: it accepts the new token and the old one.
+    let both = format!("{TOKEN},{OLD_TOKEN}");
+    let edge = Edge::start_with(&[], &[("SYNC_TOKEN", both.as_str())]).await;
     let key = "l:s.example/spring-sale";
     let v2 = json!([{ "key": key, "value": record("https://dest.example/v2", 2), "version": 2 }]);
 
@@ -45,6 +49,12 @@ async fn pushes_are_authenticated_written_and_never_turned_back() {
     let res = edge.visit("spring-sale").await;
     assert_eq!(res.status(), StatusCode::FOUND, "{}", edge.log());
     assert_eq!(res.headers()[LOCATION], "https://dest.example/v2");
+
+    // The old token is still let in while it is listed.
+    let v2b = json!([{ "key": "l:s.example/rotated", "value": record("https://dest.example/r", 1), "version": 1 }]);
+    let (status, reply) = push(&edge, Some(OLD_TOKEN), v2b).await;
+    assert_eq!(status, StatusCode::OK, "{reply}");
+    assert_eq!(reply["written"], json!(["l:s.example/rotated"]));
 
     // Newer wins; the same or an older version is refused with the version held.
     let v3 = json!({ "key": key, "value": record("https://dest.example/v3", 3), "version": 3 });

@@ -1,5 +1,19 @@
-//! Command line and environment: every setting is a flag with an environment variable
-//! of the same meaning (ARCHITECTURE §11), so scripts and containers configure alike.
+//! Command line, environment and configuration file: every setting is a flag with an
+//! environment variable of the same meaning (ARCHITECTURE §11), so scripts and
+//! containers configure alike, and a key of the same name in `--config FILE`
+//! ([`file`]).
+
+pub mod file;
+
+/// `--version`: the release and the commit it was built from, which `scripts/release`
+/// passes in `HOP_BUILD_COMMIT`; other builds say they have none.
+pub fn version() -> String {
+    format!(
+        "{} (commit {})",
+        env!("CARGO_PKG_VERSION"),
+        option_env!("HOP_BUILD_COMMIT").unwrap_or("unknown: not a release build")
+    )
+}
 
 use clap::{Args, Parser, Subcommand};
 use secrecy::SecretString;
@@ -8,7 +22,7 @@ use std::net::SocketAddr;
 
 /// Hop's origin: the control plane of the shortener, and a complete shortener on its own.
 #[derive(Debug, Parser)]
-#[command(name = "hop-origin", version, about)]
+#[command(name = "hop-origin", version = version(), about)]
 pub struct Cli {
     #[command(flatten)]
     pub settings: Settings,
@@ -25,6 +39,9 @@ pub enum Command {
     /// Manage API keys.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// The configuration this process would run with.
+    #[command(subcommand)]
+    Config(ConfigCommand),
     /// The publisher's outbox: rows set aside after the edge refused them.
     #[command(subcommand)]
     Outbox(OutboxCommand),
@@ -135,6 +152,13 @@ pub enum DomainsCommand {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Check the settings, secrets and database, and print what `serve` would run with
+    /// (secrets redacted); exits non-zero when anything would stop it from serving.
+    Check,
+}
+
+#[derive(Debug, Subcommand)]
 pub enum KeysCommand {
     /// Create an API key for an owner; the secret is printed once, alone on the last line.
     Create {
@@ -177,6 +201,12 @@ pub enum OutboxCommand {
 /// Settings shared by every subcommand.
 #[derive(Debug, Clone, Args)]
 pub struct Settings {
+    /// A TOML file of settings (and secrets), each key a setting's variable without
+    /// `HOP_` in lower case (`database_url = "postgres://…"`). Flags and the environment
+    /// win over it.
+    #[arg(long, env = "HOP_CONFIG", global = true)]
+    pub config: Option<std::path::PathBuf>,
+
     /// Address to listen on.
     #[arg(
         long,
@@ -398,6 +428,183 @@ pub struct Settings {
     pub secrets: Secrets,
 }
 
+/// Where a setting's value came from, for `config check`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Flag,
+    Environment,
+    File,
+    Default,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Flag => "flag",
+            Source::Environment => "environment",
+            Source::File => "file",
+            Source::Default => "default",
+        }
+    }
+}
+
+/// The command line as parsed with its configuration file, and where each value came
+/// from.
+#[derive(Debug)]
+pub struct Loaded {
+    pub cli: Cli,
+    pub file: Option<file::ConfigFile>,
+    /// Per setting key (`database_url`), its value as given (lists joined by commas;
+    /// absent when unset) and where it came from.
+    pub sources: std::collections::BTreeMap<String, (Option<String>, Source)>,
+    /// Per secret key (`edge_token`), where it came from, if set.
+    pub secret_sources: std::collections::BTreeMap<&'static str, Source>,
+}
+
+/// Why the configuration could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error(transparent)]
+    File(#[from] file::FileError),
+    /// Print with `exit()`: clap's own message and usage.
+    #[error(transparent)]
+    Arguments(#[from] clap::Error),
+    #[error(transparent)]
+    Secret(#[from] SecretError),
+}
+
+/// Parses `args` (the first is the program) with the configuration file they or `env`
+/// name, and reads the secrets from `env`, then the file.
+pub fn load(
+    args: Vec<std::ffi::OsString>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Loaded, LoadError> {
+    use clap::CommandFactory;
+    load_from(Cli::command(), args, env)
+}
+
+/// As [`load`], parsing with `cmd` (the tests' has no environment variables).
+fn load_from(
+    mut cmd: clap::Command,
+    args: Vec<std::ffi::OsString>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Loaded, LoadError> {
+    use clap::{CommandFactory, FromArgMatches};
+    let config = match file::path_from(&args, &env) {
+        Some(path) => Some(file::ConfigFile::load(&path, &cmd)?),
+        None => None,
+    };
+    if let Some(f) = &config {
+        cmd = f.apply(cmd);
+    }
+    let matches = cmd.try_get_matches_from(args)?;
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    let mut sources = std::collections::BTreeMap::new();
+    for (key, id) in file::setting_keys(&Cli::command()) {
+        let source = match matches.value_source(&id) {
+            Some(clap::parser::ValueSource::CommandLine) => Source::Flag,
+            Some(clap::parser::ValueSource::EnvVariable) => Source::Environment,
+            _ if config.as_ref().is_some_and(|f| f.sets(&id)) => Source::File,
+            _ => Source::Default,
+        };
+        let value = matches.get_raw(&id).map(|values| {
+            values
+                .map(|v| v.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(",")
+        });
+        sources.insert(key, (value, source));
+    }
+    // A secret set in the environment (directly or by `_FILE`) wins over the file's,
+    // whichever form the file uses.
+    let in_env = |base: &str| {
+        env(base).is_some_and(|v| !v.is_empty())
+            || env(&format!("{base}_FILE")).is_some_and(|v| !v.is_empty())
+    };
+    let lookup = |name: &str| {
+        let base = name.strip_suffix("_FILE").unwrap_or(name);
+        if in_env(base) {
+            env(name)
+        } else {
+            config.as_ref().and_then(|f| f.secret(name))
+        }
+    };
+    cli.settings.secrets = Secrets::read(lookup)?;
+    let mut secret_sources = std::collections::BTreeMap::new();
+    for key in file::SECRET_KEYS {
+        let base = format!("HOP_{}", key.to_ascii_uppercase());
+        let source = if in_env(&base) {
+            Some(Source::Environment)
+        } else if config.as_ref().is_some_and(|f| {
+            f.secret(&base).is_some() || f.secret(&format!("{base}_FILE")).is_some()
+        }) {
+            Some(Source::File)
+        } else {
+            None
+        };
+        if let Some(source) = source {
+            secret_sources.insert(key, source);
+        }
+    }
+    Ok(Loaded {
+        cli,
+        file: config,
+        sources,
+        secret_sources,
+    })
+}
+
+/// Where this origin publishes its changes, by its settings.
+#[derive(Debug)]
+pub enum Publishing<'s> {
+    /// Nowhere: no edge (the outbox fills, and drains once one is set).
+    Nowhere,
+    /// Through the worker's sync endpoint.
+    Worker {
+        url: &'s url::Url,
+        token: &'s SecretString,
+    },
+    /// Straight to KV through Cloudflare's bulk API.
+    Kv {
+        account: &'s str,
+        namespace: &'s str,
+        token: &'s SecretString,
+    },
+}
+
+impl Settings {
+    /// Where to publish, or why these settings cannot.
+    pub fn publishing(&self) -> Result<Publishing<'_>, &'static str> {
+        let kv = (
+            self.cf_account_id.as_deref(),
+            self.cf_kv_namespace_id.as_deref(),
+        );
+        match (&self.edge_sync_url, kv) {
+            (None, (None, None)) => Ok(Publishing::Nowhere),
+            (Some(_), (Some(_), _) | (_, Some(_))) => Err(
+                "publish either to the worker (HOP_EDGE_SYNC_URL) or to KV (HOP_CF_*), not both",
+            ),
+            (Some(url), _) => match &self.secrets.edge_sync_token {
+                Some(token) => Ok(Publishing::Worker { url, token }),
+                None => Err(
+                    "HOP_EDGE_SYNC_URL is set but HOP_EDGE_SYNC_TOKEN is not: set the worker's SYNC_TOKEN",
+                ),
+            },
+            (None, (Some(account), Some(namespace))) => match &self.secrets.cf_api_token {
+                Some(token) => Ok(Publishing::Kv {
+                    account,
+                    namespace,
+                    token,
+                }),
+                None => Err("HOP_CF_ACCOUNT_ID and HOP_CF_KV_NAMESPACE_ID need HOP_CF_API_TOKEN"),
+            },
+            (None, _) => {
+                Err("set both HOP_CF_ACCOUNT_ID and HOP_CF_KV_NAMESPACE_ID to publish to KV")
+            }
+        }
+    }
+}
+
 /// One entry of `--allow-target-hosts`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AllowedHost {
@@ -478,13 +685,15 @@ pub struct Secrets {
     /// codes. Required to create links.
     pub permutation_keys: Option<KeyRing>,
     /// `HOP_EDGE_TOKEN`: what the edge worker sends when it asks about a link (its
-    /// `ORIGIN_TOKEN`); without it, `/v1/edge/*` answers 503.
+    /// `ORIGIN_TOKEN`); without it, `/v1/edge/*` answers 503. Several, comma-separated,
+    /// are all accepted (while the worker's is rotated).
     pub edge_token: Option<SecretString>,
     /// `HOP_EDGE_SYNC_TOKEN`: the worker's `SYNC_TOKEN`; required with `--edge-sync-url`.
     pub edge_sync_token: Option<SecretString>,
     /// `HOP_CF_API_TOKEN`: a Cloudflare API token allowed to write the KV namespace.
     pub cf_api_token: Option<SecretString>,
-    /// `HOP_METRICS_TOKEN`: lets a scraper read `/metrics` on the public listener.
+    /// `HOP_METRICS_TOKEN`: lets a scraper read `/metrics` on the public listener (one,
+    /// or several comma-separated while it is rotated).
     pub metrics_token: Option<SecretString>,
 }
 
@@ -522,12 +731,18 @@ impl Secrets {
                 })
             })
             .transpose()?;
+        // Tokens this origin checks may list several while one is rotated.
+        let accepted = |name| -> Result<Option<SecretString>, SecretError> {
+            read_secret(&env, name)?
+                .map(|value| accepted_tokens_of(name, value))
+                .transpose()
+        };
         Ok(Secrets {
             permutation_keys,
-            edge_token: token("HOP_EDGE_TOKEN")?,
+            edge_token: accepted("HOP_EDGE_TOKEN")?,
             edge_sync_token: token("HOP_EDGE_SYNC_TOKEN")?,
             cf_api_token: token("HOP_CF_API_TOKEN")?,
-            metrics_token: token("HOP_METRICS_TOKEN")?,
+            metrics_token: accepted("HOP_METRICS_TOKEN")?,
         })
     }
 
@@ -544,6 +759,19 @@ pub fn token_of(name: &'static str, value: String) -> Result<SecretString, Secre
             name,
             len: value.len(),
         });
+    }
+    Ok(SecretString::from(value))
+}
+
+/// Tokens a caller may present, comma-separated while one is rotated, each at least
+/// [`MIN_TOKEN_BYTES`].
+pub fn accepted_tokens_of(name: &'static str, value: String) -> Result<SecretString, SecretError> {
+    if !shared::sync::tokens_long_enough(&value) {
+        let len = shared::sync::accepted_tokens(&value)
+            .map(str::len)
+            .min()
+            .unwrap_or(0);
+        return Err(SecretError::TooShort { name, len });
     }
     Ok(SecretString::from(value))
 }
@@ -625,6 +853,167 @@ mod tests {
         let matches = without_env(Cli::command())
             .try_get_matches_from(std::iter::once("hop-origin").chain(args.iter().copied()))?;
         Cli::from_arg_matches(&matches)
+    }
+
+    /// `load` as `main` calls it, with `vars` as the environment (clap's own reading of
+    /// the process's environment off, as in [`parse`]).
+    fn load_with(args: &[&str], vars: &[(&str, &str)]) -> Result<Loaded, LoadError> {
+        use clap::CommandFactory;
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let args = std::iter::once("hop-origin")
+            .chain(args.iter().copied())
+            .map(std::ffi::OsString::from)
+            .collect();
+        load_from(without_env(Cli::command()), args, move |name| {
+            vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+        })
+    }
+
+    fn config_file(text: &str) -> (tempfile::TempDir, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hop.toml");
+        std::fs::write(&path, text).unwrap();
+        (dir, path.display().to_string())
+    }
+
+    #[test]
+    fn a_config_file_sets_what_flags_do_and_flags_win_over_it() {
+        let (_dir, path) = config_file(
+            r#"
+listen = "127.0.0.1:4000"
+default_domain = "Go.Example"
+record_clicks = false
+click_id_retention_h = 48
+trusted_proxies = ["10.0.0.0/8", "192.0.2.1"]
+outbox_retention = "36h"
+"#,
+        );
+        let loaded = load_with(&["--config", &path, "--listen", "127.0.0.1:5000"], &[]).unwrap();
+        let s = &loaded.cli.settings;
+        assert_eq!(s.listen.to_string(), "127.0.0.1:5000", "the flag wins");
+        assert_eq!(
+            s.default_domain, "go.example",
+            "normalized as the flag's value is"
+        );
+        assert!(!s.record_clicks);
+        assert_eq!(s.click_id_retention_h, 48);
+        assert_eq!(s.trusted_proxies.len(), 2);
+        assert_eq!(s.outbox_retention.as_secs(), 36 * 3_600);
+        let source = |k: &str| loaded.sources.get(k).map(|(_, s)| *s);
+        assert_eq!(source("listen"), Some(Source::Flag));
+        assert_eq!(source("default_domain"), Some(Source::File));
+        assert_eq!(source("max_in_flight"), Some(Source::Default));
+        // HOP_CONFIG names the file when no flag does.
+        let by_env = load_with(&["migrate"], &[("HOP_CONFIG", &path)]).unwrap();
+        assert_eq!(by_env.cli.settings.listen.to_string(), "127.0.0.1:4000");
+        assert!(matches!(by_env.cli.command, Some(Command::Migrate)));
+    }
+
+    #[test]
+    fn a_config_file_is_refused_whole_for_an_unknown_key_a_bad_type_or_a_bad_value() {
+        let refused = |text: &str| {
+            let (_dir, path) = config_file(text);
+            load_with(&["--config", &path], &[])
+                .map(|_| ())
+                .unwrap_err()
+                .to_string()
+        };
+        let typo = refused("databse_url = \"sqlite://x.db\"\n");
+        assert!(
+            typo.contains("unknown setting 'databse_url' (did you mean 'database_url'?)"),
+            "{typo}"
+        );
+        assert!(refused("config = \"other.toml\"\n").contains("unknown setting 'config'"));
+        assert!(refused("listen = { port = 3 }\n").contains("'listen' must be a string"));
+        assert!(refused("listen = \n").contains("not valid TOML"));
+        // Values are checked as the flag's are.
+        let bad = refused("listen = \"localhost\"\n");
+        assert!(bad.contains("localhost"), "{bad}");
+        assert!(refused("outbox_retention = \"10m\"\n").contains("at least an hour"));
+        let missing = load_with(&["--config", "/nonexistent/hop.toml"], &[]).unwrap_err();
+        assert!(
+            missing.to_string().contains("/nonexistent/hop.toml"),
+            "{missing}"
+        );
+    }
+
+    #[test]
+    fn secrets_come_from_the_environment_before_the_file() {
+        use secrecy::ExposeSecret;
+        let (dir, path) = config_file("");
+        let token_file = dir.path().join("sync");
+        std::fs::write(
+            &token_file,
+            "sync-token-from-its-file
+",
+        )
+        .unwrap();
+        std::fs::write(
+            &path,
+            format!(
+                "edge_token = \"edge-token-in-the-config\"\nedge_sync_token_file = \"{}\"\npermutation_keys = \"1:000102030405060708090a0b0c0d0e0f\"\n",
+                token_file.display()
+            ),
+        )
+        .unwrap();
+        let loaded = load_with(
+            &["--config", &path],
+            &[("HOP_EDGE_TOKEN", "edge-token-from-the-environment")],
+        )
+        .unwrap();
+        let secrets = &loaded.cli.settings.secrets;
+        let shown = |t: &Option<SecretString>| t.as_ref().map(|t| t.expose_secret().to_owned());
+        assert_eq!(
+            shown(&secrets.edge_token).as_deref(),
+            Some("edge-token-from-the-environment")
+        );
+        assert_eq!(
+            shown(&secrets.edge_sync_token).as_deref(),
+            Some("sync-token-from-its-file")
+        );
+        assert!(secrets.permutation_keys.is_some());
+        assert_eq!(
+            loaded.secret_sources.get("edge_token"),
+            Some(&Source::Environment)
+        );
+        assert_eq!(
+            loaded.secret_sources.get("edge_sync_token"),
+            Some(&Source::File)
+        );
+        assert_eq!(loaded.secret_sources.get("metrics_token"), None);
+        // A short token in the file is refused as one in the environment is.
+        let (_dir, short) = config_file("metrics_token = \"short\"\n");
+        assert!(load_with(&["--config", &short], &[]).is_err());
+    }
+
+    /// What lets a file key, a flag and a variable name the same setting.
+    #[test]
+    fn every_setting_has_its_flag_variable_and_file_key_named_alike() {
+        use clap::CommandFactory;
+        let cmd = Cli::command();
+        let keys = file::setting_keys(&cmd);
+        assert!(keys.len() >= 25, "{keys:?}");
+        for arg in cmd.get_arguments().filter(|a| a.is_global_set()) {
+            let long = arg.get_long().expect("a long flag");
+            let env = arg.get_env().and_then(|e| e.to_str()).expect("a variable");
+            assert_eq!(
+                env,
+                format!("HOP_{}", long.to_uppercase().replace('-', "_"))
+            );
+        }
+    }
+
+    #[test]
+    fn the_version_names_the_release() {
+        assert!(
+            version().starts_with(env!("CARGO_PKG_VERSION")),
+            "{}",
+            version()
+        );
+        assert!(version().contains("commit "), "{}", version());
     }
 
     #[test]
