@@ -10,10 +10,11 @@ use crate::error::AppError;
 use crate::keys::parse_token;
 use crate::model::{ApiKey, Creator};
 use crate::state::AppState;
-use crate::store::LinkStore;
+use crate::store::{LinkStore, StoreError};
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
+use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -61,10 +62,14 @@ impl FromRequestParts<AppState> for Caller {
                 let found = match held {
                     // A wrong secret for a held key: refused without a read.
                     Some(_) => None,
-                    None => state.auth_db.find_key(key_id).await?,
+                    None => {
+                        guard
+                            .held_or_read(key_id, || state.auth_db.find_key(key_id))
+                            .await?
+                    }
                 };
-                match found.filter(|k| k.revoked_at.is_none() && k.verifies(secret)) {
-                    Some(key) => guard.hold(key),
+                match found.filter(|k| k.verifies(secret)) {
+                    Some(key) => key,
                     None => {
                         guard.failed(client);
                         return Err(AppError::Unauthorized);
@@ -117,6 +122,11 @@ pub struct AuthGuard {
     keys: quick_cache::sync::Cache<String, (Arc<ApiKey>, Instant)>,
     /// How long a verified key is held; zero holds none.
     hold: Duration,
+    /// Per key id being read, the turn its readers take: when a hold ends, every client
+    /// of that key asks for it at once, and one read serves them all (32 clients of one
+    /// key, each reading it anew, queued past the authentication pool's wait and were
+    /// answered 503).
+    reading: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl std::fmt::Debug for AuthGuard {
@@ -141,6 +151,7 @@ impl AuthGuard {
             epoch: Instant::now(),
             keys: quick_cache::sync::Cache::new(KEYS_HELD),
             hold,
+            reading: std::sync::Mutex::default(),
         }
     }
 
@@ -192,6 +203,45 @@ impl AuthGuard {
             .map(|(key, _)| key)
     }
 
+    /// The key with this id, held or read with `read`; a live key read is held. Callers
+    /// of one id take turns, so those that arrive while it is read find it held rather
+    /// than read it again.
+    pub async fn held_or_read<F, Fut>(
+        &self,
+        key_id: &str,
+        read: F,
+    ) -> Result<Option<Arc<ApiKey>>, StoreError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<Option<ApiKey>, StoreError>>,
+    {
+        // Holding nothing, a turn would only queue the reads.
+        if self.hold.is_zero() {
+            return read()
+                .await
+                .map(|k| k.filter(|k| k.revoked_at.is_none()).map(Arc::new));
+        }
+        let turn = {
+            let mut reading = self.reading.lock().unwrap_or_else(|e| e.into_inner());
+            Arc::clone(reading.entry(key_id.to_owned()).or_default())
+        };
+        let result = {
+            let _mine = turn.lock().await;
+            match self.held(key_id) {
+                Some(key) => Ok(Some(key)),
+                None => read()
+                    .await
+                    .map(|k| k.filter(|k| k.revoked_at.is_none()).map(|k| self.hold(k))),
+            }
+        };
+        // The last reader out removes the entry, so ids that were never keys leave none.
+        let mut reading = self.reading.lock().unwrap_or_else(|e| e.into_inner());
+        if Arc::strong_count(&turn) <= 2 {
+            reading.remove(key_id);
+        }
+        result
+    }
+
     /// Holds a key that verified; returns it.
     pub fn hold(&self, key: ApiKey) -> Arc<ApiKey> {
         let key = Arc::new(key);
@@ -206,6 +256,55 @@ impl AuthGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn key(id: &str) -> ApiKey {
+        crate::keys::issue("ana", id, &crate::keys::Grant::default(), 0)
+            .expect("issue")
+            .0
+    }
+
+    /// When a key's hold ends under load, every client of it asks at once: one read.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn clients_of_one_key_whose_hold_ended_share_one_read() {
+        let guard = Arc::new(AuthGuard::new(30, Duration::from_secs(10)));
+        let stored = key("k");
+        let reads = Arc::new(AtomicU64::new(0));
+        let tasks: Vec<_> = (0..32)
+            .map(|_| {
+                let (guard, stored, reads) = (guard.clone(), stored.clone(), reads.clone());
+                tokio::spawn(async move {
+                    let id = stored.key_id.clone();
+                    guard
+                        .held_or_read(&id, || async move {
+                            reads.fetch_add(1, Ordering::SeqCst);
+                            // A database under load.
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            Ok(Some(stored))
+                        })
+                        .await
+                })
+            })
+            .collect();
+        for task in tasks {
+            let found = task.await.expect("task").expect("read");
+            assert!(found.is_some());
+        }
+        assert_eq!(reads.load(Ordering::SeqCst), 1);
+        assert!(
+            guard.reading.lock().unwrap().is_empty(),
+            "no turn left behind"
+        );
+        // An id that names no key is read each time (it may be created a moment later)
+        // and leaves nothing behind.
+        for _ in 0..2 {
+            assert!(guard
+                .held_or_read("nope", || async { Ok(None) })
+                .await
+                .unwrap()
+                .is_none());
+        }
+        assert!(guard.reading.lock().unwrap().is_empty());
+    }
 
     #[test]
     fn a_client_gets_its_minute_of_failures_then_waits() {

@@ -132,8 +132,9 @@ pub enum KeyRingError {
     UnknownVersion(u32),
 }
 
-/// Every permutation key ever used, by version. New codes use the newest; old versions
-/// are kept forever so that every published code stays decodable.
+/// Every permutation key ever used, by version. New codes use the newest (unless the
+/// origin is told another, while a new key is rolled out); old versions are kept
+/// forever so that every published code stays decodable.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyRing {
     keys: BTreeMap<u32, PermutationKey>,
@@ -165,6 +166,11 @@ impl KeyRing {
     pub fn current_version(&self) -> u32 {
         // `parse` refuses an empty ring.
         self.keys.keys().next_back().copied().unwrap_or_default()
+    }
+
+    /// Whether the ring holds a key of `version`.
+    pub fn has_version(&self, version: u32) -> bool {
+        self.keys.contains_key(&version)
     }
 
     /// The permutation of `space` under key `version`.

@@ -423,6 +423,13 @@ pub struct Settings {
     )]
     pub country_header: axum::http::HeaderName,
 
+    /// The version of `HOP_PERMUTATION_KEYS` that makes new codes [default: the highest].
+    /// While a new key is rolled out, every process first gets the ring with it and
+    /// this set to the old version; only once all hold it is it made current
+    /// (docs/deploy.md#rotating-the-permutation-key).
+    #[arg(long, env = "HOP_CODE_KEY_VERSION", global = true)]
+    pub code_key_version: Option<u32>,
+
     /// Secrets: read from the environment or files only ([`Secrets::read`]).
     #[arg(skip)]
     pub secrets: Secrets,
@@ -471,6 +478,8 @@ pub enum LoadError {
     Arguments(#[from] clap::Error),
     #[error(transparent)]
     Secret(#[from] SecretError),
+    #[error("{0}")]
+    Settings(String),
 }
 
 /// Parses `args` (the first is the program) with the configuration file they or `env`
@@ -530,6 +539,16 @@ fn load_from(
         }
     };
     cli.settings.secrets = Secrets::read(lookup)?;
+    if let (Some(version), Some(ring)) = (
+        cli.settings.code_key_version,
+        &cli.settings.secrets.permutation_keys,
+    ) {
+        if !ring.has_version(version) {
+            return Err(LoadError::Settings(format!(
+                "--code-key-version {version}: HOP_PERMUTATION_KEYS has no key of that version"
+            )));
+        }
+    }
     let mut secret_sources = std::collections::BTreeMap::new();
     for key in file::SECRET_KEYS {
         let base = format!("HOP_{}", key.to_ascii_uppercase());

@@ -247,8 +247,8 @@ pub(crate) async fn prepare_link(
     Ok(link)
 }
 
-/// The codec that turns ids into this domain's generated codes, under the current key,
-/// and that key's version.
+/// The codec that turns ids into this domain's generated codes, under the key that
+/// makes codes (`--code-key-version`, else the newest), and that key's version.
 fn codec(state: &AppState, settings: &DomainSettings) -> Result<(CodeCodec, u32), AppError> {
     let keys = state
         .settings
@@ -258,7 +258,10 @@ fn codec(state: &AppState, settings: &DomainSettings) -> Result<(CodeCodec, u32)
         .ok_or(AppError::NotConfigured(
             "create links: HOP_PERMUTATION_KEYS is not set",
         ))?;
-    let key_version = keys.current_version();
+    let key_version = state
+        .settings
+        .code_key_version
+        .unwrap_or_else(|| keys.current_version());
     let codec = CodeCodec::new(keys, key_version, settings.codes)
         .map_err(|e| AppError::Store(StoreError::Corrupt(e.to_string())))?;
     Ok((codec, key_version))

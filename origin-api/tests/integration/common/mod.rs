@@ -168,9 +168,9 @@ pub fn app_state(t: &TestDb) -> origin_api::AppState {
 
 /// As [`app_state`], with more flags.
 ///
-/// Secrets are not flags: `--edge-token X` among `extra` is given to the origin as
-/// `HOP_EDGE_TOKEN` would be, and every test origin has the test keys and
-/// [`METRICS_TOKEN`].
+/// Secrets are not flags: `--edge-token X` (`--permutation-keys X`) among `extra` is
+/// given to the origin as `HOP_EDGE_TOKEN` (`HOP_PERMUTATION_KEYS`) would be, and every
+/// test origin has the test keys (unless given others) and [`METRICS_TOKEN`].
 pub fn app_state_with(t: &TestDb, extra: &[&str]) -> origin_api::AppState {
     let mut args = vec![
         "hop-origin",
@@ -190,6 +190,13 @@ pub fn app_state_with(t: &TestDb, extra: &[&str]) -> origin_api::AppState {
                 "HOP_EDGE_TOKEN",
                 rest.next().expect("--edge-token VALUE").to_string(),
             )),
+            "--permutation-keys" => {
+                env.retain(|(n, _)| *n != "HOP_PERMUTATION_KEYS");
+                env.push((
+                    "HOP_PERMUTATION_KEYS",
+                    rest.next().expect("--permutation-keys VALUE").to_string(),
+                ));
+            }
             other => args.push(other),
         }
     }
