@@ -24,3 +24,4 @@ mod restore;
 mod sequences;
 mod skeleton;
 mod store_conformance;
+mod upgrade;
