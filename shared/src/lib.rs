@@ -26,6 +26,7 @@ pub mod permutation;
 pub mod record;
 pub mod sync;
 pub mod target;
+pub mod targeting;
 pub mod visit_url;
 
 pub use alphabet::Alphabet;
