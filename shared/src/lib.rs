@@ -24,6 +24,7 @@ pub mod domain;
 pub mod fallback;
 pub mod permutation;
 pub mod record;
+pub mod split;
 pub mod sync;
 pub mod target;
 pub mod targeting;
