@@ -23,6 +23,7 @@ pub mod denylist;
 pub mod domain;
 pub mod fallback;
 pub mod permutation;
+pub mod preview;
 pub mod record;
 pub mod split;
 pub mod sync;
