@@ -331,11 +331,7 @@ const BOT_MARKERS: &[&str] = &[
 /// [`BOT_MARKERS`], or does not present itself as a browser at all: every browser's agent
 /// starts `Mozilla/` (or `Opera/`, for old Opera), and an empty agent is a script.
 pub fn classify_user_agent(ua: &str) -> (Device, bool) {
-    let mut end = ua.len().min(MAX_UA_BYTES);
-    while !ua.is_char_boundary(end) {
-        end -= 1;
-    }
-    let ua = ua[..end].to_ascii_lowercase();
+    let ua = head(ua, MAX_UA_BYTES).to_ascii_lowercase();
     let browser = ua.starts_with("mozilla/") || ua.starts_with("opera/");
     let bot = !browser || BOT_MARKERS.iter().any(|m| ua.contains(m));
     let has = |s: &str| ua.contains(s);
@@ -349,6 +345,16 @@ pub fn classify_user_agent(ua: &str) -> (Device, bool) {
         Device::Other
     };
     (device, bot)
+}
+
+/// At most the first `max` bytes of a header value, cut at a character boundary: what
+/// is read of values a client controls.
+pub(crate) fn head(value: &str, max: usize) -> &str {
+    let mut end = value.len().min(max);
+    while !value.is_char_boundary(end) {
+        end -= 1;
+    }
+    &value[..end]
 }
 
 /// How long the edge waits before it sends a refused batch of clicks again: `base_s`

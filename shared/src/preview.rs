@@ -44,16 +44,9 @@ pub const PREVIEWERS: &[&str] = &[
     "mattermost",
 ];
 
-/// How much of the user agent is read.
-const MAX_UA: usize = 512;
-
 /// Whether a user agent is a link-preview crawler.
 pub fn is_previewer(user_agent: &str) -> bool {
-    let mut end = user_agent.len().min(MAX_UA);
-    while !user_agent.is_char_boundary(end) {
-        end -= 1;
-    }
-    let ua = user_agent[..end].to_ascii_lowercase();
+    let ua = crate::clicks::head(user_agent, crate::clicks::MAX_UA_BYTES).to_ascii_lowercase();
     PREVIEWERS.iter().any(|m| ua.contains(m))
 }
 

@@ -17,8 +17,6 @@ pub const MAX_QUERY_NAME: usize = 64;
 pub const MAX_QUERY_VALUE: usize = 256;
 /// How much of `Accept-Language` is read: a browser sends well under this.
 const MAX_ACCEPT_LANGUAGE: usize = 512;
-/// How much of the user agent is read for the platform.
-const MAX_UA: usize = 512;
 
 /// A device or platform a rule can ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -321,12 +319,8 @@ fn language_holds(want: &str, have: &str) -> bool {
 /// The language a visitor prefers most: the highest `q` of `Accept-Language`, the first
 /// on a tie; languages refused (`q=0`), `*` and malformed entries are skipped.
 pub fn first_language(header: &str) -> Option<String> {
-    let mut end = header.len().min(MAX_ACCEPT_LANGUAGE);
-    while !header.is_char_boundary(end) {
-        end -= 1;
-    }
     let mut best: Option<(&str, u16)> = None;
-    for item in header[..end].split(',') {
+    for item in crate::clicks::head(header, MAX_ACCEPT_LANGUAGE).split(',') {
         let mut parts = item.split(';');
         let tag = parts.next().unwrap_or_default().trim();
         let mut q = Some(1000u16);
@@ -365,12 +359,8 @@ fn parse_q(v: &str) -> Option<u16> {
 /// Every [`Device`] a user agent is, as bits: a platform and a class (an iPhone is
 /// `ios` and `mobile`; a Windows PC `windows` and `desktop`).
 fn devices_of(ua: &str) -> u8 {
-    let mut end = ua.len().min(MAX_UA);
-    while !ua.is_char_boundary(end) {
-        end -= 1;
-    }
-    let ua = ua[..end].to_ascii_lowercase();
-    let has = |s: &str| ua.contains(s);
+    let lower = crate::clicks::head(ua, crate::clicks::MAX_UA_BYTES).to_ascii_lowercase();
+    let has = |s: &str| lower.contains(s);
     let mut bits = 0;
     let ios = has("iphone") || has("ipad") || has("ipod");
     let android = has("android");
@@ -388,7 +378,7 @@ fn devices_of(ua: &str) -> u8 {
     } else if has("linux") || has("x11") {
         bits |= Device::Linux.bit();
     }
-    let (class, _) = crate::clicks::classify_user_agent(&ua);
+    let (class, _) = crate::clicks::classify_user_agent(ua);
     bits |= match class {
         crate::clicks::Device::Mobile | crate::clicks::Device::Tablet => Device::Mobile.bit(),
         crate::clicks::Device::Desktop => Device::Desktop.bit(),
