@@ -100,12 +100,7 @@ pub(crate) fn report(env: &Env, ctx: &Context, request: &web_sys::Request, click
             return;
         }
     }
-    // `cf` is built afresh on each access: read it once, and only here.
-    let country = Reflect::get(request, &names::js("cf"))
-        .ok()
-        .filter(|cf| cf.is_object())
-        .and_then(|cf| Reflect::get(&cf, &names::js("country")).ok())
-        .and_then(|c| c.as_string());
+    let country = crate::client::country(request);
     let visitor = Visitor::describe(
         header("user-agent").as_deref(),
         header("referer").as_deref(),

@@ -13,6 +13,7 @@
 
 mod answer_cache;
 mod clicks;
+mod client;
 mod config;
 mod denylist;
 mod fallback;

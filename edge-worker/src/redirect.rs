@@ -9,6 +9,7 @@
 //! need more reads (refreshing the denylist, asking the origin) are plain `async` code.
 
 use crate::clicks::{self, Click};
+use crate::client::{draw, ClientHeaders};
 use crate::fallback::{self, Resolved};
 use crate::kv::Kv;
 use crate::{config, denylist, respond};
@@ -54,14 +55,21 @@ impl Pending {
 
     /// The decision, with the click reported when the visit is one.
     fn decide_and_count(&self, record: Option<&EdgeRecord>, deny: &Denylist) -> Decision {
+        // Headers and a draw only for the records that read them.
+        let headers = record
+            .filter(|r| r.reads_client())
+            .map(|_| ClientHeaders::read(&self.request))
+            .unwrap_or_default();
         let visit = Visit {
             method: self.method,
             route: &self.route,
             query: self.query.as_deref(),
-            now: (self.now_ms / 1000) as i64,
+            now_ms: i64::try_from(self.now_ms).unwrap_or(i64::MAX),
+            client: headers.client(),
+            draw: record.filter(|r| r.draws()).map_or(0, |_| draw()),
         };
         let decision = decide(&visit, record, deny, self.settings());
-        if counts_as_click(self.method, decision.outcome) {
+        if counts_as_click(self.method, decision.outcome) && !decision.unrecorded {
             let click = Click {
                 route: &self.route,
                 version: record.map(|r| r.version),

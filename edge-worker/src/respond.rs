@@ -6,7 +6,7 @@
 //! immutable.)
 
 use crate::names;
-use shared::{Body, Decision};
+use shared::Decision;
 use worker::js_sys::{Object, Promise, Reflect};
 use worker::wasm_bindgen::JsValue;
 use worker::web_sys::{Response, ResponseInit};
@@ -20,12 +20,8 @@ pub(crate) fn settled(decision: &Decision) -> Promise {
 }
 
 pub(crate) fn to_response(decision: &Decision) -> Result<Response, JsValue> {
-    let body = match &decision.body {
-        Body::Empty => None,
-        Body::Text(text) | Body::Html(text) => Some(*text),
-    };
     let headers = decision.headers.iter();
-    build(decision.status, headers, body)
+    build(decision.status, headers, decision.body.text())
 }
 
 /// A runtime response with `status`, `headers` (name, value) and `body`.

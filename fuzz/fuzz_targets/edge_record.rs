@@ -25,7 +25,13 @@ fuzz_target!(|data: &[u8]| {
             method,
             route: &route,
             query: Some(query),
-            now: 1_800_000_000,
+            now_ms: 1_800_000_000_000,
+            client: shared::decision::Client {
+                user_agent: query,
+                accept_language: query,
+                country: query.get(..2),
+            },
+            draw: u32::from(data.first().copied().unwrap_or_default()),
         };
         let d = decide(
             &visit,

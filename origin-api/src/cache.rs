@@ -675,6 +675,7 @@ mod tests {
             created_at: 0,
             updated_at: 0,
             published: None,
+            options: crate::model::LinkOptions::default(),
         }
     }
 

@@ -333,7 +333,11 @@ const BOT_MARKERS: &[&str] = &[
 pub fn classify_user_agent(ua: &str) -> (Device, bool) {
     let ua = head(ua, MAX_UA_BYTES).to_ascii_lowercase();
     let browser = ua.starts_with("mozilla/") || ua.starts_with("opera/");
-    let bot = !browser || BOT_MARKERS.iter().any(|m| ua.contains(m));
+    // Link-preview crawlers are bots whatever they call themselves (several present a
+    // browser's agent with the app's name in it).
+    let bot = !browser
+        || BOT_MARKERS.iter().any(|m| ua.contains(m))
+        || crate::preview::PREVIEWERS.iter().any(|m| ua.contains(m));
     let has = |s: &str| ua.contains(s);
     let device = if has("ipad") || has("tablet") || (has("android") && !has("mobile")) {
         Device::Tablet

@@ -4,8 +4,11 @@
 use crate::codes::is_plausible_code;
 use crate::denylist::Denylist;
 use crate::domain::{DomainSettings, DomainStatus, RouteKey, DEFAULT_MAX_AGE_S};
+use crate::preview::{is_previewer, Preview};
 use crate::record::{EdgeRecord, EdgeStatus, RedirectStatus};
+use crate::split::Split;
 use crate::target::merge_query;
+use crate::targeting::{first_match, Facts, Request, Rule};
 use crate::visit_url::VisitUrl;
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -28,8 +31,20 @@ pub struct PreparedRecord {
     /// path redirected to and the edge's refused. A span rather than a parsed `Url`
     /// keeps a million cached links about a hundred bytes each smaller.
     host: Option<(u32, u32)>,
-    rules: Rules,
+    basics: Basics,
+    /// What few links carry (issue 17): `None` for the rest, so a plain link costs a
+    /// cache no more than before.
+    more: Option<Arc<More>>,
     pub version: u64,
+}
+
+/// A record's rarer parts, owned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct More {
+    rules: Vec<Rule>,
+    split: Option<Split>,
+    preview: Option<Preview>,
+    expired_url: Option<String>,
 }
 
 impl PreparedRecord {
@@ -45,16 +60,55 @@ impl PreparedRecord {
                 let start = u32::try_from(start).ok()?;
                 Some((start, start + u32::try_from(v.host.len()).ok()?))
             });
+        let more = (!record.rules.is_empty()
+            || record.split.is_some()
+            || record.preview.is_some()
+            || record.expired_url.is_some())
+        .then(|| {
+            Arc::new(More {
+                rules: record.rules,
+                split: record.split,
+                preview: record.preview,
+                expired_url: record.expired_url,
+            })
+        });
         PreparedRecord {
-            rules: Rules::from(&record),
+            basics: Basics {
+                status: record.status,
+                redirect: record.redirect,
+                expires_at: record.expires_at,
+                forward_query: record.forward_query,
+                interstitial: record.interstitial,
+                no_clicks: record.no_clicks,
+            },
             version: record.version,
             target: record.target.into(),
             host,
+            more,
         }
     }
 
     pub fn status(&self) -> EdgeStatus {
-        self.rules.status
+        self.basics.status
+    }
+
+    /// [`EdgeRecord::reads_client`].
+    pub fn reads_client(&self) -> bool {
+        self.more
+            .as_deref()
+            .is_some_and(|m| !m.rules.is_empty() || m.preview.is_some())
+    }
+
+    /// [`EdgeRecord::draws`].
+    pub fn draws(&self) -> bool {
+        self.more.as_deref().is_some_and(|m| m.split.is_some())
+    }
+
+    fn extras(&self) -> Extras<'_> {
+        self.more
+            .as_deref()
+            .map(Extras::of_more)
+            .unwrap_or_default()
     }
 
     /// The record's target, as stored.
@@ -64,12 +118,15 @@ impl PreparedRecord {
 
     /// The record as the edge stores it.
     pub fn to_record(&self) -> EdgeRecord {
-        let Rules {
+        let Basics {
             status,
             redirect,
             expires_at,
             forward_query,
-        } = self.rules;
+            interstitial,
+            no_clicks,
+        } = self.basics;
+        let more = self.more.as_deref();
         EdgeRecord {
             target: self.target.to_string(),
             status,
@@ -77,6 +134,12 @@ impl PreparedRecord {
             expires_at,
             version: self.version,
             forward_query,
+            rules: more.map(|m| m.rules.clone()).unwrap_or_default(),
+            split: more.and_then(|m| m.split.clone()),
+            preview: more.and_then(|m| m.preview.clone()),
+            expired_url: more.and_then(|m| m.expired_url.clone()),
+            interstitial,
+            no_clicks,
         }
     }
 
@@ -85,6 +148,7 @@ impl PreparedRecord {
     pub fn detached(&self) -> Self {
         PreparedRecord {
             target: Arc::from(&*self.target),
+            more: self.more.as_deref().cloned().map(Arc::new),
             ..self.clone()
         }
     }
@@ -108,23 +172,96 @@ impl PreparedRecord {
     }
 }
 
-/// What a decision reads of a record besides its target.
+/// What a decision reads of every record besides its target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Rules {
+struct Basics {
     status: EdgeStatus,
     redirect: RedirectStatus,
     expires_at: Option<i64>,
     forward_query: bool,
+    interstitial: bool,
+    no_clicks: bool,
 }
 
-impl From<&EdgeRecord> for Rules {
+impl From<&EdgeRecord> for Basics {
     fn from(r: &EdgeRecord) -> Self {
-        Rules {
+        Basics {
             status: r.status,
             redirect: r.redirect,
             expires_at: r.expires_at,
             forward_query: r.forward_query,
+            interstitial: r.interstitial,
+            no_clicks: r.no_clicks,
         }
+    }
+}
+
+/// A record's rarer parts, borrowed from either form of it: empty for most links.
+#[derive(Debug, Clone, Copy, Default)]
+struct Extras<'r> {
+    rules: &'r [Rule],
+    split: Option<&'r Split>,
+    preview: Option<&'r Preview>,
+    expired_url: Option<&'r str>,
+}
+
+impl<'r> Extras<'r> {
+    fn of_record(r: &'r EdgeRecord) -> Self {
+        Extras {
+            rules: &r.rules,
+            split: r.split.as_ref(),
+            preview: r.preview.as_ref(),
+            expired_url: r.expired_url.as_deref(),
+        }
+    }
+
+    fn of_more(m: &'r More) -> Self {
+        Extras {
+            rules: &m.rules,
+            split: m.split.as_ref(),
+            preview: m.preview.as_ref(),
+            expired_url: m.expired_url.as_deref(),
+        }
+    }
+
+    /// The target a visit gets instead of the link's own, if any: the first rule that
+    /// holds, else the split's pick for the visit's draw (with the variant's index).
+    fn chosen(&self, visit: &Visit<'_>) -> Option<(&'r str, Option<u8>)> {
+        if !self.rules.is_empty() {
+            let facts = Facts::of(&visit.request());
+            if let Some(i) = first_match(self.rules, &facts) {
+                return Some((&self.rules[i].target_url, None));
+            }
+        }
+        let split = self.split?;
+        let i = split.pick(visit.draw);
+        let variant = split.variants().get(i)?;
+        Some((&variant.target_url, u8::try_from(i).ok()))
+    }
+
+    /// Whether a host ban covers any target a visit could be sent to: a link that sends
+    /// some of its visitors to a banned host is blocked for all of them, as the origin
+    /// marks it too.
+    fn blocked_by(&self, deny: &Denylist) -> bool {
+        let variants = self.split.map(Split::variants).unwrap_or_default();
+        self.rules
+            .iter()
+            .map(|r| r.target_url.as_str())
+            .chain(variants.iter().map(|v| v.target_url.as_str()))
+            .filter_map(VisitUrl::from_serialized)
+            .any(|v| deny.blocks_host(v.host))
+    }
+
+    /// Milliseconds from `now_ms` to the next instant a rule starts or stops holding,
+    /// if one is ahead: no cache may keep an answer past it.
+    fn next_boundary_ms(&self, now_ms: i64) -> Option<i64> {
+        self.rules
+            .iter()
+            .flat_map(|r| [r.when.after, r.when.before])
+            .flatten()
+            .filter(|t| *t > now_ms)
+            .map(|t| t - now_ms)
+            .min()
     }
 }
 
@@ -191,11 +328,24 @@ impl Outcome {
 }
 
 /// The body of a response, before the method is applied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Body {
     Empty,
     Text(&'static str),
     Html(&'static str),
+    /// A page made for this visit: a social preview or an interstitial.
+    Page(String),
+}
+
+impl Body {
+    /// The body's text, if it has one.
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            Body::Empty => None,
+            Body::Text(t) | Body::Html(t) => Some(t),
+            Body::Page(p) => Some(p),
+        }
+    }
 }
 
 /// A response, ready for an adapter to write out.
@@ -207,6 +357,10 @@ pub struct Decision {
     /// Already empty for `HEAD`; the `Content-Type` header still says what a `GET`
     /// would carry.
     pub body: Body,
+    /// The split variant the visit was sent to (its index), for the click event.
+    pub variant: Option<u8>,
+    /// The link asks that its visits not be recorded (`record_clicks: false`).
+    pub unrecorded: bool,
 }
 
 /// A decision's headers, name and value, held inline: no decision has more than
@@ -259,8 +413,34 @@ pub struct Visit<'a> {
     pub route: &'a RouteKey,
     /// The raw query of the visited URL, without `?`.
     pub query: Option<&'a str>,
-    /// Unix seconds.
-    pub now: i64,
+    /// Unix milliseconds.
+    pub now_ms: i64,
+    /// What targeting rules and previews read of the request.
+    pub client: Client<'a>,
+    /// A number drawn at random for this visit: it picks a split's variant.
+    pub draw: u32,
+}
+
+/// The request headers a decision may read (all empty for a caller that has none).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Client<'a> {
+    pub user_agent: &'a str,
+    pub accept_language: &'a str,
+    /// Two letters, from a source the caller trusts: the edge's own `cf.country`; at the
+    /// origin, only a configured trusted proxy's header.
+    pub country: Option<&'a str>,
+}
+
+impl<'a> Visit<'a> {
+    fn request(&self) -> Request<'a> {
+        Request {
+            user_agent: self.client.user_agent,
+            accept_language: self.client.accept_language,
+            country: self.client.country,
+            query: self.query,
+            now_ms: self.now_ms,
+        }
+    }
 }
 
 const NOT_FOUND: &str = "Not found.\n";
@@ -275,6 +455,8 @@ const BANNED: &str = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"u
 as harmful. You have not been redirected.</p></body></html>\n";
 
 const NO_STORE: &str = "no-store";
+/// What a link's answer depends on besides its URL, when it has rules or a preview.
+const VARY: &str = "User-Agent, Accept-Language";
 
 impl Decision {
     fn new(method: Method, outcome: Outcome, status: u16, body: Body) -> Self {
@@ -283,7 +465,9 @@ impl Decision {
         match body {
             Body::Empty => {}
             Body::Text(_) => headers.push("content-type", "text/plain; charset=utf-8".into()),
-            Body::Html(_) => headers.push("content-type", "text/html; charset=utf-8".into()),
+            Body::Html(_) | Body::Page(_) => {
+                headers.push("content-type", "text/html; charset=utf-8".into())
+            }
         }
         Decision {
             outcome,
@@ -294,6 +478,8 @@ impl Decision {
             } else {
                 body
             },
+            variant: None,
+            unrecorded: false,
         }
     }
 
@@ -337,6 +523,8 @@ impl Decision {
             status: 302,
             headers,
             body: Body::Empty,
+            variant: None,
+            unrecorded: false,
         }
     }
 
@@ -393,7 +581,8 @@ pub fn decide(
     settings: &DomainSettings,
 ) -> Decision {
     let stored = || record.map(|r| Target::Stored(&r.target));
-    decide_with(visit, record.map(Rules::from), stored, deny, settings)
+    let known = record.map(|r| (Basics::from(r), Extras::of_record(r)));
+    decide_with(visit, known, stored, deny, settings)
 }
 
 /// [`decide`] for a record whose target is already parsed.
@@ -404,7 +593,8 @@ pub fn decide_prepared(
     settings: &DomainSettings,
 ) -> Decision {
     let parsed = || prepared.map(PreparedRecord::decided_target);
-    decide_with(visit, prepared.map(|p| p.rules), parsed, deny, settings)
+    let known = prepared.map(|p| (p.basics, p.extras()));
+    decide_with(visit, known, parsed, deny, settings)
 }
 
 /// A record's target as a decision needs it.
@@ -459,11 +649,24 @@ fn private_max_age(max_age: i64) -> Cow<'static, str> {
 /// redirects' `Cache-Control`, which a server may hold ready-made.
 pub const DEFAULT_CACHE_CONTROL: &str = "private, max-age=60";
 
-/// The decision itself; `target` gives the record's target, and is asked only once the
-/// record is known to be live enough to need it.
+/// The decision itself, marked unrecorded when the link asks for that.
 fn decide_with<'u>(
     visit: &Visit<'_>,
-    record: Option<Rules>,
+    record: Option<(Basics, Extras<'u>)>,
+    target: impl FnOnce() -> Option<Target<'u>>,
+    deny: &Denylist,
+    settings: &DomainSettings,
+) -> Decision {
+    let mut decision = decide_known(visit, record, target, deny, settings);
+    decision.unrecorded = record.is_some_and(|(basics, _)| basics.no_clicks);
+    decision
+}
+
+/// The decision; `target` gives the record's target, and is asked only once the record
+/// is known to be live enough to need it.
+fn decide_known<'u>(
+    visit: &Visit<'_>,
+    record: Option<(Basics, Extras<'u>)>,
     target: impl FnOnce() -> Option<Target<'u>>,
     deny: &Denylist,
     settings: &DomainSettings,
@@ -478,7 +681,7 @@ fn decide_with<'u>(
     if deny.blocks_code(visit.route) {
         return Decision::banned(visit.method);
     }
-    let Some(record) = record else {
+    let Some((record, extras)) = record else {
         return Decision::no_link(visit.method, settings);
     };
     if record.status == EdgeStatus::Banned {
@@ -492,7 +695,7 @@ fn decide_with<'u>(
     let Some(host) = target.host() else {
         return Decision::unavailable(visit.method, RETRY_AFTER_S);
     };
-    if deny.blocks_host(host) {
+    if deny.blocks_host(host) || extras.blocked_by(deny) {
         return Decision::banned(visit.method);
     }
     match record.status {
@@ -505,28 +708,66 @@ fn decide_with<'u>(
         EdgeStatus::Active | EdgeStatus::Banned => {}
     }
     let mut max_age = i64::from(settings.max_age_s);
+    let now = visit.now_ms.div_euclid(1000);
     if let Some(expires_at) = record.expires_at {
-        if visit.now >= expires_at {
-            return match &settings.expired_url {
+        if now >= expires_at {
+            // The link's own page for ended links, else its domain's.
+            return match extras.expired_url.or(settings.expired_url.as_deref()) {
                 Some(url) => Decision::sent_to(Outcome::Expired, url),
                 None => Decision::new(visit.method, Outcome::Expired, 410, Body::Text(EXPIRED)),
             };
         }
-        max_age = max_age.min(expires_at - visit.now);
+        max_age = max_age.min(expires_at - now);
+    }
+    let (target, variant) = match extras.chosen(visit) {
+        None => (target, None),
+        // Checked like the link's own: a corrupt copy is never a location.
+        Some((url, _)) if Target::Stored(url).host().is_none() => {
+            return Decision::unavailable(visit.method, RETRY_AFTER_S)
+        }
+        Some((url, variant)) => (Target::Stored(url), variant),
+    };
+    if let Some(ms) = extras.next_boundary_ms(visit.now_ms) {
+        // Rounded up, so an answer is never kept past the instant it changes.
+        max_age = max_age.min(ms.div_euclid(1000) + i64::from(ms.rem_euclid(1000) != 0));
     }
     let query = visit.query.filter(|_| record.forward_query);
     let Some(location) = target.location(query) else {
         return Decision::unavailable(visit.method, RETRY_AFTER_S);
     };
-    let mut headers = Headers::default();
-    headers.push("location", location.into());
-    headers.push("cache-control", private_max_age(max_age));
-    Decision {
-        outcome: Outcome::Redirect,
-        status: record.redirect.code(),
-        headers,
-        body: Body::Empty,
+    let preview = extras
+        .preview
+        .filter(|_| is_previewer(visit.client.user_agent));
+    let page = match preview {
+        Some(preview) => {
+            let short_url = format!("https://{}/{}", visit.route.domain(), visit.route.code());
+            Some(preview.page(&short_url, &location))
+        }
+        None if record.interstitial => Some(crate::interstitial::page(&location)),
+        None => None,
+    };
+    let varies = !extras.rules.is_empty() || extras.preview.is_some();
+    let mut decision = match page {
+        Some(page) => Decision::new(visit.method, Outcome::Redirect, 200, Body::Page(page)),
+        None => {
+            let mut headers = Headers::default();
+            headers.push("location", location.into());
+            headers.push("cache-control", private_max_age(max_age));
+            Decision {
+                outcome: Outcome::Redirect,
+                status: record.redirect.code(),
+                headers,
+                body: Body::Empty,
+                variant: None,
+                unrecorded: false,
+            }
+        }
+    };
+    if varies {
+        decision.headers.push("vary", Cow::Borrowed(VARY));
     }
+    decision.variant = variant;
+    decision
 }
 
 /// What a visitor is told to wait before retrying a 503.
@@ -537,6 +778,7 @@ mod tests {
     use super::*;
     use crate::denylist::DenylistSnapshot;
     use crate::record::RedirectStatus;
+    use crate::split::Split;
 
     /// Headers are held inline: a decision with more than their room would lose one.
     #[test]
@@ -608,6 +850,7 @@ mod tests {
             expires_at: None,
             version: 1,
             forward_query: false,
+            ..EdgeRecord::default()
         }
     }
 
@@ -616,7 +859,9 @@ mod tests {
             method,
             route,
             query,
-            now: NOW,
+            now_ms: NOW * 1000,
+            client: Client::default(),
+            draw: 0,
         }
     }
 
@@ -955,7 +1200,368 @@ mod tests {
         assert_eq!(d.header("retry-after"), Some("5"));
     }
 
+    const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1";
+    const DESKTOP: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36";
+    const SLACKBOT: &str = "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)";
+
+    fn rule(when: &str, target: &str) -> Rule {
+        Rule {
+            when: serde_json::from_str(when).unwrap(),
+            target_url: target.into(),
+        }
+    }
+
+    /// A link with rules for iOS, German speakers and `?ref=tv`, in that order.
+    fn targeted() -> EdgeRecord {
+        EdgeRecord {
+            rules: vec![
+                rule(r#"{"device":["ios"]}"#, "https://apps.example/ios"),
+                rule(r#"{"language":["de"]}"#, "https://shop.example/de"),
+                rule(
+                    r#"{"query":[{"name":"ref","equals":"tv"}]}"#,
+                    "https://shop.example/tv",
+                ),
+            ],
+            ..active("https://shop.example/")
+        }
+    }
+
+    /// Decides `record` for a visit with `client`, `query` and `draw`, both ways (the
+    /// stored and the prepared record must agree).
+    fn run_as(
+        record: &EdgeRecord,
+        client: Client<'_>,
+        query: Option<&str>,
+        draw: u32,
+        deny: &Denylist,
+    ) -> Decision {
+        let route = route();
+        let visit = Visit {
+            client,
+            draw,
+            ..visit(&route, Method::Get, query)
+        };
+        let settings = DomainSettings::default();
+        let decided = decide(&visit, Some(record), deny, &settings);
+        let prepared = PreparedRecord::new(record.clone());
+        assert_eq!(prepared.to_record(), *record);
+        assert_eq!(
+            decide_prepared(&visit, Some(&prepared), deny, &settings),
+            decided
+        );
+        decided
+    }
+
+    fn ua(user_agent: &str) -> Client<'_> {
+        Client {
+            user_agent,
+            ..Client::default()
+        }
+    }
+
+    #[test]
+    fn the_first_rule_that_holds_picks_the_target_else_the_link_s_own() {
+        let rec = targeted();
+        let none = Denylist::default();
+        let to = |client, query| {
+            let d = run_as(&rec, client, query, 0, &none);
+            assert_eq!(d.status, 302);
+            d.header("location").map(str::to_owned)
+        };
+        assert_eq!(
+            to(ua(IPHONE), None).as_deref(),
+            Some("https://apps.example/ios")
+        );
+        let german = Client {
+            user_agent: DESKTOP,
+            accept_language: "de-CH,de;q=0.9,en;q=0.8",
+            country: None,
+        };
+        assert_eq!(to(german, None).as_deref(), Some("https://shop.example/de"));
+        // An iPhone in German still gets the first rule.
+        let german_iphone = Client {
+            user_agent: IPHONE,
+            ..german
+        };
+        assert_eq!(
+            to(german_iphone, None).as_deref(),
+            Some("https://apps.example/ios")
+        );
+        assert_eq!(
+            to(ua(DESKTOP), Some("ref=tv")).as_deref(),
+            Some("https://shop.example/tv")
+        );
+        assert_eq!(
+            to(ua(DESKTOP), Some("ref=radio")).as_deref(),
+            Some("https://shop.example/")
+        );
+        assert_eq!(
+            to(Client::default(), None).as_deref(),
+            Some("https://shop.example/")
+        );
+        // The answer depends on the request's headers: caches are told.
+        let d = run_as(&rec, ua(DESKTOP), None, 0, &none);
+        assert_eq!(d.header("vary"), Some(VARY));
+        assert_eq!(d.variant, None);
+    }
+
+    #[test]
+    fn the_winning_target_gets_the_visitor_s_query_when_the_link_forwards_it() {
+        let rec = EdgeRecord {
+            forward_query: true,
+            ..targeted()
+        };
+        let d = run_as(
+            &rec,
+            ua(IPHONE),
+            Some("utm_source=x"),
+            0,
+            &Denylist::default(),
+        );
+        assert_eq!(
+            d.header("location"),
+            Some("https://apps.example/ios?utm_source=x")
+        );
+    }
+
+    #[test]
+    fn a_ban_of_any_target_s_host_blocks_every_visit_of_the_link() {
+        let split_to_banned = EdgeRecord {
+            split: Some(split(&[50, 50])),
+            ..active("https://shop.example/")
+        };
+        for (rec, banned) in [
+            (targeted(), "apps.example"),
+            (split_to_banned, "v1.example"),
+        ] {
+            let deny = deny(&[], &[banned]);
+            for client in [ua(IPHONE), ua(DESKTOP), Client::default()] {
+                for draw in [0, 50] {
+                    let d = run_as(&rec, client, None, draw, &deny);
+                    assert_eq!((d.status, d.outcome), (403, Outcome::Banned), "{banned}");
+                    assert_eq!(d.header("location"), None);
+                }
+            }
+        }
+        // Unrelated hosts change nothing.
+        let d = run_as(
+            &targeted(),
+            ua(IPHONE),
+            None,
+            0,
+            &deny(&[], &["other.example"]),
+        );
+        assert_eq!(d.header("location"), Some("https://apps.example/ios"));
+        // A corrupt rule target is never a location.
+        let rec = EdgeRecord {
+            rules: vec![rule(r#"{"device":["ios"]}"#, "javascript:alert(1)")],
+            ..active("https://shop.example/")
+        };
+        let d = run_as(&rec, ua(IPHONE), None, 0, &Denylist::default());
+        assert_eq!((d.status, d.header("location")), (503, None));
+    }
+
+    #[test]
+    fn no_cache_keeps_an_answer_past_a_rule_s_start_or_end() {
+        let rec = EdgeRecord {
+            rules: vec![rule(
+                &format!(r#"{{"after":{}}}"#, NOW * 1000 + 12_500),
+                "https://shop.example/launch",
+            )],
+            ..active("https://shop.example/")
+        };
+        let d = run_as(&rec, Client::default(), None, 0, &Denylist::default());
+        assert_eq!(d.header("location"), Some("https://shop.example/"));
+        assert_eq!(d.header("cache-control"), Some("private, max-age=13"));
+    }
+
+    fn split(weights: &[u32]) -> Split {
+        Split::try_from(
+            weights
+                .iter()
+                .enumerate()
+                .map(|(i, w)| crate::split::Variant {
+                    target_url: format!("https://v{i}.example/"),
+                    weight: *w,
+                })
+                .collect::<Vec<_>>(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_split_sends_each_draw_to_its_variant_and_says_which() {
+        let rec = EdgeRecord {
+            split: Some(split(&[30, 70])),
+            ..active("https://shop.example/")
+        };
+        let none = Denylist::default();
+        for (draw, variant) in [(0, 0), (29, 0), (30, 1), (99, 1), (100, 0), (130, 1)] {
+            let d = run_as(&rec, Client::default(), None, draw, &none);
+            let expected = format!("https://v{variant}.example/");
+            assert_eq!(d.header("location"), Some(expected.as_str()), "{draw}");
+            assert_eq!(d.variant, Some(variant), "{draw}");
+        }
+        // A rule that holds wins over the split, and no variant is reported.
+        let both = EdgeRecord {
+            rules: targeted().rules,
+            ..rec
+        };
+        let d = run_as(&both, ua(IPHONE), None, 30, &none);
+        assert_eq!(
+            (d.header("location"), d.variant),
+            (Some("https://apps.example/ios"), None)
+        );
+        let d = run_as(&both, ua(DESKTOP), None, 30, &none);
+        assert_eq!(d.variant, Some(1));
+    }
+
+    #[test]
+    fn a_previewer_gets_the_preview_page_and_a_browser_the_redirect() {
+        let rec = EdgeRecord {
+            preview: Some(Preview {
+                title: Some("Spring sale".into()),
+                ..Preview::default()
+            }),
+            ..active("https://shop.example/spring")
+        };
+        let none = Denylist::default();
+        let d = run_as(&rec, ua(SLACKBOT), None, 0, &none);
+        assert_eq!((d.status, d.outcome), (200, Outcome::Redirect));
+        assert_eq!(d.header("content-type"), Some("text/html; charset=utf-8"));
+        let page = d.body.text().unwrap();
+        assert!(
+            page.contains(r#"<meta property="og:title" content="Spring sale">"#),
+            "{page}"
+        );
+        assert!(page.contains(r#"<meta property="og:url" content="https://s.example/7Fk3aQx">"#));
+        assert!(page.contains("url=https://shop.example/spring"));
+        assert_eq!(d.header("vary"), Some(VARY));
+        let d = run_as(&rec, ua(IPHONE), None, 0, &none);
+        assert_eq!(
+            (d.status, d.header("location")),
+            (302, Some("https://shop.example/spring"))
+        );
+        // A link without a preview redirects previewers like anyone.
+        let d = run_as(
+            &active("https://shop.example/"),
+            ua(SLACKBOT),
+            None,
+            0,
+            &none,
+        );
+        assert_eq!(d.status, 302);
+    }
+
+    #[test]
+    fn an_interstitial_link_shows_where_it_goes_instead_of_redirecting() {
+        let rec = EdgeRecord {
+            interstitial: true,
+            ..active("https://xn--bcher-kva.example/x")
+        };
+        let d = run_as(&rec, ua(DESKTOP), None, 0, &Denylist::default());
+        assert_eq!((d.status, d.header("location")), (200, None));
+        let page = d.body.text().unwrap();
+        assert!(page.contains("bücher.example"), "{page}");
+        assert!(page.contains(r#"href="https://xn--bcher-kva.example/x""#));
+        // A banned target is blocked before any page names it.
+        let d = run_as(
+            &rec,
+            ua(DESKTOP),
+            None,
+            0,
+            &deny(&[], &["xn--bcher-kva.example"]),
+        );
+        assert_eq!(d.status, 403);
+    }
+
+    #[test]
+    fn an_expired_link_goes_to_its_own_page_before_its_domain_s() {
+        let rec = EdgeRecord {
+            expires_at: Some(NOW - 1),
+            expired_url: Some("https://shop.example/ended".into()),
+            ..active("https://shop.example/")
+        };
+        let none = Denylist::default();
+        for settings in [DomainSettings::default(), with_pages()] {
+            let d = run_on(Some(&rec), Method::Get, None, &none, &settings);
+            assert_eq!(
+                (d.status, d.outcome, d.header("location")),
+                (302, Outcome::Expired, Some("https://shop.example/ended"))
+            );
+        }
+    }
+
+    #[test]
+    fn a_link_that_asks_not_to_be_recorded_says_so_on_every_answer() {
+        let rec = EdgeRecord {
+            no_clicks: true,
+            ..active("https://shop.example/")
+        };
+        let none = Denylist::default();
+        assert!(run(Some(&rec), Method::Get, None, &none).unrecorded);
+        assert!(
+            !run(
+                Some(&active("https://shop.example/")),
+                Method::Get,
+                None,
+                &none
+            )
+            .unrecorded
+        );
+        let gone = EdgeRecord {
+            status: EdgeStatus::Deleted,
+            ..rec
+        };
+        assert!(run(Some(&gone), Method::Get, None, &none).unrecorded);
+    }
+
     proptest::proptest! {
+        /// A link without rules, split, preview or interstitial decides exactly as
+        /// before they existed: nothing of the visitor's headers or draw matters.
+        #[test]
+        fn a_plain_link_ignores_the_client_and_the_draw(
+            user_agent in ".{0,80}",
+            accept_language in ".{0,40}",
+            country in proptest::option::of("[A-Z]{2}"),
+            draw in proptest::num::u32::ANY,
+            query in proptest::option::of("[a-z0-9=&]{0,10}"),
+            forward_query in proptest::bool::ANY,
+        ) {
+            let rec = EdgeRecord { forward_query, ..active("https://shop.example/p?a=1") };
+            let client = Client { user_agent: &user_agent, accept_language: &accept_language, country: country.as_deref() };
+            let with = run_as(&rec, client, query.as_deref(), draw, &Denylist::default());
+            let without = run_as(&rec, Client::default(), query.as_deref(), 0, &Denylist::default());
+            proptest::prop_assert_eq!(with, without);
+        }
+
+        /// Whatever the visit, the location is the link's own target, a rule's or a
+        /// variant's (with the query merged as the link says): never anything else.
+        #[test]
+        fn the_location_is_always_one_of_the_link_s_targets(
+            ios in proptest::bool::ANY,
+            lang in proptest::sample::select(vec!["", "de-CH,de;q=0.9", "fr", "en-US"]),
+            query in proptest::option::of(proptest::sample::select(vec!["ref=tv", "ref=x", "a=1"])),
+            draw in proptest::num::u32::ANY,
+            with_split in proptest::bool::ANY,
+            forward_query in proptest::bool::ANY,
+        ) {
+            let rec = EdgeRecord {
+                forward_query,
+                split: with_split.then(|| split(&[50, 25, 25])),
+                ..targeted()
+            };
+            let client = Client { user_agent: if ios { IPHONE } else { DESKTOP }, accept_language: lang, country: None };
+            let d = run_as(&rec, client, query, draw, &Denylist::default());
+            let location = d.header("location").unwrap_or_default();
+            let mut targets: Vec<String> = rec.rules.iter().map(|r| r.target_url.clone()).collect();
+            targets.push(rec.target.clone());
+            targets.extend(rec.split.iter().flat_map(|s| s.variants().iter().map(|v| v.target_url.clone())));
+            let base = location.split('?').next().unwrap_or_default();
+            proptest::prop_assert!(targets.iter().any(|t| t.split('?').next() == Some(base)), "{}", location);
+            proptest::prop_assert!(crate::target::validate_target(location).is_ok());
+        }
+
         /// Reading the host off the stored target and parsing it only to merge a query
         /// decides exactly as parsing it up front does, bans on its host included.
         #[test]

@@ -22,6 +22,7 @@ pub mod decision;
 pub mod denylist;
 pub mod domain;
 pub mod fallback;
+pub mod interstitial;
 pub mod permutation;
 pub mod preview;
 pub mod record;
@@ -34,8 +35,8 @@ pub mod visit_url;
 pub use alphabet::Alphabet;
 pub use codes::{CodeKind, CodeSpace};
 pub use decision::{
-    decide, decide_prepared, decide_root, reject_early, Body, Decision, Headers, Method, Outcome,
-    PreparedRecord, Visit,
+    decide, decide_prepared, decide_root, reject_early, Body, Client, Decision, Headers, Method,
+    Outcome, PreparedRecord, Visit,
 };
 pub use denylist::{Denylist, DenylistSnapshot};
 pub use domain::{

@@ -51,7 +51,8 @@ pub fn is_previewer(user_agent: &str) -> bool {
 }
 
 /// What a link shows when it is shared.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Preview {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -136,7 +137,7 @@ impl Preview {
 }
 
 /// Text safe inside an HTML attribute or element.
-fn escape(s: &str) -> String {
+pub(crate) fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -176,6 +177,17 @@ mod tests {
             "",
         ] {
             assert!(!is_previewer(ua), "{ua}");
+        }
+    }
+
+    /// Previewers are never counted as people, whatever their agent looks like.
+    #[test]
+    fn every_previewer_is_classified_a_bot() {
+        for marker in PREVIEWERS {
+            let ua =
+                format!("Mozilla/5.0 (Windows NT 10.0) AppleWebKit/537.36 {marker} Safari/537.36");
+            assert!(is_previewer(&ua), "{ua}");
+            assert!(crate::clicks::classify_user_agent(&ua).1, "{ua}");
         }
     }
 

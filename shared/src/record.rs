@@ -1,13 +1,17 @@
 //! The edge record: what the edge knows about one link, stored compactly in KV under
 //! `l:{domain}/{code}` and carried by every copy with its version.
 
+use crate::preview::Preview;
+use crate::split::Split;
+use crate::targeting::Rule;
 use serde::{Deserialize, Serialize};
 
 /// Where a link stands, as the edge sees it: its own state in the origin's database
 /// (`LinkState` there) with trust & safety's ban on top.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EdgeStatus {
+    #[default]
     Active,
     /// Switched off by its owner; may come back.
     Disabled,
@@ -64,9 +68,12 @@ impl From<RedirectStatus> for u16 {
     }
 }
 
-/// The record of one link at the edge. Field names are one letter because every byte is
-/// stored once per link and read on every cold redirect.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The record of one link at the edge. Field names are a letter or two because every
+/// byte is stored once per link and read on every cold redirect; what most links do not
+/// use (issue 17's rules, split, preview, ...) is left out of the text when unset, so a
+/// plain link's record is what it was before they existed, and an edge that predates a
+/// field ignores it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EdgeRecord {
     /// Target URL, already validated and normalized by the origin.
     #[serde(rename = "t")]
@@ -84,6 +91,28 @@ pub struct EdgeRecord {
     /// Append the visitor's query parameters to the target's.
     #[serde(rename = "q", default)]
     pub forward_query: bool,
+    /// Targeting rules, in order: the first that holds picks the target.
+    #[serde(rename = "rl", default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<Rule>,
+    /// An A/B split of the visits no rule claims.
+    #[serde(rename = "ab", default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<Split>,
+    /// What link-preview crawlers are shown.
+    #[serde(rename = "pv", default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<Preview>,
+    /// Where an expired link sends its visitors, before the domain's own.
+    #[serde(rename = "e", default, skip_serializing_if = "Option::is_none")]
+    pub expired_url: Option<String>,
+    /// Show the destination and a link to it instead of redirecting at once.
+    #[serde(rename = "i", default, skip_serializing_if = "is_false")]
+    pub interstitial: bool,
+    /// The owner asked that visits not be recorded.
+    #[serde(rename = "nc", default, skip_serializing_if = "is_false")]
+    pub no_clicks: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl EdgeRecord {
@@ -96,6 +125,17 @@ impl EdgeRecord {
     pub fn to_json(&self) -> String {
         // Serializing plain strings, numbers and enums cannot fail.
         serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Whether deciding a visit reads the visitor's headers (rules, a preview): a plain
+    /// link's does not, and callers skip reading them.
+    pub fn reads_client(&self) -> bool {
+        !self.rules.is_empty() || self.preview.is_some()
+    }
+
+    /// Whether deciding a visit needs a random draw (a split).
+    pub fn draws(&self) -> bool {
+        self.split.is_some()
     }
 
     /// Whether this copy may replace `held`: the version fence.
@@ -122,9 +162,115 @@ mod tests {
                 expires_at: Some(1_767_225_600),
                 version: 3,
                 forward_query: true,
+                ..EdgeRecord::default()
             }
         );
         assert_eq!(rec.to_json(), json);
+    }
+
+    /// A link that uses none of issue 17's fields is stored exactly as before them, so
+    /// an edge that predates them reads it, and its size did not grow.
+    #[test]
+    fn a_plain_link_writes_none_of_the_optional_fields() {
+        let rec = EdgeRecord {
+            target: "https://e.example/".into(),
+            version: 1,
+            ..EdgeRecord::default()
+        };
+        assert_eq!(
+            rec.to_json(),
+            r#"{"t":"https://e.example/","s":"active","r":302,"x":null,"v":1,"q":false}"#
+        );
+    }
+
+    /// The largest record validation lets through (20 rules, each with every list full
+    /// and the longest values, a 10-way split, a full preview) still fits KV's 25 MiB
+    /// value limit many times over; the figure is quoted in docs/edge-size.md.
+    #[test]
+    fn the_largest_record_fits_kv_with_room_to_spare() {
+        use crate::preview::{MAX_DESCRIPTION, MAX_TITLE};
+        use crate::split::Variant;
+        use crate::target::MAX_TARGET_LEN;
+        use crate::targeting::{
+            Conditions, Device, QueryTest, MAX_QUERY_NAME, MAX_QUERY_VALUE, MAX_RULES, MAX_VALUES,
+        };
+        let url = |i: usize| {
+            let head = format!("https://t{i}.example/");
+            format!("{head}{}", "a".repeat(MAX_TARGET_LEN - head.len()))
+        };
+        // Every list full and every value the longest is refused as too large; the
+        // largest accepted set of this shape has lists as long as fit.
+        let rules_with = |n: usize| {
+            let when = Conditions {
+                device: Device::ALL.to_vec(),
+                language: (0..n)
+                    .map(|i| format!("de-{i:0>8}-xxxxxxxx-xxxxxxxx-xxxxx"))
+                    .collect(),
+                country: (0..n)
+                    .map(|i| {
+                        format!(
+                            "{}{}",
+                            (b'A' + (i / 26) as u8) as char,
+                            (b'A' + (i % 26) as u8) as char
+                        )
+                    })
+                    .collect(),
+                query: (0..n)
+                    .map(|i| QueryTest {
+                        name: format!("{i:0>width$}", width = MAX_QUERY_NAME),
+                        equals: Some("\u{1}".repeat(MAX_QUERY_VALUE)),
+                        present: None,
+                    })
+                    .collect(),
+                after: Some(i64::MIN),
+                before: Some(i64::MAX),
+            };
+            (0..MAX_RULES)
+                .map(|i| Rule {
+                    when: when.clone(),
+                    target_url: url(i),
+                })
+                .collect::<Vec<_>>()
+        };
+        assert!(matches!(
+            crate::targeting::normalize_rules(rules_with(MAX_VALUES)),
+            Err(crate::targeting::RuleError::TooLarge(_))
+        ));
+        let rules = (0..=MAX_VALUES)
+            .rev()
+            .find_map(|n| crate::targeting::normalize_rules(rules_with(n)).ok())
+            .expect("some rules fit");
+        let split = Split::try_from(
+            (0..10)
+                .map(|i| Variant {
+                    target_url: url(100 + i),
+                    weight: 10,
+                })
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+        let rec = EdgeRecord {
+            target: url(0),
+            version: u64::MAX,
+            rules,
+            split: Some(split),
+            preview: Some(Preview {
+                title: Some("\"".repeat(MAX_TITLE)),
+                description: Some("\"".repeat(MAX_DESCRIPTION)),
+                image_url: Some(url(200)),
+            }),
+            expired_url: Some(url(300)),
+            interstitial: true,
+            no_clicks: true,
+            ..EdgeRecord::default()
+        };
+        assert!(rec.preview.as_ref().unwrap().validate().is_ok());
+        let json = rec.to_json();
+        assert_eq!(EdgeRecord::from_json(&json).unwrap(), rec);
+        // KV's limit is 25 MiB; a record is read on every cold visit, so its worst case
+        // is held to a small fraction of it.
+        assert!(json.len() < 128 * 1024, "{} bytes", json.len());
+        println!("largest record: {} bytes", json.len());
     }
 
     #[test]
@@ -174,6 +320,7 @@ mod tests {
             let rec = EdgeRecord {
                 target, status, redirect: RedirectStatus::try_from(redirect).unwrap(),
                 expires_at, version, forward_query,
+                ..EdgeRecord::default()
             };
             prop_assert_eq!(EdgeRecord::from_json(&rec.to_json()).unwrap(), rec);
         }

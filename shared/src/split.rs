@@ -1,5 +1,5 @@
 //! A/B splits (issue 17): a link's visits shared between weighted targets. Each visit
-//! draws a number in `[0, 100)` (the caller's randomness: the edge's `crypto`, the
+//! draws a number in `[0, 100)` (the caller's randomness: the edge's `Math.random`, the
 //! origin's thread RNG) and [`Split::pick`] maps it to a variant, so the choice itself
 //! is a pure function both sides share. No cookie or address is read: a visitor is not
 //! kept on one variant from visit to visit.
@@ -13,7 +13,8 @@ pub const MAX_VARIANTS: usize = 10;
 pub const TOTAL_WEIGHT: u32 = 100;
 
 /// One target of a split, and its share of visits in percent.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Variant {
     pub target_url: String,

@@ -15,11 +15,15 @@ pub const MAX_VALUES: usize = 50;
 /// The longest query parameter name, and value, a condition may name.
 pub const MAX_QUERY_NAME: usize = 64;
 pub const MAX_QUERY_VALUE: usize = 256;
+/// The most a link's rules may take as stored (compact JSON): the edge reads them on
+/// every cold visit, so the lists above cannot all be full at once.
+pub const MAX_RULES_BYTES: usize = 64 * 1024;
 /// How much of `Accept-Language` is read: a browser sends well under this.
 const MAX_ACCEPT_LANGUAGE: usize = 512;
 
 /// A device or platform a rule can ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Device {
     Ios,
@@ -51,7 +55,8 @@ impl Device {
 }
 
 /// A test of one query parameter: `equals` a value, or `present` (true) / absent (false).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct QueryTest {
     pub name: String,
@@ -62,7 +67,8 @@ pub struct QueryTest {
 }
 
 /// What must hold for a rule to win. Every field given must hold.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Conditions {
     /// Any of these devices or platforms.
@@ -98,7 +104,8 @@ impl Conditions {
 }
 
 /// One rule: when its conditions hold, the visit goes to its target.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Rule {
     pub when: Conditions,
@@ -110,6 +117,8 @@ pub struct Rule {
 pub enum RuleError {
     #[error("at most {MAX_RULES} rules, not {0}")]
     TooMany(usize),
+    #[error("the rules take {0} bytes as stored; at most {MAX_RULES_BYTES}: use shorter lists")]
+    TooLarge(usize),
     #[error("rules[{index}].{field}: {detail}")]
     Invalid {
         index: usize,
@@ -125,11 +134,16 @@ pub fn normalize_rules(rules: Vec<Rule>) -> Result<Vec<Rule>, RuleError> {
     if rules.len() > MAX_RULES {
         return Err(RuleError::TooMany(rules.len()));
     }
-    rules
+    let rules = rules
         .into_iter()
         .enumerate()
         .map(|(index, rule)| normalize_rule(index, rule))
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    let size = serde_json::to_string(&rules).map_or(usize::MAX, |s| s.len());
+    if size > MAX_RULES_BYTES {
+        return Err(RuleError::TooLarge(size));
+    }
+    Ok(rules)
 }
 
 fn normalize_rule(index: usize, mut rule: Rule) -> Result<Rule, RuleError> {

@@ -26,6 +26,12 @@ pub const CSV_COLUMNS: &[&str] = &[
     "version",
     "created_at",
     "updated_at",
+    "rules",
+    "split",
+    "preview",
+    "expired_url",
+    "interstitial",
+    "record_clicks",
 ];
 
 /// What to export.
@@ -150,7 +156,23 @@ fn csv_row(link: &LinkView) -> Vec<String> {
         link.version.to_string(),
         link.created_at.clone(),
         link.updated_at.clone(),
+        json_cell(&link.rules, link.rules.is_empty()),
+        json_cell(&link.split, link.split.is_none()),
+        json_cell(&link.preview, link.preview.is_none()),
+        link.expired_url.clone().unwrap_or_default(),
+        link.interstitial.to_string(),
+        link.record_clicks.to_string(),
     ]
+}
+
+/// A structured field as one cell of compact JSON (which `import` reads back), empty
+/// when the link has none.
+fn json_cell<T: serde::Serialize>(value: &T, none: bool) -> String {
+    if none {
+        String::new()
+    } else {
+        serde_json::to_string(value).unwrap_or_default()
+    }
 }
 
 #[cfg(test)]

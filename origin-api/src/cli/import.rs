@@ -33,6 +33,12 @@ pub const COLUMNS: &[&str] = &[
     "title",
     "tags",
     "forward_query",
+    "rules",
+    "split",
+    "preview",
+    "expired_url",
+    "interstitial",
+    "record_clicks",
 ];
 
 /// The journal format this code writes and reads.
@@ -468,13 +474,16 @@ fn row_body(
                 .map_err(|_| format!("redirect: {v:?} is not one of 301, 302, 307, 308"))
         })
         .transpose()?;
-    let forward_query = cell("forward_query")
-        .map(|v| match v.to_ascii_lowercase().as_str() {
-            "true" => Ok(true),
-            "false" => Ok(false),
-            _ => Err(format!("forward_query: {v:?} is neither true nor false")),
-        })
-        .transpose()?;
+    let flag = |name: &str| {
+        cell(name)
+            .map(|v| match v.to_ascii_lowercase().as_str() {
+                "true" => Ok(true),
+                "false" => Ok(false),
+                _ => Err(format!("{name}: {v:?} is neither true nor false")),
+            })
+            .transpose()
+    };
+    let forward_query = flag("forward_query")?;
     let tags = cell("tags").map(super::export::unneutralized).map(|v| {
         v.split(',')
             .map(str::trim)
@@ -491,7 +500,23 @@ fn row_body(
         title: cell("title").map(super::export::unneutralized),
         tags,
         forward_query,
+        rules: json_cell(cell, "rules")?,
+        split: json_cell(cell, "split")?,
+        preview: json_cell(cell, "preview")?,
+        expired_url: cell("expired_url"),
+        interstitial: flag("interstitial")?,
+        record_clicks: flag("record_clicks")?,
     })
+}
+
+/// A structured field written as JSON in its cell (as `export` writes it).
+fn json_cell<T: serde::de::DeserializeOwned>(
+    cell: &dyn Fn(&str) -> Option<String>,
+    name: &str,
+) -> Result<Option<T>, String> {
+    cell(name)
+        .map(|v| serde_json::from_str(&v).map_err(|e| format!("{name}: {e}")))
+        .transpose()
 }
 
 #[cfg(test)]

@@ -32,7 +32,9 @@ pub struct BulkCreate {
 /// (which took 5 to 10 times the body's size).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BulkItem {
-    Valid(CreateLink),
+    /// Boxed: a create body is a few hundred bytes, and most of a batch's items are
+    /// valid; the list holds pointers.
+    Valid(Box<CreateLink>),
     /// Why the item does not fit a create body.
     Invalid(String),
 }
@@ -41,7 +43,7 @@ impl<'de> Deserialize<'de> for BulkItem {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let raw = Box::<serde_json::value::RawValue>::deserialize(d)?;
         Ok(match serde_json::from_str::<CreateLink>(raw.get()) {
-            Ok(link) => BulkItem::Valid(link),
+            Ok(link) => BulkItem::Valid(Box::new(link)),
             Err(e) => {
                 // The position is within the item, not the body: say only what is wrong.
                 let text = e.to_string();

@@ -206,6 +206,7 @@ pub(crate) async fn prepare_link(
     };
     let title = fields::title(req.title.clone())?;
     let tags = fields::tags(req.tags.clone().unwrap_or_default())?;
+    let options = fields::options(lookups, &domain, req).await?;
 
     // Validate a custom alias before spending an id on it.
     let alias = match &req.code {
@@ -243,6 +244,7 @@ pub(crate) async fn prepare_link(
         created_at: now,
         updated_at: now,
         published: None,
+        options,
     };
     Ok(link)
 }

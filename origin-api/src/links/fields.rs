@@ -4,6 +4,10 @@
 use super::lookups::Lookups;
 use super::{parse_rfc3339, MAX_TAGS, MAX_TAG_CHARS, MAX_TITLE_CHARS};
 use crate::error::AppError;
+use crate::model::LinkOptions;
+use shared::preview::Preview;
+use shared::split::{Split, Variant};
+use shared::targeting::{normalize_rules, Rule, MAX_RULES};
 use shared::{validate_target, RedirectStatus};
 
 /// A valid target for a link on `domain`: a real http(s) URL on a public host (or one
@@ -95,6 +99,91 @@ pub(crate) async fn redirect_url(
         ));
     }
     Ok(target.as_str().to_owned())
+}
+
+/// Targeting rules for a link on `domain`: each rule's target passes [`target`] as the
+/// link's own does, then the rules are normalized ([`normalize_rules`]).
+pub(crate) async fn rules(
+    lookups: &mut Lookups<'_>,
+    domain: &str,
+    mut rules: Vec<Rule>,
+) -> Result<Vec<Rule>, AppError> {
+    if rules.len() > MAX_RULES {
+        return Err(AppError::invalid(
+            "rules",
+            format!("at most {MAX_RULES} rules, not {}", rules.len()),
+        ));
+    }
+    for (i, rule) in rules.iter_mut().enumerate() {
+        rule.target_url = target(lookups, domain, &rule.target_url)
+            .await
+            .map_err(|e| within("rules", i, e))?;
+    }
+    normalize_rules(rules).map_err(|e| AppError::invalid("rules", e))
+}
+
+/// An A/B split for a link on `domain`: each variant's target passes [`target`].
+pub(crate) async fn split(
+    lookups: &mut Lookups<'_>,
+    domain: &str,
+    mut variants: Vec<Variant>,
+) -> Result<Split, AppError> {
+    for (i, v) in variants.iter_mut().enumerate() {
+        v.target_url = target(lookups, domain, &v.target_url)
+            .await
+            .map_err(|e| within("split", i, e))?;
+    }
+    Split::try_from(variants).map_err(|e| AppError::invalid("split", e))
+}
+
+/// A refusal of item `i` of the list `field`, naming the item.
+fn within(field: &'static str, i: usize, e: AppError) -> AppError {
+    match e {
+        AppError::Invalid {
+            field: inner,
+            detail,
+        } => AppError::invalid(field, format!("{field}[{i}].{inner}: {detail}")),
+        other => other,
+    }
+}
+
+/// A social preview: its text within bounds, its image an http(s) URL.
+pub(crate) fn preview(mut preview: Preview) -> Result<Preview, AppError> {
+    preview
+        .validate()
+        .map_err(|e| AppError::invalid("preview", e))?;
+    if let Some(image) = &preview.image_url {
+        let image = validate_target(image)
+            .map_err(|e| AppError::invalid("preview", format!("image_url: {e}")))?;
+        preview.image_url = Some(image.as_str().to_owned());
+    }
+    Ok(preview)
+}
+
+/// The options a create asks for, validated.
+pub(crate) async fn options(
+    lookups: &mut Lookups<'_>,
+    domain: &str,
+    asked: &super::CreateLink,
+) -> Result<LinkOptions, AppError> {
+    let mut options = LinkOptions {
+        interstitial: asked.interstitial.unwrap_or(false),
+        no_clicks: !asked.record_clicks.unwrap_or(true),
+        ..LinkOptions::default()
+    };
+    if let Some(r) = &asked.rules {
+        options.rules = rules(lookups, domain, r.clone()).await?;
+    }
+    if let Some(v) = &asked.split {
+        options.split = Some(split(lookups, domain, v.clone()).await?);
+    }
+    if let Some(p) = &asked.preview {
+        options.preview = Some(preview(p.clone())?);
+    }
+    if let Some(url) = &asked.expired_url {
+        options.expired_url = Some(redirect_url(lookups, domain, "expired_url", url).await?);
+    }
+    Ok(options)
 }
 
 /// An expiry in the future, as Unix milliseconds.

@@ -22,6 +22,9 @@ pub use update::{delete_link, owned_link, parse_if_match, update_link, UpdateLin
 use crate::model::time::{parse_rfc3339, rfc3339};
 use crate::model::{Link, LinkState, KV_PROPAGATION_MS};
 use serde::{Deserialize, Serialize};
+use shared::preview::Preview;
+use shared::split::Variant;
+use shared::targeting::Rule;
 use shared::CodeKind;
 
 impl Link {
@@ -37,6 +40,12 @@ impl Link {
             title: self.title.clone(),
             tags: self.tags.clone(),
             forward_query: self.forward_query,
+            rules: self.options.rules.clone(),
+            split: self.options.split.clone().map(Vec::from),
+            preview: self.options.preview.clone(),
+            expired_url: self.options.expired_url.clone(),
+            interstitial: self.options.interstitial,
+            record_clicks: !self.options.no_clicks,
             code_kind: self.code_kind,
             version: self.version,
             created_at: rfc3339(self.created_at),
@@ -72,6 +81,19 @@ pub struct LinkView {
     pub title: Option<String>,
     pub tags: Vec<String>,
     pub forward_query: bool,
+    /// Targeting rules, in order: the first whose conditions all hold picks the target.
+    pub rules: Vec<Rule>,
+    /// An A/B split of the visits no rule claims; `null` for none.
+    pub split: Option<Vec<Variant>>,
+    /// What link-preview crawlers are shown; `null` for none.
+    pub preview: Option<Preview>,
+    /// Where the link sends visitors once it has expired (else its domain's page, else
+    /// 410).
+    pub expired_url: Option<String>,
+    /// Show the destination and a link to it instead of redirecting at once.
+    pub interstitial: bool,
+    /// Whether visits are recorded for the link's stats.
+    pub record_clicks: bool,
     /// `generated` or `custom`.
     #[schema(value_type = String, example = "generated")]
     pub code_kind: CodeKind,
@@ -121,6 +143,26 @@ pub struct CreateLink {
     pub tags: Option<Vec<String>>,
     #[serde(default)]
     pub forward_query: Option<bool>,
+    /// Targeting rules (at most 20), in order: the first whose conditions all hold
+    /// picks the target; none, the link's own `target_url`.
+    #[serde(default)]
+    pub rules: Option<Vec<Rule>>,
+    /// An A/B split: 2 to 10 variants whose weights sum to 100. A visit no rule claims
+    /// goes to a variant picked by weight (visitors are not kept on one).
+    #[serde(default)]
+    pub split: Option<Vec<Variant>>,
+    /// What link-preview crawlers (Slack, WhatsApp, ...) are shown.
+    #[serde(default)]
+    pub preview: Option<Preview>,
+    /// Where visitors go once the link has expired, before the domain's page.
+    #[serde(default)]
+    pub expired_url: Option<String>,
+    /// Show the destination and a link to it instead of redirecting at once.
+    #[serde(default)]
+    pub interstitial: Option<bool>,
+    /// `false`: visits are not recorded (default `true`).
+    #[serde(default)]
+    pub record_clicks: Option<bool>,
 }
 
 /// Limits on free-text fields, so one link cannot bloat every copy of it.

@@ -10,9 +10,13 @@ use crate::model::time::now_ms;
 use crate::state::AppState;
 use crate::store::{LinkStore, StoreError};
 use serde::{Deserialize, Deserializer, Serialize};
+use shared::preview::Preview;
+use shared::split::Variant;
+use shared::targeting::Rule;
 
 /// The body of `PATCH /v1/links/{domain}/{code}`. Absent fields stay as they are;
-/// `expires_at` and `title` may be set to `null` to clear them.
+/// `expires_at`, `title`, `rules`, `split`, `preview` and `expired_url` may be set to
+/// `null` to clear them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateLink {
@@ -35,6 +39,26 @@ pub struct UpdateLink {
     pub tags: Option<Vec<String>>,
     #[serde(default)]
     pub forward_query: Option<bool>,
+    /// The whole list, replacing the link's; `null` or `[]` removes every rule.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<Vec<Rule>>)]
+    pub rules: Option<Option<Vec<Rule>>>,
+    /// `null` removes the split.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<Vec<Variant>>)]
+    pub split: Option<Option<Vec<Variant>>>,
+    /// `null` removes the preview.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<Preview>)]
+    pub preview: Option<Option<Preview>>,
+    /// `null` removes the link's own page for when it has expired.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub expired_url: Option<Option<String>>,
+    #[serde(default)]
+    pub interstitial: Option<bool>,
+    #[serde(default)]
+    pub record_clicks: Option<bool>,
 }
 
 /// Tells "absent" (`None`) from "null" (`Some(None)`).
@@ -128,6 +152,34 @@ pub async fn update_link(
     }
     if let Some(f) = changes.forward_query {
         next.forward_query = f;
+    }
+    let options = &mut next.options;
+    if let Some(rules) = changes.rules {
+        options.rules =
+            fields::rules(&mut lookups, &next.domain, rules.unwrap_or_default()).await?;
+    }
+    if let Some(split) = changes.split {
+        options.split = match split {
+            Some(variants) => Some(fields::split(&mut lookups, &next.domain, variants).await?),
+            None => None,
+        };
+    }
+    if let Some(preview) = changes.preview {
+        options.preview = preview.map(fields::preview).transpose()?;
+    }
+    if let Some(url) = changes.expired_url {
+        options.expired_url = match url {
+            Some(url) => {
+                Some(fields::redirect_url(&mut lookups, &next.domain, "expired_url", &url).await?)
+            }
+            None => None,
+        };
+    }
+    if let Some(i) = changes.interstitial {
+        options.interstitial = i;
+    }
+    if let Some(r) = changes.record_clicks {
+        options.no_clicks = !r;
     }
     write(state, next, expected, now).await
 }

@@ -1,6 +1,10 @@
 //! A link as the origin keeps it, tombstones included, and the record the edge gets of
 //! it.
 
+use serde::{Deserialize, Serialize};
+use shared::preview::Preview;
+use shared::split::Split;
+use shared::targeting::Rule;
 use shared::{CodeKind, EdgeRecord, EdgeStatus, RedirectStatus};
 
 /// Where a link stands in the database. Bans are kept apart, in `bans`.
@@ -58,6 +62,55 @@ pub struct Link {
     pub updated_at: i64,
     /// The newest version the publisher delivered to the edge, if any.
     pub published: Option<Published>,
+    /// What it decides at the edge beyond its target: rules, a split, a preview, ...
+    pub options: LinkOptions,
+}
+
+/// What a link may carry beyond its own target (issue 17), validated, as the edge gets
+/// it. Kept in one JSON column (`links.options`, `NULL` for a link that uses none of
+/// it): these are read and written whole, never searched by their parts; the hosts of
+/// their targets are searched, and kept apart (`link_hosts`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkOptions {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<Rule>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<Split>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<Preview>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expired_url: Option<String>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub interstitial: bool,
+    /// `record_clicks: false` in the API.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub no_clicks: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl LinkOptions {
+    /// The column's value: `None` when the link uses none of these.
+    pub fn to_column(&self) -> Option<String> {
+        (*self != LinkOptions::default()).then(|| serde_json::to_string(self).unwrap_or_default())
+    }
+
+    /// The column read back.
+    pub fn from_column(column: Option<&str>) -> Result<Self, serde_json::Error> {
+        column.map_or(Ok(LinkOptions::default()), serde_json::from_str)
+    }
+
+    /// The targets besides the link's own that visitors may be sent to: rules', then
+    /// the split's.
+    pub fn targets(&self) -> impl Iterator<Item = &str> {
+        let variants = self.split.as_ref().map(Split::variants).unwrap_or_default();
+        self.rules
+            .iter()
+            .map(|r| r.target_url.as_str())
+            .chain(variants.iter().map(|v| v.target_url.as_str()))
+    }
 }
 
 /// A delivery to the edge.
@@ -79,17 +132,29 @@ impl Link {
 
     /// The host of the target, as host bans match it.
     pub fn target_host(&self) -> String {
-        url::Url::parse(&self.target_url)
-            .ok()
-            .and_then(|u| u.host_str().map(str::to_owned))
-            .unwrap_or_default()
+        host_of(&self.target_url)
     }
 
-    /// Whether `deny` covers this link: its code, or its target's host.
+    /// The hosts of the link's other targets (rules', the split's), without repeats and
+    /// without its own target's: kept in `link_hosts`, so that a host ban finds them.
+    pub fn other_hosts(&self) -> Vec<String> {
+        let own = self.target_host();
+        let mut hosts: Vec<String> = Vec::new();
+        for host in self.options.targets().map(host_of) {
+            if host != own && !hosts.contains(&host) {
+                hosts.push(host);
+            }
+        }
+        hosts
+    }
+
+    /// Whether `deny` covers this link: its code, or the host of any target a visit
+    /// could be sent to (a link that sends some visitors to a banned host is blocked).
     pub fn banned_by(&self, deny: &shared::Denylist) -> bool {
         shared::RouteKey::new(self.domain.as_str(), self.code.as_str())
             .is_some_and(|r| deny.blocks_code(&r))
             || deny.blocks_host(&self.target_host())
+            || self.other_hosts().iter().any(|h| deny.blocks_host(h))
     }
 
     /// The record the edge holds for this link. `banned` marks it for a code ban or a
@@ -113,8 +178,22 @@ impl Link {
                 .map(|ms| ms.div_euclid(1000) + i64::from(ms.rem_euclid(1000) != 0)),
             version: self.version,
             forward_query: self.forward_query,
+            rules: self.options.rules.clone(),
+            split: self.options.split.clone(),
+            preview: self.options.preview.clone(),
+            expired_url: self.options.expired_url.clone(),
+            interstitial: self.options.interstitial,
+            no_clicks: self.options.no_clicks,
         }
     }
+}
+
+/// The host of a stored URL, as host bans match it (empty if it has none).
+fn host_of(url: &str) -> String {
+    url::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned))
+        .unwrap_or_default()
 }
 
 /// A validated listing of an owner's links, newest first, as the store runs it.
@@ -154,6 +233,7 @@ mod tests {
             created_at: 0,
             updated_at: 0,
             published: None,
+            options: LinkOptions::default(),
         };
         assert_eq!(link.edge_record(false).expires_at, Some(2));
         link.expires_at = Some(2_000);

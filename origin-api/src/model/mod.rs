@@ -13,4 +13,4 @@ pub mod time;
 pub use ban::{denylist, denylist_snapshot, Ban, BanTarget};
 pub use domain::{Creator, Domain, DomainAccess, DomainStatus, Refusal};
 pub use key::ApiKey;
-pub use link::{Link, LinkState, ListFilter, Published, KV_PROPAGATION_MS};
+pub use link::{Link, LinkOptions, LinkState, ListFilter, Published, KV_PROPAGATION_MS};

@@ -14,8 +14,8 @@ use axum::response::Response;
 use shared::clicks::counts_as_click;
 use shared::decision::DEFAULT_CACHE_CONTROL;
 use shared::{
-    decide_prepared, decide_root, reject_early, Body, Decision, Denylist, DomainSettings, RouteKey,
-    Visit, VisitorHost,
+    decide_prepared, decide_root, reject_early, Client, Decision, Denylist, DomainSettings,
+    RouteKey, Visit, VisitorHost,
 };
 use std::borrow::Cow;
 use std::net::SocketAddr;
@@ -24,6 +24,7 @@ use std::net::SocketAddr;
 #[utoipa::path(get, path = "/{code}", operation_id = "redirect", tag = "redirect",
     params(("code" = String, Path), ("Host" = Option<String>, Header, description = "The short domain; without one, or with an address, the origin's default domain. A host this origin does not serve is 404")),
     responses(
+        (status = 200, description = "An HTML page instead of a redirect: the link's social preview for a link-preview crawler, or its interstitial (the destination and a link to it)"),
         (status = 301, description = "Moved permanently, as the link says; `Location` is the target, with the visitor's query merged when the link forwards it"),
         (status = 302, description = "Found (the default); also where a domain sends an unknown code, `/` or an expired link when it names a page for them (never cached)"),
         (status = 307, description = "Temporary redirect, as the link says"),
@@ -68,7 +69,7 @@ pub(crate) fn answer_held(
         Some(early) => early,
         None => {
             let (decision, visited) =
-                resolve_held(state, method, &parts.headers, code, parts.uri.query())?;
+                resolve_held(state, method, &parts.headers, peer, code, parts.uri.query())?;
             if let Some((clicked, at)) = visited {
                 record_click(state, &decision, clicked, at, &parts.headers, peer);
             }
@@ -98,7 +99,7 @@ pub(crate) async fn answer(state: &AppState, parts: Parts, peer: Option<SocketAd
         Some(early) => early,
         None => match crate::server::within(
             REDIRECT_TIMEOUT,
-            resolve(state, method, &headers, code, uri.query()),
+            resolve(state, method, &headers, peer, code, uri.query()),
         )
         .await
         {
@@ -147,7 +148,10 @@ fn record_click(
     headers: &HeaderMap,
     peer: Option<SocketAddr>,
 ) {
-    if !state.recorder.enabled() || !counts_as_click(shared::Method::Get, decision.outcome) {
+    if !state.recorder.enabled()
+        || !counts_as_click(shared::Method::Get, decision.outcome)
+        || decision.unrecorded
+    {
         return;
     }
     let visitor = Reduced::of(
@@ -234,6 +238,7 @@ fn resolve_held(
     state: &AppState,
     method: shared::Method,
     headers: &HeaderMap,
+    peer: Option<SocketAddr>,
     code: &str,
     query: Option<&str>,
 ) -> Option<(Decision, Option<Visited>)> {
@@ -262,13 +267,21 @@ fn resolve_held(
             }
         }
     };
-    Some(decided(method, route, query, entry, &deny, &settings))
+    let client = Asked {
+        state,
+        headers,
+        peer,
+    };
+    Some(decided(
+        method, route, query, entry, &deny, &settings, client,
+    ))
 }
 
 async fn resolve(
     state: &AppState,
     method: shared::Method,
     headers: &HeaderMap,
+    peer: Option<SocketAddr>,
     code: &str,
     query: Option<&str>,
 ) -> Result<(Decision, Option<Visited>), AppError> {
@@ -314,7 +327,42 @@ async fn resolve(
         }
         None => Some(Box::pin(state.cache.entry(db, &route)).await?),
     };
-    Ok(decided(method, route, query, entry, &deny, &settings))
+    let client = Asked {
+        state,
+        headers,
+        peer,
+    };
+    Ok(decided(
+        method, route, query, entry, &deny, &settings, client,
+    ))
+}
+
+/// Where a visit's client headers come from, read only for a record that needs them.
+struct Asked<'a> {
+    state: &'a AppState,
+    headers: &'a HeaderMap,
+    peer: Option<SocketAddr>,
+}
+
+impl<'a> Asked<'a> {
+    fn client(&self) -> Client<'a> {
+        let text = |name| {
+            self.headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+        };
+        Client {
+            user_agent: text(header::USER_AGENT),
+            accept_language: text(header::ACCEPT_LANGUAGE),
+            // Only a trusted proxy's word: anyone can send `CF-IPCountry`.
+            country: self
+                .state
+                .proxies
+                .country(self.peer, self.headers)
+                .and_then(|v| v.to_str().ok()),
+        }
+    }
 }
 
 /// The decision on a visit of `route` whose entry is known, and the click it makes.
@@ -325,15 +373,25 @@ fn decided(
     entry: Option<Entry>,
     deny: &Denylist,
     settings: &DomainSettings,
+    asked: Asked<'_>,
 ) -> (Decision, Option<Visited>) {
     let now = now_ms();
+    let record = entry.as_ref().and_then(|e| e.record.as_ref());
     let visit = Visit {
         method,
         route: &route,
         query,
-        now: now.div_euclid(1000),
+        now_ms: now,
+        client: match record {
+            Some(r) if r.reads_client() => asked.client(),
+            _ => Client::default(),
+        },
+        // A split's draw: a thread-local generator, no system call per visit.
+        draw: match record {
+            Some(r) if r.draws() => fastrand::u32(..),
+            _ => 0,
+        },
     };
-    let record = entry.as_ref().and_then(|e| e.record.as_ref());
     let decision = decide_prepared(&visit, record, deny, settings);
     // The link as the cache knows it; a banned code whose record was never read is
     // resolved from its route key when the click is written.
@@ -358,14 +416,16 @@ fn header_name(name: &str) -> Option<HeaderName> {
         "content-type" => header::CONTENT_TYPE,
         "retry-after" => header::RETRY_AFTER,
         "allow" => header::ALLOW,
+        "vary" => header::VARY,
         other => return HeaderName::from_bytes(other.as_bytes()).ok(),
     })
 }
 
 fn write(decision: Decision) -> Response {
     let body = match decision.body {
-        Body::Empty => axum::body::Body::empty(),
-        Body::Text(s) | Body::Html(s) => axum::body::Body::from(s),
+        shared::Body::Empty => axum::body::Body::empty(),
+        shared::Body::Text(s) | shared::Body::Html(s) => axum::body::Body::from(s),
+        shared::Body::Page(page) => axum::body::Body::from(page),
     };
     let mut res = Response::new(body);
     *res.status_mut() =

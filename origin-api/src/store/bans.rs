@@ -108,7 +108,9 @@ async fn propagate(c: &mut Conn<'_>, target: &BanTarget, now: i64) -> Result<(),
         }
         BanTarget::Host { host } => {
             let sql = format!(
-                "{bump} (target_host = $2 OR target_host LIKE $3 ESCAPE '!') RETURNING {SELECT_COLUMNS}"
+                "{bump} (target_host = $2 OR target_host LIKE $3 ESCAPE '!' OR link_id IN \
+                 (SELECT link_id FROM link_hosts WHERE host = $2 OR host LIKE $3 ESCAPE '!')) \
+                 RETURNING {SELECT_COLUMNS}"
             );
             let under = under(host);
             c.fetch_all(&sql, &[now.into(), host.into(), (&under).into()])

@@ -7,14 +7,14 @@ use super::outbox::{insert_outbox, link_row, OutboxInsert};
 use super::sql::{list_placeholders, values_placeholders, Arg, Conn};
 use super::{Backlog, BulkInsert, DomainAt, IdempotencyKey, Idempotent, LinkStore, StoreError};
 use crate::db::Db;
-use crate::model::{ApiKey, Link, LinkState, ListFilter, Published};
+use crate::model::{ApiKey, Link, LinkOptions, LinkState, ListFilter, Published};
 use async_trait::async_trait;
 use shared::{CodeKind, DomainSettings, RedirectStatus};
 
 /// What a read selects: the written columns and what the publisher recorded.
 pub(super) const SELECT_COLUMNS: &str = "link_id, domain, code, target_url, owner_id, status, redirect_status, \
      expires_at, version, key_version, code_kind, forward_query, title, tags, created_at, updated_at, \
-     published_version, published_at, code_number";
+     published_version, published_at, code_number, options";
 
 #[derive(sqlx::FromRow)]
 pub(super) struct LinkRow {
@@ -37,6 +37,7 @@ pub(super) struct LinkRow {
     published_version: Option<i64>,
     published_at: Option<i64>,
     code_number: Option<i64>,
+    options: Option<String>,
 }
 
 impl TryFrom<LinkRow> for Link {
@@ -67,6 +68,8 @@ impl TryFrom<LinkRow> for Link {
                 _ => return Err(corrupt("code_kind")),
             },
             tags: serde_json::from_str(&r.tags).map_err(|_| corrupt("tags"))?,
+            options: LinkOptions::from_column(r.options.as_deref())
+                .map_err(|e| corrupt(&format!("options: {e}")))?,
             domain: r.domain,
             code: r.code,
             target_url: r.target_url,
@@ -112,6 +115,8 @@ struct NewLinkRow<'a> {
     code_kind: &'static str,
     target_host: String,
     code_number: Option<i64>,
+    options: Option<String>,
+    other_hosts: Vec<String>,
 }
 
 impl<'a> NewLinkRow<'a> {
@@ -130,11 +135,20 @@ impl<'a> NewLinkRow<'a> {
                 .code_number
                 .map(|n| to_i64(n, "code_number"))
                 .transpose()?,
+            options: link.options.to_column(),
+            other_hosts: link.other_hosts(),
         })
     }
 
+    /// Every host a visit of the link could be sent to.
+    fn all_hosts(&self) -> Vec<String> {
+        let mut hosts = self.other_hosts.clone();
+        hosts.push(self.target_host.clone());
+        hosts
+    }
+
     /// The values of [`INSERT_COLUMNS`], in order: the one place they are listed.
-    fn args(&self) -> [Arg<'_>; 18] {
+    fn args(&self) -> [Arg<'_>; INSERT_ARGS] {
         let link = self.link;
         [
             self.link_id.into(),
@@ -155,6 +169,7 @@ impl<'a> NewLinkRow<'a> {
             link.updated_at.into(),
             (&self.target_host).into(),
             self.code_number.into(),
+            (&self.options).into(),
         ]
     }
 }
@@ -162,7 +177,39 @@ impl<'a> NewLinkRow<'a> {
 /// The columns a new link writes, in the order of [`NewLinkRow::args`].
 const INSERT_COLUMNS: &str = "link_id, domain, code, target_url, owner_id, status, redirect_status, \
      expires_at, version, key_version, code_kind, forward_query, title, tags, created_at, updated_at, \
-     target_host, code_number";
+     target_host, code_number, options";
+/// How many they are.
+const INSERT_ARGS: usize = 19;
+
+/// Writes the hosts of `link_id`'s other targets, replacing what was there (a link
+/// without any has no rows, and costs no statement unless it had some).
+async fn write_other_hosts(
+    c: &mut Conn<'_>,
+    link_id: i64,
+    hosts: &[String],
+    had_any: bool,
+) -> Result<(), StoreError> {
+    if had_any {
+        c.execute(
+            "DELETE FROM link_hosts WHERE link_id = $1",
+            &[link_id.into()],
+        )
+        .await?;
+    }
+    if hosts.is_empty() {
+        return Ok(());
+    }
+    let sql = format!(
+        "INSERT INTO link_hosts (host, link_id) VALUES {}",
+        values_placeholders(1, hosts.len(), 2)
+    );
+    let args: Vec<Arg<'_>> = hosts
+        .iter()
+        .flat_map(|h| [Arg::from(h), link_id.into()])
+        .collect();
+    c.execute(&sql, &args).await?;
+    Ok(())
+}
 
 fn tags_json(tags: &[String]) -> String {
     serde_json::to_string(tags).unwrap_or_else(|_| "[]".into())
@@ -255,15 +302,17 @@ async fn announce(c: &mut Conn<'_>, version: u64, route: &str) -> Result<(), Sto
     Ok(())
 }
 
-/// Whether an active ban covers `domain/code` or the target host `host`, read inside
-/// the transaction (after the ban lock).
+/// Whether an active ban covers `domain/code` or any of the target hosts `hosts`, read
+/// inside the transaction (after the ban lock).
 async fn covered(
     c: &mut Conn<'_>,
     domain: &str,
     code: &str,
-    host: &str,
+    hosts: &[String],
 ) -> Result<bool, StoreError> {
-    let suffixes = host_suffixes(host);
+    let mut suffixes: Vec<String> = hosts.iter().flat_map(|h| host_suffixes(h)).collect();
+    suffixes.sort_unstable();
+    suffixes.dedup();
     let sql = format!(
         "SELECT CAST(1 AS BIGINT) FROM bans WHERE lifted_at IS NULL AND \
          ((kind = 'code' AND domain = $1 AND code = $2) OR (kind = 'host' AND host IN ({}))) LIMIT 1",
@@ -280,15 +329,16 @@ async fn covered(
 async fn insert_one(c: &mut Conn<'_>, row: &NewLinkRow<'_>) -> Result<(), StoreError> {
     let link = row.link;
     ban_lock(c, BanLock::Shared).await?;
-    let banned = covered(c, &link.domain, &link.code, &row.target_host).await?;
+    let banned = covered(c, &link.domain, &link.code, &row.all_hosts()).await?;
     let sql = format!(
         "INSERT INTO links ({INSERT_COLUMNS}) VALUES {}",
-        values_placeholders(1, 1, 18)
+        values_placeholders(1, 1, INSERT_ARGS)
     );
     match c.execute(&sql, &row.args()).await {
         Err(e) if is_route_taken(&e) => return Err(StoreError::Taken),
         other => other.map_err(StoreError::from_write)?,
     };
+    write_other_hosts(c, row.link_id, &row.other_hosts, false).await?;
     let route = link.route_key();
     let payload = link.edge_record(banned).to_json();
     insert_outbox(
@@ -309,7 +359,7 @@ async fn insert_chunk(
     let sql = format!(
         "INSERT INTO links ({INSERT_COLUMNS}) VALUES {} \
          ON CONFLICT (domain, code) DO NOTHING RETURNING link_id",
-        values_placeholders(1, rows.len(), 18)
+        values_placeholders(1, rows.len(), INSERT_ARGS)
     );
     // Only the route key may be taken; any other conflict fails the batch.
     let args: Vec<Arg<'_>> = rows.iter().flat_map(|r| r.args()).collect();
@@ -319,6 +369,9 @@ async fn insert_chunk(
         .map_err(StoreError::from_write)?;
     let ids: std::collections::HashSet<i64> = ids.into_iter().map(|(id,)| id).collect();
     let went_in: Vec<bool> = rows.iter().map(|r| ids.contains(&r.link_id)).collect();
+    for (row, _) in rows.iter().zip(&went_in).filter(|(_, went)| **went) {
+        write_other_hosts(c, row.link_id, &row.other_hosts, false).await?;
+    }
     let routes: Vec<String> = rows.iter().map(|r| r.link.route_key()).collect();
     let payloads: Vec<String> = rows
         .iter()
@@ -392,10 +445,11 @@ fn host_suffixes(host: &str) -> Vec<String> {
 async fn update_one(c: &mut Conn<'_>, link: &Link, expected: i64) -> Result<Link, StoreError> {
     let tags = tags_json(&link.tags);
     let host = link.target_host();
+    let options = link.options.to_column();
     let update = format!(
         "UPDATE links SET target_url = $1, status = $2, redirect_status = $3, expires_at = $4, \
          forward_query = $5, title = $6, tags = $7, version = version + 1, updated_at = $8, \
-         target_host = $12 WHERE domain = $9 AND code = $10 AND version = $11 \
+         target_host = $12, options = $13 WHERE domain = $9 AND code = $10 AND version = $11 \
          RETURNING {SELECT_COLUMNS}"
     );
     // The ban lock before the row's: a ban takes them in the same order.
@@ -416,6 +470,7 @@ async fn update_one(c: &mut Conn<'_>, link: &Link, expected: i64) -> Result<Link
                 (&link.code).into(),
                 expected.into(),
                 (&host).into(),
+                (&options).into(),
             ],
         )
         .await?;
@@ -424,7 +479,13 @@ async fn update_one(c: &mut Conn<'_>, link: &Link, expected: i64) -> Result<Link
     };
     // The copy for the edge is built from the row as written, version included.
     let written = Link::try_from(written)?;
-    let banned = covered(c, &written.domain, &written.code, &written.target_host()).await?;
+    let other_hosts = written.other_hosts();
+    let link_id = to_i64(written.link_id, "link_id")?;
+    // Whether the row had other hosts before is not known here: always rewritten.
+    write_other_hosts(c, link_id, &other_hosts, true).await?;
+    let mut hosts = other_hosts;
+    hosts.push(written.target_host());
+    let banned = covered(c, &written.domain, &written.code, &hosts).await?;
     let route = written.route_key();
     let payload = written.edge_record(banned).to_json();
     insert_outbox(

@@ -24,4 +24,5 @@ mod restore;
 mod sequences;
 mod skeleton;
 mod store_conformance;
+mod targeting;
 mod upgrade;

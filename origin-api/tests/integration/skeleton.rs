@@ -58,7 +58,7 @@ async fn tables(db: &Db) -> Vec<String> {
     names
 }
 
-const TABLES: [&str; 14] = [
+const TABLES: [&str; 15] = [
     "activation_promises",
     "api_keys",
     "bans",
@@ -71,6 +71,7 @@ const TABLES: [&str; 14] = [
     "id_segments",
     "idempotency",
     "leases",
+    "link_hosts",
     "links",
     "outbox",
 ];

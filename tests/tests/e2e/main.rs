@@ -11,6 +11,7 @@ mod edge_memory;
 mod edge_origin;
 mod edge_smoke;
 mod edge_sync;
+mod edge_targeting;
 mod hostile_origin;
 mod hostile_requests;
 mod publisher_failover;

@@ -1,0 +1,360 @@
+//! Links that decide per visit (issue 17): targeting rules, splits, previews, an
+//! interstitial, a link's own expired page and its click switch, through the API and
+//! the origin's own redirect, on every database available.
+
+use crate::common::{apis_with, Api, Reply};
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use serde_json::{json, Value};
+
+const FLAGS: &[&str] = &["--trusted-proxies", "10.0.0.0/8"];
+const PROXY: &str = "10.0.0.2:40000";
+const STRANGER: &str = "203.0.113.50:40000";
+const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1";
+const DESKTOP: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36";
+const SLACKBOT: &str = "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)";
+
+/// A link with a rule for each kind of condition the e2e test checks too.
+fn targeted(code: &str) -> Value {
+    json!({
+        "target_url": "https://shop.example/",
+        "code": code,
+        "rules": [
+            { "when": { "device": ["ios"] }, "target_url": "https://Apps.Example/ios" },
+            { "when": { "language": ["DE"] }, "target_url": "https://shop.example/de" },
+            { "when": { "query": [{ "name": "ref", "equals": "tv" }] }, "target_url": "https://shop.example/tv" },
+            { "when": { "country": ["nl"] }, "target_url": "https://shop.example/nl" },
+        ],
+        "preview": { "title": "Spring sale", "description": "Everything must go" },
+    })
+}
+
+impl Api {
+    /// A `GET` of `path` on s.example with `headers`, from `peer`.
+    async fn visit_with(&self, path: &str, headers: &[(&str, &str)], peer: &str) -> Reply {
+        let mut req = Request::get(path).header(header::HOST, "s.example");
+        for (name, value) in headers {
+            req = req.header(*name, *value);
+        }
+        let mut req = req.body(Body::empty()).expect("request");
+        let peer: std::net::SocketAddr = peer.parse().expect("address");
+        req.extensions_mut()
+            .insert(axum::extract::ConnectInfo(peer));
+        self.send(req).await
+    }
+
+    /// Where a visit with `headers` is sent (the `Location`), from the trusted proxy.
+    async fn sent_to(&self, path: &str, headers: &[(&str, &str)]) -> String {
+        let res = self.visit_with(path, headers, PROXY).await;
+        assert_eq!(
+            res.status,
+            StatusCode::FOUND,
+            "{path} {headers:?}: {}",
+            res.text
+        );
+        res.headers[header::LOCATION]
+            .to_str()
+            .expect("text")
+            .to_owned()
+    }
+}
+
+#[tokio::test]
+async fn rules_pick_each_visit_s_target_from_its_own_request() {
+    for (api, t) in apis_with("targeting", FLAGS).await {
+        let token = api.key("acme", false).await;
+        let res = api.create(&token, targeted("spring")).await;
+        assert_eq!(
+            res.status,
+            StatusCode::CREATED,
+            "{}: {}",
+            t.kind(),
+            res.text
+        );
+        // Kept normalized: targets as URLs are written, languages lower, countries upper.
+        assert_eq!(
+            res.body["rules"][0]["target_url"],
+            "https://apps.example/ios"
+        );
+        assert_eq!(res.body["rules"][1]["when"], json!({ "language": ["de"] }));
+        assert_eq!(res.body["rules"][3]["when"], json!({ "country": ["NL"] }));
+        assert_eq!(res.body["record_clicks"], true);
+        assert_eq!(res.body["split"], Value::Null);
+
+        let ua = |ua| (header::USER_AGENT.as_str(), ua);
+        assert_eq!(
+            api.sent_to("/spring", &[ua(IPHONE)]).await,
+            "https://apps.example/ios"
+        );
+        assert_eq!(
+            api.sent_to(
+                "/spring",
+                &[ua(DESKTOP), ("accept-language", "de-CH,de;q=0.9,en;q=0.8")]
+            )
+            .await,
+            "https://shop.example/de"
+        );
+        assert_eq!(
+            api.sent_to("/spring?ref=tv", &[ua(DESKTOP)]).await,
+            "https://shop.example/tv"
+        );
+        assert_eq!(
+            api.sent_to("/spring?ref=radio", &[ua(DESKTOP)]).await,
+            "https://shop.example/"
+        );
+        // The country only from the trusted proxy: anyone can send the header.
+        assert_eq!(
+            api.sent_to("/spring", &[ua(DESKTOP), ("cf-ipcountry", "NL")])
+                .await,
+            "https://shop.example/nl"
+        );
+        let forged = api
+            .visit_with("/spring", &[ua(DESKTOP), ("cf-ipcountry", "NL")], STRANGER)
+            .await;
+        assert_eq!(forged.headers[header::LOCATION], "https://shop.example/");
+        assert_eq!(forged.headers[header::VARY], "User-Agent, Accept-Language");
+
+        // A link-preview crawler gets the card, not the redirect.
+        let card = api.visit_with("/spring", &[ua(SLACKBOT)], PROXY).await;
+        assert_eq!(card.status, StatusCode::OK);
+        assert!(
+            card.text
+                .contains(r#"<meta property="og:title" content="Spring sale">"#),
+            "{}",
+            card.text
+        );
+        assert!(card.text.contains("https://s.example/spring"));
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn bad_rules_splits_and_previews_are_refused_naming_what_to_fix() {
+    for (api, t) in apis_with("targeting refusals", FLAGS).await {
+        let token = api.key("acme", false).await;
+        let ops = api.key("trust-and-safety", true).await;
+        let res = api
+            .post_json(
+                &ops,
+                "/v1/bans",
+                &json!({ "kind": "host", "host": "evil.example", "reason": "phishing" }),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text);
+        let rule = |when: Value, target: &str| json!([{ "when": when, "target_url": target }]);
+        for (body, field, says) in [
+            (
+                json!({ "rules": rule(json!({ "device": ["ios"] }), "https://www.evil.example/x") }),
+                "rules",
+                "rules[0].target_url",
+            ),
+            (
+                json!({ "rules": rule(json!({ "device": ["ios"] }), "javascript:alert(1)") }),
+                "rules",
+                "rules[0].target_url",
+            ),
+            (
+                json!({ "rules": rule(json!({ "device": ["ios"] }), "https://s.example/loop") }),
+                "rules",
+                "loop",
+            ),
+            (
+                json!({ "rules": rule(json!({}), "https://a.example/") }),
+                "rules",
+                "needs a condition",
+            ),
+            (
+                json!({ "rules": rule(json!({ "language": ["not a tag"] }), "https://a.example/") }),
+                "rules",
+                "language tag",
+            ),
+            (
+                json!({ "rules": (0..21).map(|_| json!({ "when": { "device": ["ios"] }, "target_url": "https://a.example/" })).collect::<Vec<_>>() }),
+                "rules",
+                "at most 20",
+            ),
+            (
+                json!({ "split": [{ "target_url": "https://a.example/", "weight": 60 }, { "target_url": "https://b.example/", "weight": 30 }] }),
+                "split",
+                "sum to 90",
+            ),
+            (
+                json!({ "split": [{ "target_url": "https://a.example/", "weight": 100 }] }),
+                "split",
+                "2 to 10",
+            ),
+            (
+                json!({ "split": [{ "target_url": "https://a.example/", "weight": 50 }, { "target_url": "https://evil.example/", "weight": 50 }] }),
+                "split",
+                "split[1].target_url",
+            ),
+            (
+                json!({ "preview": { "title": "x".repeat(201) } }),
+                "preview",
+                "200",
+            ),
+            (json!({ "preview": {} }), "preview", "needs a title"),
+            (
+                json!({ "preview": { "title": "t", "image_url": "ftp://img.example/a.png" } }),
+                "preview",
+                "image_url",
+            ),
+            (
+                json!({ "expired_url": "https://evil.example/" }),
+                "expired_url",
+                "banned",
+            ),
+        ] {
+            let mut create = body.clone();
+            create["target_url"] = json!("https://shop.example/");
+            let res = api.create(&token, create).await;
+            assert_eq!(
+                res.status,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "{body}: {}",
+                res.text
+            );
+            assert_eq!(res.body["field"], field, "{body}: {}", res.text);
+            assert!(res.text.contains(says), "{body}: {}", res.text);
+        }
+        // Unknown condition fields are refused too, not ignored.
+        let res = api
+            .create(&token, json!({ "target_url": "https://shop.example/", "rules": rule(json!({ "devise": ["ios"] }), "https://a.example/") }))
+            .await;
+        assert_eq!(res.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", res.text);
+        assert_eq!(api.count("links").await, 0, "nothing stored");
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn patch_edits_the_new_fields_and_null_clears_them() {
+    for (api, t) in apis_with("targeting patch", FLAGS).await {
+        let token = api.key("acme", false).await;
+        let res = api.create(&token, targeted("edit-me")).await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text);
+        let path = "/v1/links/s.example/edit-me";
+        let res = api
+            .patch_json(
+                &token,
+                path,
+                Some("\"1\""),
+                json!({
+                    "split": [
+                        { "target_url": "https://a.example/", "weight": 50 },
+                        { "target_url": "https://b.example/", "weight": 50 },
+                    ],
+                    "rules": null,
+                    "expired_url": "https://shop.example/ended",
+                    "interstitial": true,
+                    "record_clicks": false,
+                }),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::OK, "{}: {}", t.kind(), res.text);
+        assert_eq!(res.body["rules"], json!([]));
+        assert_eq!(res.body["split"][1]["weight"], 50);
+        assert_eq!(res.body["preview"]["title"], "Spring sale", "untouched");
+        assert_eq!(res.body["expired_url"], "https://shop.example/ended");
+        assert_eq!(
+            (
+                res.body["interstitial"].clone(),
+                res.body["record_clicks"].clone()
+            ),
+            (json!(true), json!(false))
+        );
+        // The interstitial names the destination instead of redirecting.
+        let page = api
+            .visit_with("/edit-me", &[(header::USER_AGENT.as_str(), IPHONE)], PROXY)
+            .await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+        assert!(page.text.contains(".example"), "{}", page.text);
+        assert!(page.headers.get(header::LOCATION).is_none());
+        // The edge's copy carries it all.
+        let record = api.edge_record("s.example/edit-me").await;
+        assert_eq!(
+            (
+                record.split.is_some(),
+                record.interstitial,
+                record.no_clicks
+            ),
+            (true, true, true)
+        );
+        assert!(record.rules.is_empty());
+
+        let res = api
+            .patch_json(&token, path, Some("\"2\""), json!({ "split": null, "preview": null, "expired_url": null, "interstitial": false }))
+            .await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text);
+        for field in ["split", "preview", "expired_url"] {
+            assert_eq!(res.body[field], Value::Null, "{field}");
+        }
+        assert_eq!(api.sent_to("/edit-me", &[]).await, "https://shop.example/");
+        // A stale version is refused, as for every edit.
+        let res = api
+            .patch_json(&token, path, Some("\"2\""), json!({ "interstitial": true }))
+            .await;
+        assert_eq!(res.status, StatusCode::PRECONDITION_FAILED, "{}", res.text);
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_host_ban_of_a_rule_s_or_a_variant_s_target_blocks_the_whole_link() {
+    for (api, t) in apis_with("targeting bans", FLAGS).await {
+        let token = api.key("acme", false).await;
+        let ops = api.key("trust-and-safety", true).await;
+        let res = api.create(&token, targeted("ruled")).await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text);
+        let split = json!({
+            "target_url": "https://shop.example/",
+            "code": "split",
+            "split": [
+                { "target_url": "https://a.example/", "weight": 50 },
+                { "target_url": "https://www.apps.example/b", "weight": 50 },
+            ],
+        });
+        let res = api.create(&token, split).await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text);
+        let res = api
+            .post_json(
+                &ops,
+                "/v1/bans",
+                &json!({ "kind": "host", "host": "apps.example", "reason": "phishing" }),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text);
+        for code in ["ruled", "split"] {
+            // Every visit, not only those the banned target would get.
+            let res = api
+                .visit_with(
+                    &format!("/{code}"),
+                    &[(header::USER_AGENT.as_str(), DESKTOP)],
+                    PROXY,
+                )
+                .await;
+            assert_eq!(res.status, StatusCode::FORBIDDEN, "{}: {code}", t.kind());
+            // And the edge's copy is marked, so it fails closed without the denylist.
+            let record = api.edge_record(&format!("s.example/{code}")).await;
+            assert_eq!(record.status, shared::EdgeStatus::Banned, "{code}");
+        }
+        t.cleanup().await;
+    }
+}
+
+impl Api {
+    /// The newest copy of `route` in the outbox.
+    async fn edge_record(&self, route: &str) -> shared::EdgeRecord {
+        let rows: Vec<(String,)> = self
+            .state
+            .db
+            .read_all(
+                "SELECT payload FROM outbox WHERE kind = 'link' AND route_key = $1 ORDER BY seq DESC",
+                &[route.into()],
+            )
+            .await
+            .expect("outbox");
+        let (payload,) = rows.first().expect("a copy in the outbox");
+        shared::EdgeRecord::from_json(payload).expect("an edge record")
+    }
+}

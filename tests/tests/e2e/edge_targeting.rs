@@ -1,0 +1,204 @@
+//! Links that decide at the edge (issue 17), through the real origin and the real
+//! `wrangler dev`: each visit's target picked by the link's rules from the visit's own
+//! request, splits by weight, link-preview crawlers shown the card, interstitials and a
+//! link's own expired page.
+
+use hop_e2e::{client, wait_published, Wired};
+use reqwest::header::{ACCEPT_LANGUAGE, LOCATION, USER_AGENT};
+use reqwest::StatusCode;
+use serde_json::json;
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+
+const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1";
+const DESKTOP: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36";
+const SLACKBOT: &str = "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)";
+/// Visits of the split link.
+const SPLIT_VISITS: usize = 1_000;
+
+/// Creates `body` and waits until the edge holds it (so the edge's own KV copy is what
+/// decides, not the origin's answer in the activation window).
+async fn published(w: &Wired, body: serde_json::Value) -> String {
+    let link = w.origin.create(&w.key, body).await;
+    let code = link["code"].as_str().expect("code").to_owned();
+    wait_published(&w.origin.url(""), &w.key, "s.example", &code).await;
+    code
+}
+
+/// A `GET` of `/{path}` at the edge with `headers`.
+async fn visit(
+    w: &Wired,
+    path: &str,
+    headers: &[(reqwest::header::HeaderName, &str)],
+) -> reqwest::Response {
+    let mut req = client()
+        .get(w.edge.url(&format!("/{path}")))
+        .header("host", "s.example");
+    for (name, value) in headers {
+        req = req.header(name, *value);
+    }
+    req.send().await.expect("visit")
+}
+
+async fn location(
+    w: &Wired,
+    path: &str,
+    headers: &[(reqwest::header::HeaderName, &str)],
+) -> String {
+    let res = visit(w, path, headers).await;
+    assert_eq!(res.status(), StatusCode::FOUND, "{path} {headers:?}");
+    res.headers()[LOCATION].to_str().expect("text").to_owned()
+}
+
+#[tokio::test]
+async fn the_edge_picks_each_visit_s_target_by_the_link_s_rules() {
+    let w = Wired::start("marketing", false).await;
+    let code = published(
+        &w,
+        json!({
+            "target_url": "https://shop.example/",
+            "code": "spring",
+            "forward_query": true,
+            "rules": [
+                { "when": { "device": ["ios"] }, "target_url": "https://apps.example/ios" },
+                { "when": { "language": ["de"] }, "target_url": "https://shop.example/de" },
+                { "when": { "query": [{ "name": "ref", "equals": "tv" }] }, "target_url": "https://shop.example/tv" },
+            ],
+            "preview": { "title": "Spring sale", "description": "Everything must go", "image_url": "https://img.example/spring.png" },
+        }),
+    )
+    .await;
+    assert_eq!(
+        location(&w, &code, &[(USER_AGENT, IPHONE)]).await,
+        "https://apps.example/ios"
+    );
+    assert_eq!(
+        location(
+            &w,
+            &code,
+            &[(USER_AGENT, DESKTOP), (ACCEPT_LANGUAGE, "de-CH,de;q=0.9")]
+        )
+        .await,
+        "https://shop.example/de"
+    );
+    // The winning rule's target gets the visitor's query, as the link forwards it.
+    assert_eq!(
+        location(&w, &format!("{code}?ref=tv"), &[(USER_AGENT, DESKTOP)]).await,
+        "https://shop.example/tv?ref=tv"
+    );
+    assert_eq!(
+        location(
+            &w,
+            &code,
+            &[(USER_AGENT, DESKTOP), (ACCEPT_LANGUAGE, "fr-FR,fr;q=0.9")]
+        )
+        .await,
+        "https://shop.example/"
+    );
+
+    // A link-preview crawler gets the card, with the target only in its refresh.
+    let card = visit(&w, &code, &[(USER_AGENT, SLACKBOT)]).await;
+    assert_eq!(card.status(), StatusCode::OK);
+    assert!(card.headers().get(LOCATION).is_none());
+    let page = card.text().await.expect("page");
+    for tag in [
+        r#"<meta property="og:title" content="Spring sale">"#,
+        r#"<meta property="og:description" content="Everything must go">"#,
+        r#"<meta property="og:image" content="https://img.example/spring.png">"#,
+        r#"<meta http-equiv="refresh" content="0; url=https://shop.example/">"#,
+    ] {
+        assert!(page.contains(tag), "{tag} in {page}");
+    }
+}
+
+#[tokio::test]
+async fn a_fifty_fifty_split_lands_within_five_points_over_a_thousand_visits() {
+    let w = Wired::start("marketing", false).await;
+    let code = published(
+        &w,
+        json!({
+            "target_url": "https://shop.example/",
+            "split": [
+                { "target_url": "https://a.example/", "weight": 50 },
+                { "target_url": "https://b.example/", "weight": 50 },
+            ],
+        }),
+    )
+    .await;
+    let url = w.edge.url(&format!("/{code}"));
+    let mut a = 0;
+    for batch in 0..SPLIT_VISITS / 50 {
+        let mut visits = tokio::task::JoinSet::new();
+        for _ in 0..50 {
+            let req = client()
+                .get(&url)
+                .header("host", "s.example")
+                .header(USER_AGENT, DESKTOP);
+            visits.spawn(async move { req.send().await.expect("visit") });
+        }
+        while let Some(res) = visits.join_next().await {
+            let res = res.expect("visit task");
+            assert_eq!(res.status(), StatusCode::FOUND, "batch {batch}");
+            match res.headers()[LOCATION].to_str().expect("text") {
+                "https://a.example/" => a += 1,
+                "https://b.example/" => {}
+                other => panic!("batch {batch}: a visit went to {other}"),
+            }
+        }
+    }
+    let share = a as f64 / SPLIT_VISITS as f64;
+    println!(
+        "split: {a} of {SPLIT_VISITS} visits to variant a ({:.1}%)",
+        share * 100.0
+    );
+    // Five points is more than three standard deviations at 1,000 visits.
+    assert!((0.45..=0.55).contains(&share), "{a} of {SPLIT_VISITS} to a");
+}
+
+#[tokio::test]
+async fn an_interstitial_names_the_destination_and_an_ended_link_goes_to_its_own_page() {
+    let w = Wired::start("marketing", false).await;
+    let warned = published(
+        &w,
+        json!({ "target_url": "https://xn--bcher-kva.example/book", "interstitial": true }),
+    )
+    .await;
+    let res = visit(&w, &warned, &[(USER_AGENT, DESKTOP)]).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(res.headers().get(LOCATION).is_none());
+    let page = res.text().await.expect("page");
+    assert!(
+        page.contains("<strong>bücher.example</strong> <code>(xn--bcher-kva.example)</code>"),
+        "{page}"
+    );
+    assert!(
+        page.contains(r#"href="https://xn--bcher-kva.example/book""#),
+        "{page}"
+    );
+
+    // Two seconds from now: by the time it is published it may have ended already, and
+    // it goes to its own page from then on (the edge decides from the record's own
+    // expiry: no edit travels).
+    let ending = std::time::SystemTime::now() + std::time::Duration::from_secs(2);
+    let ending = OffsetDateTime::from(ending)
+        .format(&Rfc3339)
+        .expect("format");
+    let ended = published(
+        &w,
+        json!({
+            "target_url": "https://shop.example/spring",
+            "expires_at": ending,
+            "expired_url": "https://shop.example/ended",
+        }),
+    )
+    .await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let to = location(&w, &ended, &[]).await;
+        if to == "https://shop.example/ended" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never ended: {to}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
