@@ -254,7 +254,7 @@ async fn main() {
             let i: usize = e.link["s.example/link-".len()..].parse().expect("index");
             inc.add(links[i].link_id, OWNER, &ClickDims::of(&e), 1);
         }
-        db.add_rollups(&inc).await.expect("rollups");
+        db.add_rollups(&inc, 0).await.expect("rollups");
         left -= n;
     }
     let rows: (i64, i64) = {

@@ -66,7 +66,7 @@ async fn main() {
                 };
                 inc.add(*id, &format!("owner{}", id % 50), &dims, 1 + (r % 5) as i64);
             }
-            db.add_rollups(&inc).await.expect("rollups");
+            db.add_rollups(&inc, 0).await.expect("rollups");
             written += chunk.len();
         }
         let secs = started.elapsed().as_secs_f64();

@@ -91,7 +91,8 @@ impl AppState {
                 settings.click_id_retention_h,
                 settings.referrers_per_hour,
                 metrics.clone(),
-            ),
+            )
+            .fencing(cache.clone()),
             recorder: clicks::recorder::Recorder::new(
                 settings.record_clicks,
                 usize::try_from(settings.click_tally_mib << 20).unwrap_or(usize::MAX),

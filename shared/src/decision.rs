@@ -80,6 +80,7 @@ impl PreparedRecord {
                 forward_query: record.forward_query,
                 interstitial: record.interstitial,
                 no_clicks: record.no_clicks,
+                exhausted: record.exhausted,
             },
             version: record.version,
             target: record.target.into(),
@@ -125,6 +126,7 @@ impl PreparedRecord {
             forward_query,
             interstitial,
             no_clicks,
+            exhausted,
         } = self.basics;
         let more = self.more.as_deref();
         EdgeRecord {
@@ -140,6 +142,7 @@ impl PreparedRecord {
             expired_url: more.and_then(|m| m.expired_url.clone()),
             interstitial,
             no_clicks,
+            exhausted,
         }
     }
 
@@ -181,6 +184,7 @@ struct Basics {
     forward_query: bool,
     interstitial: bool,
     no_clicks: bool,
+    exhausted: bool,
 }
 
 impl From<&EdgeRecord> for Basics {
@@ -192,6 +196,7 @@ impl From<&EdgeRecord> for Basics {
             forward_query: r.forward_query,
             interstitial: r.interstitial,
             no_clicks: r.no_clicks,
+            exhausted: r.exhausted,
         }
     }
 }
@@ -446,6 +451,7 @@ impl<'a> Visit<'a> {
 const NOT_FOUND: &str = "Not found.\n";
 const DISABLED: &str = "This link is not available.\n";
 const EXPIRED: &str = "This link has expired.\n";
+const EXHAUSTED: &str = "This link has reached its limit of visits.\n";
 const DELETED: &str = "This link was deleted.\n";
 const UNAVAILABLE: &str = "This link cannot be resolved right now. Please try again shortly.\n";
 const METHOD_NOT_ALLOWED: &str = "Only GET and HEAD are supported.\n";
@@ -707,15 +713,20 @@ fn decide_known<'u>(
         }
         EdgeStatus::Active | EdgeStatus::Banned => {}
     }
+    // An ended link (expired, or its visit limit reached) goes to its own page for
+    // ended links, else its domain's, else 410.
+    let ended = |why: &'static str| match extras.expired_url.or(settings.expired_url.as_deref()) {
+        Some(url) => Decision::sent_to(Outcome::Expired, url),
+        None => Decision::new(visit.method, Outcome::Expired, 410, Body::Text(why)),
+    };
+    if record.exhausted {
+        return ended(EXHAUSTED);
+    }
     let mut max_age = i64::from(settings.max_age_s);
     let now = visit.now_ms.div_euclid(1000);
     if let Some(expires_at) = record.expires_at {
         if now >= expires_at {
-            // The link's own page for ended links, else its domain's.
-            return match extras.expired_url.or(settings.expired_url.as_deref()) {
-                Some(url) => Decision::sent_to(Outcome::Expired, url),
-                None => Decision::new(visit.method, Outcome::Expired, 410, Body::Text(EXPIRED)),
-            };
+            return ended(EXPIRED);
         }
         max_age = max_age.min(expires_at - now);
     }
@@ -1490,6 +1501,33 @@ mod tests {
                 (302, Outcome::Expired, Some("https://shop.example/ended"))
             );
         }
+    }
+
+    #[test]
+    fn a_link_past_its_visit_limit_has_ended_like_an_expired_one() {
+        let rec = EdgeRecord {
+            exhausted: true,
+            ..active("https://shop.example/")
+        };
+        let none = Denylist::default();
+        let d = run(Some(&rec), Method::Get, None, &none);
+        assert_eq!((d.status, d.outcome), (410, Outcome::Expired));
+        assert_eq!(d.body, Body::Text(EXHAUSTED));
+        assert_eq!(d.header("location"), None);
+        let with_page = EdgeRecord {
+            expired_url: Some("https://shop.example/sold-out".into()),
+            ..rec.clone()
+        };
+        let d = run(Some(&with_page), Method::Get, None, &none);
+        assert_eq!(
+            (d.status, d.header("location")),
+            (302, Some("https://shop.example/sold-out"))
+        );
+        let d = run_on(Some(&rec), Method::Get, None, &none, &with_pages());
+        assert_eq!(d.header("location"), Some("https://www.acme.example/ended"));
+        // A ban still comes first.
+        let d = run(Some(&rec), Method::Get, None, &deny(&[], &["shop.example"]));
+        assert_eq!(d.status, 403);
     }
 
     #[test]

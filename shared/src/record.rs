@@ -109,6 +109,9 @@ pub struct EdgeRecord {
     /// The owner asked that visits not be recorded.
     #[serde(rename = "nc", default, skip_serializing_if = "is_false")]
     pub no_clicks: bool,
+    /// The link's visit limit was reached: it has ended, as an expired link has.
+    #[serde(rename = "m", default, skip_serializing_if = "is_false")]
+    pub exhausted: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -262,6 +265,7 @@ mod tests {
             expired_url: Some(url(300)),
             interstitial: true,
             no_clicks: true,
+            exhausted: true,
             ..EdgeRecord::default()
         };
         assert!(rec.preview.as_ref().unwrap().validate().is_ok());

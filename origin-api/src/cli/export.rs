@@ -32,6 +32,8 @@ pub const CSV_COLUMNS: &[&str] = &[
     "expired_url",
     "interstitial",
     "record_clicks",
+    "max_visits",
+    "exhausted",
 ];
 
 /// What to export.
@@ -162,6 +164,8 @@ fn csv_row(link: &LinkView) -> Vec<String> {
         link.expired_url.clone().unwrap_or_default(),
         link.interstitial.to_string(),
         link.record_clicks.to_string(),
+        link.max_visits.map(|n| n.to_string()).unwrap_or_default(),
+        link.exhausted.to_string(),
     ]
 }
 

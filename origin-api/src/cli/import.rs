@@ -39,6 +39,7 @@ pub const COLUMNS: &[&str] = &[
     "expired_url",
     "interstitial",
     "record_clicks",
+    "max_visits",
 ];
 
 /// The journal format this code writes and reads.
@@ -506,6 +507,12 @@ fn row_body(
         expired_url: cell("expired_url"),
         interstitial: flag("interstitial")?,
         record_clicks: flag("record_clicks")?,
+        max_visits: cell("max_visits")
+            .map(|v| {
+                v.parse::<u64>()
+                    .map_err(|_| format!("max_visits: {v:?} is not a whole number"))
+            })
+            .transpose()?,
     })
 }
 

@@ -40,6 +40,9 @@ pub struct Clicks {
     /// When the oldest event of the last batch from the edge was made, if that batch
     /// came late ([`lateness::LATE_AFTER_MS`]); `i64::MAX` while batches come on time.
     edge_late_since: AtomicI64,
+    /// The redirect cache, told at once of a link whose visit limit a write of clicks
+    /// reached, so this origin's own redirect stops at once too.
+    cache: Option<crate::cache::RedirectCache>,
 }
 
 impl std::fmt::Debug for Clicks {
@@ -58,6 +61,25 @@ impl Clicks {
             retention_ms: i64::try_from(retention_h.saturating_mul(3_600_000)).unwrap_or(i64::MAX),
             metrics,
             edge_late_since: AtomicI64::new(i64::MAX),
+            cache: None,
+        }
+    }
+
+    /// As it is, telling `cache` of the links whose visit limit is reached.
+    pub fn fencing(self, cache: crate::cache::RedirectCache) -> Self {
+        Clicks {
+            cache: Some(cache),
+            ..self
+        }
+    }
+
+    /// The links a write of clicks exhausted: into the redirect cache, and counted.
+    pub(crate) async fn exhausted(&self, links: &[crate::model::Link]) {
+        for link in links {
+            tracing::info!(route = %link.route_key(), "visit limit reached");
+            if let Some(cache) = &self.cache {
+                cache.fence(link).await;
+            }
         }
     }
 
@@ -112,9 +134,11 @@ impl Clicks {
                 })
             })
             .collect();
-        receipt.counted = store
+        let (counted, exhausted) = store
             .record_clicks(&attributed, now, self.referrer_cap)
             .await?;
+        receipt.counted = counted;
+        self.exhausted(&exhausted).await;
         receipt.duplicates = attributed.len() as u64 - receipt.counted;
         self.metrics.clicks_ingested(&receipt);
         if let Some(oldest) = valid.iter().map(|e| e.at).min() {

@@ -435,9 +435,10 @@ impl Recorder {
                 }
             };
             if let Some((increments, unknown)) = increments {
-                match store.add_rollups(&increments).await {
-                    Ok(()) => {
+                match store.add_rollups(&increments, now_ms()).await {
+                    Ok(exhausted) => {
                         clicks.counted_own(increments.visits(), unknown);
+                        clicks.exhausted(&exhausted).await;
                         break;
                     }
                     Err(e) => tracing::warn!(error = %e, "writing clicks failed"),
@@ -551,10 +552,17 @@ mod tests {
             _: &[Attributed<'_>],
             _: i64,
             _: u32,
-        ) -> Result<u64, StoreError> {
+        ) -> Result<(u64, Vec<crate::model::Link>), StoreError> {
+            Ok((0, Vec::new()))
+        }
+        async fn human_visits(&self, _: u64) -> Result<u64, StoreError> {
             Ok(0)
         }
-        async fn add_rollups(&self, inc: &Increments) -> Result<(), StoreError> {
+        async fn add_rollups(
+            &self,
+            inc: &Increments,
+            _: i64,
+        ) -> Result<Vec<crate::model::Link>, StoreError> {
             let refused = self
                 .refuse
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
@@ -565,7 +573,7 @@ mod tests {
             if let Ok(mut w) = self.writes.lock() {
                 w.push((Clock::now(), inc.link_hours(), inc.visits()));
             }
-            Ok(())
+            Ok(Vec::new())
         }
         async fn forget_click_ids(&self, _: i64) -> Result<u64, StoreError> {
             Ok(0)

@@ -183,7 +183,19 @@ pub(crate) async fn options(
     if let Some(url) = &asked.expired_url {
         options.expired_url = Some(redirect_url(lookups, domain, "expired_url", url).await?);
     }
+    options.max_visits = asked.max_visits.map(max_visits).transpose()?;
     Ok(options)
+}
+
+/// A visit limit: at least one, and what the database's counts can hold.
+pub(crate) fn max_visits(n: u64) -> Result<u64, AppError> {
+    if n == 0 || i64::try_from(n).is_err() {
+        return Err(AppError::invalid(
+            "max_visits",
+            format!("a number of visits from 1 to {}", i64::MAX),
+        ));
+    }
+    Ok(n)
 }
 
 /// An expiry in the future, as Unix milliseconds.

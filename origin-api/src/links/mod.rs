@@ -46,6 +46,8 @@ impl Link {
             expired_url: self.options.expired_url.clone(),
             interstitial: self.options.interstitial,
             record_clicks: !self.options.no_clicks,
+            max_visits: self.options.max_visits,
+            exhausted: self.options.exhausted,
             code_kind: self.code_kind,
             version: self.version,
             created_at: rfc3339(self.created_at),
@@ -94,6 +96,11 @@ pub struct LinkView {
     pub interstitial: bool,
     /// Whether visits are recorded for the link's stats.
     pub record_clicks: bool,
+    /// People's visits after which the link ends; `null` for no limit.
+    pub max_visits: Option<u64>,
+    /// The visit limit was reached: the link answers as an expired one (410, or its
+    /// `expired_url`) until `max_visits` is raised or cleared.
+    pub exhausted: bool,
     /// `generated` or `custom`.
     #[schema(value_type = String, example = "generated")]
     pub code_kind: CodeKind,
@@ -163,6 +170,10 @@ pub struct CreateLink {
     /// `false`: visits are not recorded (default `true`).
     #[serde(default)]
     pub record_clicks: Option<bool>,
+    /// People's visits after which the link ends (410, or `expired_url`); bots are
+    /// never counted.
+    #[serde(default)]
+    pub max_visits: Option<u64>,
 }
 
 /// Limits on free-text fields, so one link cannot bloat every copy of it.

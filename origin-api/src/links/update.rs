@@ -8,7 +8,7 @@ use super::{Link, LinkState};
 use crate::error::AppError;
 use crate::model::time::now_ms;
 use crate::state::AppState;
-use crate::store::{LinkStore, StoreError};
+use crate::store::{ClickStore, LinkStore, StoreError};
 use serde::{Deserialize, Deserializer, Serialize};
 use shared::preview::Preview;
 use shared::split::Variant;
@@ -59,6 +59,11 @@ pub struct UpdateLink {
     pub interstitial: Option<bool>,
     #[serde(default)]
     pub record_clicks: Option<bool>,
+    /// `null` removes the limit. Raising it past the visits counted (or removing it)
+    /// brings an exhausted link back.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<u64>)]
+    pub max_visits: Option<Option<u64>>,
 }
 
 /// Tells "absent" (`None`) from "null" (`Some(None)`).
@@ -180,6 +185,13 @@ pub async fn update_link(
     }
     if let Some(r) = changes.record_clicks {
         options.no_clicks = !r;
+    }
+    if let Some(max) = changes.max_visits {
+        options.max_visits = max.map(fields::max_visits).transpose()?;
+        options.exhausted = match options.max_visits {
+            None => false,
+            Some(max) => state.db.human_visits(next.link_id).await? >= max,
+        };
     }
     write(state, next, expected, now).await
 }

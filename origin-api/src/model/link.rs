@@ -85,6 +85,13 @@ pub struct LinkOptions {
     /// `record_clicks: false` in the API.
     #[serde(default, skip_serializing_if = "is_false")]
     pub no_clicks: bool,
+    /// People's visits after which the link ends (bots never count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_visits: Option<u64>,
+    /// Set by the origin when the count reached `max_visits` (never by a request); an
+    /// edit of `max_visits` sets it again from the count.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub exhausted: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -184,6 +191,7 @@ impl Link {
             expired_url: self.options.expired_url.clone(),
             interstitial: self.options.interstitial,
             no_clicks: self.options.no_clicks,
+            exhausted: self.options.exhausted,
         }
     }
 }

@@ -1,8 +1,10 @@
 //! Click rollups: counting new events exactly once, and reading the counts back.
 
+use super::links::{update_one, LinkRow, SELECT_COLUMNS};
 use super::sql::{insert_rows, list_placeholders, values_placeholders, Arg, Conn};
 use super::{Attributed, ClickStore, DimCount, LinkRef, Rollup, StoreError, Totals};
 use crate::db::Db;
+use crate::model::Link;
 use async_trait::async_trait;
 use shared::clicks::ClickEvent;
 use shared::RouteKey;
@@ -153,6 +155,72 @@ impl Increments {
     pub fn link_hours(&self) -> usize {
         self.hours.len()
     }
+
+    /// The links people visited (not bots), each once.
+    fn visited_by_people(&self) -> Vec<u64> {
+        let mut ids: Vec<u64> = self
+            .hours
+            .keys()
+            .filter(|(_, _, bot)| !bot)
+            .map(|(link, _, _)| *link)
+            .collect();
+        ids.dedup();
+        ids
+    }
+}
+
+/// The people's visits of `link_id` counted so far (bots never count).
+pub(super) async fn human_visits(c: &mut Conn<'_>, link_id: u64) -> Result<u64, StoreError> {
+    let (n,): (Option<i64>,) = c
+        .fetch_one(
+            "SELECT CAST(SUM(visits) AS BIGINT) FROM click_hours WHERE link_id = $1 AND bot = $2",
+            &[db_id(link_id).into(), false.into()],
+        )
+        .await?;
+    Ok(u64::try_from(n.unwrap_or_default()).unwrap_or_default())
+}
+
+/// After `inc` is written, in its transaction: the links people visited in it that have
+/// a visit limit, not yet reached, and have now reached it, marked exhausted and
+/// re-published (version bumped, outbox row) as any edit is. Returned as written.
+///
+/// Only links with options are read, by id, and each one's count is summed from its
+/// own rows of `click_hours` (an index range). A link edited meanwhile is left for the
+/// next write of its clicks: a count is never lost, only its enforcement put off.
+async fn exhaust_reached(
+    c: &mut Conn<'_>,
+    inc: &Increments,
+    now: i64,
+) -> Result<Vec<Link>, StoreError> {
+    let ids = inc.visited_by_people();
+    let mut exhausted = Vec::new();
+    for chunk in ids.chunks(CHUNK) {
+        let sql = format!(
+            "SELECT {SELECT_COLUMNS} FROM links WHERE link_id IN ({}) \
+             AND options IS NOT NULL AND status = 'active'",
+            list_placeholders(1, chunk.len())
+        );
+        let args: Vec<Arg<'_>> = chunk.iter().map(|id| Arg::from(db_id(*id))).collect();
+        let rows: Vec<LinkRow> = c.fetch_all(&sql, &args).await?;
+        for row in rows {
+            let mut link = Link::try_from(row)?;
+            let Some(max) = link.options.max_visits.filter(|_| !link.options.exhausted) else {
+                continue;
+            };
+            if human_visits(c, link.link_id).await? < max {
+                continue;
+            }
+            link.options.exhausted = true;
+            link.updated_at = now;
+            let version = i64::try_from(link.version).unwrap_or(i64::MAX);
+            match update_one(c, &link, version).await {
+                Ok(written) => exhausted.push(written),
+                Err(StoreError::Stale) => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(exhausted)
 }
 
 /// `link_id` as the database stores it.
@@ -412,7 +480,7 @@ impl ClickStore for Db {
         events: &[Attributed<'_>],
         now: i64,
         referrer_cap: u32,
-    ) -> Result<u64, StoreError> {
+    ) -> Result<(u64, Vec<Link>), StoreError> {
         // One id once, even within a batch.
         let mut ids = HashSet::with_capacity(events.len());
         let events: Vec<&Attributed<'_>> = events
@@ -420,7 +488,7 @@ impl ClickStore for Db {
             .filter(|a| ids.insert(a.event.event_id.as_str()))
             .collect();
         if events.is_empty() {
-            return Ok(0);
+            return Ok((0, Vec::new()));
         }
         let mut tx = self.begin_write().await?;
         let mut c = tx.conn();
@@ -445,15 +513,23 @@ impl ClickStore for Db {
             inc.add(a.link_id, a.owner_id, &ClickDims::of(a.event), 1);
         }
         write_increments(&mut c, &inc).await?;
+        let exhausted = exhaust_reached(&mut c, &inc, now).await?;
         tx.commit().await?;
-        Ok(fresh.len() as u64)
+        Ok((fresh.len() as u64, exhausted))
     }
 
-    async fn add_rollups(&self, inc: &Increments) -> Result<(), StoreError> {
+    async fn add_rollups(&self, inc: &Increments, now: i64) -> Result<Vec<Link>, StoreError> {
         let mut tx = self.begin_write().await?;
-        write_increments(&mut tx.conn(), inc).await?;
+        let mut c = tx.conn();
+        write_increments(&mut c, inc).await?;
+        let exhausted = exhaust_reached(&mut c, inc, now).await?;
         tx.commit().await?;
-        Ok(())
+        Ok(exhausted)
+    }
+
+    async fn human_visits(&self, link_id: u64) -> Result<u64, StoreError> {
+        let mut r = self.reader().await?;
+        human_visits(&mut r.conn(), link_id).await
     }
 
     async fn forget_click_ids(&self, before: i64) -> Result<u64, StoreError> {

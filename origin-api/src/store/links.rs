@@ -442,7 +442,11 @@ fn host_suffixes(host: &str) -> Vec<String> {
 }
 
 /// The link as written by `update_link`'s statement, and its outbox row.
-async fn update_one(c: &mut Conn<'_>, link: &Link, expected: i64) -> Result<Link, StoreError> {
+pub(super) async fn update_one(
+    c: &mut Conn<'_>,
+    link: &Link,
+    expected: i64,
+) -> Result<Link, StoreError> {
     let tags = tags_json(&link.tags);
     let host = link.target_host();
     let options = link.options.to_column();

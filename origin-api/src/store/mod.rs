@@ -500,17 +500,21 @@ pub trait ClickStore: Send + Sync + Debug + 'static {
     /// The links some ids name.
     async fn link_refs_by_id(&self, ids: &[u64]) -> Result<Vec<LinkRef>, StoreError>;
     /// Counts the events whose ids were never counted, in one transaction with claiming
-    /// those ids; returns how many were counted.
-    /// Counts the events not counted before, at most `referrer_cap` distinct referrer
-    /// hosts per link and hour.
+    /// those ids, at most `referrer_cap` distinct referrer hosts per link and hour;
+    /// returns how many were counted, and the links whose visit limit they reached
+    /// (marked exhausted and re-published in the same transaction).
     async fn record_clicks(
         &self,
         events: &[Attributed<'_>],
         now: i64,
         referrer_cap: u32,
-    ) -> Result<u64, StoreError>;
-    /// Adds counts gathered in memory (the origin's own clicks), in one transaction.
-    async fn add_rollups(&self, increments: &Increments) -> Result<(), StoreError>;
+    ) -> Result<(u64, Vec<Link>), StoreError>;
+    /// Adds counts gathered in memory (the origin's own clicks), in one transaction;
+    /// the links whose visit limit they reached, as for [`ClickStore::record_clicks`].
+    async fn add_rollups(&self, increments: &Increments, now: i64)
+        -> Result<Vec<Link>, StoreError>;
+    /// People's visits of a link counted so far (what a visit limit counts).
+    async fn human_visits(&self, link_id: u64) -> Result<u64, StoreError>;
     /// Forgets the ids of events received before `before` (Unix ms); returns how many.
     async fn forget_click_ids(&self, before: i64) -> Result<u64, StoreError>;
     /// Records, for each `(source, complete_to)`, how far that source has written its

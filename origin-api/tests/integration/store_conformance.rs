@@ -179,7 +179,7 @@ async fn an_upgrade_moves_each_link_hours_dimensions_into_its_row_and_loses_none
             device: "mobile",
         };
         inc.add(7, "ana", &visit, 1);
-        t.db.add_rollups(&inc).await.expect("add");
+        t.db.add_rollups(&inc, 0).await.expect("add");
         let after = dims_of(&t.db, false).await;
         assert_eq!(after[0], ("country".into(), "DE".into(), 5), "{}", t.kind());
         assert!(
@@ -217,7 +217,7 @@ async fn concurrent_writers_into_one_link_hour_lose_no_dimension_counts() {
                             };
                             inc.add(9, "ana", &visit, 2);
                         }
-                        db.add_rollups(&inc).await.expect("add");
+                        db.add_rollups(&inc, 0).await.expect("add");
                     }
                 })
             })

@@ -7,12 +7,19 @@ use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use serde_json::{json, Value};
 
-const FLAGS: &[&str] = &["--trusted-proxies", "10.0.0.0/8"];
+const EDGE_TOKEN: &str = "edge-click-token";
+const FLAGS: &[&str] = &[
+    "--trusted-proxies",
+    "10.0.0.0/8",
+    "--edge-token",
+    EDGE_TOKEN,
+];
 const PROXY: &str = "10.0.0.2:40000";
 const STRANGER: &str = "203.0.113.50:40000";
 const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1";
 const DESKTOP: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36";
 const SLACKBOT: &str = "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)";
+const GOOGLEBOT: &str = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
 
 /// A link with a rule for each kind of condition the e2e test checks too.
 fn targeted(code: &str) -> Value {
@@ -356,5 +363,164 @@ impl Api {
             .expect("outbox");
         let (payload,) = rows.first().expect("a copy in the outbox");
         shared::EdgeRecord::from_json(payload).expect("an edge record")
+    }
+}
+
+impl Api {
+    /// Writes the origin's own clicks counted so far, as its writer task would.
+    async fn write_clicks(&self) {
+        self.state
+            .recorder
+            .flush(&self.state.clicks, &self.state.db)
+            .await;
+    }
+
+    async fn link_view(&self, token: &str, code: &str) -> Value {
+        let res = self.read(token, "s.example", code).await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text);
+        res.body
+    }
+}
+
+#[tokio::test]
+async fn a_visit_limit_counts_people_only_and_then_ends_the_link() {
+    for (api, t) in apis_with("visit limits", FLAGS).await {
+        let token = api.key("acme", false).await;
+        let body = json!({
+            "target_url": "https://shop.example/",
+            "code": "three",
+            "max_visits": 3,
+            "expired_url": "https://shop.example/sold-out",
+        });
+        let res = api.create(&token, body).await;
+        assert_eq!(
+            res.status,
+            StatusCode::CREATED,
+            "{}: {}",
+            t.kind(),
+            res.text
+        );
+        assert_eq!(
+            (
+                res.body["max_visits"].clone(),
+                res.body["exhausted"].clone()
+            ),
+            (json!(3), json!(false))
+        );
+        let ua = |ua| [(header::USER_AGENT.as_str(), ua)];
+
+        // Crawlers never count, however many.
+        for _ in 0..10 {
+            assert_eq!(
+                api.sent_to("/three", &ua(GOOGLEBOT)).await,
+                "https://shop.example/"
+            );
+        }
+        api.write_clicks().await;
+        assert_eq!(
+            api.link_view(&token, "three").await["exhausted"],
+            false,
+            "{}",
+            t.kind()
+        );
+        for _ in 0..3 {
+            assert_eq!(
+                api.sent_to("/three", &ua(DESKTOP)).await,
+                "https://shop.example/"
+            );
+        }
+        api.write_clicks().await;
+        let link = api.link_view(&token, "three").await;
+        assert_eq!(
+            (link["exhausted"].clone(), link["version"].clone()),
+            (json!(true), json!(2)),
+            "{}",
+            t.kind()
+        );
+        // This origin's own redirect stops at once; the edge's copy says so too.
+        assert_eq!(
+            api.sent_to("/three", &ua(DESKTOP)).await,
+            "https://shop.example/sold-out"
+        );
+        assert!(api.edge_record("s.example/three").await.exhausted);
+
+        // Raising the limit brings it back; lowering it under the count ends it at once.
+        let path = "/v1/links/s.example/three";
+        let res = api
+            .patch_json(&token, path, Some("\"2\""), json!({ "max_visits": 10 }))
+            .await;
+        assert_eq!(
+            (res.status, res.body["exhausted"].clone()),
+            (StatusCode::OK, json!(false)),
+            "{}",
+            res.text
+        );
+        assert_eq!(
+            api.sent_to("/three", &ua(DESKTOP)).await,
+            "https://shop.example/"
+        );
+        api.write_clicks().await;
+        let res = api
+            .patch_json(&token, path, Some("\"3\""), json!({ "max_visits": 4 }))
+            .await;
+        assert_eq!(
+            res.body["exhausted"], true,
+            "4 people visited: {}",
+            res.text
+        );
+        let res = api
+            .patch_json(&token, path, Some("\"4\""), json!({ "max_visits": null }))
+            .await;
+        assert_eq!(
+            (
+                res.body["exhausted"].clone(),
+                res.body["max_visits"].clone()
+            ),
+            (json!(false), Value::Null)
+        );
+        let res = api
+            .patch_json(&token, path, Some("\"5\""), json!({ "max_visits": 0 }))
+            .await;
+        assert_eq!(
+            (res.status, res.body["field"].clone()),
+            (StatusCode::UNPROCESSABLE_ENTITY, json!("max_visits"))
+        );
+
+        // The edge's clicks count alike: its bots are not people either.
+        let res = api
+            .create(
+                &token,
+                json!({ "target_url": "https://shop.example/", "code": "two", "max_visits": 2 }),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text);
+        let event = |i: usize, bot: bool| {
+            json!({
+                "event_id": format!("e-{i}"), "link": "s.example/two", "version": 1,
+                "at": origin_api::model::time::now_ms(), "country": null, "referrer_host": null,
+                "device": "desktop", "bot": bot, "status": 302,
+            })
+        };
+        let bots: Vec<Value> = (0..20).map(|i| event(i, true)).collect();
+        let res = api
+            .post_json(EDGE_TOKEN, "/v1/edge/clicks", &json!({ "events": bots }))
+            .await;
+        assert_eq!(res.body["counted"], 20, "{}", res.text);
+        assert_eq!(api.link_view(&token, "two").await["exhausted"], false);
+        let people: Vec<Value> = (20..22).map(|i| event(i, false)).collect();
+        let res = api
+            .post_json(EDGE_TOKEN, "/v1/edge/clicks", &json!({ "events": people }))
+            .await;
+        assert_eq!(res.body["counted"], 2, "{}", res.text);
+        assert_eq!(
+            api.link_view(&token, "two").await["exhausted"],
+            true,
+            "{}",
+            t.kind()
+        );
+        let gone = api.visit_with("/two", &ua(DESKTOP), PROXY).await;
+        assert_eq!(gone.status, StatusCode::GONE, "{}", gone.text);
+        assert!(gone.text.contains("limit"), "{}", gone.text);
+        t.cleanup().await;
     }
 }

@@ -13,6 +13,7 @@ use time::OffsetDateTime;
 const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1";
 const DESKTOP: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36";
 const SLACKBOT: &str = "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)";
+const GOOGLEBOT: &str = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
 /// Visits of the split link.
 const SPLIT_VISITS: usize = 1_000;
 
@@ -201,4 +202,64 @@ async fn an_interstitial_names_the_destination_and_an_ended_link_goes_to_its_own
         assert!(std::time::Instant::now() < deadline, "never ended: {to}");
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
+}
+
+/// `max_visits: 5` ignores twenty crawler visits, then ends after five people's. The
+/// count travels as clicks do (the edge's queue, the origin's rollups), and the end as
+/// any edit does (outbox, publisher, KV): visits that land meanwhile still redirect.
+/// That overshoot is measured here, at a visitor every 50 ms, and printed.
+#[tokio::test]
+async fn a_visit_limit_ignores_crawlers_and_ends_the_link_at_the_edge() {
+    let w = Wired::start("marketing", false).await;
+    let code = published(
+        &w,
+        json!({ "target_url": "https://shop.example/", "max_visits": 5 }),
+    )
+    .await;
+    for _ in 0..20 {
+        assert_eq!(
+            location(&w, &code, &[(USER_AGENT, GOOGLEBOT)]).await,
+            "https://shop.example/"
+        );
+    }
+    for _ in 0..5 {
+        assert_eq!(
+            location(&w, &code, &[(USER_AGENT, DESKTOP)]).await,
+            "https://shop.example/"
+        );
+    }
+    let reached = std::time::Instant::now();
+    let mut overshoot = 0;
+    loop {
+        let res = visit(&w, &code, &[(USER_AGENT, DESKTOP)]).await;
+        match res.status() {
+            StatusCode::FOUND => overshoot += 1,
+            StatusCode::GONE => break,
+            other => panic!("a visit past the limit got {other}"),
+        }
+        assert!(
+            reached.elapsed() < std::time::Duration::from_secs(60),
+            "still redirecting a minute after the limit ({overshoot} visits over)"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    println!(
+        "visit limit: {overshoot} visits over the limit, the edge ended the link {} ms after the limit was reached",
+        reached.elapsed().as_millis()
+    );
+    let link: serde_json::Value = client()
+        .get(w.origin.url(&format!("/v1/links/s.example/{code}")))
+        .bearer_auth(&w.key)
+        .send()
+        .await
+        .expect("read")
+        .json()
+        .await
+        .expect("link");
+    assert_eq!(link["exhausted"], true, "{link}");
+    // Crawlers get the end too.
+    assert_eq!(
+        visit(&w, &code, &[(USER_AGENT, GOOGLEBOT)]).await.status(),
+        StatusCode::GONE
+    );
 }
