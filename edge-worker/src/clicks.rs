@@ -73,6 +73,8 @@ pub(crate) struct Click<'a> {
     pub(crate) version: Option<u64>,
     pub(crate) status: u16,
     pub(crate) at_ms: u64,
+    /// The split variant the visit got.
+    pub(crate) variant: Option<u8>,
 }
 
 /// Sends the click to the queue in the background. Whatever fails here is logged; the
@@ -113,7 +115,8 @@ pub(crate) fn report(env: &Env, ctx: &Context, request: &web_sys::Request, click
         i64::try_from(click.at_ms).unwrap_or(i64::MAX),
         click.status,
         visitor,
-    );
+    )
+    .with_variant(click.variant);
     let Ok(body) = serde_json::to_string(&event) else {
         return;
     };

@@ -75,6 +75,7 @@ impl Pending {
                 version: record.map(|r| r.version),
                 status: decision.status,
                 at_ms: self.now_ms,
+                variant: decision.variant,
             };
             clicks::report(&self.env, &self.ctx, &self.request, click);
         }

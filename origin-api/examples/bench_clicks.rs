@@ -106,6 +106,7 @@ impl Traffic {
             device,
             bot,
             status: if self.rng.unit() < 0.01 { 410 } else { 302 },
+            variant: None,
         }
     }
 }

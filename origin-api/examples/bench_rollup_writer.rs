@@ -63,6 +63,7 @@ async fn main() {
                     country: &country,
                     referrer: &referrer,
                     device: devices[((r >> 4) % 4) as usize],
+                    variant: None,
                 };
                 inc.add(*id, &format!("owner{}", id % 50), &dims, 1 + (r % 5) as i64);
             }

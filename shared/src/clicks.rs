@@ -107,6 +107,9 @@ pub struct ClickEvent {
     pub bot: bool,
     /// The status the visitor got.
     pub status: u16,
+    /// The split variant the visit was sent to (its index), when the link has a split.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<u8>,
 }
 
 impl ClickEvent {
@@ -129,7 +132,13 @@ impl ClickEvent {
             device: visitor.device,
             bot: visitor.bot,
             status,
+            variant: None,
         }
+    }
+
+    /// The event, saying which split variant the visit got.
+    pub fn with_variant(self, variant: Option<u8>) -> Self {
+        ClickEvent { variant, ..self }
     }
 
     /// Why this event cannot be counted, if it cannot. A sender may be out of date or
@@ -165,6 +174,12 @@ impl ClickEvent {
                     .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-._[]:".contains(&b))
         }) {
             return Some("referrer_host must be a lowercase host name");
+        }
+        if self
+            .variant
+            .is_some_and(|v| usize::from(v) >= crate::split::MAX_VARIANTS)
+        {
+            return Some("variant must be the index of a split's variant");
         }
         None
     }
@@ -547,6 +562,19 @@ mod tests {
         .unwrap();
         let back: ClickBatch = serde_json::from_str(&json).unwrap();
         assert_eq!(back.events, vec![e]);
+    }
+
+    #[test]
+    fn an_event_says_its_variant_only_when_it_has_one() {
+        let plain = serde_json::to_string(&event()).unwrap();
+        assert!(!plain.contains("variant"), "{plain}");
+        let e = event().with_variant(Some(3));
+        let json = serde_json::to_string(&e).unwrap();
+        assert!(json.contains(r#""variant":3"#), "{json}");
+        assert_eq!(serde_json::from_str::<ClickEvent>(&json).unwrap(), e);
+        assert_eq!(e.problem(), None);
+        let past = event().with_variant(Some(crate::split::MAX_VARIANTS as u8));
+        assert!(past.problem().unwrap().contains("variant"));
     }
 
     #[test]

@@ -160,6 +160,7 @@ impl Reduced {
             bot,
             referrer,
             country,
+            variant: None,
         }
     }
 }
@@ -482,6 +483,7 @@ impl Recorder {
                 country: key.country(),
                 referrer: closed.referrer(key.referrer),
                 device: key.device.as_str(),
+                variant: key.variant(),
             };
             increments.add(link, owner, &dims, i64::from(n));
         };
@@ -667,6 +669,7 @@ mod tests {
                     bot: false,
                     referrer: None,
                     country: None,
+                    variant: None,
                 };
                 let link = Clicked::Link(LinkTag {
                     id,

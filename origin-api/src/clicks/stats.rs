@@ -155,6 +155,9 @@ pub struct Top {
     pub referrers: Vec<Ranked>,
     pub devices: Vec<Ranked>,
     pub statuses: Vec<Ranked>,
+    /// Visits per split variant (its index in the link's `split`, as a string), for the
+    /// visits that got one.
+    pub variants: Vec<Ranked>,
 }
 
 /// `GET /v1/links/{domain}/{code}/stats`.
@@ -258,6 +261,7 @@ pub async fn link_stats<S: ClickStore + ?Sized>(
             "referrer" => &mut top.referrers,
             "device" => &mut top.devices,
             "status" => &mut top.statuses,
+            "variant" => &mut top.variants,
             _ => continue,
         };
         // The store lists most visited first.

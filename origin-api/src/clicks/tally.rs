@@ -31,6 +31,8 @@ pub struct Reduced {
     pub bot: bool,
     pub referrer: Option<Arc<str>>,
     pub country: Option<[u8; 2]>,
+    /// The split variant the visit was sent to, if the link has a split.
+    pub variant: Option<u8>,
 }
 
 /// The link a click is about: known from the redirect cache, or (a banned code whose
@@ -73,6 +75,8 @@ pub struct Key {
     pub country: [u8; 2],
     /// Index into the window's referrers; 0: none.
     pub referrer: u32,
+    /// The split variant plus one; 0: none.
+    pub variant: u8,
 }
 
 /// Hashed as three words rather than field by field: a write per field was a mix of
@@ -87,7 +91,12 @@ impl std::hash::Hash for Key {
                 | u64::from(self.bot) << 8
                 | self.device as u64,
         );
-        state.write_u64(u64::from(c0) << 40 | u64::from(c1) << 32 | u64::from(self.referrer));
+        state.write_u64(
+            u64::from(self.variant) << 48
+                | u64::from(c0) << 40
+                | u64::from(c1) << 32
+                | u64::from(self.referrer),
+        );
     }
 }
 
@@ -95,6 +104,11 @@ impl Key {
     /// The hour's start in Unix ms.
     pub fn hour_ms(&self) -> i64 {
         i64::from(self.hour) * HOUR_MS
+    }
+
+    /// The split variant, if any.
+    pub fn variant(&self) -> Option<u8> {
+        self.variant.checked_sub(1)
     }
 
     /// The country code, empty when unknown.
@@ -361,6 +375,7 @@ impl Window {
             device: visitor.device,
             country: visitor.country.unwrap_or([0, 0]),
             referrer: self.referrers.id(visitor.referrer.as_ref()),
+            variant: visitor.variant.map_or(0, |v| v.saturating_add(1)),
         }
     }
 
@@ -472,6 +487,7 @@ mod tests {
             bot: false,
             referrer: referrer.map(Arc::from),
             country: Some(*b"NL"),
+            variant: None,
         }
     }
 

@@ -154,12 +154,15 @@ fn record_click(
     {
         return;
     }
-    let visitor = Reduced::of(
-        headers.get(header::USER_AGENT),
-        headers.get(header::REFERER),
-        // Only a trusted proxy's word: anyone can send `CF-IPCountry`.
-        state.proxies.country(peer, headers),
-    );
+    let visitor = Reduced {
+        variant: decision.variant,
+        ..Reduced::of(
+            headers.get(header::USER_AGENT),
+            headers.get(header::REFERER),
+            // Only a trusted proxy's word: anyone can send `CF-IPCountry`.
+            state.proxies.country(peer, headers),
+        )
+    };
     state.recorder.record(clicked, at, decision.status, visitor);
 }
 

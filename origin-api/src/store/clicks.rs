@@ -46,13 +46,15 @@ pub struct Increments {
 pub const OTHER_REFERRERS: &str = "(other)";
 
 /// The dimensions a link-hour counts, by the initial that keys them in its `dims`
-/// column: `{"c:DE": 3, "r:": 1, "r:news.example": 2, "d:mobile": 3, "s:302": 3}`
-/// (nothing after the colon when the value is unknown).
-const DIMENSIONS: [(char, &str); 4] = [
+/// column: `{"c:DE": 3, "r:": 1, "r:news.example": 2, "d:mobile": 3, "s:302": 3,
+/// "v:1": 3}` (nothing after the colon when the value is unknown). The split variant is
+/// counted only for visits that got one: a link without a split keeps no `v:` key.
+const DIMENSIONS: [(char, &str); 5] = [
     ('c', "country"),
     ('r', "referrer"),
     ('d', "device"),
     ('s', "status"),
+    ('v', "variant"),
 ];
 
 /// `value` of the dimension keyed by `initial`, as a `dims` key.
@@ -81,6 +83,8 @@ pub struct ClickDims<'a> {
     /// Empty when there was none.
     pub referrer: &'a str,
     pub device: &'static str,
+    /// The split variant the visit got, if the link has a split.
+    pub variant: Option<u8>,
 }
 
 impl<'a> ClickDims<'a> {
@@ -92,6 +96,7 @@ impl<'a> ClickDims<'a> {
             country: e.country.as_deref().unwrap_or_default(),
             referrer: e.referrer_host.as_deref().unwrap_or_default(),
             device: e.device.as_str(),
+            variant: e.variant,
         }
     }
 }
@@ -135,6 +140,9 @@ impl Increments {
         ] {
             let key = dim_key(initial, value);
             *h.dims.entry(key).or_default() += n;
+        }
+        if let Some(v) = dims.variant {
+            *h.dims.entry(dim_key('v', &v.to_string())).or_default() += n;
         }
         let day = dims.at.div_euclid(DAY_MS) * DAY_MS;
         let d = self

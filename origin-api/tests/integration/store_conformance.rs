@@ -177,6 +177,7 @@ async fn an_upgrade_moves_each_link_hours_dimensions_into_its_row_and_loses_none
             country: "DE",
             referrer: "news.example",
             device: "mobile",
+            variant: None,
         };
         inc.add(7, "ana", &visit, 1);
         t.db.add_rollups(&inc, 0).await.expect("add");
@@ -214,6 +215,7 @@ async fn concurrent_writers_into_one_link_hour_lose_no_dimension_counts() {
                                 country,
                                 referrer,
                                 device: "mobile",
+                                variant: None,
                             };
                             inc.add(9, "ana", &visit, 2);
                         }

@@ -524,3 +524,88 @@ async fn a_visit_limit_counts_people_only_and_then_ends_the_link() {
         t.cleanup().await;
     }
 }
+
+#[tokio::test]
+async fn the_stats_break_a_split_link_s_visits_down_by_variant() {
+    for (api, t) in apis_with("split stats", FLAGS).await {
+        let token = api.key("acme", false).await;
+        let body = json!({
+            "target_url": "https://shop.example/",
+            "code": "ab-test",
+            "split": [
+                { "target_url": "https://a.example/", "weight": 20 },
+                { "target_url": "https://b.example/", "weight": 80 },
+            ],
+        });
+        let res = api.create(&token, body).await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text);
+        // The origin's own visits, each counted under the variant it got.
+        let mut sent = [0i64; 2];
+        for _ in 0..200 {
+            match api
+                .sent_to("/ab-test", &[(header::USER_AGENT.as_str(), DESKTOP)])
+                .await
+                .as_str()
+            {
+                "https://a.example/" => sent[0] += 1,
+                "https://b.example/" => sent[1] += 1,
+                other => panic!("sent to {other}"),
+            }
+        }
+        api.write_clicks().await;
+        // The edge's events say their variant too; one naming no possible variant is
+        // refused, not counted.
+        let event = |i: usize, variant: u8| {
+            json!({
+                "event_id": format!("v-{i}"), "link": "s.example/ab-test", "version": 1,
+                "at": origin_api::model::time::now_ms(), "device": "desktop", "bot": false,
+                "status": 302, "variant": variant,
+            })
+        };
+        let events: Vec<Value> = (0..5).map(|i| event(i, 1)).chain([event(5, 10)]).collect();
+        let res = api
+            .post_json(EDGE_TOKEN, "/v1/edge/clicks", &json!({ "events": events }))
+            .await;
+        assert_eq!(
+            (res.body["counted"].clone(), res.body["refused"].clone()),
+            (json!(5), json!(1)),
+            "{}",
+            res.text
+        );
+        sent[1] += 5;
+
+        let stats = api
+            .call_as(&token, "GET", "/v1/links/s.example/ab-test/stats")
+            .await;
+        assert_eq!(stats.status, StatusCode::OK, "{}", stats.text);
+        let by_variant: Vec<(String, i64)> = stats.body["top"]["variants"]
+            .as_array()
+            .expect("variants")
+            .iter()
+            .map(|r| {
+                (
+                    r["value"].as_str().unwrap_or_default().to_owned(),
+                    r["visits"].as_i64().unwrap_or_default(),
+                )
+            })
+            .collect();
+        let mut expected = vec![("0".to_owned(), sent[0]), ("1".to_owned(), sent[1])];
+        expected.sort_by_key(|(_, n)| -n);
+        assert_eq!(by_variant, expected, "{}: {}", t.kind(), stats.text);
+        // A link without a split has no variant breakdown.
+        let res = api
+            .create(
+                &token,
+                json!({ "target_url": "https://shop.example/", "code": "plain" }),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED);
+        api.sent_to("/plain", &[]).await;
+        api.write_clicks().await;
+        let stats = api
+            .call_as(&token, "GET", "/v1/links/s.example/plain/stats")
+            .await;
+        assert_eq!(stats.body["top"]["variants"], json!([]), "{}", stats.text);
+        t.cleanup().await;
+    }
+}

@@ -263,3 +263,65 @@ async fn a_visit_limit_ignores_crawlers_and_ends_the_link_at_the_edge() {
         StatusCode::GONE
     );
 }
+
+/// Each click says which variant it got, and the link's stats break its visits down so.
+/// Forty visits: one visitor's clicks are counted up to 60 a minute (the per-visitor
+/// budget), so the 1,000 of the split test are not all counted.
+#[tokio::test]
+async fn the_stats_count_each_edge_visit_under_the_variant_it_got() {
+    const VISITS: usize = 40;
+    let w = Wired::start("marketing", false).await;
+    let code = published(
+        &w,
+        json!({
+            "target_url": "https://shop.example/",
+            "split": [
+                { "target_url": "https://a.example/", "weight": 50 },
+                { "target_url": "https://b.example/", "weight": 50 },
+            ],
+        }),
+    )
+    .await;
+    let mut a = 0;
+    for _ in 0..VISITS {
+        if location(&w, &code, &[(USER_AGENT, DESKTOP)]).await == "https://a.example/" {
+            a += 1;
+        }
+    }
+    let (a, b) = (a as i64, (VISITS - a) as i64);
+    let mut expected = vec![("0".to_owned(), a), ("1".to_owned(), b)];
+    expected.retain(|(_, n)| *n > 0);
+    expected.sort_by_key(|(_, n)| -n);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let stats: serde_json::Value = client()
+            .get(w.origin.url(&format!("/v1/links/s.example/{code}/stats")))
+            .bearer_auth(&w.key)
+            .send()
+            .await
+            .expect("stats")
+            .json()
+            .await
+            .expect("stats body");
+        let by_variant: Vec<(String, i64)> = stats["top"]["variants"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|r| {
+                        let value = r["value"].as_str().unwrap_or_default().to_owned();
+                        (value, r["visits"].as_i64().unwrap_or_default())
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        if by_variant.iter().map(|(_, n)| n).sum::<i64>() == VISITS as i64 {
+            assert_eq!(by_variant, expected, "{stats}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "clicks never all arrived: {stats}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
