@@ -7,6 +7,7 @@ pub(crate) use fields::redirect_url;
 mod list;
 mod lookups;
 pub(crate) use lookups::Lookups;
+pub mod qr;
 mod update;
 
 pub use bulk::{

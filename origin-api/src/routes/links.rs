@@ -4,6 +4,7 @@ use super::body::{ApiJson, BULK_BODY_LIMIT};
 use super::openapi::{IfMatchHonoured, IfMatchRequired, NoSuchLink};
 use crate::auth::Caller;
 use crate::error::{AppError, Problem};
+use crate::links::qr::QrParams;
 use crate::links::{
     self, check_idempotency_key, create_link_once, delete_link, owned_link, parse_if_match,
     update_link, BulkCreate, BulkOutcome, BulkResponse, CreateLink, Created, LinkView, ListParams,
@@ -210,4 +211,32 @@ pub(crate) async fn delete(
     let current = owned_link(&state, &caller.owner_id, &domain, &code).await?;
     delete_link(&state, current, expected).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// `GET /v1/links/{domain}/{code}/qr`: the link's QR code, encoding its full short URL.
+#[utoipa::path(get, path = "/v1/links/{domain}/{code}/qr", operation_id = "link_qr", tag = "links",
+    params(("domain" = String, Path), ("code" = String, Path), QrParams),
+    responses(
+        (status = 200, description = "The QR code of https://{domain}/{code}", content((String = "image/svg+xml"), (String = "image/png"))),
+        NoSuchLink,
+        (status = 422, description = "a bad format, size, margin or ecc", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = [])))]
+pub(crate) async fn qr(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((domain, code)): ApiPath<(String, String)>,
+    ApiQuery(params): ApiQuery<QrParams>,
+) -> Result<Response, AppError> {
+    let link = owned_link(&state, &caller.owner_id, &domain, &code).await?;
+    let drawn = crate::links::qr::draw(&format!("https://{}", link.route_key()), &params)?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, drawn.content_type),
+            // A link's short URL never changes: its code may be kept.
+            (header::CACHE_CONTROL, "private, max-age=86400"),
+        ],
+        drawn.bytes,
+    )
+        .into_response())
 }

@@ -22,6 +22,7 @@ use utoipa::{Modify, OpenApi};
         links::read,
         links::update,
         links::delete,
+        links::qr,
         stats::link,
         stats::owner,
         domains::create,

@@ -103,6 +103,7 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
             "GET /v1/edge/resolve/{domain}/{code}",
             "GET /v1/links",
             "GET /v1/links/{domain}/{code}",
+            "GET /v1/links/{domain}/{code}/qr",
             "GET /v1/links/{domain}/{code}/stats",
             "GET /v1/stats",
             "GET /{code}",

@@ -609,3 +609,66 @@ async fn the_stats_break_a_split_link_s_visits_down_by_variant() {
         t.cleanup().await;
     }
 }
+
+#[tokio::test]
+async fn a_link_s_qr_code_is_its_short_url_for_its_owner_only() {
+    for (api, t) in apis_with("qr", FLAGS).await {
+        let token = api.key("acme", false).await;
+        let res = api
+            .create(
+                &token,
+                json!({ "target_url": "https://shop.example/", "code": "scan-me" }),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text);
+        let png = api
+            .call_as(
+                &token,
+                "GET",
+                "/v1/links/s.example/scan-me/qr?format=png&size=300&ecc=H",
+            )
+            .await;
+        assert_eq!(png.status, StatusCode::OK, "{}: {}", t.kind(), png.text);
+        assert_eq!(png.headers[header::CONTENT_TYPE], "image/png");
+        let res = api
+            .send(
+                Request::get("/v1/links/s.example/scan-me/qr?format=png")
+                    .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                    .body(Body::empty())
+                    .expect("request"),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::OK);
+        let svg = api
+            .call_as(&token, "GET", "/v1/links/s.example/scan-me/qr")
+            .await;
+        assert_eq!(svg.headers[header::CONTENT_TYPE], "image/svg+xml");
+        assert!(svg.text.starts_with("<?xml"), "{}", svg.text);
+        // Someone else's link is not found; a bad parameter names itself.
+        let other = api.key("globex", false).await;
+        let res = api
+            .call_as(&other, "GET", "/v1/links/s.example/scan-me/qr")
+            .await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        for (query, field) in [("size=9", "size"), ("margin=99", "margin")] {
+            let res = api
+                .call_as(
+                    &token,
+                    "GET",
+                    &format!("/v1/links/s.example/scan-me/qr?{query}"),
+                )
+                .await;
+            assert_eq!(
+                (res.status, res.body["field"].clone()),
+                (StatusCode::UNPROCESSABLE_ENTITY, json!(field)),
+                "{query}: {}",
+                res.text
+            );
+        }
+        let res = api
+            .call_as(&token, "GET", "/v1/links/s.example/scan-me/qr?format=gif")
+            .await;
+        assert_eq!(res.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", res.text);
+        t.cleanup().await;
+    }
+}
