@@ -1,8 +1,9 @@
-//! What a visit's request says about its client, read only when a record needs it: a
+//! What a visit's request says about its client, read only as far as a record needs it: a
 //! plain link's redirect reads no header for its decision (each read is a call into
 //! the runtime).
 
 use crate::names;
+use shared::targeting::Reads;
 use shared::Client;
 use worker::js_sys::{Math, Reflect};
 use worker::web_sys;
@@ -16,13 +17,20 @@ pub(crate) struct ClientHeaders {
 }
 
 impl ClientHeaders {
-    pub(crate) fn read(request: &web_sys::Request) -> Self {
+    /// What `reads` asks for of `request`; the rest is left empty, unread.
+    pub(crate) fn read(request: &web_sys::Request, reads: Reads) -> Self {
         let headers = request.headers();
-        let header = |name: &'static str| headers.get(name).ok().flatten().unwrap_or_default();
+        let header = |want: bool, name: &'static str| {
+            if want {
+                headers.get(name).ok().flatten().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        };
         ClientHeaders {
-            user_agent: header("user-agent"),
-            accept_language: header("accept-language"),
-            country: country(request),
+            user_agent: header(reads.user_agent, "user-agent"),
+            accept_language: header(reads.accept_language, "accept-language"),
+            country: reads.country.then(|| country(request)).flatten(),
         }
     }
 

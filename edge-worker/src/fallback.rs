@@ -45,7 +45,8 @@ const UNDATED_LOOKUPS_PER_S: u32 = 50;
 
 /// What the origin said about a code.
 pub(crate) enum Resolved {
-    Found(EdgeRecord),
+    /// Boxed: a record with rules is a few hundred bytes, the other answers none.
+    Found(Box<EdgeRecord>),
     Unknown,
     /// The origin could not be asked or did not answer in time.
     Unavailable,
@@ -148,7 +149,7 @@ pub(crate) async fn resolve(env: &Env, ctx: &Context, route: &RouteKey, ask: New
     let now = Date::now().as_millis();
     let held = STATE.with_borrow(|s| s.answers.get(&key, now));
     if let Some(record) = held {
-        return record.map_or(Resolved::Unknown, Resolved::Found);
+        return record.map_or(Resolved::Unknown, |r| Resolved::Found(Box::new(r)));
     }
     let hold_s = answer_hold_s(env);
     let record = match answer_cache::get(route).await {
@@ -160,7 +161,7 @@ pub(crate) async fn resolve(env: &Env, ctx: &Context, route: &RouteKey, ask: New
                 return Resolved::Unavailable;
             }
             let record = match ask_origin(env, route).await {
-                Resolved::Found(record) => Some(record),
+                Resolved::Found(record) => Some(*record),
                 Resolved::Unknown => None,
                 Resolved::Unavailable => return Resolved::Unavailable,
             };
@@ -176,7 +177,7 @@ pub(crate) async fn resolve(env: &Env, ctx: &Context, route: &RouteKey, ask: New
             now.saturating_add(hold_s.saturating_mul(1000)),
         )
     });
-    record.map_or(Resolved::Unknown, Resolved::Found)
+    record.map_or(Resolved::Unknown, |r| Resolved::Found(Box::new(r)))
 }
 
 async fn ask_origin(env: &Env, route: &RouteKey) -> Resolved {
@@ -219,7 +220,7 @@ async fn ask_origin(env: &Env, route: &RouteKey) -> Resolved {
     let mut response = response;
     match response.status_code() {
         200 => match response.text().await.map(|t| EdgeRecord::from_json(&t)) {
-            Ok(Ok(record)) => Resolved::Found(record),
+            Ok(Ok(record)) => Resolved::Found(Box::new(record)),
             _ => Resolved::Unavailable,
         },
         404 => Resolved::Unknown,

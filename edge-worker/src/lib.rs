@@ -11,6 +11,7 @@
 //! redirect path builds as a chain rather than through an async executor (`redirect`).
 //! worker-build wires an exported `fetch` exactly as it wires the macro's.
 
+mod access;
 mod answer_cache;
 mod clicks;
 mod client;

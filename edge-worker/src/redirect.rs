@@ -53,12 +53,30 @@ impl Pending {
         &self.settings
     }
 
-    /// The decision, with the click reported when the visit is one.
-    fn decide_and_count(&self, record: Option<&EdgeRecord>, deny: &Denylist) -> Decision {
+    /// Whether the visit may follow `record`, a private link (always, for one that is
+    /// not private: the decision ignores it).
+    async fn granted(&self, record: &EdgeRecord) -> bool {
+        match &record.access {
+            None => false,
+            Some(access) => {
+                let now_s = i64::try_from(self.now_ms / 1000).unwrap_or(i64::MAX);
+                crate::access::granted(access, &self.route, self.query.as_deref(), now_s).await
+            }
+        }
+    }
+
+    /// The decision, with the click reported when the visit is one; `granted`: a
+    /// private link's token was checked and opens it.
+    fn decide_and_count(
+        &self,
+        record: Option<&EdgeRecord>,
+        deny: &Denylist,
+        granted: bool,
+    ) -> Decision {
         // Headers and a draw only for the records that read them.
         let headers = record
             .filter(|r| r.reads_client())
-            .map(|_| ClientHeaders::read(&self.request))
+            .map(|r| ClientHeaders::read(&self.request, r.client_reads()))
             .unwrap_or_default();
         let visit = Visit {
             method: self.method,
@@ -67,6 +85,7 @@ impl Pending {
             now_ms: i64::try_from(self.now_ms).unwrap_or(i64::MAX),
             client: headers.client(),
             draw: record.filter(|r| r.draws()).map_or(0, |_| draw()),
+            access_granted: granted,
         };
         let decision = decide(&visit, record, deny, self.settings());
         if counts_as_click(self.method, decision.outcome) && !decision.unrecorded {
@@ -188,7 +207,7 @@ impl Visitor {
 /// With the denylist in hand: the record, then the decision.
 fn lookup(visit: Pending, deny: Rc<Denylist>) -> Promise {
     if deny.blocks_code(&visit.route) {
-        return respond::settled(&visit.decide_and_count(None, &deny));
+        return respond::settled(&visit.decide_and_count(None, &deny, false));
     }
     let method = visit.method;
     let read = match visit.kv.read(&visit.route.kv_key(), RECORD_CACHE_TTL_S) {
@@ -220,7 +239,16 @@ fn lookup(visit: Pending, deny: Rc<Denylist>) -> Promise {
             }
         };
         let decision = match EdgeRecord::from_json(&json) {
-            Ok(record) => visit.decide_and_count(Some(&record), &deny),
+            // A private link waits for WebCrypto to check its token.
+            Ok(record) if record.access.is_some() => {
+                return Ok(future_to_promise(async move {
+                    let granted = visit.granted(&record).await;
+                    let decision = visit.decide_and_count(Some(&record), &deny, granted);
+                    respond::to_response(&decision).map(JsValue::from)
+                })
+                .into());
+            }
+            Ok(record) => visit.decide_and_count(Some(&record), &deny, false),
             Err(e) => {
                 console_error!("corrupt record {}: {e}", visit.route);
                 Decision::unavailable(method, RETRY_AFTER_S)
@@ -235,16 +263,19 @@ fn lookup(visit: Pending, deny: Rc<Denylist>) -> Promise {
 async fn unknown(visit: Pending, deny: Rc<Denylist>) -> Decision {
     // A disabled domain serves nothing: no new code of it is worth asking about.
     if visit.settings().status == DomainStatus::Disabled {
-        return visit.decide_and_count(None, &deny);
+        return visit.decide_and_count(None, &deny, false);
     }
     let codes = visit.settings().codes;
     let ask = fallback::worth_asking(&visit.env, &visit.kv, &visit.route, &codes).await;
     if ask == NewCode::No {
-        return visit.decide_and_count(None, &deny);
+        return visit.decide_and_count(None, &deny, false);
     }
     match fallback::resolve(&visit.env, &visit.ctx, &visit.route, ask).await {
-        Resolved::Found(record) => visit.decide_and_count(Some(&record), &deny),
-        Resolved::Unknown => visit.decide_and_count(None, &deny),
+        Resolved::Found(record) => {
+            let granted = visit.granted(&record).await;
+            visit.decide_and_count(Some(&record), &deny, granted)
+        }
+        Resolved::Unknown => visit.decide_and_count(None, &deny, false),
         Resolved::Unavailable => Decision::unavailable(visit.method, RETRY_AFTER_S),
     }
 }

@@ -32,6 +32,7 @@ fuzz_target!(|data: &[u8]| {
                 country: query.get(..2),
             },
             draw: u32::from(data.first().copied().unwrap_or_default()),
+            access_granted: data.len() % 2 == 0,
         };
         let d = decide(
             &visit,

@@ -38,6 +38,63 @@ function visitor(request) {
   const country = typeof c === "string" && /^[A-Za-z0-9]{2}$/.test(c) ? c.toUpperCase() : undefined;
   return { country, referrer_host, device, bot };
 }
+// Rules and a split, decided as shared::decide does (HOP_BENCH_RULES=1): the visitor's
+// platforms, first-choice language, country and query against each rule in turn, then
+// the split's pick for a random draw.
+function platforms(ua) {
+  const has = (s) => ua.includes(s);
+  const out = new Set();
+  if (has("iphone") || has("ipad") || has("ipod")) out.add("ios");
+  else if (has("android")) out.add("android");
+  else if (has("cros")) out.add("chromeos");
+  else if (has("windows")) out.add("windows");
+  else if (has("macintosh") || has("mac os x")) out.add("macos");
+  else if (has("linux") || has("x11")) out.add("linux");
+  if (has("mobi") || has("iphone") || has("ipod") || has("ipad") || has("android") || has("tablet")) out.add("mobile");
+  else out.add("desktop");
+  return out;
+}
+function firstLanguage(header) {
+  let best, bestQ = -1;
+  for (const item of header.slice(0, 512).split(",")) {
+    const [tag, ...params] = item.split(";");
+    let q = 1;
+    for (const p of params) { const t = p.trim(); if (t.startsWith("q=")) q = Number(t.slice(2)); }
+    const t = tag.trim().toLowerCase();
+    if (!t || t === "*" || !(q > 0)) continue;
+    if (q > bestQ) { best = t; bestQ = q; }
+  }
+  return best;
+}
+function holds(when, facts) {
+  if (when.device && !when.device.some((d) => facts.devices.has(d))) return false;
+  if (when.language && !(facts.language && when.language.some((l) => facts.language === l || facts.language.startsWith(l + "-")))) return false;
+  if (when.country && !(facts.country && when.country.includes(facts.country))) return false;
+  if (when.after !== undefined && facts.now < when.after) return false;
+  if (when.before !== undefined && facts.now >= when.before) return false;
+  if (when.query) for (const q of when.query) {
+    const v = facts.query.getAll(q.name);
+    if (q.equals !== undefined ? !v.includes(q.equals) : (v.length > 0) !== q.present) return false;
+  }
+  return true;
+}
+function target(r, request, url) {
+  if (r.rl) {
+    const facts = {
+      devices: platforms((request.headers.get("user-agent") || "").slice(0, 512).toLowerCase()),
+      language: firstLanguage(request.headers.get("accept-language") || ""),
+      country: request.cf && request.cf.country,
+      query: url.searchParams,
+      now: Date.now(),
+    };
+    for (const rule of r.rl) if (holds(rule.when, facts)) return rule.target_url;
+  }
+  if (r.ab) {
+    let point = Math.floor(Math.random() * 100);
+    for (const v of r.ab) { if (point < v.weight) return v.target_url; point -= v.weight; }
+  }
+  return r.t;
+}
 export default {
   async fetch(request, env, ctx) {
     const url = new URL(request.url);
@@ -46,7 +103,9 @@ export default {
     if (record === null) return new Response("Not found", { status: 404 });
     const r = JSON.parse(record);
     const status = r.r || 302;
-    const response = new Response(null, { status, headers: { location: r.t, "cache-control": "private, max-age=3600" } });
+    const headers = { location: target(r, request, url), "cache-control": "private, max-age=3600" };
+    if (r.rl) headers.vary = "User-Agent, Accept-Language";
+    const response = new Response(null, { status, headers });
     const event = { event_id: crypto.randomUUID(), link, version: r.v, at: Date.now(), ...visitor(request), status };
     ctx.waitUntil(env.CLICKS.send(JSON.stringify(event)));
     return response;
@@ -93,13 +152,32 @@ const mf = new Miniflare({
 await mf.ready;
 const kv = await mf.getKVNamespace("LINKS", "hop");
 const codes = readFileSync(codesFile, "utf8").split("\n").filter(Boolean);
+// A plain link, or (HOP_BENCH_RULES=1) one with five rules and a 50/50 split.
+const record = (n) => ({
+  t: `https://dest.example/${n}`, s: "active", r: 302, x: null, v: 1, q: false,
+  ...(process.env.HOP_BENCH_RULES === "1"
+    ? {
+        rl: [
+          { when: { device: ["ios"] }, target_url: `https://apps.example/ios/${n}` },
+          { when: { device: ["android"] }, target_url: `https://apps.example/android/${n}` },
+          { when: { language: ["de"] }, target_url: `https://dest.example/de/${n}` },
+          { when: { country: ["FR"] }, target_url: `https://dest.example/fr/${n}` },
+          { when: { query: [{ name: "ref", equals: "tv" }] }, target_url: `https://dest.example/tv/${n}` },
+        ],
+        ab: [
+          { target_url: `https://a.example/${n}`, weight: 50 },
+          { target_url: `https://b.example/${n}`, weight: 50 },
+        ],
+      }
+    : {}),
+});
 // In slices: ten thousand writes at once exhaust Miniflare's loopback sockets.
 for (let start = 0; start < codes.length; start += 100) {
   await Promise.all(
     codes.slice(start, start + 100).map((code, i) =>
       kv.put(
         `l:s.example/${code}`,
-        JSON.stringify({ t: `https://dest.example/${start + i}`, s: "active", r: 302, x: null, v: 1, q: false }),
+        JSON.stringify(record(start + i)),
       ),
     ),
   );

@@ -1,6 +1,7 @@
 //! The redirect decision: one pure function from what is known about a visit to the
 //! response, used by the edge worker and by the origin's own redirect path alike.
 
+use crate::access::{without_token, Access};
 use crate::codes::is_plausible_code;
 use crate::denylist::Denylist;
 use crate::domain::{DomainSettings, DomainStatus, RouteKey, DEFAULT_MAX_AGE_S};
@@ -45,6 +46,7 @@ struct More {
     split: Option<Split>,
     preview: Option<Preview>,
     expired_url: Option<String>,
+    access: Option<Access>,
 }
 
 impl PreparedRecord {
@@ -63,13 +65,15 @@ impl PreparedRecord {
         let more = (!record.rules.is_empty()
             || record.split.is_some()
             || record.preview.is_some()
-            || record.expired_url.is_some())
+            || record.expired_url.is_some()
+            || record.access.is_some())
         .then(|| {
             Arc::new(More {
                 rules: record.rules,
                 split: record.split,
                 preview: record.preview,
                 expired_url: record.expired_url,
+                access: record.access,
             })
         });
         PreparedRecord {
@@ -98,6 +102,11 @@ impl PreparedRecord {
         self.more
             .as_deref()
             .is_some_and(|m| !m.rules.is_empty() || m.preview.is_some())
+    }
+
+    /// Who may follow the link (`None`: anyone).
+    pub fn access(&self) -> Option<&Access> {
+        self.more.as_deref().and_then(|m| m.access.as_ref())
     }
 
     /// [`EdgeRecord::draws`].
@@ -140,6 +149,7 @@ impl PreparedRecord {
             split: more.and_then(|m| m.split.clone()),
             preview: more.and_then(|m| m.preview.clone()),
             expired_url: more.and_then(|m| m.expired_url.clone()),
+            access: more.and_then(|m| m.access.clone()),
             interstitial,
             no_clicks,
             exhausted,
@@ -208,6 +218,7 @@ struct Extras<'r> {
     split: Option<&'r Split>,
     preview: Option<&'r Preview>,
     expired_url: Option<&'r str>,
+    private: bool,
 }
 
 impl<'r> Extras<'r> {
@@ -217,6 +228,7 @@ impl<'r> Extras<'r> {
             split: r.split.as_ref(),
             preview: r.preview.as_ref(),
             expired_url: r.expired_url.as_deref(),
+            private: r.access.is_some(),
         }
     }
 
@@ -226,6 +238,7 @@ impl<'r> Extras<'r> {
             split: m.split.as_ref(),
             preview: m.preview.as_ref(),
             expired_url: m.expired_url.as_deref(),
+            private: m.access.is_some(),
         }
     }
 
@@ -302,11 +315,13 @@ pub enum Outcome {
     /// The answer depends on something that cannot be reached now.
     Unavailable,
     MethodNotAllowed,
+    /// A private link visited without what opens it (a valid, unexpired token).
+    Private,
 }
 
 impl Outcome {
     /// Every outcome, in the order of its discriminant.
-    pub const ALL: [Outcome; 8] = [
+    pub const ALL: [Outcome; 9] = [
         Outcome::Redirect,
         Outcome::NotFound,
         Outcome::Disabled,
@@ -315,6 +330,7 @@ impl Outcome {
         Outcome::Banned,
         Outcome::Unavailable,
         Outcome::MethodNotAllowed,
+        Outcome::Private,
     ];
 
     /// Its name in metrics and logs.
@@ -328,6 +344,7 @@ impl Outcome {
             Outcome::Banned => "banned",
             Outcome::Unavailable => "unavailable",
             Outcome::MethodNotAllowed => "method_not_allowed",
+            Outcome::Private => "private",
         }
     }
 }
@@ -424,6 +441,10 @@ pub struct Visit<'a> {
     pub client: Client<'a>,
     /// A number drawn at random for this visit: it picks a split's variant.
     pub draw: u32,
+    /// The caller checked what the visit presented against the link's access (a
+    /// token's MAC, with the link's secret) and it opens the link. Ignored for a link
+    /// anyone may follow.
+    pub access_granted: bool,
 }
 
 /// The request headers a decision may read (all empty for a caller that has none).
@@ -455,6 +476,8 @@ const EXHAUSTED: &str = "This link has reached its limit of visits.\n";
 const DELETED: &str = "This link was deleted.\n";
 const UNAVAILABLE: &str = "This link cannot be resolved right now. Please try again shortly.\n";
 const METHOD_NOT_ALLOWED: &str = "Only GET and HEAD are supported.\n";
+const PRIVATE: &str = "This link is private: open it with the link you were given. \
+Links to it expire; ask its owner for a new one.\n";
 const BANNED: &str = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
 <meta name=\"robots\" content=\"noindex\"><title>Link blocked</title></head>\
 <body><h1>Link blocked</h1><p>This short link was blocked because it was reported \
@@ -722,6 +745,11 @@ fn decide_known<'u>(
     if record.exhausted {
         return ended(EXHAUSTED);
     }
+    // Nothing past here may reach a visitor a private link has not let in: no target,
+    // no preview, no page naming the destination.
+    if extras.private && !visit.access_granted {
+        return Decision::new(visit.method, Outcome::Private, 403, Body::Text(PRIVATE));
+    }
     let mut max_age = i64::from(settings.max_age_s);
     let now = visit.now_ms.div_euclid(1000);
     if let Some(expires_at) = record.expires_at {
@@ -742,13 +770,22 @@ fn decide_known<'u>(
         // Rounded up, so an answer is never kept past the instant it changes.
         max_age = max_age.min(ms.div_euclid(1000) + i64::from(ms.rem_euclid(1000) != 0));
     }
-    let query = visit.query.filter(|_| record.forward_query);
+    let forwarded;
+    let query = match visit.query.filter(|_| record.forward_query) {
+        // The token opens the short link; it is no business of the destination's.
+        Some(q) if extras.private => {
+            forwarded = without_token(q);
+            Some(forwarded.as_str())
+        }
+        other => other,
+    };
     let Some(location) = target.location(query) else {
         return Decision::unavailable(visit.method, RETRY_AFTER_S);
     };
+    // A private link never shows a preview: a crawler has no token to open it with.
     let preview = extras
         .preview
-        .filter(|_| is_previewer(visit.client.user_agent));
+        .filter(|_| !extras.private && is_previewer(visit.client.user_agent));
     let page = match preview {
         Some(preview) => {
             let short_url = format!("https://{}/{}", visit.route.domain(), visit.route.code());
@@ -873,6 +910,7 @@ mod tests {
             now_ms: NOW * 1000,
             client: Client::default(),
             draw: 0,
+            access_granted: false,
         }
     }
 
@@ -1528,6 +1566,80 @@ mod tests {
         // A ban still comes first.
         let d = run(Some(&rec), Method::Get, None, &deny(&[], &["shop.example"]));
         assert_eq!(d.status, 403);
+    }
+
+    fn private(target: &str) -> EdgeRecord {
+        EdgeRecord {
+            access: Some(Access::Signed { key: "k".into() }),
+            forward_query: true,
+            preview: Some(Preview {
+                title: Some("Secret".into()),
+                ..Preview::default()
+            }),
+            interstitial: false,
+            ..active(target)
+        }
+    }
+
+    /// Decides `record` for a `GET` with `query`, as `client`, the access as given.
+    fn run_private(
+        record: &EdgeRecord,
+        query: Option<&str>,
+        client: Client<'_>,
+        granted: bool,
+    ) -> Decision {
+        let route = route();
+        let visit = Visit {
+            client,
+            access_granted: granted,
+            ..visit(&route, Method::Get, query)
+        };
+        let settings = DomainSettings::default();
+        let decided = decide(&visit, Some(record), &Denylist::default(), &settings);
+        let prepared = PreparedRecord::new(record.clone());
+        assert_eq!(
+            decide_prepared(&visit, Some(&prepared), &Denylist::default(), &settings),
+            decided
+        );
+        decided
+    }
+
+    #[test]
+    fn a_private_link_shows_nothing_of_its_target_until_let_in() {
+        let rec = private("https://secret.example/plans?x=1");
+        for client in [ua(DESKTOP), ua(SLACKBOT), Client::default()] {
+            let d = run_private(&rec, Some("t=1.abc"), client, false);
+            assert_eq!((d.status, d.outcome), (403, Outcome::Private));
+            assert_eq!(d.header("location"), None);
+            let body = d.body.text().unwrap_or_default();
+            assert!(!body.contains("secret.example"), "{body}");
+            assert!(!body.contains("og:"), "{body}");
+        }
+        // Let in: the target, with the visitor's query but not the token.
+        let d = run_private(&rec, Some("a=1&t=1800000100.abc&b=2"), ua(DESKTOP), true);
+        assert_eq!(d.status, 302);
+        assert_eq!(
+            d.header("location"),
+            Some("https://secret.example/plans?x=1&a=1&b=2")
+        );
+        // Even let in, a crawler gets no preview of a private link.
+        let d = run_private(&rec, None, ua(SLACKBOT), true);
+        assert_eq!(d.status, 302);
+        // A refused visit is not a click (it would use up a visit limit).
+        let refused = run_private(&rec, None, ua(DESKTOP), false);
+        assert!(!crate::clicks::counts_as_click(
+            Method::Get,
+            refused.outcome
+        ));
+        // A public link ignores what the caller says of access.
+        let d = run_private(&active("https://e.example/"), None, ua(DESKTOP), false);
+        assert_eq!(d.status, 302);
+        // Bans and ends still come first.
+        let gone = EdgeRecord {
+            status: EdgeStatus::Deleted,
+            ..rec.clone()
+        };
+        assert_eq!(run_private(&gone, None, ua(DESKTOP), false).status, 410);
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //!
 //! No I/O happens here.
 
+pub mod access;
 pub mod activation;
 pub mod alphabet;
 pub mod clicks;

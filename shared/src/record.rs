@@ -1,6 +1,7 @@
 //! The edge record: what the edge knows about one link, stored compactly in KV under
 //! `l:{domain}/{code}` and carried by every copy with its version.
 
+use crate::access::Access;
 use crate::preview::Preview;
 use crate::split::Split;
 use crate::targeting::Rule;
@@ -112,6 +113,9 @@ pub struct EdgeRecord {
     /// The link's visit limit was reached: it has ended, as an expired link has.
     #[serde(rename = "m", default, skip_serializing_if = "is_false")]
     pub exhausted: bool,
+    /// Who may follow the link; `None`: anyone with its code.
+    #[serde(rename = "ac", default, skip_serializing_if = "Option::is_none")]
+    pub access: Option<Access>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -134,6 +138,14 @@ impl EdgeRecord {
     /// link's does not, and callers skip reading them.
     pub fn reads_client(&self) -> bool {
         !self.rules.is_empty() || self.preview.is_some()
+    }
+
+    /// Which of the visitor's headers deciding a visit reads: its rules' and, for a
+    /// preview, the user agent.
+    pub fn client_reads(&self) -> crate::targeting::Reads {
+        let mut reads = crate::targeting::reads(&self.rules);
+        reads.user_agent |= self.preview.is_some();
+        reads
     }
 
     /// Whether deciding a visit needs a random draw (a split).
@@ -266,6 +278,9 @@ mod tests {
             interstitial: true,
             no_clicks: true,
             exhausted: true,
+            access: Some(Access::Signed {
+                key: "k".repeat(43),
+            }),
             ..EdgeRecord::default()
         };
         assert!(rec.preview.as_ref().unwrap().validate().is_ok());

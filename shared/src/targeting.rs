@@ -316,6 +316,24 @@ impl<'a> Facts<'a> {
     }
 }
 
+/// Which of a visit's headers some rule reads: a caller for which reading one costs
+/// (the edge: a call into the runtime, `cf` built afresh) reads only these.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reads {
+    pub user_agent: bool,
+    pub accept_language: bool,
+    pub country: bool,
+}
+
+/// What `rules` read of a visit.
+pub fn reads(rules: &[Rule]) -> Reads {
+    rules.iter().fold(Reads::default(), |r, rule| Reads {
+        user_agent: r.user_agent || !rule.when.device.is_empty(),
+        accept_language: r.accept_language || !rule.when.language.is_empty(),
+        country: r.country || !rule.when.country.is_empty(),
+    })
+}
+
 /// The index of the first rule whose conditions hold for `facts`, if any.
 pub fn first_match(rules: &[Rule], facts: &Facts<'_>) -> Option<usize> {
     rules.iter().position(|r| facts.satisfy(&r.when))

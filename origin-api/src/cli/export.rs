@@ -34,6 +34,7 @@ pub const CSV_COLUMNS: &[&str] = &[
     "record_clicks",
     "max_visits",
     "exhausted",
+    "access",
 ];
 
 /// What to export.
@@ -166,6 +167,11 @@ fn csv_row(link: &LinkView) -> Vec<String> {
         link.record_clicks.to_string(),
         link.max_visits.map(|n| n.to_string()).unwrap_or_default(),
         link.exhausted.to_string(),
+        match link.access {
+            crate::links::AccessMode::Public => "public",
+            crate::links::AccessMode::Signed => "signed",
+        }
+        .to_owned(),
     ]
 }
 

@@ -40,6 +40,7 @@ pub const COLUMNS: &[&str] = &[
     "interstitial",
     "record_clicks",
     "max_visits",
+    "access",
 ];
 
 /// The journal format this code writes and reads.
@@ -511,6 +512,13 @@ fn row_body(
             .map(|v| {
                 v.parse::<u64>()
                     .map_err(|_| format!("max_visits: {v:?} is not a whole number"))
+            })
+            .transpose()?,
+        access: cell("access")
+            .map(|v| match v.to_ascii_lowercase().as_str() {
+                "public" => Ok(crate::links::AccessMode::Public),
+                "signed" => Ok(crate::links::AccessMode::Signed),
+                _ => Err(format!("access: {v:?} is neither public nor signed")),
             })
             .transpose()?,
     })

@@ -184,7 +184,20 @@ pub(crate) async fn options(
         options.expired_url = Some(redirect_url(lookups, domain, "expired_url", url).await?);
     }
     options.max_visits = asked.max_visits.map(max_visits).transpose()?;
+    options.access = access(asked.access.unwrap_or(super::AccessMode::Public))?;
     Ok(options)
+}
+
+/// What `mode` keeps: for signed access, a new secret.
+pub(crate) fn access(mode: super::AccessMode) -> Result<Option<shared::access::Access>, AppError> {
+    match mode {
+        super::AccessMode::Public => Ok(None),
+        super::AccessMode::Signed => super::access::new_signed().map(Some).map_err(|e| {
+            AppError::Store(crate::store::StoreError::Corrupt(format!(
+                "no randomness for a link secret: {e}"
+            )))
+        }),
+    }
 }
 
 /// A visit limit: at least one, and what the database's counts can hold.

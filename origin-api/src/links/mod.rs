@@ -7,6 +7,7 @@ pub(crate) use fields::redirect_url;
 mod list;
 mod lookups;
 pub(crate) use lookups::Lookups;
+pub mod access;
 pub mod qr;
 mod update;
 
@@ -49,6 +50,10 @@ impl Link {
             record_clicks: !self.options.no_clicks,
             max_visits: self.options.max_visits,
             exhausted: self.options.exhausted,
+            access: match self.options.access {
+                None => AccessMode::Public,
+                Some(shared::access::Access::Signed { .. }) => AccessMode::Signed,
+            },
             code_kind: self.code_kind,
             version: self.version,
             created_at: rfc3339(self.created_at),
@@ -102,6 +107,9 @@ pub struct LinkView {
     /// The visit limit was reached: the link answers as an expired one (410, or its
     /// `expired_url`) until `max_visits` is raised or cleared.
     pub exhausted: bool,
+    /// Who may follow the link: anyone with its code, or only visits carrying a token
+    /// issued for it (`POST …/tokens`).
+    pub access: AccessMode,
     /// `generated` or `custom`.
     #[schema(value_type = String, example = "generated")]
     pub code_kind: CodeKind,
@@ -175,6 +183,21 @@ pub struct CreateLink {
     /// never counted.
     #[serde(default)]
     pub max_visits: Option<u64>,
+    /// `signed`: only visits carrying a token issued for the link get through
+    /// (default `public`).
+    #[serde(default)]
+    pub access: Option<AccessMode>,
+}
+
+/// Who may follow a link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AccessMode {
+    /// Anyone with its code.
+    Public,
+    /// Only visits with a valid, unexpired token (`?t=…`) issued for the link. Setting
+    /// it again replaces the link's secret: every token issued before stops working.
+    Signed,
 }
 
 /// Limits on free-text fields, so one link cannot bloat every copy of it.

@@ -64,6 +64,10 @@ pub struct UpdateLink {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<u64>)]
     pub max_visits: Option<Option<u64>>,
+    /// `signed` (again) gives the link a new secret, revoking every token issued
+    /// before; `public` opens it to anyone with its code.
+    #[serde(default)]
+    pub access: Option<super::AccessMode>,
 }
 
 /// Tells "absent" (`None`) from "null" (`Some(None)`).
@@ -185,6 +189,9 @@ pub async fn update_link(
     }
     if let Some(r) = changes.record_clicks {
         options.no_clicks = !r;
+    }
+    if let Some(mode) = changes.access {
+        options.access = fields::access(mode)?;
     }
     if let Some(max) = changes.max_visits {
         options.max_visits = max.map(fields::max_visits).transpose()?;

@@ -92,6 +92,9 @@ pub struct LinkOptions {
     /// edit of `max_visits` sets it again from the count.
     #[serde(default, skip_serializing_if = "is_false")]
     pub exhausted: bool,
+    /// Who may follow the link, with its secret; `None`: anyone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access: Option<shared::access::Access>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -192,6 +195,7 @@ impl Link {
             interstitial: self.options.interstitial,
             no_clicks: self.options.no_clicks,
             exhausted: self.options.exhausted,
+            access: self.options.access.clone(),
         }
     }
 }

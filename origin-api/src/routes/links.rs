@@ -4,6 +4,7 @@ use super::body::{ApiJson, BULK_BODY_LIMIT};
 use super::openapi::{IfMatchHonoured, IfMatchRequired, NoSuchLink};
 use crate::auth::Caller;
 use crate::error::{AppError, Problem};
+use crate::links::access::{IssueToken, IssuedToken};
 use crate::links::qr::QrParams;
 use crate::links::{
     self, check_idempotency_key, create_link_once, delete_link, owned_link, parse_if_match,
@@ -239,4 +240,27 @@ pub(crate) async fn qr(
         drawn.bytes,
     )
         .into_response())
+}
+
+/// `POST /v1/links/{domain}/{code}/tokens`: a token that opens a signed link until it
+/// expires.
+#[utoipa::path(post, path = "/v1/links/{domain}/{code}/tokens", operation_id = "issue_link_token", tag = "links",
+    params(("domain" = String, Path), ("code" = String, Path)),
+    request_body = IssueToken,
+    responses(
+        (status = 201, description = "The token and the URL to share", body = IssuedToken),
+        NoSuchLink,
+        (status = 410, description = "the link is deleted", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "the link is public, or a bad expiry", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = [])))]
+pub(crate) async fn issue_token(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((domain, code)): ApiPath<(String, String)>,
+    ApiJson(asked): ApiJson<IssueToken>,
+) -> Result<Response, AppError> {
+    let link = owned_link(&state, &caller.owner_id, &domain, &code).await?;
+    let issued = crate::links::access::issue(&link, &asked, crate::model::time::now_ms())?;
+    Ok((StatusCode::CREATED, Json(issued)).into_response())
 }

@@ -23,6 +23,7 @@ use utoipa::{Modify, OpenApi};
         links::update,
         links::delete,
         links::qr,
+        links::issue_token,
         stats::link,
         stats::owner,
         domains::create,

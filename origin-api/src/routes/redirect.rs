@@ -394,6 +394,9 @@ fn decided(
             Some(r) if r.draws() => fastrand::u32(..),
             _ => 0,
         },
+        access_granted: record.and_then(|r| r.access()).is_some_and(|access| {
+            crate::links::access::opens(access, &route, query, now.div_euclid(1000))
+        }),
     };
     let decision = decide_prepared(&visit, record, deny, settings);
     // The link as the cache knows it; a banned code whose record was never read is

@@ -114,6 +114,7 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
             "POST /v1/edge/clicks",
             "POST /v1/links",
             "POST /v1/links/bulk",
+            "POST /v1/links/{domain}/{code}/tokens",
         ]
     );
 

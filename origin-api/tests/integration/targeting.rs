@@ -672,3 +672,169 @@ async fn a_link_s_qr_code_is_its_short_url_for_its_owner_only() {
         t.cleanup().await;
     }
 }
+
+#[tokio::test]
+async fn a_signed_link_opens_only_with_an_unexpired_token_of_its_current_secret() {
+    for (api, t) in apis_with("signed links", FLAGS).await {
+        let token = api.key("acme", false).await;
+        let body = json!({
+            "target_url": "https://plans.example/q3",
+            "code": "secret-plans",
+            "access": "signed",
+            "forward_query": true,
+            "preview": { "title": "Q3 plans" },
+        });
+        let res = api.create(&token, body).await;
+        assert_eq!(
+            res.status,
+            StatusCode::CREATED,
+            "{}: {}",
+            t.kind(),
+            res.text
+        );
+        assert_eq!(res.body["access"], "signed");
+        assert!(
+            !res.text.contains("key"),
+            "the secret never leaves: {}",
+            res.text
+        );
+        let ua = [(header::USER_AGENT.as_str(), DESKTOP)];
+
+        // Without a token, with a forged one, or as a crawler: 403, nothing of the target.
+        for path in [
+            "/secret-plans",
+            "/secret-plans?t=99999999999.00",
+            "/secret-plans?t=1.abc",
+        ] {
+            let res = api.visit_with(path, &ua, PROXY).await;
+            assert_eq!(res.status, StatusCode::FORBIDDEN, "{path}");
+            assert!(res.headers.get(header::LOCATION).is_none());
+            assert!(!res.text.contains("plans.example"), "{}", res.text);
+        }
+        let card = api
+            .visit_with(
+                "/secret-plans",
+                &[(header::USER_AGENT.as_str(), SLACKBOT)],
+                PROXY,
+            )
+            .await;
+        assert_eq!(card.status, StatusCode::FORBIDDEN);
+        assert!(!card.text.contains("Q3 plans"), "{}", card.text);
+
+        // An issued token opens it; the token is not passed on to the target.
+        let issued = api
+            .post_json(
+                &token,
+                "/v1/links/s.example/secret-plans/tokens",
+                &json!({ "ttl_s": 3600 }),
+            )
+            .await;
+        assert_eq!(issued.status, StatusCode::CREATED, "{}", issued.text);
+        let t1 = issued.body["token"].as_str().expect("token").to_owned();
+        assert_eq!(
+            issued.body["url"],
+            format!("https://s.example/secret-plans?t={t1}")
+        );
+        let res = api
+            .visit_with(&format!("/secret-plans?utm=mail&t={t1}"), &ua, PROXY)
+            .await;
+        assert_eq!(res.status, StatusCode::FOUND, "{}", res.text);
+        assert_eq!(
+            res.headers[header::LOCATION],
+            "https://plans.example/q3?utm=mail"
+        );
+
+        // The token is for this link only, and only until it expires.
+        let (expiry, mac) = t1.split_once('.').expect("expiry.mac");
+        let later: i64 = expiry.parse::<i64>().expect("expiry") + 1;
+        let res = api
+            .visit_with(&format!("/secret-plans?t={later}.{mac}"), &ua, PROXY)
+            .await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN, "a stretched expiry");
+        let res = api.create(&token, json!({ "target_url": "https://x.example/", "code": "other-secret", "access": "signed" })).await;
+        assert_eq!(res.status, StatusCode::CREATED);
+        let res = api
+            .visit_with(&format!("/other-secret?t={t1}"), &ua, PROXY)
+            .await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN, "another link's token");
+
+        // Setting signed access again rotates the secret: the old token stops working.
+        let res = api
+            .patch_json(
+                &token,
+                "/v1/links/s.example/secret-plans",
+                Some("\"1\""),
+                json!({ "access": "signed" }),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text);
+        let res = api
+            .visit_with(&format!("/secret-plans?t={t1}"), &ua, PROXY)
+            .await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN, "revoked");
+
+        // Tokens only for signed links, with a sane expiry; only the owner issues them.
+        let res = api
+            .create(
+                &token,
+                json!({ "target_url": "https://x.example/", "code": "open-link" }),
+            )
+            .await;
+        assert_eq!(res.body["access"], "public");
+        let res = api
+            .post_json(&token, "/v1/links/s.example/open-link/tokens", &json!({}))
+            .await;
+        assert_eq!(
+            (res.status, res.body["field"].clone()),
+            (StatusCode::UNPROCESSABLE_ENTITY, json!("access")),
+            "{}",
+            res.text
+        );
+        for (body, field) in [
+            (json!({ "ttl_s": 0 }), "ttl_s"),
+            (json!({ "ttl_s": 40_000_000 }), "ttl_s"),
+            (
+                json!({ "expires_at": "2001-01-01T00:00:00Z" }),
+                "expires_at",
+            ),
+            (
+                json!({ "expires_at": "2099-01-01T00:00:00Z", "ttl_s": 5 }),
+                "expires_at",
+            ),
+        ] {
+            let res = api
+                .post_json(&token, "/v1/links/s.example/secret-plans/tokens", &body)
+                .await;
+            assert_eq!(
+                (res.status, res.body["field"].clone()),
+                (StatusCode::UNPROCESSABLE_ENTITY, json!(field)),
+                "{body}: {}",
+                res.text
+            );
+        }
+        let other = api.key("globex", false).await;
+        let res = api
+            .post_json(
+                &other,
+                "/v1/links/s.example/secret-plans/tokens",
+                &json!({}),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        // Public again: anyone with the code.
+        let res = api
+            .patch_json(
+                &token,
+                "/v1/links/s.example/secret-plans",
+                Some("\"2\""),
+                json!({ "access": "public" }),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text);
+        assert_eq!(
+            api.sent_to("/secret-plans", &ua).await,
+            "https://plans.example/q3"
+        );
+        t.cleanup().await;
+    }
+}

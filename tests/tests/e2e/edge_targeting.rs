@@ -325,3 +325,62 @@ async fn the_stats_count_each_edge_visit_under_the_variant_it_got() {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
 }
+
+/// A signed link at the edge: 403 without a token, 302 with one the origin issued
+/// (checked by WebCrypto in the worker), 403 again once the token has expired.
+#[tokio::test]
+async fn a_signed_link_opens_at_the_edge_only_with_an_unexpired_token() {
+    let w = Wired::start("marketing", false).await;
+    let code = published(
+        &w,
+        json!({ "target_url": "https://plans.example/q3", "access": "signed" }),
+    )
+    .await;
+    let res = visit(&w, &code, &[(USER_AGENT, DESKTOP)]).await;
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    assert!(res.headers().get(LOCATION).is_none());
+    assert!(!res.text().await.expect("body").contains("plans.example"));
+
+    let issue = |ttl_s: u64| {
+        client()
+            .post(w.origin.url(&format!("/v1/links/s.example/{code}/tokens")))
+            .bearer_auth(&w.key)
+            .json(&json!({ "ttl_s": ttl_s }))
+            .send()
+    };
+    let long: serde_json::Value = issue(3600)
+        .await
+        .expect("issue")
+        .json()
+        .await
+        .expect("token");
+    let token = long["token"].as_str().expect("token");
+    assert_eq!(
+        location(&w, &format!("{code}?t={token}"), &[(USER_AGENT, DESKTOP)]).await,
+        "https://plans.example/q3"
+    );
+    // A forged MAC is refused.
+    let (expiry, _) = token.split_once('.').expect("expiry.mac");
+    let forged = format!("{code}?t={expiry}.{}", "ab".repeat(32));
+    assert_eq!(
+        visit(&w, &forged, &[]).await.status(),
+        StatusCode::FORBIDDEN
+    );
+
+    // A token of two seconds opens it, then stops.
+    let short: serde_json::Value = issue(2).await.expect("issue").json().await.expect("token");
+    let path = format!("{code}?t={}", short["token"].as_str().expect("token"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let status = visit(&w, &path, &[]).await.status();
+        if status == StatusCode::FORBIDDEN {
+            break;
+        }
+        assert_eq!(status, StatusCode::FOUND);
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the token never expired"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
