@@ -334,3 +334,122 @@ async fn an_import_onto_an_unregistered_domain_creates_nothing_and_says_why() {
     drop(served);
     t.cleanup().await;
 }
+
+/// Issue 17's fields travel both ways: a row's JSON cells (rules, split, preview) and
+/// its plain ones become the link's, and the export writes them back as they are kept.
+#[tokio::test]
+async fn rules_splits_previews_limits_and_access_are_imported_and_exported() {
+    for t in TestDb::all("import rich").await {
+        let served = serve(&t, "marketing").await;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("rich.csv");
+        let rules = r#"[{"when":{"device":["ios"]},"target_url":"https://apps.example/ios"}]"#;
+        let split = r#"[{"target_url":"https://a.example/","weight":50},{"target_url":"https://b.example/","weight":50}]"#;
+        let preview = r#"{"title":"Spring","description":"Sale"}"#;
+        let mut w = csv::Writer::from_path(&file).unwrap();
+        w.write_record([
+            "target_url",
+            "code",
+            "rules",
+            "split",
+            "preview",
+            "expired_url",
+            "interstitial",
+            "record_clicks",
+            "max_visits",
+            "access",
+        ])
+        .unwrap();
+        w.write_record([
+            "https://shop.example/",
+            "rich-link",
+            rules,
+            split,
+            preview,
+            "https://shop.example/ended",
+            "true",
+            "false",
+            "100",
+            "signed",
+        ])
+        .unwrap();
+        w.write_record([
+            "https://shop.example/plain",
+            "plain-link",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+        ])
+        .unwrap();
+        w.flush().unwrap();
+        let summary = served.import(&options(&file)).await.expect("import");
+        assert_eq!(summary.created, 2, "{}: {summary:?}", t.kind());
+
+        let link =
+            t.db.get_link("s.example", "rich-link")
+                .await
+                .unwrap()
+                .expect("imported");
+        let o = &link.options;
+        assert_eq!(o.rules.len(), 1);
+        assert_eq!(o.split.as_ref().map(|s| s.variants().len()), Some(2));
+        assert_eq!(
+            o.preview.as_ref().and_then(|p| p.title.as_deref()),
+            Some("Spring")
+        );
+        assert_eq!(o.expired_url.as_deref(), Some("https://shop.example/ended"));
+        assert!(o.interstitial && o.no_clicks && o.access.is_some());
+        assert_eq!(o.max_visits, Some(100));
+        let plain =
+            t.db.get_link("s.example", "plain-link")
+                .await
+                .unwrap()
+                .expect("imported");
+        assert_eq!(plain.options, origin_api::model::LinkOptions::default());
+
+        let exported = export_all(&served.client, ExportFormat::Csv).await;
+        let mut reader = csv::Reader::from_reader(exported.as_bytes());
+        let headers = reader.headers().unwrap().clone();
+        let rows: Vec<HashMap<String, String>> = reader
+            .records()
+            .map(|r| {
+                headers
+                    .iter()
+                    .zip(r.unwrap().iter())
+                    .map(|(h, v)| (h.to_owned(), v.to_owned()))
+                    .collect()
+            })
+            .collect();
+        let rich = rows
+            .iter()
+            .find(|r| r["code"] == "rich-link")
+            .expect("exported");
+        assert_eq!(rich["rules"], rules);
+        assert_eq!(rich["split"], split);
+        assert_eq!(rich["preview"], preview);
+        assert_eq!(
+            (
+                rich["interstitial"].as_str(),
+                rich["record_clicks"].as_str(),
+                rich["max_visits"].as_str(),
+                rich["access"].as_str()
+            ),
+            ("true", "false", "100", "signed")
+        );
+        let plain = rows
+            .iter()
+            .find(|r| r["code"] == "plain-link")
+            .expect("exported");
+        assert_eq!(
+            (plain["rules"].as_str(), plain["access"].as_str()),
+            ("", "public")
+        );
+        drop(served);
+        t.cleanup().await;
+    }
+}
