@@ -521,6 +521,8 @@ fn row_body(
                 _ => Err(format!("access: {v:?} is neither public nor signed")),
             })
             .transpose()?,
+        // Imports go in bulk, where dedupe is refused.
+        dedupe: None,
     })
 }
 

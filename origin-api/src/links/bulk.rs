@@ -128,6 +128,10 @@ async fn judge(
     };
     for item in items {
         let prepared = match item {
+            BulkItem::Valid(req) if req.dedupe == Some(true) => Err(AppError::invalid(
+                "dedupe",
+                "not in a bulk create: send the link alone to dedupe it",
+            )),
             BulkItem::Valid(req) => prepare_link(state, &mut lookups, creator, req).await,
             BulkItem::Invalid(why) => Err(AppError::invalid("links[]", why)),
         };

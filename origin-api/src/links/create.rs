@@ -24,6 +24,8 @@ pub enum Created {
     /// An earlier request with the same idempotency key and body made the link; this is
     /// its recorded response (a link view in JSON).
     Replayed(String),
+    /// `dedupe` found the owner's live link to the same target: nothing was created.
+    Existing(Box<Link>),
 }
 
 /// Checks an `Idempotency-Key` header value: 1 to 255 visible ASCII characters.
@@ -46,6 +48,9 @@ pub async fn create_link_once(
     idempotency_key: Option<&str>,
 ) -> Result<Created, AppError> {
     let Some(key) = idempotency_key else {
+        if let Some(existing) = deduplicated(state, creator, &req).await? {
+            return Ok(Created::Existing(Box::new(existing)));
+        }
         return create_link(state, creator, req)
             .await
             .map(|link| Created::New(Box::new(link)));
@@ -61,6 +66,9 @@ pub async fn create_link_once(
     // A retry is answered from the record, whatever changed since.
     if let Some((hash, response)) = state.db.find_idempotent(&idem).await? {
         return replay(&request_hash, hash, response).map(Created::Replayed);
+    }
+    if let Some(existing) = deduplicated(state, creator, &req).await? {
+        return Ok(Created::Existing(Box::new(existing)));
     }
     let mut lookups = Lookups::new(state);
     let link = prepare_link(state, &mut lookups, creator, &req).await?;
@@ -84,6 +92,42 @@ pub async fn create_link_once(
             generated_taken(&link, e),
         )),
     }
+}
+
+/// With `dedupe`, the owner's oldest live public link on the request's domain to the
+/// same target, as normalized (not disabled, expired, exhausted or private), if any.
+/// The target is validated as a create would, so a refused one is refused here too.
+async fn deduplicated(
+    state: &AppState,
+    creator: &Creator<'_>,
+    req: &CreateLink,
+) -> Result<Option<Link>, AppError> {
+    if req.dedupe != Some(true) {
+        return Ok(None);
+    }
+    if req.code.is_some() {
+        return Err(AppError::invalid(
+            "dedupe",
+            "an alias names a new link: send dedupe or code, not both",
+        ));
+    }
+    let domain = match &req.domain {
+        Some(d) => normalize_short_domain(d).map_err(|e| AppError::invalid("domain", e))?,
+        None => state.settings.default_domain.clone(),
+    };
+    let mut lookups = Lookups::new(state);
+    let target = fields::target(&mut lookups, &domain, &req.target_url).await?;
+    let now = now_ms();
+    Ok(state
+        .db
+        .links_to(creator.owner, &domain, &target)
+        .await?
+        .into_iter()
+        .find(|l| {
+            l.expires_at.is_none_or(|e| e > now)
+                && !l.options.exhausted
+                && l.options.access.is_none()
+        }))
 }
 
 /// The response recorded under an idempotency key, to answer again: only when the

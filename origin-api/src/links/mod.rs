@@ -187,6 +187,12 @@ pub struct CreateLink {
     /// (default `public`).
     #[serde(default)]
     pub access: Option<AccessMode>,
+    /// `true`: if the owner already has a live public link on this domain to the same
+    /// target (as normalized), answer it (200, `Hop-Deduplicated: true`) instead of
+    /// creating another; the request's other fields are then not applied. Not with
+    /// `code`, nor in a bulk create.
+    #[serde(default)]
+    pub dedupe: Option<bool>,
 }
 
 /// Who may follow a link.

@@ -30,6 +30,8 @@ fn link_response(status: StatusCode, link: &Link) -> Response {
     responses(
         (status = 201, description = "Created (or replayed, with `Idempotent-Replayed: true`)", body = LinkView,
             headers(("ETag" = String, description = "The version, quoted"), ("Location" = String))),
+        (status = 200, description = "With `dedupe: true`: the owner's existing live link to the same target, nothing created (`Hop-Deduplicated: true`)", body = LinkView,
+            headers(("ETag" = String, description = "The version, quoted"), ("Location" = String), ("Hop-Deduplicated" = String))),
         (status = 409, description = "the alias is taken, the domain changed meanwhile (send it again), or the domain has issued every generated code of its shape", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "a field is invalid: bad URL, banned or own host, bad or reserved alias, past expiry, unknown field; or the key was used with another body", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "this key creates too fast; see Retry-After", body = Problem, content_type = "application/problem+json"),
@@ -49,6 +51,12 @@ pub(crate) async fn create(
             &link.domain,
             &link.code,
         ),
+        Created::Existing(link) => {
+            let mut res = link_response(StatusCode::OK, &link);
+            res.headers_mut()
+                .insert("hop-deduplicated", HeaderValue::from_static("true"));
+            with_location(res, &link.domain, &link.code)
+        }
         Created::Replayed(json) => {
             let view: LinkView = serde_json::from_str(&json).map_err(|e| {
                 AppError::Store(crate::store::StoreError::Corrupt(format!(

@@ -625,6 +625,35 @@ impl LinkStore for Db {
         row.map(Link::try_from).transpose()
     }
 
+    async fn links_to(
+        &self,
+        owner: &str,
+        domain: &str,
+        target_url: &str,
+    ) -> Result<Vec<Link>, StoreError> {
+        let host = url::Url::parse(target_url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .unwrap_or_default();
+        let sql = format!(
+            "SELECT {SELECT_COLUMNS} FROM links WHERE target_host = $1 AND target_url = $2 \
+             AND owner_id = $3 AND domain = $4 AND status = 'active' \
+             ORDER BY created_at, link_id LIMIT 20"
+        );
+        let rows: Vec<LinkRow> = self
+            .read_all(
+                &sql,
+                &[
+                    (&host).into(),
+                    target_url.into(),
+                    owner.into(),
+                    domain.into(),
+                ],
+            )
+            .await?;
+        rows.into_iter().map(Link::try_from).collect()
+    }
+
     async fn list_links(&self, filter: &ListFilter) -> Result<Vec<Link>, StoreError> {
         // Built from fixed fragments; every value is a bound parameter.
         let mut sql = format!("SELECT {SELECT_COLUMNS} FROM links WHERE owner_id = $1");

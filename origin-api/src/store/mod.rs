@@ -325,6 +325,14 @@ pub trait LinkStore: Send + Sync + Debug + 'static {
         key: &IdempotencyKey<'_>,
     ) -> Result<Option<(String, String)>, StoreError>;
     async fn get_link(&self, domain: &str, code: &str) -> Result<Option<Link>, StoreError>;
+    /// `owner`'s live links on `domain` to exactly `target_url` (at most 20, oldest
+    /// first): what `dedupe` looks for. Found by the target's host (indexed).
+    async fn links_to(
+        &self,
+        owner: &str,
+        domain: &str,
+        target_url: &str,
+    ) -> Result<Vec<Link>, StoreError>;
     /// Up to `filter.limit + 1` links, newest first (the extra one tells that there is
     /// a next page).
     async fn list_links(&self, filter: &ListFilter) -> Result<Vec<Link>, StoreError>;

@@ -181,7 +181,7 @@ async fn create(s: &Setup, body: Value) -> origin_api::model::Link {
         .expect("create")
     {
         links::Created::New(link) => *link,
-        links::Created::Replayed(_) => panic!("not replayed"),
+        other => panic!("not created: {other:?}"),
     }
 }
 

@@ -838,3 +838,105 @@ async fn a_signed_link_opens_only_with_an_unexpired_token_of_its_current_secret(
         t.cleanup().await;
     }
 }
+
+#[tokio::test]
+async fn dedupe_answers_the_owner_s_live_link_to_the_same_target_and_says_so() {
+    for (api, t) in apis_with("dedupe", FLAGS).await {
+        let token = api.key("acme", false).await;
+        let first = api
+            .create(
+                &token,
+                json!({ "target_url": "https://Shop.Example/spring?a=1" }),
+            )
+            .await;
+        assert_eq!(first.status, StatusCode::CREATED, "{}", first.text);
+        // The same target as normalized: the existing link, nothing created.
+        let again = api
+            .create(&token, json!({ "target_url": "https://shop.example/spring?a=1", "dedupe": true, "title": "ignored" }))
+            .await;
+        assert_eq!(again.status, StatusCode::OK, "{}: {}", t.kind(), again.text);
+        assert_eq!(again.headers["hop-deduplicated"], "true");
+        assert_eq!(again.body["code"], first.body["code"]);
+        assert_eq!(
+            again.body["title"],
+            Value::Null,
+            "the existing link as it is"
+        );
+        assert_eq!(api.count("links").await, 1);
+        // Without dedupe, another owner, another target, or a disabled link: a new link.
+        let res = api
+            .create(
+                &token,
+                json!({ "target_url": "https://shop.example/spring?a=1" }),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED);
+        let other = api.key("globex", false).await;
+        let res = api
+            .create(
+                &other,
+                json!({ "target_url": "https://shop.example/spring?a=1", "dedupe": true }),
+            )
+            .await;
+        assert_eq!(
+            res.status,
+            StatusCode::CREATED,
+            "another owner's link is never answered"
+        );
+        let res = api
+            .create(
+                &token,
+                json!({ "target_url": "https://shop.example/summer", "dedupe": true }),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED);
+        let code = res.body["code"].as_str().expect("code").to_owned();
+        let res = api
+            .patch_json(
+                &token,
+                &format!("/v1/links/s.example/{code}"),
+                Some("\"1\""),
+                json!({ "status": "disabled" }),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::OK);
+        let res = api
+            .create(
+                &token,
+                json!({ "target_url": "https://shop.example/summer", "dedupe": true }),
+            )
+            .await;
+        assert_eq!(
+            res.status,
+            StatusCode::CREATED,
+            "a disabled link is not live"
+        );
+        // Not with an alias, nor in bulk; a refused target is refused as for a create.
+        let res = api
+            .create(
+                &token,
+                json!({ "target_url": "https://shop.example/", "dedupe": true, "code": "mine" }),
+            )
+            .await;
+        assert_eq!(
+            (res.status, res.body["field"].clone()),
+            (StatusCode::UNPROCESSABLE_ENTITY, json!("dedupe"))
+        );
+        let res = api
+            .post_json(
+                &token,
+                "/v1/links/bulk",
+                &json!({ "links": [{ "target_url": "https://shop.example/", "dedupe": true }] }),
+            )
+            .await;
+        assert_eq!(res.body["results"][0]["ok"], false, "{}", res.text);
+        let res = api
+            .create(
+                &token,
+                json!({ "target_url": "ftp://shop.example/", "dedupe": true }),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::UNPROCESSABLE_ENTITY);
+        t.cleanup().await;
+    }
+}
