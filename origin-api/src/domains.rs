@@ -46,6 +46,10 @@ pub struct CreateDomain {
     /// Links forward the visitor's query unless they say otherwise.
     #[serde(default)]
     pub forward_query: Option<bool>,
+    /// Every link shows its interstitial (the destination and a link to continue)
+    /// instead of redirecting at once: a domain for untrusted targets.
+    #[serde(default)]
+    pub interstitial: Option<bool>,
     /// 301, 302 (default), 307 or 308, for links that do not choose.
     #[serde(default)]
     pub default_redirect: Option<i64>,
@@ -81,6 +85,7 @@ pub struct DomainView {
     pub code_length: u8,
     pub case_insensitive: bool,
     pub forward_query: bool,
+    pub interstitial: bool,
     pub default_redirect: u16,
     pub max_age_s: u32,
     pub not_found_url: Option<String>,
@@ -107,6 +112,7 @@ impl Domain {
             code_length: self.settings.codes.length(),
             case_insensitive: self.settings.case_insensitive,
             forward_query: self.settings.forward_query,
+            interstitial: self.settings.interstitial,
             default_redirect: self.settings.default_redirect.code(),
             max_age_s: self.settings.max_age_s,
             not_found_url: self.settings.not_found_url.clone(),
@@ -187,6 +193,9 @@ impl CreateDomain {
         if let Some(f) = self.forward_query {
             d.settings.forward_query = f;
         }
+        if let Some(i) = self.interstitial {
+            d.settings.interstitial = i;
+        }
         if let Some(code) = self.default_redirect {
             d.settings.default_redirect = u16::try_from(code)
                 .ok()
@@ -265,6 +274,8 @@ pub struct UpdateDomain {
     #[serde(default)]
     pub forward_query: Option<bool>,
     #[serde(default)]
+    pub interstitial: Option<bool>,
+    #[serde(default)]
     pub default_redirect: Option<i64>,
     #[serde(default)]
     pub max_age_s: Option<i64>,
@@ -298,6 +309,7 @@ fn registration_of(d: &Domain) -> CreateDomain {
         code_length: Some(i64::from(d.settings.codes.length())),
         case_insensitive: Some(d.settings.case_insensitive),
         forward_query: Some(d.settings.forward_query),
+        interstitial: Some(d.settings.interstitial),
         default_redirect: Some(i64::from(d.settings.default_redirect.code())),
         max_age_s: Some(i64::from(d.settings.max_age_s)),
         not_found_url: d.settings.not_found_url.clone(),
@@ -336,6 +348,7 @@ pub async fn update_domain(
     req.code_length = patch.code_length.or(req.code_length);
     req.case_insensitive = patch.case_insensitive.or(req.case_insensitive);
     req.forward_query = patch.forward_query.or(req.forward_query);
+    req.interstitial = patch.interstitial.or(req.interstitial);
     req.default_redirect = patch.default_redirect.or(req.default_redirect);
     req.max_age_s = patch.max_age_s.or(req.max_age_s);
     req.status = patch.status.or(req.status);

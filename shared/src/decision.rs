@@ -791,7 +791,9 @@ fn decide_known<'u>(
             let short_url = format!("https://{}/{}", visit.route.domain(), visit.route.code());
             Some(preview.page(&short_url, &location))
         }
-        None if record.interstitial => Some(crate::interstitial::page(&location)),
+        None if record.interstitial || settings.interstitial => {
+            Some(crate::interstitial::page(&location))
+        }
         None => None,
     };
     let varies = !extras.rules.is_empty() || extras.preview.is_some();
@@ -1522,6 +1524,25 @@ mod tests {
             &deny(&[], &["xn--bcher-kva.example"]),
         );
         assert_eq!(d.status, 403);
+    }
+
+    #[test]
+    fn a_domain_of_untrusted_targets_shows_every_link_s_interstitial() {
+        let warned = DomainSettings {
+            interstitial: true,
+            ..DomainSettings::default()
+        };
+        let rec = active("https://shop.example/x");
+        let d = run_on(Some(&rec), Method::Get, None, &Denylist::default(), &warned);
+        assert_eq!((d.status, d.header("location")), (200, None));
+        assert!(d.body.text().unwrap_or_default().contains("shop.example"));
+        // The setting travels in the domain's config, and an edge that predates it
+        // reads the config all the same.
+        let json = serde_json::to_string(&warned).unwrap();
+        assert!(json.contains(r#""interstitial":true"#), "{json}");
+        assert!(!serde_json::to_string(&DomainSettings::default())
+            .unwrap()
+            .contains("interstitial"));
     }
 
     #[test]

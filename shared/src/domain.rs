@@ -281,6 +281,10 @@ pub struct DomainSettings {
     /// Where a visitor of an expired link goes (302), instead of a 410.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expired_url: Option<String>,
+    /// Every link of the domain shows its interstitial (the destination and a link to
+    /// continue) instead of redirecting at once: a domain for untrusted targets.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interstitial: bool,
 }
 
 /// One minute. This is the longest a ban, a delete or an edit takes to reach a visitor
@@ -300,6 +304,7 @@ impl Default for DomainSettings {
             not_found_url: None,
             root_url: None,
             expired_url: None,
+            interstitial: false,
         }
     }
 }

@@ -26,6 +26,7 @@ pub(super) struct SettingsRow {
     not_found_url: Option<String>,
     root_url: Option<String>,
     expired_url: Option<String>,
+    interstitial: bool,
 }
 
 impl SettingsRow {
@@ -47,6 +48,7 @@ impl SettingsRow {
             not_found_url: self.not_found_url.clone(),
             root_url: self.root_url.clone(),
             expired_url: self.expired_url.clone(),
+            interstitial: self.interstitial,
         })
     }
 }
@@ -147,7 +149,7 @@ pub(super) async fn check_domains(
 
 const COLUMNS: &str = "domain, alphabet, code_length, case_insensitive, forward_query, \
      default_redirect, max_age_s, status, not_found_url, root_url, expired_url, shared, \
-     allowed_target_hosts, version, created_at, updated_at";
+     allowed_target_hosts, version, created_at, updated_at, interstitial";
 
 #[derive(sqlx::FromRow)]
 struct DomainRow {
@@ -232,6 +234,7 @@ fn row_args<'a>(d: &'a Domain, hosts: &'a Option<String>, version: i64) -> Vec<A
         version.into(),
         d.created_at.into(),
         d.updated_at.into(),
+        d.settings.interstitial.into(),
     ]
 }
 
@@ -308,7 +311,7 @@ impl DomainStore for Db {
             .execute(
                 &format!(
                     "INSERT INTO domains ({COLUMNS}) VALUES ({})",
-                    list_placeholders(1, 16)
+                    list_placeholders(1, 17)
                 ),
                 &row_args(d, &hosts, version),
             )
@@ -351,8 +354,8 @@ impl DomainStore for Db {
                 "UPDATE domains SET alphabet = $2, code_length = $3, case_insensitive = $4, \
                  forward_query = $5, default_redirect = $6, max_age_s = $7, status = $8, \
                  not_found_url = $9, root_url = $10, expired_url = $11, shared = $12, \
-                 allowed_target_hosts = $13, version = $14, created_at = $15, updated_at = $16 \
-                 WHERE domain = $1 AND version = $17",
+                 allowed_target_hosts = $13, version = $14, created_at = $15, updated_at = $16, \
+                 interstitial = $17 WHERE domain = $1 AND version = $18",
                 &args,
             )
             .await?;

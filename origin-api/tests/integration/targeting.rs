@@ -940,3 +940,76 @@ async fn dedupe_answers_the_owner_s_live_link_to_the_same_target_and_says_so() {
         t.cleanup().await;
     }
 }
+
+#[tokio::test]
+async fn a_domain_of_untrusted_targets_shows_every_link_s_interstitial() {
+    for (api, t) in apis_with("domain interstitial", FLAGS).await {
+        let admin = api.key("ops", true).await;
+        let token = api.key("acme", false).await;
+        let res = api
+            .post_json(
+                &admin,
+                "/v1/domains",
+                &json!({ "domain": "warn.example", "shared": true, "interstitial": true }),
+            )
+            .await;
+        assert_eq!(
+            res.status,
+            StatusCode::CREATED,
+            "{}: {}",
+            t.kind(),
+            res.text
+        );
+        assert_eq!(res.body["interstitial"], true);
+        let res = api
+            .create(&token, json!({ "target_url": "https://untrusted.example/file", "domain": "warn.example", "code": "file-1" }))
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text);
+        let visit = || {
+            Request::get("/file-1")
+                .header(header::HOST, "warn.example")
+                .body(Body::empty())
+                .expect("request")
+        };
+        let page = api.send(visit()).await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+        assert!(
+            page.text.contains("<strong>untrusted.example</strong>"),
+            "{}",
+            page.text
+        );
+        // The edge gets the setting with the domain's config.
+        let rows: Vec<(String,)> = api
+            .state
+            .db
+            .read_all(
+                "SELECT payload FROM outbox WHERE kind = 'cfg' AND route_key = $1 ORDER BY seq DESC",
+                &["warn.example".into()],
+            )
+            .await
+            .expect("outbox");
+        assert!(
+            rows.first()
+                .is_some_and(|(p,)| p.contains(r#""interstitial":true"#)),
+            "{rows:?}"
+        );
+        // Switched off, links redirect again.
+        let res = api
+            .patch_json(
+                &admin,
+                "/v1/domains/warn.example",
+                Some("\"1\""),
+                json!({ "interstitial": false }),
+            )
+            .await;
+        assert_eq!(
+            (res.status, res.body["interstitial"].clone()),
+            (StatusCode::OK, json!(false)),
+            "{}",
+            res.text
+        );
+        let res = api.send(visit()).await;
+        assert_eq!(res.status, StatusCode::FOUND, "{}", res.text);
+        t.cleanup().await;
+    }
+}

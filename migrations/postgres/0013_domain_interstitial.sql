@@ -1,0 +1,3 @@
+-- A domain whose every link shows its interstitial (the destination and a link to
+-- continue) instead of redirecting at once (issue 17): for a domain of untrusted targets.
+ALTER TABLE domains ADD COLUMN interstitial BOOLEAN NOT NULL DEFAULT FALSE;
