@@ -146,6 +146,20 @@ mod tests {
         assert_eq!(without_token("ta=1&t"), "ta=1");
     }
 
+    proptest::proptest! {
+        /// Whatever a visitor puts in the query, reading it never panics, and a token
+        /// is found only unexpired with a MAC of 32 bytes; forwarding never carries it.
+        #[test]
+        fn any_query_is_read_safely(query in "[a-z0-9=&.tT%_-]{0,120}", now_s in 0i64..4_000_000_000) {
+            if let Some(p) = Presented::find(Some(&query), now_s) {
+                proptest::prop_assert!(p.expires_s > now_s);
+                proptest::prop_assert_eq!(p.mac_bytes().map(|m| m.len()), Some(32));
+            }
+            let forwarded = without_token(&query);
+            proptest::prop_assert!(forwarded.split('&').all(|pair| !pair.starts_with("t=") && pair != "t"));
+        }
+    }
+
     #[test]
     fn the_record_form_is_compact() {
         let a = Access::Signed { key: "k".into() };
