@@ -3,7 +3,7 @@
 //! nothing. Only a record with `access` takes this path; it is asynchronous (WebCrypto
 //! answers with promises), the plain redirect stays one `then`.
 
-use shared::access::{hex_decode, Access, Presented};
+use shared::access::{Access, Challenge};
 use shared::RouteKey;
 use wasm_bindgen::prelude::*;
 use worker::js_sys::{Array, Object, Promise, Reflect, Uint8Array};
@@ -37,14 +37,10 @@ pub(crate) async fn granted(
     query: Option<&str>,
     now_s: i64,
 ) -> bool {
-    let Access::Signed { key } = access;
-    let Some(token) = Presented::find(query, now_s) else {
+    let Some(c) = Challenge::of(access, route, query, now_s) else {
         return false;
     };
-    let (Some(key), Some(mac)) = (hex_decode(key), token.mac_bytes()) else {
-        return false;
-    };
-    verified(&key, &mac, token.message(route).as_bytes())
+    verified(&c.key, &c.mac, c.message.as_bytes())
         .await
         .unwrap_or(false)
 }

@@ -77,6 +77,31 @@ pub fn hex_decode(text: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// What checking a visit against a link's access takes: the secret, the MAC the visit
+/// presents, and the bytes that MAC must cover. Each side computes the MAC with its own
+/// crypto and compares in constant time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Challenge {
+    pub key: Vec<u8>,
+    pub mac: Vec<u8>,
+    pub message: String,
+}
+
+impl Challenge {
+    /// The check a visit of `route` with `query` faces at `now_s`; `None` when it
+    /// presents no well-formed, unexpired token (or the secret is corrupt): refused
+    /// without computing anything.
+    pub fn of(access: &Access, route: &RouteKey, query: Option<&str>, now_s: i64) -> Option<Self> {
+        let Access::Signed { key } = access;
+        let presented = Presented::find(query, now_s)?;
+        Some(Challenge {
+            key: hex_decode(key)?,
+            mac: presented.mac_bytes()?,
+            message: presented.message(route),
+        })
+    }
+}
+
 /// A visit's raw query without the token, for forwarding to the target: the token
 /// opens the short link, it is no business of the destination's.
 pub fn without_token(query: &str) -> String {

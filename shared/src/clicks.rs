@@ -352,7 +352,7 @@ pub fn classify_user_agent(ua: &str) -> (Device, bool) {
     // browser's agent with the app's name in it).
     let bot = !browser
         || BOT_MARKERS.iter().any(|m| ua.contains(m))
-        || crate::preview::PREVIEWERS.iter().any(|m| ua.contains(m));
+        || crate::preview::names_previewer(&ua);
     let has = |s: &str| ua.contains(s);
     let device = if has("ipad") || has("tablet") || (has("android") && !has("mobile")) {
         Device::Tablet

@@ -261,11 +261,7 @@ impl<'r> Extras<'r> {
     /// some of its visitors to a banned host is blocked for all of them, as the origin
     /// marks it too.
     fn blocked_by(&self, deny: &Denylist) -> bool {
-        let variants = self.split.map(Split::variants).unwrap_or_default();
-        self.rules
-            .iter()
-            .map(|r| r.target_url.as_str())
-            .chain(variants.iter().map(|v| v.target_url.as_str()))
+        crate::targeting::other_targets(self.rules, self.split)
             .filter_map(VisitUrl::from_serialized)
             .any(|v| deny.blocks_host(v.host))
     }

@@ -47,7 +47,12 @@ pub const PREVIEWERS: &[&str] = &[
 /// Whether a user agent is a link-preview crawler.
 pub fn is_previewer(user_agent: &str) -> bool {
     let ua = crate::clicks::head(user_agent, crate::clicks::MAX_UA_BYTES).to_ascii_lowercase();
-    PREVIEWERS.iter().any(|m| ua.contains(m))
+    names_previewer(&ua)
+}
+
+/// [`is_previewer`] for an agent already cut and lowercased.
+pub(crate) fn names_previewer(lowercase_ua: &str) -> bool {
+    PREVIEWERS.iter().any(|m| lowercase_ua.contains(m))
 }
 
 /// What a link shows when it is shared.

@@ -334,6 +334,19 @@ pub fn reads(rules: &[Rule]) -> Reads {
     })
 }
 
+/// The targets besides a link's own that a visit may be sent to: its rules', then its
+/// split's variants'. What host bans must cover too.
+pub fn other_targets<'a>(
+    rules: &'a [Rule],
+    split: Option<&'a crate::split::Split>,
+) -> impl Iterator<Item = &'a str> {
+    let variants = split.map(crate::split::Split::variants).unwrap_or_default();
+    rules
+        .iter()
+        .map(|r| r.target_url.as_str())
+        .chain(variants.iter().map(|v| v.target_url.as_str()))
+}
+
 /// The index of the first rule whose conditions hold for `facts`, if any.
 pub fn first_match(rules: &[Rule], facts: &Facts<'_>) -> Option<usize> {
     rules.iter().position(|r| facts.satisfy(&r.when))

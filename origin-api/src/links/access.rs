@@ -4,7 +4,7 @@
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
-use shared::access::{hex_decode, signed_message, Access, Presented, SECRET_BYTES};
+use shared::access::{hex_decode, signed_message, Access, Challenge, SECRET_BYTES};
 use shared::RouteKey;
 
 type HmacSha256 = Hmac<Sha256>;
@@ -32,18 +32,14 @@ pub fn token(access: &Access, route: &str, expires_s: i64) -> Option<String> {
 /// Whether the visit's raw query carries a token that opens `route` under `access`
 /// at `now_s`.
 pub fn opens(access: &Access, route: &RouteKey, query: Option<&str>, now_s: i64) -> bool {
-    let Access::Signed { key } = access;
-    let Some(presented) = Presented::find(query, now_s) else {
+    let Some(c) = Challenge::of(access, route, query, now_s) else {
         return false;
     };
-    let (Some(key), Some(given)) = (hex_decode(key), presented.mac_bytes()) else {
+    let Ok(mut mac) = HmacSha256::new_from_slice(&c.key) else {
         return false;
     };
-    let Ok(mut mac) = HmacSha256::new_from_slice(&key) else {
-        return false;
-    };
-    mac.update(presented.message(route).as_bytes());
-    mac.verify_slice(&given).is_ok()
+    mac.update(c.message.as_bytes());
+    mac.verify_slice(&c.mac).is_ok()
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use crate::error::AppError;
 use crate::model::LinkOptions;
 use shared::preview::Preview;
 use shared::split::{Split, Variant};
-use shared::targeting::{normalize_rules, Rule, MAX_RULES};
+use shared::targeting::{normalize_rules, Rule, RuleError, MAX_RULES};
 use shared::{validate_target, RedirectStatus};
 
 /// A valid target for a link on `domain`: a real http(s) URL on a public host (or one
@@ -108,11 +108,9 @@ pub(crate) async fn rules(
     domain: &str,
     mut rules: Vec<Rule>,
 ) -> Result<Vec<Rule>, AppError> {
+    // Before any target is looked up: a hundred rules cost no hundred lookups.
     if rules.len() > MAX_RULES {
-        return Err(AppError::invalid(
-            "rules",
-            format!("at most {MAX_RULES} rules, not {}", rules.len()),
-        ));
+        return Err(AppError::invalid("rules", RuleError::TooMany(rules.len())));
     }
     for (i, rule) in rules.iter_mut().enumerate() {
         rule.target_url = target(lookups, domain, &rule.target_url)

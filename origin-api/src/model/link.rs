@@ -115,11 +115,7 @@ impl LinkOptions {
     /// The targets besides the link's own that visitors may be sent to: rules', then
     /// the split's.
     pub fn targets(&self) -> impl Iterator<Item = &str> {
-        let variants = self.split.as_ref().map(Split::variants).unwrap_or_default();
-        self.rules
-            .iter()
-            .map(|r| r.target_url.as_str())
-            .chain(variants.iter().map(|v| v.target_url.as_str()))
+        shared::targeting::other_targets(&self.rules, self.split.as_ref())
     }
 }
 
@@ -158,13 +154,20 @@ impl Link {
         hosts
     }
 
+    /// Every host a visit of the link could be sent to: its other targets', then its
+    /// own target's.
+    pub fn all_hosts(&self) -> Vec<String> {
+        let mut hosts = self.other_hosts();
+        hosts.push(self.target_host());
+        hosts
+    }
+
     /// Whether `deny` covers this link: its code, or the host of any target a visit
     /// could be sent to (a link that sends some visitors to a banned host is blocked).
     pub fn banned_by(&self, deny: &shared::Denylist) -> bool {
         shared::RouteKey::new(self.domain.as_str(), self.code.as_str())
             .is_some_and(|r| deny.blocks_code(&r))
-            || deny.blocks_host(&self.target_host())
-            || self.other_hosts().iter().any(|h| deny.blocks_host(h))
+            || self.all_hosts().iter().any(|h| deny.blocks_host(h))
     }
 
     /// The record the edge holds for this link. `banned` marks it for a code ban or a
@@ -201,7 +204,7 @@ impl Link {
 }
 
 /// The host of a stored URL, as host bans match it (empty if it has none).
-fn host_of(url: &str) -> String {
+pub fn host_of(url: &str) -> String {
     url::Url::parse(url)
         .ok()
         .and_then(|u| u.host_str().map(str::to_owned))

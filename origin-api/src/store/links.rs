@@ -140,13 +140,6 @@ impl<'a> NewLinkRow<'a> {
         })
     }
 
-    /// Every host a visit of the link could be sent to.
-    fn all_hosts(&self) -> Vec<String> {
-        let mut hosts = self.other_hosts.clone();
-        hosts.push(self.target_host.clone());
-        hosts
-    }
-
     /// The values of [`INSERT_COLUMNS`], in order: the one place they are listed.
     fn args(&self) -> [Arg<'_>; INSERT_ARGS] {
         let link = self.link;
@@ -329,7 +322,7 @@ async fn covered(
 async fn insert_one(c: &mut Conn<'_>, row: &NewLinkRow<'_>) -> Result<(), StoreError> {
     let link = row.link;
     ban_lock(c, BanLock::Shared).await?;
-    let banned = covered(c, &link.domain, &link.code, &row.all_hosts()).await?;
+    let banned = covered(c, &link.domain, &link.code, &link.all_hosts()).await?;
     let sql = format!(
         "INSERT INTO links ({INSERT_COLUMNS}) VALUES {}",
         values_placeholders(1, 1, INSERT_ARGS)
@@ -483,13 +476,10 @@ pub(super) async fn update_one(
     };
     // The copy for the edge is built from the row as written, version included.
     let written = Link::try_from(written)?;
-    let other_hosts = written.other_hosts();
     let link_id = to_i64(written.link_id, "link_id")?;
     // Whether the row had other hosts before is not known here: always rewritten.
-    write_other_hosts(c, link_id, &other_hosts, true).await?;
-    let mut hosts = other_hosts;
-    hosts.push(written.target_host());
-    let banned = covered(c, &written.domain, &written.code, &hosts).await?;
+    write_other_hosts(c, link_id, &written.other_hosts(), true).await?;
+    let banned = covered(c, &written.domain, &written.code, &written.all_hosts()).await?;
     let route = written.route_key();
     let payload = written.edge_record(banned).to_json();
     insert_outbox(
@@ -631,10 +621,7 @@ impl LinkStore for Db {
         domain: &str,
         target_url: &str,
     ) -> Result<Vec<Link>, StoreError> {
-        let host = url::Url::parse(target_url)
-            .ok()
-            .and_then(|u| u.host_str().map(str::to_owned))
-            .unwrap_or_default();
+        let host = crate::model::link::host_of(target_url);
         let sql = format!(
             "SELECT {SELECT_COLUMNS} FROM links WHERE target_host = $1 AND target_url = $2 \
              AND owner_id = $3 AND domain = $4 AND status = 'active' \
