@@ -1013,3 +1013,36 @@ async fn a_domain_of_untrusted_targets_shows_every_link_s_interstitial() {
         t.cleanup().await;
     }
 }
+
+#[tokio::test]
+async fn a_link_that_records_no_clicks_counts_none_of_its_visits() {
+    for (api, t) in apis_with("no clicks", FLAGS).await {
+        let token = api.key("acme", false).await;
+        for (code, record) in [("quiet-link", false), ("loud-link", true)] {
+            let body = json!({ "target_url": "https://shop.example/", "code": code, "record_clicks": record });
+            let res = api.create(&token, body).await;
+            assert_eq!(res.status, StatusCode::CREATED, "{}", res.text);
+            for _ in 0..3 {
+                api.sent_to(
+                    &format!("/{code}"),
+                    &[(header::USER_AGENT.as_str(), DESKTOP)],
+                )
+                .await;
+            }
+        }
+        api.write_clicks().await;
+        for (code, visits) in [("quiet-link", 0), ("loud-link", 3)] {
+            let stats = api
+                .call_as(&token, "GET", &format!("/v1/links/s.example/{code}/stats"))
+                .await;
+            assert_eq!(
+                stats.body["totals"]["visits"],
+                visits,
+                "{}: {code}: {}",
+                t.kind(),
+                stats.text
+            );
+        }
+        t.cleanup().await;
+    }
+}
