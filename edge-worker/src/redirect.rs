@@ -53,16 +53,25 @@ impl Pending {
         &self.settings
     }
 
-    /// Whether the visit may follow `record`, a private link (always, for one that is
-    /// not private: the decision ignores it).
-    async fn granted(&self, record: &EdgeRecord) -> bool {
-        match &record.access {
-            None => false,
-            Some(access) => {
-                let now_s = i64::try_from(self.now_ms / 1000).unwrap_or(i64::MAX);
-                crate::access::granted(access, &self.route, self.query.as_deref(), now_s).await
-            }
+    /// The answer to a visit of `record`, which may be a private link: its token or
+    /// cookie is checked first, and a password posted to its form.
+    async fn decide_private(&self, record: &EdgeRecord, deny: &Denylist) -> Decision {
+        let Some(access) = &record.access else {
+            return self.decide_and_count(Some(record), deny, false);
+        };
+        let now_s = i64::try_from(self.now_ms / 1000).unwrap_or(i64::MAX);
+        let cookie = match access.is_password() {
+            true => self.request.headers().get("cookie").ok().flatten(),
+            false => None,
+        };
+        let query = self.query.as_deref();
+        let granted =
+            crate::access::granted(access, &self.route, query, cookie.as_deref(), now_s).await;
+        let decision = self.decide_and_count(Some(record), deny, granted);
+        if !decision.asks_password(self.method, Some(access)) {
+            return decision;
         }
+        crate::access::attempt(access, &self.route, query, &self.request, self.now_ms).await
     }
 
     /// The decision, with the click reported when the visit is one; `granted`: a
@@ -102,7 +111,8 @@ impl Pending {
     }
 }
 
-/// The response to `GET|HEAD url`, as a promise for the runtime.
+/// The response to `GET|HEAD url` (or a `POST` to a password link's form), as a
+/// promise for the runtime.
 pub(crate) fn handle(
     method: Method,
     url: VisitUrl<'_>,
@@ -112,7 +122,7 @@ pub(crate) fn handle(
 ) -> Promise {
     let code = url.path.strip_prefix('/').unwrap_or_default();
     let root = code.is_empty();
-    if root && method == Method::Other {
+    if root && matches!(method, Method::Post | Method::Other) {
         return respond::settled(&decide_root(method, None));
     }
     if let Some(early) = reject_early(method, code).filter(|_| !root) {
@@ -239,11 +249,10 @@ fn lookup(visit: Pending, deny: Rc<Denylist>) -> Promise {
             }
         };
         let decision = match EdgeRecord::from_json(&json) {
-            // A private link waits for WebCrypto to check its token.
+            // A private link waits for WebCrypto to check its token or password.
             Ok(record) if record.access.is_some() => {
                 return Ok(future_to_promise(async move {
-                    let granted = visit.granted(&record).await;
-                    let decision = visit.decide_and_count(Some(&record), &deny, granted);
+                    let decision = visit.decide_private(&record, &deny).await;
                     respond::to_response(&decision).map(JsValue::from)
                 })
                 .into());
@@ -271,10 +280,7 @@ async fn unknown(visit: Pending, deny: Rc<Denylist>) -> Decision {
         return visit.decide_and_count(None, &deny, false);
     }
     match fallback::resolve(&visit.env, &visit.ctx, &visit.route, ask).await {
-        Resolved::Found(record) => {
-            let granted = visit.granted(&record).await;
-            visit.decide_and_count(Some(&record), &deny, granted)
-        }
+        Resolved::Found(record) => visit.decide_private(&record, &deny).await,
         Resolved::Unknown => visit.decide_and_count(None, &deny, false),
         Resolved::Unavailable => Decision::unavailable(visit.method, RETRY_AFTER_S),
     }

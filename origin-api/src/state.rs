@@ -45,6 +45,8 @@ pub struct AppParts {
     pub auth: auth::AuthGuard,
     /// Which peers' forwarding headers are believed.
     pub proxies: client::Proxies,
+    /// Password links' attempts: counted per link, hashed a few at a time.
+    pub passwords: crate::links::access::PasswordGate,
     /// This process among the others on the same database (random, new at each start):
     /// it names its rows in `click_sources`.
     pub process: String,
@@ -110,6 +112,7 @@ impl AppState {
             readiness: db::Readiness::default(),
             auth,
             proxies,
+            passwords: Default::default(),
             metrics,
             process: process_id(),
         }))

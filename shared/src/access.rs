@@ -1,8 +1,12 @@
-//! Private links (issue 17): a code is not a credential. A link with signed access
-//! answers only visits that carry a token the link's owner had issued (`?t=…`): an
-//! expiry and an HMAC-SHA256 over the route key and that expiry, with a secret of the
-//! link's own that changes whenever the link is set to signed access again (which
-//! revokes every token issued before).
+//! Private links (issue 17): a code is not a credential. Two kinds:
+//!
+//! - *signed*: the link answers only visits that carry a token its owner had issued
+//!   (`?t=…`): an expiry and an HMAC-SHA256 over the route key and that expiry, with a
+//!   secret of the link's own that changes whenever the link is set to signed access
+//!   again (which revokes every token issued before);
+//! - *password*: the visitor types the link's password into a form (`crate::password`);
+//!   success is remembered for that link alone by a cookie that has the same shape as a
+//!   token, signed with another message, so neither can stand in for the other.
 //!
 //! What is signed and how a token reads are here, shared; the MAC itself is computed
 //! by each side's own crypto (the edge's WebCrypto, which compares in constant time
@@ -24,6 +28,21 @@ pub const SECRET_BYTES: usize = 32;
 pub enum Access {
     /// Visits need a token signed with this secret (hex).
     Signed { key: String },
+    /// Visits need the password: `hash` is PBKDF2-HMAC-SHA256 of it with `salt` over
+    /// `iterations` rounds; a visitor who gave it carries a cookie signed with `key`.
+    /// All hex. The owner's password itself is kept nowhere.
+    Password {
+        salt: String,
+        hash: String,
+        iterations: u32,
+        key: String,
+    },
+}
+
+impl Access {
+    pub fn is_password(&self) -> bool {
+        matches!(self, Access::Password { .. })
+    }
 }
 
 /// The bytes a token's MAC covers: a version tag, the route key and the expiry, so a
@@ -43,10 +62,26 @@ impl<'q> Presented<'q> {
     /// The token in a visit's raw query, if one is there and well formed; `None` too
     /// once it has expired (at `now_s`), so no MAC is computed for a dead token.
     pub fn find(query: Option<&'q str>, now_s: i64) -> Option<Presented<'q>> {
-        let raw = query?
-            .split('&')
-            .find_map(|pair| pair.strip_prefix("t="))
-            .filter(|t| t.len() <= MAX_TOKEN)?;
+        let raw = query?.split('&').find_map(|pair| pair.strip_prefix("t="))?;
+        Presented::parse(raw, now_s)
+    }
+
+    /// The password cookie in a visit's `Cookie` header, read as [`Presented::find`]
+    /// reads a token.
+    pub fn in_cookie(cookie: Option<&'q str>, now_s: i64) -> Option<Presented<'q>> {
+        let raw = cookie?.split(';').find_map(|pair| {
+            pair.trim()
+                .strip_prefix(crate::password::COOKIE)?
+                .strip_prefix('=')
+        })?;
+        Presented::parse(raw, now_s)
+    }
+
+    /// `{expires_s}.{64 hex digits}`, unexpired at `now_s`.
+    fn parse(raw: &'q str, now_s: i64) -> Option<Presented<'q>> {
+        if raw.len() > MAX_TOKEN {
+            return None;
+        }
         let (expires, mac) = raw.split_once('.')?;
         let expires_s: i64 = expires.parse().ok()?;
         let mac_ok = mac.len() == 64 && mac.bytes().all(|b| b.is_ascii_hexdigit());
@@ -88,16 +123,32 @@ pub struct Challenge {
 }
 
 impl Challenge {
-    /// The check a visit of `route` with `query` faces at `now_s`; `None` when it
-    /// presents no well-formed, unexpired token (or the secret is corrupt): refused
+    /// The check a visit of `route` with `query` and `cookie` (its `Cookie` header)
+    /// faces at `now_s`: a signed link's token, a password link's cookie. `None` when
+    /// it presents no well-formed, unexpired one (or the secret is corrupt): refused
     /// without computing anything.
-    pub fn of(access: &Access, route: &RouteKey, query: Option<&str>, now_s: i64) -> Option<Self> {
-        let Access::Signed { key } = access;
-        let presented = Presented::find(query, now_s)?;
+    pub fn of(
+        access: &Access,
+        route: &RouteKey,
+        query: Option<&str>,
+        cookie: Option<&str>,
+        now_s: i64,
+    ) -> Option<Self> {
+        let (presented, key, message) = match access {
+            Access::Signed { key } => {
+                let presented = Presented::find(query, now_s)?;
+                (presented, key, presented.message(route))
+            }
+            Access::Password { key, .. } => {
+                let presented = Presented::in_cookie(cookie, now_s)?;
+                let message = crate::password::cookie_message(route, presented.expires_s);
+                (presented, key, message)
+            }
+        };
         Some(Challenge {
             key: hex_decode(key)?,
             mac: presented.mac_bytes()?,
-            message: presented.message(route),
+            message,
         })
     }
 }
@@ -186,6 +237,57 @@ mod tests {
     }
 
     #[test]
+    fn a_password_link_reads_its_cookie_and_never_a_token() {
+        let route = RouteKey::new("s.example", "pass1").unwrap();
+        let mac = "0f".repeat(32);
+        let password = Access::Password {
+            salt: "00".into(),
+            hash: "00".into(),
+            iterations: 1,
+            key: "ab".into(),
+        };
+        let now = 1_800_000_000;
+        let cookie = format!("theme=dark; hop_pass=1800000100.{mac}; x=y");
+        let c = Challenge::of(&password, &route, None, Some(&cookie), now).unwrap();
+        assert_eq!(c.key, vec![0xab]);
+        assert_eq!(c.mac, vec![0x0f; 32]);
+        assert_eq!(
+            c.message,
+            crate::password::cookie_message(&route, 1_800_000_100)
+        );
+        // Signed differently from a token: neither stands in for the other.
+        let token = Presented {
+            expires_s: 1_800_000_100,
+            mac: &mac,
+        };
+        assert_ne!(c.message, token.message(&route));
+        let query = format!("t=1800000100.{mac}");
+        assert_eq!(
+            Challenge::of(&password, &route, Some(&query), None, now),
+            None
+        );
+        let signed = Access::Signed { key: "ab".into() };
+        assert_eq!(
+            Challenge::of(&signed, &route, None, Some(&cookie), now),
+            None
+        );
+        // Expired, or only named like it: nothing to check.
+        assert_eq!(
+            Challenge::of(&password, &route, None, Some(&cookie), now + 100),
+            None
+        );
+        for cookie in [
+            format!("xhop_pass=1800000100.{mac}"),
+            format!("hop_passx=1800000100.{mac}"),
+        ] {
+            assert_eq!(
+                Challenge::of(&password, &route, None, Some(&cookie), now),
+                None
+            );
+        }
+    }
+
+    #[test]
     fn the_record_form_is_compact() {
         let a = Access::Signed { key: "k".into() };
         assert_eq!(
@@ -193,5 +295,17 @@ mod tests {
             r#"{"signed":{"key":"k"}}"#
         );
         assert!(serde_json::from_str::<Access>(r#"{"password":{}}"#).is_err());
+        let p = Access::Password {
+            salt: "s".into(),
+            hash: "h".into(),
+            iterations: 100_000,
+            key: "k".into(),
+        };
+        let json = serde_json::to_string(&p).unwrap();
+        assert_eq!(
+            json,
+            r#"{"password":{"salt":"s","hash":"h","iterations":100000,"key":"k"}}"#
+        );
+        assert_eq!(serde_json::from_str::<Access>(&json).unwrap(), p);
     }
 }

@@ -5,6 +5,7 @@ use crate::access::{without_token, Access};
 use crate::codes::is_plausible_code;
 use crate::denylist::Denylist;
 use crate::domain::{DomainSettings, DomainStatus, RouteKey, DEFAULT_MAX_AGE_S};
+use crate::password::Tried;
 use crate::preview::{is_previewer, Preview};
 use crate::record::{EdgeRecord, EdgeStatus, RedirectStatus};
 use crate::split::Split;
@@ -218,7 +219,7 @@ struct Extras<'r> {
     split: Option<&'r Split>,
     preview: Option<&'r Preview>,
     expired_url: Option<&'r str>,
-    private: bool,
+    access: Option<&'r Access>,
 }
 
 impl<'r> Extras<'r> {
@@ -228,7 +229,7 @@ impl<'r> Extras<'r> {
             split: r.split.as_ref(),
             preview: r.preview.as_ref(),
             expired_url: r.expired_url.as_deref(),
-            private: r.access.is_some(),
+            access: r.access.as_ref(),
         }
     }
 
@@ -238,8 +239,16 @@ impl<'r> Extras<'r> {
             split: m.split.as_ref(),
             preview: m.preview.as_ref(),
             expired_url: m.expired_url.as_deref(),
-            private: m.access.is_some(),
+            access: m.access.as_ref(),
         }
+    }
+
+    fn private(&self) -> bool {
+        self.access.is_some()
+    }
+
+    fn password(&self) -> bool {
+        self.access.is_some_and(Access::is_password)
     }
 
     /// The target a visit gets instead of the link's own, if any: the first rule that
@@ -284,6 +293,8 @@ impl<'r> Extras<'r> {
 pub enum Method {
     Get,
     Head,
+    /// Only a password link's form posts (to its own short URL).
+    Post,
     Other,
 }
 
@@ -292,6 +303,7 @@ impl Method {
         match method {
             "GET" => Method::Get,
             "HEAD" => Method::Head,
+            "POST" => Method::Post,
             _ => Method::Other,
         }
     }
@@ -561,6 +573,67 @@ impl Decision {
         }
     }
 
+    /// A password link's form (403), or the form again with a note.
+    fn password_form(method: Method, status: u16, form: &'static str) -> Self {
+        let mut d = Decision::new(method, Outcome::Private, status, Body::Html(form));
+        d.headers.push(
+            "content-security-policy",
+            Cow::Borrowed(crate::password::FORM_POLICY),
+        );
+        d
+    }
+
+    /// 303 to the short URL itself, for a `GET` to decide: the answer to a password
+    /// that let the visitor in, so that no answer to a `POST` names the target (and a
+    /// 307 or 308 link would not post the password on to it).
+    fn see_again(route: &RouteKey, query: Option<&str>) -> Self {
+        let mut location = format!("/{}", route.code());
+        if let Some(q) = query.filter(|q| !q.is_empty()) {
+            location.push('?');
+            location.push_str(q);
+        }
+        let mut headers = Headers::default();
+        headers.push("location", Cow::Owned(location));
+        headers.push("cache-control", Cow::Borrowed(NO_STORE));
+        Decision {
+            outcome: Outcome::Private,
+            status: 303,
+            headers,
+            body: Body::Empty,
+            variant: None,
+            unrecorded: false,
+        }
+    }
+
+    /// The answer to a password posted to `route`'s form (with the visited `query`).
+    pub fn password_tried(route: &RouteKey, query: Option<&str>, tried: Tried) -> Self {
+        use crate::password::{FORM, FORM_LIMITED, FORM_WRONG};
+        match tried {
+            Tried::Missing => Decision::password_form(Method::Post, 400, FORM),
+            Tried::Wrong => Decision::password_form(Method::Post, 403, FORM_WRONG),
+            Tried::Limited(retry_after_s) => {
+                let mut d = Decision::password_form(Method::Post, 429, FORM_LIMITED);
+                d.headers
+                    .push("retry-after", retry_after_s.to_string().into());
+                d
+            }
+            Tried::Right(cookie) => {
+                let mut d = Decision::see_again(route, query);
+                d.headers.push("set-cookie", cookie.into());
+                d
+            }
+        }
+    }
+
+    /// Whether this answers a `POST` to a link with `access` with the form a password
+    /// link shows before it lets a visitor in: the adapter then checks the password.
+    pub fn asks_password(&self, method: Method, access: Option<&Access>) -> bool {
+        method == Method::Post
+            && self.outcome == Outcome::Private
+            && self.status == 403
+            && access.is_some_and(Access::is_password)
+    }
+
     /// The value of a header, by lowercase name.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
@@ -570,8 +643,9 @@ impl Decision {
     }
 }
 
-/// The checks that need nothing but the request line: a method other than GET or HEAD
-/// gets 405, a path segment that cannot be a code gets 404. `None`: go on and look up.
+/// The checks that need nothing but the request line: a method other than GET, HEAD or
+/// POST gets 405, a path segment that cannot be a code gets 404. `None`: go on and look
+/// up (a `POST` is 405 too unless the code is a password link's).
 pub fn reject_early(method: Method, code: &str) -> Option<Decision> {
     if method == Method::Other {
         Some(Decision::method_not_allowed())
@@ -585,7 +659,7 @@ pub fn reject_early(method: Method, code: &str) -> Option<Decision> {
 /// The answer to `GET|HEAD /` on a domain (`None`: one the caller holds no settings
 /// for): its `root_url`, else 404; 405 for other methods.
 pub fn decide_root(method: Method, settings: Option<&DomainSettings>) -> Decision {
-    if method == Method::Other {
+    if matches!(method, Method::Post | Method::Other) {
         return Decision::method_not_allowed();
     }
     match settings {
@@ -706,8 +780,14 @@ fn decide_known<'u>(
     if deny.blocks_code(visit.route) {
         return Decision::banned(visit.method);
     }
-    let Some((record, extras)) = record else {
-        return Decision::no_link(visit.method, settings);
+    let Some((record, extras)) =
+        record.filter(|(_, e)| visit.method != Method::Post || e.password())
+    else {
+        return match visit.method {
+            // Only a password link's form posts.
+            Method::Post => Decision::method_not_allowed(),
+            _ => Decision::no_link(visit.method, settings),
+        };
     };
     if record.status == EdgeStatus::Banned {
         return Decision::banned(visit.method);
@@ -743,8 +823,16 @@ fn decide_known<'u>(
     }
     // Nothing past here may reach a visitor a private link has not let in: no target,
     // no preview, no page naming the destination.
-    if extras.private && !visit.access_granted {
-        return Decision::new(visit.method, Outcome::Private, 403, Body::Text(PRIVATE));
+    if extras.private() && !visit.access_granted {
+        return match extras.password() {
+            // The form; its `POST` is the adapter's to check ([`Decision::password_tried`]).
+            true => Decision::password_form(visit.method, 403, crate::password::FORM),
+            false => Decision::new(visit.method, Outcome::Private, 403, Body::Text(PRIVATE)),
+        };
+    }
+    // Posting the form again once let in: look with `GET`.
+    if visit.method == Method::Post {
+        return Decision::see_again(visit.route, visit.query);
     }
     let mut max_age = i64::from(settings.max_age_s);
     let now = visit.now_ms.div_euclid(1000);
@@ -769,7 +857,7 @@ fn decide_known<'u>(
     let forwarded;
     let query = match visit.query.filter(|_| record.forward_query) {
         // The token opens the short link; it is no business of the destination's.
-        Some(q) if extras.private => {
+        Some(q) if extras.private() => {
             forwarded = without_token(q);
             Some(forwarded.as_str())
         }
@@ -781,7 +869,7 @@ fn decide_known<'u>(
     // A private link never shows a preview: a crawler has no token to open it with.
     let preview = extras
         .preview
-        .filter(|_| !extras.private && is_previewer(visit.client.user_agent));
+        .filter(|_| !extras.private() && is_previewer(visit.client.user_agent));
     let page = match preview {
         Some(preview) => {
             let short_url = format!("https://{}/{}", visit.route.domain(), visit.route.code());
@@ -829,7 +917,8 @@ mod tests {
     /// Headers are held inline: a decision with more than their room would lose one.
     #[test]
     fn every_kind_of_decision_fits_its_headers() {
-        let expected: [(Decision, &[&str]); 5] = [
+        let route = route();
+        let expected: [(Decision, &[&str]); 8] = [
             (
                 Decision::not_found(Method::Get),
                 &["cache-control", "content-type"],
@@ -855,11 +944,28 @@ mod tests {
                 ),
                 &["location", "cache-control"],
             ),
+            (
+                Decision::password_tried(&route, None, Tried::Wrong),
+                &["cache-control", "content-type", "content-security-policy"],
+            ),
+            (
+                Decision::password_tried(&route, None, Tried::Limited(9)),
+                &[
+                    "cache-control",
+                    "content-type",
+                    "content-security-policy",
+                    "retry-after",
+                ],
+            ),
+            (
+                Decision::password_tried(&route, None, Tried::Right("c".into())),
+                &["location", "cache-control", "set-cookie"],
+            ),
         ];
         for (decision, names) in expected {
             let held: Vec<&str> = decision.headers.iter().map(|(n, _)| n).collect();
             assert_eq!(held, names, "{decision:?}");
-            assert!(decision.headers.len() < Headers::ROOM, "room to spare");
+            assert!(decision.headers.len() <= Headers::ROOM);
         }
     }
 
@@ -1657,6 +1763,116 @@ mod tests {
             ..rec.clone()
         };
         assert_eq!(run_private(&gone, None, ua(DESKTOP), false).status, 410);
+    }
+
+    fn password_link(target: &str) -> EdgeRecord {
+        EdgeRecord {
+            access: Some(Access::Password {
+                salt: "00".into(),
+                hash: "00".into(),
+                iterations: 1,
+                key: "00".into(),
+            }),
+            ..private(target)
+        }
+    }
+
+    #[test]
+    fn a_password_link_shows_its_form_and_takes_posts_only_to_it() {
+        let rec = password_link("https://secret.example/plans");
+        let route = route();
+        let at = |method, granted| {
+            let v = Visit {
+                access_granted: granted,
+                ..visit(&route, method, Some("a=1"))
+            };
+            let settings = DomainSettings::default();
+            let d = decide(&v, Some(&rec), &Denylist::default(), &settings);
+            let prepared = PreparedRecord::new(rec.clone());
+            assert_eq!(
+                decide_prepared(&v, Some(&prepared), &Denylist::default(), &settings),
+                d
+            );
+            d
+        };
+        for method in [Method::Get, Method::Post] {
+            let d = at(method, false);
+            assert_eq!((d.status, d.outcome), (403, Outcome::Private));
+            assert_eq!(d.body, Body::Html(crate::password::FORM));
+            assert_eq!(
+                d.header("content-security-policy"),
+                Some(crate::password::FORM_POLICY)
+            );
+            assert_eq!(d.header("location"), None);
+            assert_eq!(
+                d.asks_password(method, rec.access.as_ref()),
+                method == Method::Post
+            );
+        }
+        assert_eq!(at(Method::Head, false).body, Body::Empty);
+        // Let in by the cookie: a `GET` goes on, a `POST` is sent to look again.
+        let d = at(Method::Get, true);
+        assert_eq!(
+            d.header("location"),
+            Some("https://secret.example/plans?a=1")
+        );
+        let d = at(Method::Post, true);
+        assert_eq!(
+            (d.status, d.header("location")),
+            (303, Some("/7Fk3aQx?a=1"))
+        );
+        assert!(!d.asks_password(Method::Post, rec.access.as_ref()));
+        // A `POST` to any other link, or to no link, is 405 as before.
+        for record in [
+            Some(active("https://e.example/")),
+            Some(private("https://e.example/")),
+            None,
+        ] {
+            let d = run(record.as_ref(), Method::Post, None, &Denylist::default());
+            assert_eq!(d.status, 405, "{record:?}");
+        }
+        assert_eq!(reject_early(Method::Post, "7Fk3aQx"), None);
+        assert_eq!(
+            decide_root(Method::Post, Some(&DomainSettings::default())).status,
+            405
+        );
+        // Gone or banned, the form is not shown, nor a password taken.
+        let gone = EdgeRecord {
+            status: EdgeStatus::Deleted,
+            ..rec.clone()
+        };
+        let d = run(Some(&gone), Method::Post, None, &Denylist::default());
+        assert_eq!(d.status, 410);
+        assert!(!d.asks_password(Method::Post, gone.access.as_ref()));
+    }
+
+    #[test]
+    fn the_answer_to_a_posted_password_never_names_the_target() {
+        let route = route();
+        let right =
+            Decision::password_tried(&route, Some("a=1"), Tried::Right("hop_pass=x".into()));
+        assert_eq!(right.status, 303);
+        assert_eq!(right.header("location"), Some("/7Fk3aQx?a=1"));
+        assert_eq!(right.header("set-cookie"), Some("hop_pass=x"));
+        assert_eq!(right.header("cache-control"), Some("no-store"));
+        let wrong = Decision::password_tried(&route, None, Tried::Wrong);
+        assert_eq!(
+            (wrong.status, wrong.body.clone()),
+            (403, Body::Html(crate::password::FORM_WRONG))
+        );
+        let limited = Decision::password_tried(&route, None, Tried::Limited(7));
+        assert_eq!(
+            (limited.status, limited.header("retry-after")),
+            (429, Some("7"))
+        );
+        assert_eq!(
+            Decision::password_tried(&route, None, Tried::Missing).status,
+            400
+        );
+        for d in [right, wrong, limited] {
+            assert!(!crate::clicks::counts_as_click(Method::Post, d.outcome));
+            assert_eq!(d.outcome, Outcome::Private);
+        }
     }
 
     #[test]

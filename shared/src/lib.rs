@@ -24,6 +24,7 @@ pub mod denylist;
 pub mod domain;
 pub mod fallback;
 pub mod interstitial;
+pub mod password;
 pub mod permutation;
 pub mod preview;
 pub mod record;

@@ -170,6 +170,7 @@ fn csv_row(link: &LinkView) -> Vec<String> {
         match link.access {
             crate::links::AccessMode::Public => "public",
             crate::links::AccessMode::Signed => "signed",
+            crate::links::AccessMode::Password => "password",
         }
         .to_owned(),
     ]

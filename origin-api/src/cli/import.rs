@@ -41,6 +41,7 @@ pub const COLUMNS: &[&str] = &[
     "record_clicks",
     "max_visits",
     "access",
+    "password",
 ];
 
 /// The journal format this code writes and reads.
@@ -518,9 +519,15 @@ fn row_body(
             .map(|v| match v.to_ascii_lowercase().as_str() {
                 "public" => Ok(crate::links::AccessMode::Public),
                 "signed" => Ok(crate::links::AccessMode::Signed),
-                _ => Err(format!("access: {v:?} is neither public nor signed")),
+                "password" => Ok(crate::links::AccessMode::Password),
+                _ => Err(format!(
+                    "access: {v:?} is neither public, signed nor password"
+                )),
             })
             .transpose()?,
+        // An export carries no password (nor its hash): a password link's row needs its
+        // password added, or the origin refuses the row and says why.
+        password: cell("password").map(crate::links::Password::new),
         // Imports go in bulk, where dedupe is refused.
         dedupe: None,
     })
@@ -556,6 +563,26 @@ mod tests {
         let b = rows[1].body.as_ref().unwrap();
         assert_eq!((b.code.as_deref(), b.tags.as_ref()), (Some("promo"), None));
         assert_ne!(rows[0].fingerprint, rows[1].fingerprint);
+    }
+
+    /// An export carries no password: a password link's row takes it in a column of
+    /// its own, which the create body carries as the API reads it.
+    #[test]
+    fn a_password_link_s_row_carries_its_password() {
+        let rows = parse(
+            b"target_url,code,access,password\nhttps://a.example/,pw,password,correct horse\n",
+            None,
+        )
+        .unwrap();
+        let body = rows[0].body.as_ref().unwrap();
+        assert_eq!(body.access, Some(crate::links::AccessMode::Password));
+        assert_eq!(
+            body.password.as_ref().map(|p| p.expose()),
+            Some("correct horse")
+        );
+        let json = serde_json::to_value(body).unwrap();
+        assert_eq!(json["password"], "correct horse");
+        assert!(!format!("{body:?}").contains("correct"), "never in a log");
     }
 
     #[test]

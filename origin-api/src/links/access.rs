@@ -1,11 +1,14 @@
-//! Private links at the origin: issuing a signed link's tokens, and checking them on
-//! the origin's own redirect exactly as the edge does (`shared::access` says what is
-//! signed; the MAC here is the `hmac` crate's, compared in constant time).
+//! Private links at the origin: issuing a signed link's tokens, hashing a password
+//! link's password, and checking both on the origin's own redirect exactly as the edge
+//! does (`shared::access` and `shared::password` say what is signed and hashed; the
+//! MAC here is the `hmac` crate's, compared in constant time, the hash `pbkdf2`'s).
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use shared::access::{hex_decode, signed_message, Access, Challenge, SECRET_BYTES};
+use shared::password::{self, Attempts, Check, Tried};
 use shared::RouteKey;
+use std::sync::{Mutex, PoisonError};
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -20,7 +23,9 @@ pub fn new_signed() -> Result<Access, getrandom::Error> {
 /// The token that opens `route` under `access` until `expires_s` (Unix seconds):
 /// `{expires_s}.{hex MAC}`.
 pub fn token(access: &Access, route: &str, expires_s: i64) -> Option<String> {
-    let Access::Signed { key } = access;
+    let Access::Signed { key } = access else {
+        return None;
+    };
     let mut mac = HmacSha256::new_from_slice(&hex_decode(key)?).ok()?;
     mac.update(signed_message(route, expires_s).as_bytes());
     Some(format!(
@@ -29,10 +34,16 @@ pub fn token(access: &Access, route: &str, expires_s: i64) -> Option<String> {
     ))
 }
 
-/// Whether the visit's raw query carries a token that opens `route` under `access`
-/// at `now_s`.
-pub fn opens(access: &Access, route: &RouteKey, query: Option<&str>, now_s: i64) -> bool {
-    let Some(c) = Challenge::of(access, route, query, now_s) else {
+/// Whether the visit opens `route` under `access` at `now_s`: a signed link's token in
+/// its raw `query`, a password link's cookie in its `Cookie` header.
+pub fn opens(
+    access: &Access,
+    route: &RouteKey,
+    query: Option<&str>,
+    cookie: Option<&str>,
+    now_s: i64,
+) -> bool {
+    let Some(c) = Challenge::of(access, route, query, cookie, now_s) else {
         return false;
     };
     let Ok(mut mac) = HmacSha256::new_from_slice(&c.key) else {
@@ -42,9 +53,137 @@ pub fn opens(access: &Access, route: &RouteKey, query: Option<&str>, now_s: i64)
     mac.verify_slice(&c.mac).is_ok()
 }
 
+/// Bytes of a new password's salt.
+const SALT_BYTES: usize = 16;
+
+/// A link's password, hashed with a salt of its own, and a new key for its cookies:
+/// every visitor let in under the password it replaces must give the new one.
+pub fn new_password(typed: &str) -> Result<Access, getrandom::Error> {
+    let salt = crate::ids::random_bytes::<SALT_BYTES>()?;
+    Ok(Access::Password {
+        salt: crate::ids::hex(&salt),
+        hash: crate::ids::hex(&pbkdf2(typed.as_bytes(), &salt, password::ITERATIONS)),
+        iterations: password::ITERATIONS,
+        key: crate::ids::random_hex::<SECRET_BYTES>()?,
+    })
+}
+
+/// PBKDF2-HMAC-SHA256, 256 bits: what the edge's `crypto.subtle.deriveBits` computes.
+fn pbkdf2(typed: &[u8], salt: &[u8], iterations: u32) -> [u8; 32] {
+    pbkdf2::pbkdf2_hmac_array::<Sha256, 32>(typed, salt, iterations)
+}
+
+/// Password attempts at this origin: the wrong ones counted per link (as each edge
+/// isolate counts them), and the hashing bounded to one at a time per core, so that a
+/// flood of guesses at many links cannot take every thread.
+#[derive(Debug)]
+pub struct PasswordGate {
+    attempts: Mutex<Attempts>,
+    hashing: tokio::sync::Semaphore,
+}
+
+impl Default for PasswordGate {
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        PasswordGate {
+            attempts: Mutex::new(Attempts::default()),
+            hashing: tokio::sync::Semaphore::new(cores),
+        }
+    }
+}
+
+impl PasswordGate {
+    /// What comes of the form `body` posted to `route`, a link with `access`, at
+    /// `now_ms`. `Err`: the link's secrets are corrupt, or the hashing failed.
+    pub async fn attempt(
+        &self,
+        access: &Access,
+        route: &RouteKey,
+        body: &[u8],
+        now_ms: i64,
+    ) -> Result<Tried, String> {
+        let check = Check::of(access).ok_or("the link's password secrets are not hex")?;
+        let Some(typed) = password::form_password(body) else {
+            return Ok(Tried::Missing);
+        };
+        // Taken before hashing: a flood of guesses costs no PBKDF2.
+        let taken = self
+            .attempts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take(route, now_ms);
+        if let Err(retry_after_s) = taken {
+            return Ok(Tried::Limited(retry_after_s));
+        }
+        let _permit = self.hashing.acquire().await.map_err(|e| e.to_string())?;
+        let (salt, iterations) = (check.salt.clone(), check.iterations);
+        let derived =
+            tokio::task::spawn_blocking(move || pbkdf2(typed.as_bytes(), &salt, iterations))
+                .await
+                .map_err(|e| e.to_string())?;
+        if !check.matches(&derived) {
+            return Ok(Tried::Wrong);
+        }
+        self.attempts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .give_back(route);
+        let now_s = now_ms.div_euclid(1000);
+        let expires_s = now_s + password::COOKIE_TTL_S;
+        let mut mac = HmacSha256::new_from_slice(&check.key).map_err(|e| e.to_string())?;
+        mac.update(password::cookie_message(route, expires_s).as_bytes());
+        let mac = mac.finalize().into_bytes();
+        Ok(Tried::Right(password::set_cookie(
+            route, expires_s, now_s, &mac,
+        )))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The edge derives with WebCrypto what this hashes: the vector is RFC 7914's
+    /// PBKDF2-HMAC-SHA256 case (P "passwd", S "salt", c 1).
+    #[test]
+    fn the_hash_is_plain_pbkdf2_hmac_sha256() {
+        assert_eq!(
+            crate::ids::hex(&pbkdf2(b"passwd", b"salt", 1)),
+            "55ac046e56e3089fec1691c22544b605f94185216dde0465e68b9d57c20dacbc"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_right_password_earns_a_cookie_that_opens_its_link_alone() {
+        let access = new_password("correct horse").unwrap();
+        let route = RouteKey::new("s.example", "pass1").unwrap();
+        let gate = PasswordGate::default();
+        let now = 1_800_000_000_000;
+        let tried = |body: &'static str| gate.attempt(&access, &route, body.as_bytes(), now);
+        assert_eq!(tried("password=wrong+horse").await, Ok(Tried::Wrong));
+        assert_eq!(tried("nothing=here").await, Ok(Tried::Missing));
+        let Ok(Tried::Right(set)) = tried("password=correct+horse").await else {
+            panic!("the right password was refused");
+        };
+        let cookie = set.split(';').next().unwrap();
+        let now_s = now / 1000;
+        assert!(opens(&access, &route, None, Some(cookie), now_s));
+        assert!(!opens(
+            &access,
+            &route,
+            None,
+            Some(cookie),
+            now_s + password::COOKIE_TTL_S
+        ));
+        let other = RouteKey::new("s.example", "pass2").unwrap();
+        assert!(!opens(&access, &other, None, Some(cookie), now_s));
+        // A new password is a new key: the cookie no longer opens the link.
+        let renewed = new_password("correct horse").unwrap();
+        assert!(!opens(&renewed, &route, None, Some(cookie), now_s));
+        // Nor does the cookie's value as a token.
+        let token = format!("t={}", cookie.trim_start_matches("hop_pass="));
+        assert!(!opens(&access, &route, Some(&token), None, now_s));
+    }
 
     #[test]
     fn a_token_opens_its_link_until_it_expires_and_nothing_else() {
@@ -52,16 +191,36 @@ mod tests {
         let route = RouteKey::new("s.example", "secret1").unwrap();
         let token = token(&access, route.as_str(), 1_000).unwrap();
         let query = format!("t={token}");
-        assert!(opens(&access, &route, Some(&query), 999));
-        assert!(!opens(&access, &route, Some(&query), 1_000), "expired");
+        assert!(opens(&access, &route, Some(&query), None, 999));
+        assert!(
+            !opens(&access, &route, Some(&query), None, 1_000),
+            "expired"
+        );
         let other = RouteKey::new("s.example", "secret2").unwrap();
-        assert!(!opens(&access, &other, Some(&query), 999), "another link");
+        assert!(
+            !opens(&access, &other, Some(&query), None, 999),
+            "another link"
+        );
         // A later expiry with the same MAC, or a new secret, opens nothing.
         let (_, mac) = token.split_once('.').unwrap();
-        assert!(!opens(&access, &route, Some(&format!("t=2000.{mac}")), 999));
+        assert!(!opens(
+            &access,
+            &route,
+            Some(&format!("t=2000.{mac}")),
+            None,
+            999
+        ));
         let rotated = new_signed().unwrap();
-        assert!(!opens(&rotated, &route, Some(&query), 999));
-        assert!(!opens(&access, &route, None, 0));
+        assert!(!opens(&rotated, &route, Some(&query), None, 999));
+        assert!(!opens(&access, &route, None, None, 0));
+        // A token in a cookie opens nothing either.
+        assert!(!opens(
+            &access,
+            &route,
+            None,
+            Some(&format!("hop_pass={token}")),
+            999
+        ));
     }
 
     /// The edge checks with WebCrypto what this signs: the vector is RFC 4231's test
@@ -115,11 +274,18 @@ pub fn issue(
     if link.status == crate::model::LinkState::Deleted {
         return Err(AppError::Deleted);
     }
-    let Some(access) = &link.options.access else {
-        return Err(AppError::invalid(
+    let access = match &link.options.access {
+        Some(access @ Access::Signed { .. }) => access,
+        Some(Access::Password { .. }) => return Err(AppError::invalid(
             "access",
-            "the link is public: set \"access\": \"signed\" on it first",
-        ));
+            "the link opens with its password, not tokens: set \"access\": \"signed\" on it first",
+        )),
+        None => {
+            return Err(AppError::invalid(
+                "access",
+                "the link is public: set \"access\": \"signed\" on it first",
+            ))
+        }
     };
     let now_s = now.div_euclid(1000);
     let expires_s = match (&asked.expires_at, asked.ttl_s) {

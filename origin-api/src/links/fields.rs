@@ -182,19 +182,46 @@ pub(crate) async fn options(
         options.expired_url = Some(redirect_url(lookups, domain, "expired_url", url).await?);
     }
     options.max_visits = asked.max_visits.map(max_visits).transpose()?;
-    options.access = access(asked.access.unwrap_or(super::AccessMode::Public))?;
+    let mode = asked.access.unwrap_or(super::AccessMode::Public);
+    options.access = access(mode, asked.password.as_ref()).await?;
     Ok(options)
 }
 
-/// What `mode` keeps: for signed access, a new secret.
-pub(crate) fn access(mode: super::AccessMode) -> Result<Option<shared::access::Access>, AppError> {
-    match mode {
-        super::AccessMode::Public => Ok(None),
-        super::AccessMode::Signed => super::access::new_signed().map(Some).map_err(|e| {
-            AppError::Store(crate::store::StoreError::Corrupt(format!(
-                "no randomness for a link secret: {e}"
-            )))
-        }),
+/// What `mode` keeps: for signed access, a new secret; for a password, its hash with a
+/// new salt and a new cookie key (hashed off the async threads: it takes a while, on
+/// purpose).
+pub(crate) async fn access(
+    mode: super::AccessMode,
+    password: Option<&super::Password>,
+) -> Result<Option<shared::access::Access>, AppError> {
+    let no_randomness = |e: getrandom::Error| {
+        AppError::Store(crate::store::StoreError::Corrupt(format!(
+            "no randomness for a link secret: {e}"
+        )))
+    };
+    match (mode, password) {
+        (super::AccessMode::Password, None) => Err(AppError::invalid(
+            "password",
+            "a link with \"access\": \"password\" needs its password",
+        )),
+        (super::AccessMode::Password, Some(password)) => {
+            shared::password::check_new(password.expose())
+                .map_err(|e| AppError::invalid("password", e))?;
+            let password = password.clone();
+            tokio::task::spawn_blocking(move || super::access::new_password(password.expose()))
+                .await
+                .map_err(|e| AppError::Store(crate::store::StoreError::Corrupt(e.to_string())))?
+                .map(Some)
+                .map_err(no_randomness)
+        }
+        (_, Some(_)) => Err(AppError::invalid(
+            "password",
+            "only a link with \"access\": \"password\" takes a password",
+        )),
+        (super::AccessMode::Public, None) => Ok(None),
+        (super::AccessMode::Signed, None) => {
+            super::access::new_signed().map(Some).map_err(no_randomness)
+        }
     }
 }
 

@@ -53,6 +53,7 @@ impl Link {
             access: match self.options.access {
                 None => AccessMode::Public,
                 Some(shared::access::Access::Signed { .. }) => AccessMode::Signed,
+                Some(shared::access::Access::Password { .. }) => AccessMode::Password,
             },
             code_kind: self.code_kind,
             version: self.version,
@@ -107,8 +108,9 @@ pub struct LinkView {
     /// The visit limit was reached: the link answers as an expired one (410, or its
     /// `expired_url`) until `max_visits` is raised or cleared.
     pub exhausted: bool,
-    /// Who may follow the link: anyone with its code, or only visits carrying a token
-    /// issued for it (`POST …/tokens`).
+    /// Who may follow the link: anyone with its code, only visits carrying a token
+    /// issued for it (`POST …/tokens`), or visitors who give its password. Neither the
+    /// secret nor the password (nor its hash) is ever shown.
     pub access: AccessMode,
     /// `generated` or `custom`.
     #[schema(value_type = String, example = "generated")]
@@ -183,10 +185,15 @@ pub struct CreateLink {
     /// never counted.
     #[serde(default)]
     pub max_visits: Option<u64>,
-    /// `signed`: only visits carrying a token issued for the link get through
-    /// (default `public`).
+    /// `signed`: only visits carrying a token issued for the link get through;
+    /// `password`: only visitors who give `password` (default `public`).
     #[serde(default)]
     pub access: Option<AccessMode>,
+    /// The password of a link with `"access": "password"`: 8 characters to 256 bytes.
+    /// Kept only as a slow hash (PBKDF2-HMAC-SHA256, 100,000 rounds); never shown.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, format = Password)]
+    pub password: Option<Password>,
     /// `true`: if the owner already has a live public link on this domain to the same
     /// target (as normalized), answer it (200, `Hop-Deduplicated: true`) instead of
     /// creating another; the request's other fields are then not applied. Not with
@@ -204,6 +211,31 @@ pub enum AccessMode {
     /// Only visits with a valid, unexpired token (`?t=…`) issued for the link. Setting
     /// it again replaces the link's secret: every token issued before stops working.
     Signed,
+    /// Only visitors who type the link's password into the form it shows; they are let
+    /// in for an hour by a cookie for that link alone. A new password lets in only
+    /// those who give it.
+    Password,
+}
+
+/// A link's password as a request carries it: never written to a log.
+#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Password(String);
+
+impl Password {
+    pub fn new(password: impl Into<String>) -> Self {
+        Password(password.into())
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Password {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Password(..)")
+    }
 }
 
 /// Limits on free-text fields, so one link cannot bloat every copy of it.

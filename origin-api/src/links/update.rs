@@ -65,9 +65,15 @@ pub struct UpdateLink {
     #[schema(value_type = Option<u64>)]
     pub max_visits: Option<Option<u64>>,
     /// `signed` (again) gives the link a new secret, revoking every token issued
-    /// before; `public` opens it to anyone with its code.
+    /// before; `password` (with `password`) asks visitors for a password; `public` opens
+    /// it to anyone with its code.
     #[serde(default)]
     pub access: Option<super::AccessMode>,
+    /// A new password, for a link that has or is given `"access": "password"`: visitors
+    /// let in under the old one must give it.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, format = Password)]
+    pub password: Option<super::Password>,
 }
 
 /// Tells "absent" (`None`) from "null" (`Some(None)`).
@@ -190,8 +196,21 @@ pub async fn update_link(
     if let Some(r) = changes.record_clicks {
         options.no_clicks = !r;
     }
-    if let Some(mode) = changes.access {
-        options.access = fields::access(mode)?;
+    let mode = match (changes.access, &options.access) {
+        (Some(mode), _) => Some(mode),
+        // A new password for a link that has one.
+        (None, Some(shared::access::Access::Password { .. })) if changes.password.is_some() => {
+            Some(super::AccessMode::Password)
+        }
+        (None, _) => None,
+    };
+    if let Some(mode) = mode {
+        options.access = fields::access(mode, changes.password.as_ref()).await?;
+    } else if changes.password.is_some() {
+        return Err(AppError::invalid(
+            "password",
+            "the link takes no password: set \"access\": \"password\" with it",
+        ));
     }
     if let Some(max) = changes.max_visits {
         options.max_visits = max.map(fields::max_visits).transpose()?;

@@ -182,7 +182,17 @@ impl App for Origin {
                 async move { origin.router.clone().answer(req, peer).await },
             ) as BoxFuture);
         }
-        let (parts, _) = req.into_parts();
+        let (parts, body) = req.into_parts();
+        if parts.method == axum::http::Method::POST {
+            let Some(slot) = origin.in_flight.enter() else {
+                return Either::Left(ready(crate::server::busy()));
+            };
+            return Either::Right(Box::pin(async move {
+                let _slot = slot;
+                let body = axum::body::Body::new(body);
+                redirect::posted(&origin.state, parts, body, Some(peer)).await
+            }));
+        }
         if let Some(answered) = redirect::answer_held(&origin.state, &parts, Some(peer)) {
             return Either::Left(ready(answered));
         }

@@ -42,6 +42,7 @@ use utoipa::{Modify, OpenApi};
         health::metrics,
         openapi,
         redirect::redirect,
+        redirect::password_form,
     ),
     modifiers(&BearerKey, &CommonResponses),
     tags(

@@ -29,16 +29,90 @@ use std::net::SocketAddr;
         (status = 302, description = "Found (the default); also where a domain sends an unknown code, `/` or an expired link when it names a page for them (never cached)"),
         (status = 307, description = "Temporary redirect, as the link says"),
         (status = 308, description = "Permanent redirect, as the link says"),
-        (status = 403, description = "Banned: a short notice, never a Location"),
+        (status = 403, description = "Banned: a short notice, never a Location. Or a private link visited without a valid token (a notice) or, for a password link, without its cookie (the password form, which posts back here)"),
         (status = 404, description = "No such link, a disabled link or domain, or `/` on a domain without a root_url"),
-        (status = 405, description = "Neither GET nor HEAD"),
+        (status = 405, description = "Neither GET nor HEAD (nor a POST to a password link's form)"),
         (status = 410, description = "Expired or deleted"),
         (status = 503, description = "The database cannot answer now; see Retry-After"),
     ))]
 pub(crate) async fn redirect(State(state): State<AppState>, req: Request) -> Response {
-    let (parts, _) = req.into_parts();
+    let (parts, body) = req.into_parts();
     let peer = crate::client::peer(&parts);
+    if parts.method == axum::http::Method::POST {
+        return posted(&state, parts, body, peer).await;
+    }
     visit(&state, parts, peer).await
+}
+
+/// What a password link's form posts.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)] // Documentation: `shared::password::form_password` reads the form.
+pub(crate) struct PasswordForm {
+    /// What the visitor typed.
+    password: String,
+}
+
+/// The operation [`posted`] answers, for the API description.
+#[utoipa::path(post, path = "/{code}", operation_id = "password_form", tag = "redirect",
+    params(("code" = String, Path), ("Host" = Option<String>, Header, description = "The short domain, as for `GET /{code}`")),
+    request_body(content = PasswordForm, content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 303, description = "The right password: `Set-Cookie` lets the visitor into this link alone for an hour; `Location` is the short URL again, which then redirects. Never the target"),
+        (status = 400, description = "No password in the form: the form again"),
+        (status = 403, description = "A wrong password: the form again, with a note; or a banned link's notice"),
+        (status = 404, description = "No such link, or a disabled one"),
+        (status = 405, description = "The link takes no password: only a password link's form posts"),
+        (status = 410, description = "Expired or deleted"),
+        (status = 429, description = "Ten wrong passwords for this link within a minute: the form again; see Retry-After"),
+        (status = 503, description = "The database cannot answer now; see Retry-After"),
+    ))]
+#[allow(dead_code)]
+pub(crate) fn password_form() {}
+
+/// A `POST` to `/{code}`: a password link's form, answered by checking the password
+/// (`shared::password`); 405 for any other link.
+pub(crate) async fn posted(
+    state: &AppState,
+    parts: Parts,
+    body: axum::body::Body,
+    peer: Option<SocketAddr>,
+) -> Response {
+    let started = std::time::Instant::now();
+    let method = shared::Method::Post;
+    let code = parts.uri.path().strip_prefix('/').unwrap_or_default();
+    let query = parts.uri.query();
+    let decision = match reject_early(method, code) {
+        Some(_) if code.is_empty() => decide_root(method, None),
+        Some(early) => early,
+        // The body is read within the same bound as the lookup: a client trickling it
+        // holds nothing past it.
+        None => match crate::server::within(REDIRECT_TIMEOUT, async {
+            let (decision, _, form) =
+                resolve(state, method, &parts.headers, peer, code, query).await?;
+            let Some(form) = form else {
+                return Ok(decision);
+            };
+            let body = axum::body::to_bytes(body, shared::password::MAX_FORM_BYTES)
+                .await
+                .unwrap_or_default();
+            let tried = state
+                .passwords
+                .attempt(&form.access, &form.route, &body, now_ms())
+                .await
+                .map_err(|e| AppError::Store(crate::store::StoreError::Corrupt(e)))?;
+            Ok::<_, AppError>(Decision::password_tried(&form.route, query, tried))
+        })
+        .await
+        {
+            Ok(Ok(decision)) => decision,
+            Ok(Err(e)) => {
+                tracing::error!(error = %e, "password check failed");
+                Decision::unavailable(method, shared::decision::RETRY_AFTER_S)
+            }
+            Err(_) => Decision::unavailable(method, shared::decision::RETRY_AFTER_S),
+        },
+    };
+    answered(state, decision, RedirectPath::Database, started)
 }
 
 /// The answer to a visit, from its request's head and the client's address: from
@@ -68,7 +142,7 @@ pub(crate) fn answer_held(
         Some(_) if code.is_empty() => root_held(state, method, &parts.headers)?,
         Some(early) => early,
         None => {
-            let (decision, visited) =
+            let (decision, visited, _) =
                 resolve_held(state, method, &parts.headers, peer, code, parts.uri.query())?;
             if let Some((clicked, at)) = visited {
                 record_click(state, &decision, clicked, at, &parts.headers, peer);
@@ -107,7 +181,7 @@ pub(crate) async fn answer(state: &AppState, parts: Parts, peer: Option<SocketAd
                 tracing::warn!("redirect lookup timed out");
                 Decision::unavailable(method, shared::decision::RETRY_AFTER_S)
             }
-            Ok(Ok((decision, visited))) => {
+            Ok(Ok((decision, visited, _))) => {
                 if let Some((clicked, at)) = visited {
                     record_click(state, &decision, clicked, at, &headers, peer);
                 }
@@ -244,10 +318,10 @@ fn resolve_held(
     peer: Option<SocketAddr>,
     code: &str,
     query: Option<&str>,
-) -> Option<(Decision, Option<Visited>)> {
+) -> Option<Decided> {
     let domain = match host_of(state, headers) {
         Host::Default => state.settings.default_domain.as_str(),
-        Host::Malformed => return Some((Decision::not_found(method), None)),
+        Host::Malformed => return Some((Decision::not_found(method), None, None)),
         Host::Other(_) => return None,
     };
     // One reading of the clock for every freshness check of this visit.
@@ -255,7 +329,7 @@ fn resolve_held(
     let settings = state.cache.held_settings(domain, clock)?;
     let code = settings.canonical_code(code);
     let Some(route) = RouteKey::new(domain, code.as_ref()) else {
-        return Some((Decision::not_found(method), None));
+        return Some((Decision::not_found(method), None, None));
     };
     let deny = state.cache.held_denylist(clock)?;
     let entry = match state.cache.cached(&route, clock) {
@@ -287,16 +361,16 @@ async fn resolve(
     peer: Option<SocketAddr>,
     code: &str,
     query: Option<&str>,
-) -> Result<(Decision, Option<Visited>), AppError> {
+) -> Result<Decided, AppError> {
     // A host this origin does not serve is not found without a read.
     let db = &state.redirect_db;
     let host;
     let domain = match host_of(state, headers) {
         Host::Default => state.settings.default_domain.as_str(),
-        Host::Malformed => return Ok((Decision::not_found(method), None)),
+        Host::Malformed => return Ok((Decision::not_found(method), None, None)),
         Host::Other(d) => {
             if !state.cache.serves(db, &d).await? {
-                return Ok((Decision::not_found(method), None));
+                return Ok((Decision::not_found(method), None, None));
             }
             host = d;
             host.as_str()
@@ -306,7 +380,7 @@ async fn resolve(
     let settings = state.cache.settings(db, domain, clock).await?;
     let code = settings.canonical_code(code);
     let Some(route) = RouteKey::new(domain, code.as_ref()) else {
-        return Ok((Decision::not_found(method), None));
+        return Ok((Decision::not_found(method), None, None));
     };
     let deny = state.cache.denylist(db, clock).await?;
     // Memory first; then what can be answered without a read (a banned code, a generated
@@ -368,6 +442,16 @@ impl<'a> Asked<'a> {
     }
 }
 
+/// The decision on a visit, the click it makes, and the form whose password a `POST`
+/// brought.
+type Decided = (Decision, Option<Visited>, Option<Box<Form>>);
+
+/// A password link's form, posted: what checking the password takes.
+pub(crate) struct Form {
+    route: RouteKey,
+    access: shared::access::Access,
+}
+
 /// The decision on a visit of `route` whose entry is known, and the click it makes.
 fn decided(
     method: shared::Method,
@@ -377,7 +461,7 @@ fn decided(
     deny: &Denylist,
     settings: &DomainSettings,
     asked: Asked<'_>,
-) -> (Decision, Option<Visited>) {
+) -> Decided {
     let now = now_ms();
     let record = entry.as_ref().and_then(|e| e.record.as_ref());
     let visit = Visit {
@@ -395,10 +479,24 @@ fn decided(
             _ => 0,
         },
         access_granted: record.and_then(|r| r.access()).is_some_and(|access| {
-            crate::links::access::opens(access, &route, query, now.div_euclid(1000))
+            let cookie = access
+                .is_password()
+                .then(|| asked.headers.get(header::COOKIE)?.to_str().ok())
+                .flatten();
+            crate::links::access::opens(access, &route, query, cookie, now.div_euclid(1000))
         }),
     };
     let decision = decide_prepared(&visit, record, deny, settings);
+    let access = record.and_then(|r| r.access());
+    if decision.asks_password(method, access) {
+        let form = access.map(|access| {
+            Box::new(Form {
+                route: route.clone(),
+                access: access.clone(),
+            })
+        });
+        return (decision, None, form);
+    }
     // The link as the cache knows it; a banned code whose record was never read is
     // resolved from its route key when the click is written.
     let visited = (method == shared::Method::Get).then(|| {
@@ -408,7 +506,7 @@ fn decided(
         };
         (clicked, now)
     });
-    (decision, visited)
+    (decision, visited, None)
 }
 
 /// The link a `GET` visited and when (Unix ms).
@@ -423,6 +521,8 @@ fn header_name(name: &str) -> Option<HeaderName> {
         "retry-after" => header::RETRY_AFTER,
         "allow" => header::ALLOW,
         "vary" => header::VARY,
+        "set-cookie" => header::SET_COOKIE,
+        "content-security-policy" => header::CONTENT_SECURITY_POLICY,
         other => return HeaderName::from_bytes(other.as_bytes()).ok(),
     })
 }

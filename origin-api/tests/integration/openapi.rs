@@ -77,6 +77,9 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
             // `/metrics` on the public listener needs its token too.
             let expected = if path.starts_with("/v1/") || path == "/metrics" {
                 StatusCode::UNAUTHORIZED
+            } else if path == "/{code}" && method == "post" {
+                // Only a password link's form takes a POST: no such link takes one.
+                StatusCode::METHOD_NOT_ALLOWED
             } else if path == "/{code}" {
                 StatusCode::NOT_FOUND
             } else {
@@ -115,6 +118,7 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
             "POST /v1/links",
             "POST /v1/links/bulk",
             "POST /v1/links/{domain}/{code}/tokens",
+            "POST /{code}",
         ]
     );
 

@@ -50,6 +50,19 @@ impl Api {
         self.send(req).await
     }
 
+    /// A password link's form posted to `path` on s.example with `body`.
+    async fn post_form(&self, path: &str, body: &str) -> Reply {
+        let mut req = Request::post(path)
+            .header(header::HOST, "s.example")
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(Body::from(body.to_owned()))
+            .expect("request");
+        let peer: std::net::SocketAddr = PROXY.parse().expect("address");
+        req.extensions_mut()
+            .insert(axum::extract::ConnectInfo(peer));
+        self.send(req).await
+    }
+
     /// Where a visit with `headers` is sent (the `Location`), from the trusted proxy.
     async fn sent_to(&self, path: &str, headers: &[(&str, &str)]) -> String {
         let res = self.visit_with(path, headers, PROXY).await;
@@ -1043,6 +1056,199 @@ async fn a_link_that_records_no_clicks_counts_none_of_its_visits() {
                 stats.text
             );
         }
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_password_link_lets_in_only_who_gives_its_password_and_only_that_link() {
+    for (api, t) in apis_with("password links", FLAGS).await {
+        let token = api.key("acme", false).await;
+        let body = json!({
+            "target_url": "https://plans.example/q3",
+            "code": "pw-plans",
+            "access": "password",
+            "password": "correct horse",
+            "forward_query": true,
+            "preview": { "title": "Q3 plans" },
+        });
+        let res = api.create(&token, body).await;
+        assert_eq!(
+            res.status,
+            StatusCode::CREATED,
+            "{}: {}",
+            t.kind(),
+            res.text
+        );
+        assert_eq!(res.body["access"], "password");
+        for secret in ["correct", "hash", "salt", "key"] {
+            assert!(!res.text.contains(secret), "{secret} shown: {}", res.text);
+        }
+        let ua = [(header::USER_AGENT.as_str(), DESKTOP)];
+
+        // Without the cookie: the form, nothing of the target, not even for a crawler.
+        for agent in [DESKTOP, SLACKBOT] {
+            let res = api
+                .visit_with(
+                    "/pw-plans?utm=mail",
+                    &[(header::USER_AGENT.as_str(), agent)],
+                    PROXY,
+                )
+                .await;
+            assert_eq!(res.status, StatusCode::FORBIDDEN);
+            assert!(res.text.contains("<form method=\"post\">"), "{}", res.text);
+            assert!(res.headers.get(header::LOCATION).is_none());
+            assert!(
+                !res.text.contains("plans.example") && !res.text.contains("Q3"),
+                "{}",
+                res.text
+            );
+            assert!(res.headers[header::CONTENT_SECURITY_POLICY]
+                .to_str()
+                .expect("text")
+                .contains("frame-ancestors 'none'"));
+        }
+
+        // A wrong password: the form again. The right one: a cookie, and back to look.
+        let res = api
+            .post_form("/pw-plans?utm=mail", "password=wrong+horse")
+            .await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+        assert!(res.text.contains("not right"), "{}", res.text);
+        assert!(res.headers.get(header::SET_COOKIE).is_none());
+        let res = api
+            .post_form("/pw-plans?utm=mail", "password=correct+horse")
+            .await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER, "{}", res.text);
+        assert_eq!(res.headers[header::LOCATION], "/pw-plans?utm=mail");
+        let set = res.headers[header::SET_COOKIE]
+            .to_str()
+            .expect("text")
+            .to_owned();
+        for part in [
+            "Path=/pw-plans",
+            "HttpOnly",
+            "Secure",
+            "SameSite=Lax",
+            "Max-Age=3600",
+        ] {
+            assert!(set.contains(part), "{part} missing: {set}");
+        }
+        assert!(!res.text.contains("plans.example"));
+        let cookie = set.split(';').next().expect("pair").to_owned();
+        let with_cookie = [
+            (header::USER_AGENT.as_str(), DESKTOP),
+            (header::COOKIE.as_str(), cookie.as_str()),
+        ];
+        let res = api
+            .visit_with("/pw-plans?utm=mail", &with_cookie, PROXY)
+            .await;
+        assert_eq!(res.status, StatusCode::FOUND, "{}", res.text);
+        assert_eq!(
+            res.headers[header::LOCATION],
+            "https://plans.example/q3?utm=mail"
+        );
+
+        // The cookie is for that link alone.
+        let res = api
+            .create(
+                &token,
+                json!({ "target_url": "https://x.example/", "code": "pw-other", "access": "password", "password": "correct horse" }),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text);
+        let res = api.visit_with("/pw-other", &with_cookie, PROXY).await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN, "another link's cookie");
+
+        // Ten wrong passwords a minute per link; then even the right one waits.
+        for _ in 0..shared::password::FAILURES_PER_WINDOW {
+            let res = api.post_form("/pw-other", "password=guess1234").await;
+            assert_eq!(res.status, StatusCode::FORBIDDEN);
+        }
+        let res = api.post_form("/pw-other", "password=correct+horse").await;
+        assert_eq!(res.status, StatusCode::TOO_MANY_REQUESTS, "{}", res.text);
+        assert!(res.headers.contains_key(header::RETRY_AFTER));
+        assert!(res.headers.get(header::SET_COOKIE).is_none());
+        // Another link's attempts are its own.
+        let res = api.post_form("/pw-plans", "password=correct+horse").await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER);
+
+        // A new password: whoever was let in under the old one must give the new one.
+        let res = api
+            .patch_json(
+                &token,
+                "/v1/links/s.example/pw-plans",
+                Some("\"1\""),
+                json!({ "password": "battery staple" }),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text);
+        let res = api.visit_with("/pw-plans", &with_cookie, PROXY).await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN, "the old cookie");
+        let res = api.post_form("/pw-plans", "password=correct+horse").await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN, "the old password");
+        let res = api.post_form("/pw-plans", "password=battery+staple").await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER);
+
+        // Only a password link's form takes a POST.
+        let res = api
+            .create(
+                &token,
+                json!({ "target_url": "https://x.example/", "code": "pw-public" }),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED);
+        let res = api.post_form("/pw-public", "password=correct+horse").await;
+        assert_eq!(res.status, StatusCode::METHOD_NOT_ALLOWED);
+        assert!(res.headers.get(header::LOCATION).is_none());
+        assert_eq!(api.sent_to("/pw-public", &ua).await, "https://x.example/");
+
+        // What a password link needs, refused with the field named.
+        for (body, why) in [
+            (
+                json!({ "target_url": "https://x.example/", "access": "password" }),
+                "no password",
+            ),
+            (
+                json!({ "target_url": "https://x.example/", "access": "password", "password": "short" }),
+                "too short",
+            ),
+            (
+                json!({ "target_url": "https://x.example/", "password": "correct horse" }),
+                "a public link",
+            ),
+            (
+                json!({ "target_url": "https://x.example/", "access": "signed", "password": "correct horse" }),
+                "a signed link",
+            ),
+        ] {
+            let res = api.create(&token, body).await;
+            assert_eq!(
+                (res.status, res.body["field"].clone()),
+                (StatusCode::UNPROCESSABLE_ENTITY, json!("password")),
+                "{why}: {}",
+                res.text
+            );
+        }
+        let res = api
+            .patch_json(
+                &token,
+                "/v1/links/s.example/pw-public",
+                Some("\"1\""),
+                json!({ "password": "correct horse" }),
+            )
+            .await;
+        assert_eq!(
+            (res.status, res.body["field"].clone()),
+            (StatusCode::UNPROCESSABLE_ENTITY, json!("password")),
+            "{}",
+            res.text
+        );
+        // A password link issues no tokens.
+        let res = api
+            .post_json(&token, "/v1/links/s.example/pw-plans/tokens", &json!({}))
+            .await;
+        assert_eq!(res.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", res.text);
         t.cleanup().await;
     }
 }

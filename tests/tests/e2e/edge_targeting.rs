@@ -4,7 +4,9 @@
 //! link's own expired page.
 
 use hop_e2e::{client, wait_published, Wired};
-use reqwest::header::{ACCEPT_LANGUAGE, LOCATION, USER_AGENT};
+use reqwest::header::{
+    ACCEPT_LANGUAGE, CONTENT_TYPE, COOKIE, LOCATION, RETRY_AFTER, SET_COOKIE, USER_AGENT,
+};
 use reqwest::StatusCode;
 use serde_json::json;
 use time::format_description::well_known::Rfc3339;
@@ -383,4 +385,83 @@ async fn a_signed_link_opens_at_the_edge_only_with_an_unexpired_token() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
+}
+
+/// A password link at the edge: the form, a wrong password, the right one (hashed by
+/// WebCrypto's PBKDF2 in the worker), then the cookie, which opens that link alone; a
+/// flood of wrong passwords is cut off by the isolate.
+#[tokio::test]
+async fn a_password_link_opens_at_the_edge_with_its_password_then_its_cookie() {
+    let w = Wired::start("marketing", false).await;
+    let body = |code: &str| {
+        json!({
+            "target_url": "https://plans.example/q3",
+            "code": code,
+            "access": "password",
+            "password": "correct horse",
+            "forward_query": true,
+        })
+    };
+    let code = published(&w, body("pw-plans")).await;
+    let res = visit(&w, &format!("{code}?utm=mail"), &[(USER_AGENT, DESKTOP)]).await;
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    assert!(res.headers().get(LOCATION).is_none());
+    let form = res.text().await.expect("body");
+    assert!(form.contains("<form method=\"post\">"), "{form}");
+    assert!(!form.contains("plans.example"), "{form}");
+
+    let post = |code: String, password: &'static str| {
+        client()
+            .post(w.edge.url(&format!("/{code}?utm=mail")))
+            .header("host", "s.example")
+            .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(format!("password={password}"))
+            .send()
+    };
+    let res = post(code.clone(), "wrong+horse").await.expect("post");
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    assert!(res.headers().get(SET_COOKIE).is_none());
+    assert!(res.text().await.expect("body").contains("not right"));
+
+    let res = post(code.clone(), "correct+horse").await.expect("post");
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert_eq!(res.headers()[LOCATION], format!("/{code}?utm=mail"));
+    let set = res.headers()[SET_COOKIE].to_str().expect("text").to_owned();
+    for part in [
+        format!("Path=/{code}"),
+        "HttpOnly".into(),
+        "Secure".into(),
+        "SameSite=Lax".into(),
+    ] {
+        assert!(set.contains(&part), "{part} missing: {set}");
+    }
+    let cookie = set.split(';').next().expect("pair").to_owned();
+    assert_eq!(
+        location(
+            &w,
+            &format!("{code}?utm=mail"),
+            &[(USER_AGENT, DESKTOP), (COOKIE, &cookie)]
+        )
+        .await,
+        "https://plans.example/q3?utm=mail"
+    );
+
+    // Another link with the same password is not opened by this one's cookie.
+    let other = published(&w, body("pw-other")).await;
+    let res = visit(&w, &other, &[(COOKIE, &cookie)]).await;
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    // Ten wrong passwords a minute per link in an isolate; then even the right one waits.
+    for _ in 0..10 {
+        let res = post(other.clone(), "guess1234").await.expect("post");
+        assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    }
+    let res = post(other.clone(), "correct+horse").await.expect("post");
+    assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(res.headers().contains_key(RETRY_AFTER));
+    assert!(res.headers().get(SET_COOKIE).is_none());
+
+    // No other link takes a POST.
+    let public = published(&w, json!({ "target_url": "https://x.example/" })).await;
+    let res = post(public, "correct+horse").await.expect("post");
+    assert_eq!(res.status(), StatusCode::METHOD_NOT_ALLOWED);
 }

@@ -1,0 +1,317 @@
+//! Password links (issue 17): what the edge and the origin share of them.
+//!
+//! A visit without the link's cookie gets a form (403, a page of its own with no
+//! external assets and nothing of the target). The form posts the password back to the
+//! short URL. The adapter first takes one of the link's attempts from [`Attempts`]
+//! (so a flood of guesses costs no hashing), then hashes the password with its own
+//! crypto (PBKDF2-HMAC-SHA256: WebCrypto at the edge, the `pbkdf2` crate at the origin)
+//! and compares in constant time ([`Check::matches`]). The right password returns the
+//! attempt and earns a cookie for that link's path alone ([`set_cookie`]); the answer
+//! is a 303 back to the short URL, whose `GET` then decides as for any visit. So the
+//! `POST` never carries the target, and the click is counted once, by the `GET`.
+
+use crate::access::{hex_decode, Access};
+use crate::domain::RouteKey;
+use subtle::ConstantTimeEq;
+
+/// The cookie's name. Its path is the link's own, so each link has its own.
+pub const COOKIE: &str = "hop_pass";
+/// How long a visitor who gave the password is let in without giving it again.
+pub const COOKIE_TTL_S: i64 = 3600;
+/// PBKDF2 rounds for a new password: the most the Workers runtime computes (it refuses
+/// more), and what OWASP asks of PBKDF2-HMAC-SHA256 within a factor of six.
+pub const ITERATIONS: u32 = 100_000;
+/// A password's length, in characters: at least...
+pub const MIN_CHARS: usize = 8;
+/// ...and at most, in bytes (a form field longer than this is not read).
+pub const MAX_BYTES: usize = 256;
+/// The largest form body read: a password field at its longest, percent-encoded.
+pub const MAX_FORM_BYTES: usize = 3 * MAX_BYTES + 64;
+/// Wrong passwords one link takes per [`WINDOW_MS`], per isolate (at the origin, per
+/// process).
+pub const FAILURES_PER_WINDOW: u32 = 10;
+pub const WINDOW_MS: i64 = 60_000;
+/// Links whose failures are tracked at once: past that, a link with no window open is
+/// refused until one closes (failing closed, so no flood of other links' guesses can
+/// wipe the count of the link under attack).
+pub const TRACKED_LINKS: usize = 4096;
+
+/// The bytes a password cookie's MAC covers: unlike a token's, so that a cookie is
+/// never a token nor a token a cookie.
+pub fn cookie_message(route: &RouteKey, expires_s: i64) -> String {
+    format!("hop-link-password-v1\n{}\n{expires_s}", route.as_str())
+}
+
+/// The `Set-Cookie` value that lets the visitor into `route` until `expires_s`:
+/// `HttpOnly` (no script reads it), `Secure` (never sent over plain HTTP, so a
+/// password link needs HTTPS, or `localhost`), `SameSite=Lax`, and a path of the
+/// link's own.
+pub fn set_cookie(route: &RouteKey, expires_s: i64, now_s: i64, mac: &[u8]) -> String {
+    let mac: String = mac.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{COOKIE}={expires_s}.{mac}; Max-Age={}; Path=/{}; HttpOnly; Secure; SameSite=Lax",
+        expires_s - now_s,
+        route.code()
+    )
+}
+
+/// The password a form body carries, if it has one of a length worth hashing.
+pub fn form_password(body: &[u8]) -> Option<String> {
+    if body.len() > MAX_FORM_BYTES {
+        return None;
+    }
+    url::form_urlencoded::parse(body)
+        .find(|(name, _)| name == "password")
+        .map(|(_, value)| value.into_owned())
+        .filter(|p| !p.is_empty() && p.len() <= MAX_BYTES)
+}
+
+/// Whether `password` may be a link's password; the reason when not.
+pub fn check_new(password: &str) -> Result<(), String> {
+    if password.chars().count() < MIN_CHARS {
+        Err(format!("at least {MIN_CHARS} characters"))
+    } else if password.len() > MAX_BYTES {
+        Err(format!("at most {MAX_BYTES} bytes"))
+    } else {
+        Ok(())
+    }
+}
+
+/// A password link's secrets, decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    pub salt: Vec<u8>,
+    pub hash: Vec<u8>,
+    pub iterations: u32,
+    /// Signs the cookie.
+    pub key: Vec<u8>,
+}
+
+impl Check {
+    /// `None` for a link that takes no password, or a corrupt copy.
+    pub fn of(access: &Access) -> Option<Check> {
+        let Access::Password {
+            salt,
+            hash,
+            iterations,
+            key,
+        } = access
+        else {
+            return None;
+        };
+        Some(Check {
+            salt: hex_decode(salt)?,
+            hash: hex_decode(hash)?,
+            iterations: *iterations,
+            key: hex_decode(key)?,
+        })
+    }
+
+    /// Whether `derived` (PBKDF2 of what the visitor typed) is the link's hash, compared
+    /// in constant time.
+    pub fn matches(&self, derived: &[u8]) -> bool {
+        bool::from(self.hash.ct_eq(derived))
+    }
+}
+
+/// Failed password attempts per link, in fixed windows. A list searched in full rather
+/// than a map: it is read only when a password is posted, holds at most
+/// [`TRACKED_LINKS`], and a hash map's code cost the edge's WebAssembly more.
+#[derive(Debug, Default)]
+pub struct Attempts {
+    links: Vec<Window>,
+}
+
+#[derive(Debug, Clone)]
+struct Window {
+    route: String,
+    opened_ms: i64,
+    used: u32,
+}
+
+impl Attempts {
+    /// Takes one attempt at `route`'s password at `now_ms`; `Err(seconds)`: none is
+    /// left, try again after that long.
+    pub fn take(&mut self, route: &RouteKey, now_ms: i64) -> Result<(), u32> {
+        let closes = |w: &Window| w.opened_ms + WINDOW_MS;
+        let retry = |w: &Window| {
+            let ms = (closes(w) - now_ms).clamp(1, WINDOW_MS);
+            u32::try_from((ms + 999) / 1000).unwrap_or(60)
+        };
+        if let Some(w) = self.links.iter_mut().find(|w| w.route == route.as_str()) {
+            if now_ms >= closes(w) {
+                w.opened_ms = now_ms;
+                w.used = 0;
+            }
+            if w.used >= FAILURES_PER_WINDOW {
+                return Err(retry(w));
+            }
+            w.used += 1;
+            return Ok(());
+        }
+        if self.links.len() >= TRACKED_LINKS {
+            self.links.retain(|w| now_ms < closes(w));
+            if self.links.len() >= TRACKED_LINKS {
+                let soonest = self.links.iter().map(retry).min().unwrap_or(60);
+                return Err(soonest);
+            }
+        }
+        self.links.push(Window {
+            route: route.as_str().to_owned(),
+            opened_ms: now_ms,
+            used: 1,
+        });
+        Ok(())
+    }
+
+    /// Gives back the attempt the right password took: only failures count.
+    pub fn give_back(&mut self, route: &RouteKey) {
+        if let Some(w) = self.links.iter_mut().find(|w| w.route == route.as_str()) {
+            w.used = w.used.saturating_sub(1);
+        }
+    }
+}
+
+/// What came of a password posted to a link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Tried {
+    /// The form carried no password worth hashing.
+    Missing,
+    Wrong,
+    /// The link's attempts are used up for now: retry after this many seconds.
+    Limited(u32),
+    /// Let in: the `Set-Cookie` value ([`set_cookie`]).
+    Right(String),
+}
+
+macro_rules! form_page {
+    ($note:expr) => {
+        concat!(
+            "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
+            "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">",
+            "<meta name=\"robots\" content=\"noindex\"><title>Password required</title>",
+            "<style>body{font:16px/1.5 system-ui,sans-serif;max-width:24rem;",
+            "margin:15vh auto;padding:0 1rem}input,button{font:inherit;padding:.4rem;",
+            "margin:.3rem 0;width:100%;box-sizing:border-box}.note{color:#a00}</style>",
+            "</head><body><h1>Password required</h1>",
+            "<p>This link is protected. Enter its password to continue.</p>",
+            $note,
+            "<form method=\"post\"><label for=\"password\">Password</label>",
+            "<input id=\"password\" type=\"password\" name=\"password\" ",
+            "autocomplete=\"current-password\" required autofocus>",
+            "<button type=\"submit\">Continue</button></form></body></html>\n"
+        )
+    };
+}
+
+/// The form, as first shown.
+pub const FORM: &str = form_page!("");
+/// The form again, after a wrong password.
+pub const FORM_WRONG: &str =
+    form_page!("<p class=\"note\" role=\"alert\">That password is not right.</p>");
+/// The form again, once the link's attempts are used up for now.
+pub const FORM_LIMITED: &str = form_page!(
+    "<p class=\"note\" role=\"alert\">Too many wrong passwords. Wait a minute, then try again.</p>"
+);
+/// The form's `Content-Security-Policy`: nothing loads, the form posts only to its own
+/// origin, and no other site frames it (to trick a visitor into typing).
+pub const FORM_POLICY: &str =
+    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn route(code: &str) -> RouteKey {
+        RouteKey::new("s.example", code).unwrap()
+    }
+
+    #[test]
+    fn a_link_takes_ten_wrong_passwords_a_minute_and_no_more() {
+        let mut a = Attempts::default();
+        let (r, other) = (route("pass1"), route("pass2"));
+        for _ in 0..FAILURES_PER_WINDOW {
+            assert_eq!(a.take(&r, 1_000), Ok(()));
+        }
+        assert_eq!(a.take(&r, 1_000), Err(60));
+        assert_eq!(a.take(&r, 59_500), Err(2));
+        // Another link is not held back by this one's failures.
+        assert_eq!(a.take(&other, 1_000), Ok(()));
+        // The window closes; the count starts again.
+        assert_eq!(a.take(&r, 61_000), Ok(()));
+        // The right password gives its attempt back.
+        let mut b = Attempts::default();
+        for _ in 0..100 {
+            assert_eq!(b.take(&r, 0), Ok(()));
+            b.give_back(&r);
+        }
+    }
+
+    #[test]
+    fn a_flood_of_other_links_cannot_wipe_a_link_s_count() {
+        let mut a = Attempts::default();
+        let target = route("target1");
+        for _ in 0..FAILURES_PER_WINDOW {
+            a.take(&target, 0).unwrap();
+        }
+        for i in 0..TRACKED_LINKS * 2 {
+            let _ = a.take(&route(&format!("flood{i}")), 10);
+        }
+        assert!(a.take(&target, 20).is_err());
+        assert!(a.links.len() <= TRACKED_LINKS);
+        // Once the windows close, room is made again.
+        assert_eq!(a.take(&route("later1"), WINDOW_MS + 20), Ok(()));
+    }
+
+    #[test]
+    fn the_form_reads_the_password_field_only_within_bounds() {
+        assert_eq!(
+            form_password(b"password=s%C3%A9same+ouvre-toi&x=1").as_deref(),
+            Some("sésame ouvre-toi")
+        );
+        assert_eq!(form_password(b"x=1"), None);
+        assert_eq!(form_password(b"password="), None);
+        let long = format!("password={}", "a".repeat(MAX_BYTES + 1));
+        assert_eq!(form_password(long.as_bytes()), None);
+        assert_eq!(form_password(&[b'a'; MAX_FORM_BYTES + 1]), None);
+        assert!(check_new("short").is_err());
+        assert!(check_new("long enough").is_ok());
+        assert!(check_new(&"é".repeat(MAX_BYTES / 2 + 1)).is_err());
+    }
+
+    #[test]
+    fn the_cookie_is_for_the_link_s_path_alone_and_script_cannot_read_it() {
+        let c = set_cookie(&route("pass1"), 4_600, 1_000, &[0xab; 32]);
+        assert_eq!(
+            c,
+            format!(
+                "hop_pass=4600.{}; Max-Age=3600; Path=/pass1; HttpOnly; Secure; SameSite=Lax",
+                "ab".repeat(32)
+            )
+        );
+    }
+
+    #[test]
+    fn the_form_loads_nothing_and_names_nothing_of_the_target() {
+        for page in [FORM, FORM_WRONG, FORM_LIMITED] {
+            assert!(page.contains("<form method=\"post\">"));
+            assert!(!page.contains("src="), "no external asset");
+            assert!(!page.contains("http"), "no URL at all");
+        }
+    }
+
+    #[test]
+    fn the_hash_is_compared_whole() {
+        let check = Check::of(&Access::Password {
+            salt: "00".into(),
+            hash: "abcd".into(),
+            iterations: 1,
+            key: "ff".into(),
+        })
+        .unwrap();
+        assert!(check.matches(&[0xab, 0xcd]));
+        assert!(!check.matches(&[0xab]));
+        assert!(!check.matches(&[0xab, 0xce]));
+        assert_eq!(Check::of(&Access::Signed { key: "ff".into() }), None);
+    }
+}
