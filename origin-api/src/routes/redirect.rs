@@ -464,21 +464,23 @@ fn decided(
 ) -> Decided {
     let now = now_ms();
     let record = entry.as_ref().and_then(|e| e.record.as_ref());
+    // One check for most links; what follows reads only the others.
+    let special = record.filter(|r| !r.is_plain());
     let visit = Visit {
         method,
         route: &route,
         query,
         now_ms: now,
-        client: match record {
+        client: match special {
             Some(r) if r.reads_client() => asked.client(),
             _ => Client::default(),
         },
         // A split's draw: a thread-local generator, no system call per visit.
-        draw: match record {
+        draw: match special {
             Some(r) if r.draws() => fastrand::u32(..),
             _ => 0,
         },
-        access_granted: record.and_then(|r| r.access()).is_some_and(|access| {
+        access_granted: special.and_then(|r| r.access()).is_some_and(|access| {
             let cookie = access
                 .is_password()
                 .then(|| asked.headers.get(header::COOKIE)?.to_str().ok())
@@ -486,27 +488,35 @@ fn decided(
             crate::links::access::opens(access, &route, query, cookie, now.div_euclid(1000))
         }),
     };
-    let decision = decide_prepared(&visit, record, deny, settings);
-    let access = record.and_then(|r| r.access());
-    if decision.asks_password(method, access) {
-        let form = access.map(|access| {
-            Box::new(Form {
-                route: route.clone(),
-                access: access.clone(),
-            })
-        });
+    if method == shared::Method::Post {
+        let decision = decide_prepared(&visit, record, deny, settings);
+        let access = special.and_then(|r| r.access());
+        let form = access
+            .filter(|_| decision.asks_password(method, access))
+            .map(|access| {
+                Box::new(Form {
+                    route: route.clone(),
+                    access: access.clone(),
+                })
+            });
         return (decision, None, form);
     }
     // The link as the cache knows it; a banned code whose record was never read is
     // resolved from its route key when the click is written.
-    let visited = (method == shared::Method::Get).then(|| {
-        let clicked = match entry.as_ref().and_then(|e| e.link) {
-            Some(link) => Clicked::Link(link),
-            None => Clicked::Route(route),
-        };
-        (clicked, now)
-    });
-    (decision, visited, None)
+    let link = entry.as_ref().and_then(|e| e.link);
+    // The decision is made where it is returned: made in a local first, it was copied
+    // whole into the tuple on every visit.
+    (
+        decide_prepared(&visit, record, deny, settings),
+        (method == shared::Method::Get).then(|| {
+            let clicked = match link {
+                Some(link) => Clicked::Link(link),
+                None => Clicked::Route(route),
+            };
+            (clicked, now)
+        }),
+        None,
+    )
 }
 
 /// The link a `GET` visited and when (Unix ms).
@@ -527,7 +537,7 @@ fn header_name(name: &str) -> Option<HeaderName> {
     })
 }
 
-fn write(decision: Decision) -> Response {
+fn write(mut decision: Decision) -> Response {
     let body = match decision.body {
         shared::Body::Empty => axum::body::Body::empty(),
         shared::Body::Text(s) | shared::Body::Html(s) => axum::body::Body::from(s),
@@ -537,7 +547,7 @@ fn write(decision: Decision) -> Response {
     *res.status_mut() =
         StatusCode::from_u16(decision.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let headers = res.headers_mut();
-    for (name, value) in decision.headers {
+    for (name, value) in decision.headers.take_all() {
         // The decision's strings become the header values as they are, without a copy;
         // the usual cache header is checked once, at compile time.
         let value = match value {
