@@ -75,6 +75,8 @@ pub(crate) struct Click<'a> {
     pub(crate) at_ms: u64,
     /// The split variant the visit got.
     pub(crate) variant: Option<u8>,
+    /// The visitor's country, when the decision already read it (`None`: read it here).
+    pub(crate) country: Option<Option<&'a str>>,
 }
 
 /// Sends the click to the queue in the background. Whatever fails here is logged; the
@@ -102,11 +104,18 @@ pub(crate) fn report(env: &Env, ctx: &Context, request: &web_sys::Request, click
             return;
         }
     }
-    let country = crate::client::country(request);
+    let read;
+    let country = match click.country {
+        Some(country) => country,
+        None => {
+            read = crate::client::country(request);
+            read.as_deref()
+        }
+    };
     let visitor = Visitor::describe(
         header("user-agent").as_deref(),
         header("referer").as_deref(),
-        country.as_deref(),
+        country,
     );
     let event = ClickEvent::new(
         random_uuid(),

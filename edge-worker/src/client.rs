@@ -41,6 +41,12 @@ impl ClientHeaders {
             country: self.country.as_deref(),
         }
     }
+
+    /// The country, when `reads` had it read (`request.cf`, built afresh on each access,
+    /// is then not read again for the click): `None` when it was not read.
+    pub(crate) fn country_read(&self, reads: Reads) -> Option<Option<&str>> {
+        reads.country.then_some(self.country.as_deref())
+    }
 }
 
 /// The visitor's country as Cloudflare places it (`request.cf.country`), if any.

@@ -83,9 +83,11 @@ impl Pending {
         granted: bool,
     ) -> Decision {
         // Headers and a draw only for the records that read them.
-        let headers = record
+        let reads = record
             .filter(|r| r.reads_client())
-            .map(|r| ClientHeaders::read(&self.request, r.client_reads()))
+            .map(|r| r.client_reads());
+        let headers = reads
+            .map(|reads| ClientHeaders::read(&self.request, reads))
             .unwrap_or_default();
         let visit = Visit {
             method: self.method,
@@ -104,6 +106,7 @@ impl Pending {
                 status: decision.status,
                 at_ms: self.now_ms,
                 variant: decision.variant,
+                country: reads.and_then(|reads| headers.country_read(reads)),
             };
             clicks::report(&self.env, &self.ctx, &self.request, click);
         }
