@@ -216,8 +216,9 @@ impl From<&EdgeRecord> for Basics {
     }
 }
 
-/// A record's rarer parts, borrowed from either form of it: empty for most links.
-#[derive(Debug, Clone, Copy, Default)]
+/// A record's rarer parts, borrowed from either form of it; a plain record has none
+/// (`None` where a decision holds them).
+#[derive(Debug, Clone, Copy)]
 struct Extras<'r> {
     rules: &'r [Rule],
     split: Option<&'r Split>,
@@ -441,15 +442,6 @@ impl Headers {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-}
-
-impl IntoIterator for Headers {
-    type Item = Header;
-    type IntoIter = std::iter::Flatten<std::array::IntoIter<Option<Header>, { Headers::ROOM }>>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.set.into_iter().flatten()
     }
 }
 
