@@ -330,9 +330,14 @@ async fn main() {
     let mut times = Vec::new();
     for _ in 0..30 {
         let started = Instant::now();
-        let summary = owner_stats(&db, OWNER, range(Granularity::Day, 30), 0)
-            .await
-            .expect("summary");
+        let summary = owner_stats(
+            &db,
+            &origin_api::model::Creator::owner(OWNER),
+            range(Granularity::Day, 30),
+            0,
+        )
+        .await
+        .expect("summary");
         times.push(started.elapsed());
         assert_eq!(summary.top_links.len(), 10);
     }

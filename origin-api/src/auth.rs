@@ -96,6 +96,12 @@ impl Caller {
         }
     }
 
+    /// Whether the key may reach links on `domain` (normalized): every domain, unless it
+    /// is limited to some.
+    pub fn reaches(&self, domain: &str) -> bool {
+        self.creator().reaches(domain)
+    }
+
     /// Refuses (403, saying `why`) a key that is not an admin's.
     pub fn require_admin(&self, why: &'static str) -> Result<(), AppError> {
         if self.admin {

@@ -15,6 +15,8 @@ pub enum KeyError {
     Random(String),
     #[error("an owner name is 1 to 128 printable characters")]
     BadOwner,
+    #[error("an admin key may use every domain: it cannot also be limited to some (drop --admin or --domain)")]
+    AdminLimited,
 }
 
 /// Whether `owner_id` can name an owner: 1 to 128 bytes, no control characters.
@@ -50,6 +52,9 @@ pub fn issue(
 ) -> Result<(ApiKey, String), KeyError> {
     if !valid_owner(owner_id) {
         return Err(KeyError::BadOwner);
+    }
+    if grant.admin && !grant.domains.is_empty() {
+        return Err(KeyError::AdminLimited);
     }
     let random = |e: getrandom::Error| KeyError::Random(e.to_string());
     let key_id = random_hex::<8>().map_err(random)?;

@@ -24,6 +24,11 @@ impl PermutationKey {
     pub fn from_bytes(bytes: [u8; 16]) -> Self {
         PermutationKey(bytes)
     }
+
+    /// The key's bytes, for deriving the origin's other keys from it.
+    pub fn as_bytes(&self) -> &[u8; 16] {
+        &self.0
+    }
 }
 
 impl fmt::Debug for PermutationKey {
@@ -184,6 +189,12 @@ impl KeyRing {
             .get(&version)
             .ok_or(KeyRingError::UnknownVersion(version))?;
         Ok(Permutation::new(key, space.size()))
+    }
+
+    /// The oldest key: kept for ever like every version, so what is derived from it
+    /// stays the same across rotations.
+    pub fn oldest(&self) -> Option<&PermutationKey> {
+        self.keys.values().next()
     }
 
     /// Every version, newest first: the order in which to try decoding a code whose

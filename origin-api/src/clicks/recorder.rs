@@ -616,6 +616,7 @@ mod tests {
         async fn owner_top_links(
             &self,
             _: &str,
+            _: &[String],
             _: i64,
             _: i64,
             _: bool,
@@ -623,7 +624,13 @@ mod tests {
         ) -> Result<Vec<(u64, Totals)>, StoreError> {
             Ok(Vec::new())
         }
-        async fn owner_totals(&self, _: &str, _: i64, _: i64) -> Result<Totals, StoreError> {
+        async fn owner_totals(
+            &self,
+            _: &str,
+            _: &[String],
+            _: i64,
+            _: i64,
+        ) -> Result<Totals, StoreError> {
             Ok(Totals::default())
         }
     }

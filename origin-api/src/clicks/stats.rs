@@ -3,7 +3,7 @@
 
 use crate::error::AppError;
 use crate::model::time::{parse_rfc3339, rfc3339};
-use crate::model::Link;
+use crate::model::{Creator, Link};
 use crate::store::{ClickStore, Rollup, Totals};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -313,14 +313,18 @@ fn fill(rows: &[Rollup], range: Range, bucket: i64) -> Vec<Point> {
 /// An owner's totals and most visited links over `range`, complete to `as_of`.
 pub async fn owner_stats<S: ClickStore + ?Sized>(
     store: &S,
-    owner: &str,
+    caller: &Creator<'_>,
     range: Range,
     as_of: i64,
 ) -> Result<OwnerStats, AppError> {
-    let totals = store.owner_totals(owner, range.from, range.to).await?;
+    let (owner, domains) = (caller.owner, caller.domains.unwrap_or_default());
+    let totals = store
+        .owner_totals(owner, domains, range.from, range.to)
+        .await?;
     let top = store
         .owner_top_links(
             owner,
+            domains,
             range.from,
             range.to,
             range.include_bots,

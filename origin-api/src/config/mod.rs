@@ -168,8 +168,9 @@ pub enum KeysCommand {
         /// A name to recognise the key by.
         #[arg(long, default_value = "default")]
         name: String,
-        /// Allow bans (trust & safety), the outbox, and every registered domain.
-        #[arg(long)]
+        /// Allow bans (trust & safety), the outbox, and every registered domain; not with
+        /// --domain.
+        #[arg(long, conflicts_with = "domains")]
         admin: bool,
         /// Limit the key to links on this registered domain (repeat for several); without
         /// it, the key may use every domain its owner may.

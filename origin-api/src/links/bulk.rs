@@ -5,6 +5,7 @@ use super::create::{
     answer, count_conflict, generated_taken, prepare_link, replay, stored, write_failed,
     IDEMPOTENCY_TTL_MS,
 };
+use super::fingerprint::Fingerprint;
 use super::lookups::Lookups;
 use super::{CreateLink, Link, LinkView};
 use crate::error::AppError;
@@ -190,20 +191,19 @@ pub async fn create_bulk(
             format!("send 1 to {MAX_BULK} links, not {}", body.links.len()),
         ));
     }
-    let request_hash = key
-        .map(|_| crate::model::key::sha256_hex(&serde_json::to_string(&body).unwrap_or_default()));
-    let idem = match (key, &request_hash) {
-        (Some(key), Some(hash)) => Some(IdempotencyKey {
+    let fingerprint = key.map(|_| Fingerprint::of(state, &body)).transpose()?;
+    let idem = match (key, &fingerprint) {
+        (Some(key), Some(fp)) => Some(IdempotencyKey {
             owner_id: creator.owner,
             key,
-            request_hash: hash,
+            request_hash: fp.as_str(),
             expired_before: now_ms() - IDEMPOTENCY_TTL_MS,
         }),
         _ => None,
     };
-    if let Some(idem) = &idem {
+    if let (Some(idem), Some(fp)) = (&idem, &fingerprint) {
         if let Some((hash, response)) = state.db.find_idempotent(idem).await? {
-            return replay(idem.request_hash, hash, response).map(BulkOutcome::Replayed);
+            return replay(fp, hash, response).map(BulkOutcome::Replayed);
         }
     }
 
@@ -238,11 +238,12 @@ pub async fn create_bulk(
         BulkInsert::Replay {
             request_hash,
             response,
-        } => replay(
-            idem.as_ref().map(|k| k.request_hash).unwrap_or_default(),
-            request_hash,
-            response,
-        )
-        .map(BulkOutcome::Replayed),
+        } => match &fingerprint {
+            Some(fp) => replay(fp, request_hash, response).map(BulkOutcome::Replayed),
+            // Without a key nothing is recorded, so nothing is replayed.
+            None => Err(AppError::Store(StoreError::Corrupt(
+                "a bulk create without an idempotency key was answered a replay".into(),
+            ))),
+        },
     }
 }

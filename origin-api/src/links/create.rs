@@ -3,6 +3,7 @@
 //! nothing is stored.
 
 use super::fields;
+use super::fingerprint::Fingerprint;
 use super::lookups::Lookups;
 use super::{CreateLink, Link, LinkState};
 use crate::domains::admit_new_link;
@@ -55,17 +56,16 @@ pub async fn create_link_once(
             .await
             .map(|link| Created::New(Box::new(link)));
     };
-    let request_hash =
-        crate::model::key::sha256_hex(&serde_json::to_string(&req).unwrap_or_default());
+    let fingerprint = Fingerprint::of(state, &req)?;
     let idem = IdempotencyKey {
         owner_id: creator.owner,
         key,
-        request_hash: &request_hash,
+        request_hash: fingerprint.as_str(),
         expired_before: now_ms() - IDEMPOTENCY_TTL_MS,
     };
     // A retry is answered from the record, whatever changed since.
     if let Some((hash, response)) = state.db.find_idempotent(&idem).await? {
-        return replay(&request_hash, hash, response).map(Created::Replayed);
+        return replay(&fingerprint, hash, response).map(Created::Replayed);
     }
     if let Some(existing) = deduplicated(state, creator, &req).await? {
         return Ok(Created::Existing(Box::new(existing)));
@@ -85,7 +85,7 @@ pub async fn create_link_once(
         Ok(Idempotent::Replay {
             request_hash: hash,
             response,
-        }) => replay(&request_hash, hash, response).map(Created::Replayed),
+        }) => replay(&fingerprint, hash, response).map(Created::Replayed),
         Err(e) => Err(write_failed(
             state,
             &link.route_key(),
@@ -96,7 +96,10 @@ pub async fn create_link_once(
 
 /// With `dedupe`, the owner's oldest live public link on the request's domain to the
 /// same target, as normalized (not disabled, expired, exhausted or private), if any.
-/// The target is validated as a create would, so a refused one is refused here too.
+/// The domain and the target are checked as a create would check them, so what a create
+/// refuses is refused here too (a key limited to other domains learns nothing of the
+/// links there). A request that asks for more than a plain public link is refused: the
+/// link found would be weaker than the one asked for.
 async fn deduplicated(
     state: &AppState,
     creator: &Creator<'_>,
@@ -111,11 +114,22 @@ async fn deduplicated(
             "an alias names a new link: send dedupe or code, not both",
         ));
     }
+    if let Some(field) = asks_more_than_a_plain_link(req) {
+        return Err(AppError::invalid(
+            "dedupe",
+            format!(
+                "dedupe answers an existing public link, which would not have the {field} asked for: \
+                 send dedupe without it, or create a new link"
+            ),
+        ));
+    }
     let domain = match &req.domain {
         Some(d) => normalize_short_domain(d).map_err(|e| AppError::invalid("domain", e))?,
         None => state.settings.default_domain.clone(),
     };
     let mut lookups = Lookups::new(state);
+    let registered = lookups.domain(&domain).await?;
+    admit_new_link(&domain, registered.as_deref(), creator)?;
     let target = fields::target(&mut lookups, &domain, &req.target_url).await?;
     let now = now_ms();
     Ok(state
@@ -130,15 +144,35 @@ async fn deduplicated(
         }))
 }
 
+/// The first field of `req` that asks for something a plain public link does not give a
+/// visitor (who may visit, until when, where to, whether counted), if any.
+fn asks_more_than_a_plain_link(req: &CreateLink) -> Option<&'static str> {
+    let asked = [
+        (
+            req.access.is_some_and(|a| a != super::AccessMode::Public),
+            "access",
+        ),
+        (req.password.is_some(), "password"),
+        (req.expires_at.is_some(), "expires_at"),
+        (req.max_visits.is_some(), "max_visits"),
+        (req.rules.as_ref().is_some_and(|r| !r.is_empty()), "rules"),
+        (req.split.is_some(), "split"),
+        (req.expired_url.is_some(), "expired_url"),
+        (req.interstitial == Some(true), "interstitial"),
+        (req.record_clicks == Some(false), "record_clicks"),
+    ];
+    asked.into_iter().find(|(a, _)| *a).map(|(_, field)| field)
+}
+
 /// The response recorded under an idempotency key, to answer again: only when the
 /// earlier request had the same body (`recorded_hash`); a different body under the same
 /// key is refused (single and bulk creates alike).
 pub(super) fn replay(
-    request_hash: &str,
+    request: &Fingerprint,
     recorded_hash: String,
     response: String,
 ) -> Result<String, AppError> {
-    if recorded_hash == request_hash {
+    if request.matches(&recorded_hash) {
         Ok(response)
     } else {
         Err(AppError::invalid(

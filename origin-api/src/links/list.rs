@@ -3,7 +3,7 @@
 //! while others are created.
 
 use crate::error::AppError;
-use crate::model::{Link, LinkState, ListFilter};
+use crate::model::{Creator, Link, LinkState, ListFilter};
 use serde::{Deserialize, Serialize};
 
 /// Links per page unless the caller asks otherwise.
@@ -32,7 +32,9 @@ pub struct Page<T> {
 }
 
 impl ListFilter {
-    pub fn new(owner_id: &str, params: ListParams) -> Result<Self, AppError> {
+    /// The listing `params` ask for, of `caller`'s links: only on the domains its key is
+    /// limited to, if it is (403 when `domain` names another).
+    pub fn new(caller: &Creator<'_>, params: ListParams) -> Result<Self, AppError> {
         let limit = params.limit.unwrap_or(DEFAULT_PAGE);
         if !(1..=MAX_PAGE).contains(&limit) {
             return Err(AppError::invalid(
@@ -44,6 +46,16 @@ impl ListFilter {
             .domain
             .map(|d| shared::normalize_domain(&d).map_err(|e| AppError::invalid("domain", e)))
             .transpose()?;
+        let domains = match (domain, caller.domains) {
+            (Some(d), _) if !caller.reaches(&d) => {
+                return Err(AppError::Forbidden(
+                    "this key is limited to other domains (keys create --domain)",
+                ))
+            }
+            (Some(d), _) => vec![d],
+            (None, Some(limited)) => limited.to_vec(),
+            (None, None) => Vec::new(),
+        };
         let after = params
             .cursor
             .map(|c| {
@@ -52,8 +64,8 @@ impl ListFilter {
             })
             .transpose()?;
         Ok(ListFilter {
-            owner_id: owner_id.to_owned(),
-            domain,
+            owner_id: caller.owner.to_owned(),
+            domains,
             tag: params.tag,
             status: params.status,
             after,
@@ -105,7 +117,7 @@ mod tests {
         );
         assert_eq!(decode_cursor("1.-1"), None);
         let bad = ListFilter::new(
-            "o",
+            &Creator::owner("o"),
             ListParams {
                 cursor: Some("x".into()),
                 ..Default::default()
@@ -113,7 +125,7 @@ mod tests {
         );
         assert!(bad.is_err());
         let bad = ListFilter::new(
-            "o",
+            &Creator::owner("o"),
             ListParams {
                 limit: Some(0),
                 ..Default::default()
@@ -121,7 +133,7 @@ mod tests {
         );
         assert!(bad.is_err());
         let bad = ListFilter::new(
-            "o",
+            &Creator::owner("o"),
             ListParams {
                 limit: Some(MAX_PAGE + 1),
                 ..Default::default()

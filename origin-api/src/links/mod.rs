@@ -3,6 +3,7 @@
 mod bulk;
 mod create;
 mod fields;
+mod fingerprint;
 pub(crate) use fields::redirect_url;
 mod list;
 mod lookups;
@@ -19,7 +20,7 @@ pub use create::{
 };
 pub use list::{ListParams, Page, DEFAULT_PAGE, MAX_PAGE};
 pub(crate) use update::present;
-pub use update::{delete_link, owned_link, parse_if_match, update_link, UpdateLink};
+pub use update::{delete_link, owned_link, parse_if_match, update_link, Intent, UpdateLink};
 
 use crate::model::time::{parse_rfc3339, rfc3339};
 use crate::model::{Link, LinkState, KV_PROPAGATION_MS};

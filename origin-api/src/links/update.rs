@@ -7,8 +7,9 @@ use super::lookups::Lookups;
 use super::{Link, LinkState};
 use crate::error::AppError;
 use crate::model::time::now_ms;
+use crate::model::{Creator, Refusal};
 use crate::state::AppState;
-use crate::store::{ClickStore, LinkStore, StoreError};
+use crate::store::{ClickStore, DomainStore, LinkStore, StoreError};
 use serde::{Deserialize, Deserializer, Serialize};
 use shared::preview::Preview;
 use shared::split::Variant;
@@ -104,22 +105,53 @@ pub fn parse_if_match(value: Option<&str>) -> Result<u64, AppError> {
         })
 }
 
-/// Loads `domain/code` for `owner` (404 for anyone else's link).
+/// What a caller is about to do with one of its owner's links.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Intent {
+    /// Read it, its stats or its QR code; or delete it.
+    ReadOrDelete,
+    /// Change it or mint tokens for it: only while its domain still admits the owner
+    /// and takes changes.
+    Change,
+}
+
+/// Loads `domain/code` for `caller`: 404 for anyone else's link, and for a link on a
+/// domain the caller's key is not limited to (so a limited key cannot learn what its
+/// owner holds elsewhere). To [`Intent::Change`] it, the domain must still admit the
+/// owner and not be disabled (403: such links are read and delete only).
 pub async fn owned_link(
     state: &AppState,
-    owner: &str,
+    caller: &Creator<'_>,
     domain: &str,
     code: &str,
+    intent: Intent,
 ) -> Result<Link, AppError> {
     let domain = shared::normalize_domain(domain).map_err(|_| AppError::NotFound)?;
+    if !caller.reaches(&domain) {
+        return Err(AppError::NotFound);
+    }
     let settings = state.db.domain_settings(&domain).await?;
     let code = settings.canonical_code(code);
-    state
+    let link = state
         .db
         .get_link(&domain, &code)
         .await?
-        .filter(|l| l.owner_id == owner)
-        .ok_or(AppError::NotFound)
+        .filter(|l| l.owner_id == caller.owner)
+        .ok_or(AppError::NotFound)?;
+    if intent == Intent::Change {
+        let refused = state
+            .db
+            .domain(&domain)
+            .await?
+            .and_then(|d| d.refuses(caller));
+        if let Some(Refusal::Disabled | Refusal::NotTheOwners) = refused {
+            return Err(AppError::Forbidden(
+                "this link's domain no longer admits its owner, or is disabled: \
+                 its links are read and delete only",
+            ));
+        }
+    }
+    Ok(link)
 }
 
 /// Applies `changes` to the link if it is still at `expected` version.

@@ -44,6 +44,13 @@ pub struct Creator<'a> {
 }
 
 impl<'a> Creator<'a> {
+    /// Whether the key may reach links on `domain` (normalized): every domain, unless it
+    /// is limited to some.
+    pub fn reaches(&self, domain: &str) -> bool {
+        self.domains
+            .is_none_or(|limited| limited.iter().any(|d| d == domain))
+    }
+
     /// A key of `owner` with no admin rights and no limit of its own.
     pub fn owner(owner: &'a str) -> Creator<'a> {
         Creator {
@@ -89,10 +96,8 @@ impl Domain {
         if self.settings.status == DomainStatus::Disabled {
             return Some(Refusal::Disabled);
         }
-        if let Some(domains) = creator.domains {
-            if !domains.contains(&self.domain) {
-                return Some(Refusal::OutsideTheKeysDomains);
-            }
+        if !creator.reaches(&self.domain) {
+            return Some(Refusal::OutsideTheKeysDomains);
         }
         if !creator.admin && !self.access.admits(creator.owner) {
             return Some(Refusal::NotTheOwners);

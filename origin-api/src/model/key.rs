@@ -25,8 +25,11 @@ pub struct ApiKey {
 pub const SCOPE_DOMAIN_PREFIX: &str = "domain:";
 
 impl ApiKey {
+    /// Whether the key may ban, run the outbox and use every domain. A key limited to
+    /// domains never may: `keys create` refuses `--admin` with `--domain`, and a key
+    /// stored with both before that rule is taken as the limited key it also says it is.
     pub fn is_admin(&self) -> bool {
-        self.scopes.split(',').any(|s| s == SCOPE_ADMIN)
+        self.scopes.split(',').any(|s| s == SCOPE_ADMIN) && self.domains().is_none()
     }
 
     /// The domains this key is limited to, if it is limited (sorted as stored).

@@ -215,7 +215,8 @@ pub fn host_of(url: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListFilter {
     pub owner_id: String,
-    pub domain: Option<String>,
+    /// Only links on these domains; empty: on any.
+    pub domains: Vec<String>,
     pub tag: Option<String>,
     pub status: Option<LinkState>,
     /// `(created_at, link_id)` of the last link of the previous page.

@@ -50,7 +50,8 @@ pub(crate) async fn create(
     Ok(domain_response(StatusCode::CREATED, &domain))
 }
 
-/// `GET /v1/domains`: every domain for an admin key; for others, those it may use.
+/// `GET /v1/domains`: every domain for an admin key; for others, those it may use (a
+/// key limited to domains, only those).
 #[utoipa::path(get, path = "/v1/domains", operation_id = "list_domains", tag = "domains",
     responses((status = 200, description = "The domains, by name", body = Vec<DomainView>)),
     security(("api_key" = [])))]
@@ -58,11 +59,12 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     caller: Caller,
 ) -> Result<Json<Vec<DomainView>>, AppError> {
-    let domains = if caller.admin {
+    let mut domains = if caller.admin {
         state.db.list_domains().await?
     } else {
         state.db.domains_for_owner(&caller.owner_id).await?
     };
+    domains.retain(|d| caller.reaches(&d.domain));
     Ok(Json(domains.iter().map(Domain::view).collect()))
 }
 
@@ -80,7 +82,9 @@ pub(crate) async fn read(
 ) -> Result<Response, AppError> {
     let name = shared::normalize_short_domain(&name).map_err(|_| AppError::NotFound)?;
     match state.db.domain(&name).await? {
-        Some(d) if caller.admin || d.access.admits(&caller.owner_id) => {
+        Some(d)
+            if caller.reaches(&d.domain) && (caller.admin || d.access.admits(&caller.owner_id)) =>
+        {
             Ok(domain_response(StatusCode::OK, &d))
         }
         _ => Err(AppError::NotFound),

@@ -1,15 +1,15 @@
 //! `/v1/links`: the marketers' API.
 
 use super::body::{ApiJson, BULK_BODY_LIMIT};
-use super::openapi::{IfMatchHonoured, IfMatchRequired, NoSuchLink};
+use super::openapi::{IfMatchHonoured, IfMatchRequired, NoSuchLink, ReadAndDeleteOnly};
 use crate::auth::Caller;
 use crate::error::{AppError, Problem};
 use crate::links::access::{IssueToken, IssuedToken};
 use crate::links::qr::QrParams;
 use crate::links::{
     self, check_idempotency_key, create_link_once, delete_link, owned_link, parse_if_match,
-    update_link, BulkCreate, BulkOutcome, BulkResponse, CreateLink, Created, LinkView, ListParams,
-    Page, UpdateLink,
+    update_link, BulkCreate, BulkOutcome, BulkResponse, CreateLink, Created, Intent, LinkView,
+    ListParams, Page, UpdateLink,
 };
 use crate::model::{Link, ListFilter};
 use crate::state::AppState;
@@ -30,8 +30,9 @@ fn link_response(status: StatusCode, link: &Link) -> Response {
     responses(
         (status = 201, description = "Created (or replayed, with `Idempotent-Replayed: true`)", body = LinkView,
             headers(("ETag" = String, description = "The version, quoted"), ("Location" = String))),
-        (status = 200, description = "With `dedupe: true`: the owner's existing live link to the same target, nothing created (`Hop-Deduplicated: true`)", body = LinkView,
+        (status = 200, description = "With `dedupe: true` (and nothing a plain public link lacks): the owner's existing live link to the same target, nothing created (`Hop-Deduplicated: true`)", body = LinkView,
             headers(("ETag" = String, description = "The version, quoted"), ("Location" = String), ("Hop-Deduplicated" = String))),
+        (status = 403, description = "the domain belongs to other owners, or lies outside the domains this key is limited to", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "the alias is taken, the domain changed meanwhile (send it again), or the domain has issued every generated code of its shape", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "a field is invalid: bad URL, banned or own host, bad or reserved alias, past expiry, unknown field; or the key was used with another body", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "this key creates too fast; see Retry-After", body = Problem, content_type = "application/problem+json"),
@@ -141,6 +142,7 @@ pub(crate) struct ApiPath<T>(pub(crate) T);
 #[utoipa::path(get, path = "/v1/links", operation_id = "list_links", tag = "links", params(ListParams),
     responses(
         (status = 200, description = "A page of links, newest first", body = Page<LinkView>),
+        (status = 403, description = "`domain` names a domain this key is not limited to", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "a bad filter, cursor or limit", body = Problem, content_type = "application/problem+json"),
     ),
     security(("api_key" = [])))]
@@ -149,7 +151,7 @@ pub(crate) async fn list(
     caller: Caller,
     ApiQuery(params): ApiQuery<ListParams>,
 ) -> Result<Json<Page<LinkView>>, AppError> {
-    let filter = ListFilter::new(&caller.owner_id, params)?;
+    let filter = ListFilter::new(&caller.creator(), params)?;
     let page = filter.page(state.db.list_links(&filter).await?);
     Ok(Json(Page {
         items: page.items.iter().map(Link::view).collect(),
@@ -170,7 +172,14 @@ pub(crate) async fn read(
     caller: Caller,
     ApiPath((domain, code)): ApiPath<(String, String)>,
 ) -> Result<Response, AppError> {
-    let link = owned_link(&state, &caller.owner_id, &domain, &code).await?;
+    let link = owned_link(
+        &state,
+        &caller.creator(),
+        &domain,
+        &code,
+        Intent::ReadOrDelete,
+    )
+    .await?;
     Ok(link_response(StatusCode::OK, &link))
 }
 
@@ -181,7 +190,7 @@ pub(crate) async fn read(
     request_body = UpdateLink,
     responses(
         (status = 200, description = "The changed link, version bumped", body = LinkView, headers(("ETag" = String))),
-        NoSuchLink, (status = 410, description = "the link is deleted", body = Problem, content_type = "application/problem+json"),
+        NoSuchLink, ReadAndDeleteOnly, (status = 410, description = "the link is deleted", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "a field is invalid", body = Problem, content_type = "application/problem+json"), IfMatchRequired,
     ),
     security(("api_key" = [])))]
@@ -193,7 +202,7 @@ pub(crate) async fn update(
     ApiJson(changes): ApiJson<UpdateLink>,
 ) -> Result<Response, AppError> {
     let expected = parse_if_match(headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok()))?;
-    let current = owned_link(&state, &caller.owner_id, &domain, &code).await?;
+    let current = owned_link(&state, &caller.creator(), &domain, &code, Intent::Change).await?;
     let link = update_link(&state, current, expected, changes).await?;
     Ok(link_response(StatusCode::OK, &link))
 }
@@ -217,7 +226,14 @@ pub(crate) async fn delete(
         None => None,
         Some(v) => Some(parse_if_match(v.to_str().ok())?),
     };
-    let current = owned_link(&state, &caller.owner_id, &domain, &code).await?;
+    let current = owned_link(
+        &state,
+        &caller.creator(),
+        &domain,
+        &code,
+        Intent::ReadOrDelete,
+    )
+    .await?;
     delete_link(&state, current, expected).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -237,7 +253,14 @@ pub(crate) async fn qr(
     ApiPath((domain, code)): ApiPath<(String, String)>,
     ApiQuery(params): ApiQuery<QrParams>,
 ) -> Result<Response, AppError> {
-    let link = owned_link(&state, &caller.owner_id, &domain, &code).await?;
+    let link = owned_link(
+        &state,
+        &caller.creator(),
+        &domain,
+        &code,
+        Intent::ReadOrDelete,
+    )
+    .await?;
     let drawn = crate::links::qr::draw(&format!("https://{}", link.route_key()), &params)?;
     Ok((
         [
@@ -257,7 +280,7 @@ pub(crate) async fn qr(
     request_body = IssueToken,
     responses(
         (status = 201, description = "The token and the URL to share", body = IssuedToken),
-        NoSuchLink,
+        NoSuchLink, ReadAndDeleteOnly,
         (status = 410, description = "the link is deleted", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "the link is public, or a bad expiry", body = Problem, content_type = "application/problem+json"),
     ),
@@ -268,7 +291,7 @@ pub(crate) async fn issue_token(
     ApiPath((domain, code)): ApiPath<(String, String)>,
     ApiJson(asked): ApiJson<IssueToken>,
 ) -> Result<Response, AppError> {
-    let link = owned_link(&state, &caller.owner_id, &domain, &code).await?;
+    let link = owned_link(&state, &caller.creator(), &domain, &code, Intent::Change).await?;
     let issued = crate::links::access::issue(&link, &asked, crate::model::time::now_ms())?;
     Ok((StatusCode::CREATED, Json(issued)).into_response())
 }

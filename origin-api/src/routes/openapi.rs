@@ -193,11 +193,23 @@ impl Modify for CommonResponses {
 #[allow(dead_code)]
 pub(crate) struct AdminOnly(Problem);
 
-/// The 404 of a link that is not the caller's, or is nobody's: the two look alike.
+/// The 403 of a change to a link whose domain no longer admits its owner, or is
+/// disabled: such links are read and delete only.
+#[derive(utoipa::IntoResponses)]
+#[response(
+    status = 403,
+    description = "the link's domain no longer admits its owner, or is disabled: read and delete only",
+    content_type = "application/problem+json"
+)]
+#[allow(dead_code)]
+pub(crate) struct ReadAndDeleteOnly(Problem);
+
+/// The 404 of a link that is not the caller's, or is nobody's, or lies outside the
+/// domains the key is limited to: they look alike.
 #[derive(utoipa::IntoResponses)]
 #[response(
     status = 404,
-    description = "no such link for this owner",
+    description = "no such link for this owner (or this key's domains)",
     content_type = "application/problem+json"
 )]
 #[allow(dead_code)]

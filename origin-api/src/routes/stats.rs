@@ -5,7 +5,7 @@ use super::openapi::NoSuchLink;
 use crate::auth::Caller;
 use crate::clicks::stats::{link_stats, owner_stats, LinkStats, OwnerStats, Range, StatsParams};
 use crate::error::{AppError, Problem};
-use crate::links::owned_link;
+use crate::links::{owned_link, Intent};
 use crate::model::time::now_ms;
 use crate::state::AppState;
 use axum::extract::State;
@@ -28,7 +28,14 @@ pub(crate) async fn link(
     ApiQuery(params): ApiQuery<StatsParams>,
 ) -> Result<Json<LinkStats>, AppError> {
     let range = Range::new(&params, now_ms())?;
-    let link = owned_link(&state, &caller.owner_id, &domain, &code).await?;
+    let link = owned_link(
+        &state,
+        &caller.creator(),
+        &domain,
+        &code,
+        Intent::ReadOrDelete,
+    )
+    .await?;
     let as_of = data_as_of(&state).await?;
     Ok(Json(link_stats(&state.db, &link, range, as_of).await?))
 }
@@ -49,7 +56,7 @@ pub(crate) async fn owner(
     let range = Range::new(&params, now_ms())?;
     let as_of = data_as_of(&state).await?;
     Ok(Json(
-        owner_stats(&state.db, &caller.owner_id, range, as_of).await?,
+        owner_stats(&state.db, &caller.creator(), range, as_of).await?,
     ))
 }
 

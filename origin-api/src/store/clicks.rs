@@ -407,14 +407,27 @@ fn link_ref(
 }
 
 /// An owner's rows over `[$4, $5)`: whole days `[$2, $3)` from `click_days`, and the
-/// hours before and after them from `click_hours`.
-const OWNER_ROWS: &str = "SELECT link_id, bot, visits, redirects FROM click_days \
-     WHERE owner_id = $1 AND day >= $2 AND day < $3 \
-     UNION ALL \
-     SELECT link_id, bot, visits, redirects FROM click_hours \
-     WHERE owner_id = $1 AND ((hour >= $4 AND hour < $2) OR (hour >= $3 AND hour < $5))";
+/// hours before and after them from `click_hours`; with `domains` domains, only those of
+/// links on the domains bound from `$first` on (a key limited to domains sees no more).
+fn owner_rows(first: usize, domains: usize) -> String {
+    let scope = if domains == 0 {
+        String::new()
+    } else {
+        format!(
+            " AND link_id IN (SELECT link_id FROM links WHERE owner_id = $1 AND domain IN ({}))",
+            list_placeholders(first, domains)
+        )
+    };
+    format!(
+        "SELECT link_id, bot, visits, redirects FROM click_days \
+         WHERE owner_id = $1 AND day >= $2 AND day < $3{scope} \
+         UNION ALL \
+         SELECT link_id, bot, visits, redirects FROM click_hours \
+         WHERE owner_id = $1 AND ((hour >= $4 AND hour < $2) OR (hour >= $3 AND hour < $5)){scope}"
+    )
+}
 
-/// The values of [`OWNER_ROWS`]' `$1` to `$5` for `owner`'s visits in `[from, to)`.
+/// The values of [`owner_rows`]' `$1` to `$5` for `owner`'s visits in `[from, to)`.
 fn owner_args(owner: &str, from: i64, to: i64) -> [Arg<'_>; 5] {
     let (days_from, days_to) = whole_days(from, to);
     [
@@ -682,31 +695,22 @@ impl ClickStore for Db {
     async fn owner_top_links(
         &self,
         owner: &str,
+        domains: &[String],
         from: i64,
         to: i64,
         include_bots: bool,
         limit: i64,
     ) -> Result<Vec<(u64, Totals)>, StoreError> {
-        let [owner, days_from, days_to, from, to] = owner_args(owner, from, to);
+        let rows_sql = owner_rows(8, domains.len());
         let sql = format!(
-            "SELECT link_id, {SUMS} FROM ({OWNER_ROWS}) r GROUP BY link_id \
+            "SELECT link_id, {SUMS} FROM ({rows_sql}) r GROUP BY link_id \
              ORDER BY CASE WHEN $6 THEN SUM(visits) ELSE SUM(CASE WHEN bot THEN 0 ELSE visits END) END DESC, link_id \
              LIMIT $7"
         );
-        let rows: Vec<(i64, i64, i64, i64, i64)> = self
-            .read_all(
-                &sql,
-                &[
-                    owner,
-                    days_from,
-                    days_to,
-                    from,
-                    to,
-                    include_bots.into(),
-                    limit.into(),
-                ],
-            )
-            .await?;
+        let mut args = owner_args(owner, from, to).to_vec();
+        args.extend([Arg::from(include_bots), Arg::from(limit)]);
+        args.extend(domains.iter().map(Arg::from));
+        let rows: Vec<(i64, i64, i64, i64, i64)> = self.read_all(&sql, &args).await?;
         rows.into_iter()
             .map(|(id, visits, redirects, bots, bot_redirects)| {
                 Ok((
@@ -722,14 +726,18 @@ impl ClickStore for Db {
             .collect()
     }
 
-    async fn owner_totals(&self, owner: &str, from: i64, to: i64) -> Result<Totals, StoreError> {
-        let sql = format!("SELECT {SUMS} FROM ({OWNER_ROWS}) r");
-        let row: (Option<i64>, Option<i64>, Option<i64>, Option<i64>) = self
-            .reader()
-            .await?
-            .conn()
-            .fetch_one(&sql, &owner_args(owner, from, to))
-            .await?;
+    async fn owner_totals(
+        &self,
+        owner: &str,
+        domains: &[String],
+        from: i64,
+        to: i64,
+    ) -> Result<Totals, StoreError> {
+        let sql = format!("SELECT {SUMS} FROM ({}) r", owner_rows(6, domains.len()));
+        let mut args = owner_args(owner, from, to).to_vec();
+        args.extend(domains.iter().map(Arg::from));
+        let row: (Option<i64>, Option<i64>, Option<i64>, Option<i64>) =
+            self.reader().await?.conn().fetch_one(&sql, &args).await?;
         Ok(Totals {
             visits: row.0.unwrap_or_default(),
             redirects: row.1.unwrap_or_default(),

@@ -659,9 +659,12 @@ impl LinkStore for Db {
             .map(|(_, id)| to_i64(id, "cursor"))
             .transpose()?;
         let mut args: Vec<Arg<'_>> = vec![(&filter.owner_id).into()];
-        if let Some(d) = &filter.domain {
-            args.push(d.into());
-            sql.push_str(&format!(" AND domain = ${}", args.len()));
+        if !filter.domains.is_empty() {
+            sql.push_str(&format!(
+                " AND domain IN ({})",
+                list_placeholders(args.len() + 1, filter.domains.len())
+            ));
+            args.extend(filter.domains.iter().map(Arg::from));
         }
         match filter.status {
             Some(s) => {

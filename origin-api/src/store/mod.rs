@@ -557,15 +557,24 @@ pub trait ClickStore: Send + Sync + Debug + 'static {
         include_bots: bool,
         top: i64,
     ) -> Result<Vec<DimCount>, StoreError>;
-    /// An owner's most visited links in `[from, to)`.
+    /// An owner's most visited links in `[from, to)` (only those on `domains`, unless
+    /// it is empty).
     async fn owner_top_links(
         &self,
         owner: &str,
+        domains: &[String],
         from: i64,
         to: i64,
         include_bots: bool,
         limit: i64,
     ) -> Result<Vec<(u64, Totals)>, StoreError>;
-    /// All of an owner's visits in `[from, to)`.
-    async fn owner_totals(&self, owner: &str, from: i64, to: i64) -> Result<Totals, StoreError>;
+    /// All of an owner's visits in `[from, to)` (only to links on `domains`, unless it
+    /// is empty).
+    async fn owner_totals(
+        &self,
+        owner: &str,
+        domains: &[String],
+        from: i64,
+        to: i64,
+    ) -> Result<Totals, StoreError>;
 }

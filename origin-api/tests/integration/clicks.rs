@@ -643,7 +643,7 @@ async fn a_full_tally_is_written_sooner_and_loses_nothing() {
         let counted = || async {
             let totals = state
                 .db
-                .owner_totals("ana", now - 3_600_000, now + 3_600_000)
+                .owner_totals("ana", &[], now - 3_600_000, now + 3_600_000)
                 .await
                 .expect("totals");
             totals.visits + totals.bots
@@ -660,7 +660,7 @@ async fn a_full_tally_is_written_sooner_and_loses_nothing() {
         writer.await.expect("writer");
         let totals = state
             .db
-            .owner_totals("ana", now - 3_600_000, now + 3_600_000)
+            .owner_totals("ana", &[], now - 3_600_000, now + 3_600_000)
             .await
             .expect("totals");
         assert_eq!(totals.visits + totals.bots, 42_000, "{}", t.kind());

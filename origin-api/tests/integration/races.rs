@@ -28,7 +28,10 @@ async fn create(state: &AppState, code: &str, target: &str) -> Link {
 /// PATCHes the link's target at the version last read; a refusal (412, or 422 because
 /// the ban landed first) is part of the race, not a failure.
 async fn retarget(state: &AppState, code: &str, target: &str) {
-    let Ok(current) = links::owned_link(state, "acme", "s.example", code).await else {
+    let acme = Creator::owner("acme");
+    let Ok(current) =
+        links::owned_link(state, &acme, "s.example", code, links::Intent::Change).await
+    else {
         return;
     };
     let changes: links::UpdateLink =

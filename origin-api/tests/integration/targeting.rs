@@ -954,6 +954,48 @@ async fn dedupe_answers_the_owner_s_live_link_to_the_same_target_and_says_so() {
     }
 }
 
+/// `dedupe` never answers a link weaker than the one asked for: with private access, a
+/// password, an expiry, a visit limit, rules, a split, an expired page, an interstitial
+/// or clicks not recorded, it is refused naming `dedupe`, and the public link to the
+/// same target is not shown.
+#[tokio::test]
+async fn dedupe_never_answers_a_weaker_link_than_the_one_asked_for() {
+    for (api, t) in apis_with("dedupe-weaker", FLAGS).await {
+        let token = api.key("acme", false).await;
+        let target = "https://shop.example/launch";
+        let public = api.create(&token, json!({ "target_url": target })).await;
+        assert_eq!(public.status, StatusCode::CREATED, "{}", public.text);
+        let code = public.body["code"].as_str().expect("code").to_owned();
+        let asks = [
+            json!({ "access": "signed" }),
+            json!({ "access": "password", "password": "correct horse" }),
+            json!({ "expires_at": "2099-01-01T00:00:00Z" }),
+            json!({ "max_visits": 10 }),
+            json!({ "rules": [{ "when": { "device": ["ios"] }, "target_url": "https://shop.example/ios" }] }),
+            json!({ "split": [{ "target_url": "https://a.example/", "weight": 50 }, { "target_url": "https://b.example/", "weight": 50 }] }),
+            json!({ "expired_url": "https://shop.example/over" }),
+            json!({ "interstitial": true }),
+            json!({ "record_clicks": false }),
+        ];
+        for ask in asks {
+            let mut body = ask.clone();
+            body["target_url"] = json!(target);
+            body["dedupe"] = json!(true);
+            let res = api.create(&token, body).await;
+            assert_eq!(
+                (res.status, res.body["field"].clone()),
+                (StatusCode::UNPROCESSABLE_ENTITY, json!("dedupe")),
+                "{}: {ask}: {}",
+                t.kind(),
+                res.text
+            );
+            assert!(!res.text.contains(&code), "{}", res.text);
+        }
+        assert_eq!(api.count("links").await, 1, "{}", t.kind());
+        t.cleanup().await;
+    }
+}
+
 #[tokio::test]
 async fn a_domain_of_untrusted_targets_shows_every_link_s_interstitial() {
     for (api, t) in apis_with("domain interstitial", FLAGS).await {
