@@ -196,7 +196,7 @@ impl Visitor {
         settings: Rc<DomainSettings>,
     ) -> Promise {
         if code.is_empty() {
-            return respond::settled(&decide_root(self.method, Some(&settings)));
+            return respond::settled(&decide_root(self.method, Some((&settings, &deny))));
         }
         let code = settings.canonical_code(code);
         let Some(route) = RouteKey::new(host, code.as_ref()) else {

@@ -3,7 +3,7 @@
 
 use crate::error::AppError;
 use crate::keys::valid_owner;
-use crate::links::{present, redirect_url, Lookups};
+use crate::links::{on_allowed_host, present, redirect_url, Lookups};
 use crate::model::time::{now_ms, rfc3339};
 use crate::model::{Creator, Domain, DomainAccess, DomainStatus, Refusal};
 use crate::state::AppState;
@@ -214,24 +214,7 @@ impl CreateDomain {
             d.settings.status = DomainStatus::parse(s)
                 .ok_or_else(|| AppError::invalid("status", "use active or disabled"))?;
         }
-        let mut lookups = Lookups::new(state);
-        for (field, raw, slot) in [
-            (
-                "not_found_url",
-                &self.not_found_url,
-                &mut d.settings.not_found_url,
-            ),
-            ("root_url", &self.root_url, &mut d.settings.root_url),
-            (
-                "expired_url",
-                &self.expired_url,
-                &mut d.settings.expired_url,
-            ),
-        ] {
-            if let Some(raw) = raw {
-                *slot = Some(redirect_url(&mut lookups, &name, field, raw).await?);
-            }
-        }
+        // The allowed hosts first: the domain's own pages must be on them too.
         if let Some(hosts) = &self.allowed_target_hosts {
             if hosts.is_empty() || hosts.len() > MAX_LIST {
                 return Err(AppError::invalid(
@@ -249,6 +232,26 @@ impl CreateDomain {
             normal.sort();
             normal.dedup();
             d.allowed_target_hosts = Some(normal);
+        }
+        let mut lookups = Lookups::new(state);
+        for (field, raw, slot) in [
+            (
+                "not_found_url",
+                &self.not_found_url,
+                &mut d.settings.not_found_url,
+            ),
+            ("root_url", &self.root_url, &mut d.settings.root_url),
+            (
+                "expired_url",
+                &self.expired_url,
+                &mut d.settings.expired_url,
+            ),
+        ] {
+            if let Some(raw) = raw {
+                let url = redirect_url(&mut lookups, &name, field, raw).await?;
+                on_allowed_host(d.allowed_target_hosts.as_deref(), &name, field, &url)?;
+                *slot = Some(url);
+            }
         }
         Ok(d)
     }

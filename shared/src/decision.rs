@@ -188,6 +188,15 @@ impl PreparedRecord {
     pub fn target_host(&self) -> &str {
         self.decided_target().host().unwrap_or_default()
     }
+
+    /// Whether `deny` covers the link at `route`: its code, or the host of any URL a
+    /// visit could be sent to or shown (its target's, its rules', its split's, its page
+    /// for when it has ended, its preview's image), as a decision checks them.
+    pub fn banned_by(&self, route: &RouteKey, deny: &Denylist) -> bool {
+        deny.blocks_code(route)
+            || deny.blocks_host(self.target_host())
+            || self.extras().is_some_and(|e| e.blocked_by(deny))
+    }
 }
 
 /// What a decision reads of every record besides its target.
@@ -277,11 +286,11 @@ impl<'r> Extras<'r> {
         Some((&variant.target_url, u8::try_from(i).ok()))
     }
 
-    /// Whether a host ban covers any target a visit could be sent to: a link that sends
-    /// some of its visitors to a banned host is blocked for all of them, as the origin
-    /// marks it too.
+    /// Whether a host ban covers any URL a visit could be sent to or shown: a link that
+    /// sends some of its visitors (or crawlers) to a banned host is blocked for all of
+    /// them, as the origin marks it too.
     fn blocked_by(&self, deny: &Denylist) -> bool {
-        crate::targeting::other_targets(self.rules, self.split)
+        crate::targeting::other_targets(self.rules, self.split, self.expired_url, self.preview)
             .filter_map(VisitUrl::from_serialized)
             .any(|v| deny.blocks_host(v.host))
     }
@@ -587,12 +596,21 @@ impl Decision {
         }
     }
 
-    /// No link: the domain's `not_found_url` when it has one, else 404.
-    fn no_link(method: Method, settings: &DomainSettings) -> Self {
-        match &settings.not_found_url {
-            Some(url) => Decision::sent_to(Outcome::NotFound, url),
-            None => Decision::not_found(method),
-        }
+    /// A 302 to `url` (a domain's page, or a link's page for when it has ended), unless
+    /// a host ban covers it: `None`, and the caller answers without a `Location`.
+    fn page(outcome: Outcome, url: &str, deny: &Denylist) -> Option<Self> {
+        let host = VisitUrl::from_serialized(url)?.host;
+        (!deny.blocks_host(host)).then(|| Decision::sent_to(outcome, url))
+    }
+
+    /// No link: the domain's `not_found_url` when it has one (and no ban covers it),
+    /// else 404.
+    fn no_link(method: Method, settings: &DomainSettings, deny: &Denylist) -> Self {
+        settings
+            .not_found_url
+            .as_deref()
+            .and_then(|url| Decision::page(Outcome::NotFound, url, deny))
+            .unwrap_or_else(|| Decision::not_found(method))
     }
 
     /// A password link's form (403), or the form again with a note.
@@ -678,17 +696,19 @@ pub fn reject_early(method: Method, code: &str) -> Option<Decision> {
     }
 }
 
-/// The answer to `GET|HEAD /` on a domain (`None`: one the caller holds no settings
-/// for): its `root_url`, else 404; 405 for other methods.
-pub fn decide_root(method: Method, settings: Option<&DomainSettings>) -> Decision {
+/// The answer to `GET|HEAD /` on a domain, from its settings and the denylist (`None`:
+/// a domain the caller holds no settings for): its `root_url` unless a host ban covers
+/// it, else 404; 405 for other methods.
+pub fn decide_root(method: Method, pages: Option<(&DomainSettings, &Denylist)>) -> Decision {
     if matches!(method, Method::Post | Method::Other) {
         return Decision::get_or_head_only();
     }
-    match settings {
-        Some(s) if s.status == DomainStatus::Active => match &s.root_url {
-            Some(url) => Decision::sent_to(Outcome::NotFound, url),
-            None => Decision::not_found(method),
-        },
+    match pages {
+        Some((s, deny)) if s.status == DomainStatus::Active => s
+            .root_url
+            .as_deref()
+            .and_then(|url| Decision::page(Outcome::NotFound, url, deny))
+            .unwrap_or_else(|| Decision::not_found(method)),
         _ => Decision::not_found(method),
     }
 }
@@ -810,7 +830,7 @@ fn decide_known<'u>(
         return match visit.method {
             // Only a password link's form posts.
             Method::Post => Decision::get_or_head_only(),
-            _ => Decision::no_link(visit.method, settings),
+            _ => Decision::no_link(visit.method, settings, deny),
         };
     };
     if record.status == EdgeStatus::Banned {
@@ -837,11 +857,14 @@ fn decide_known<'u>(
         EdgeStatus::Active | EdgeStatus::Banned => {}
     }
     // An ended link (expired, or its visit limit reached) goes to its own page for
-    // ended links, else its domain's, else 410.
+    // ended links, else its domain's, else 410; never to a banned host (a ban of the
+    // link's own page blocked the link above).
     let own_expired_url = extras.and_then(|e| e.expired_url);
-    let ended = |why: &'static str| match own_expired_url.or(settings.expired_url.as_deref()) {
-        Some(url) => Decision::sent_to(Outcome::Expired, url),
-        None => Decision::new(visit.method, Outcome::Expired, 410, Body::Text(why)),
+    let ended = |why: &'static str| {
+        own_expired_url
+            .or(settings.expired_url.as_deref())
+            .and_then(|url| Decision::page(Outcome::Expired, url, deny))
+            .unwrap_or_else(|| Decision::new(visit.method, Outcome::Expired, 410, Body::Text(why)))
     };
     if record.exhausted {
         return ended(EXHAUSTED);
@@ -1122,18 +1145,87 @@ mod tests {
         let d = decide(&visit(&route, Method::Get, None), None, &none, &pages);
         assert_eq!(d.status, 404);
 
-        let root = decide_root(Method::Get, Some(&pages));
+        let root = decide_root(Method::Get, Some((&pages, &none)));
         assert_eq!(
             (root.status, root.header("location")),
             (302, Some("https://www.acme.example/"))
         );
         assert_eq!(root.header("cache-control"), Some("no-store"));
         assert_eq!(
-            decide_root(Method::Head, Some(&DomainSettings::default())).status,
+            decide_root(Method::Head, Some((&DomainSettings::default(), &none))).status,
             404
         );
         assert_eq!(decide_root(Method::Get, None).status, 404);
-        assert_eq!(decide_root(Method::Other, Some(&pages)).status, 405);
+        assert_eq!(
+            decide_root(Method::Other, Some((&pages, &none))).status,
+            405
+        );
+    }
+
+    /// No visitor is sent to a banned host by way of a page: the domain's pages for an
+    /// unknown code, `/` and an ended link answer as if there were none, and a link
+    /// whose own page for when it has ended, or whose preview's image, is on a banned
+    /// host is blocked (the origin marks it banned too).
+    #[test]
+    fn no_page_sends_a_visitor_to_a_banned_host() {
+        let pages = with_pages();
+        let banned = deny(&[], &["acme.example"]);
+        let d = run_on(None, Method::Get, None, &banned, &pages);
+        assert_eq!((d.status, d.header("location")), (404, None));
+        let root = decide_root(Method::Get, Some((&pages, &banned)));
+        assert_eq!((root.status, root.header("location")), (404, None));
+        let expired = EdgeRecord {
+            expires_at: Some(NOW - 1),
+            ..active("https://dest.example/")
+        };
+        let d = run_on(Some(&expired), Method::Get, None, &banned, &pages);
+        assert_eq!(
+            (d.status, d.outcome, d.header("location")),
+            (410, Outcome::Expired, None)
+        );
+        let exhausted = EdgeRecord {
+            exhausted: true,
+            ..active("https://dest.example/")
+        };
+        let d = run_on(Some(&exhausted), Method::Get, None, &banned, &pages);
+        assert_eq!((d.status, d.header("location")), (410, None));
+
+        let own_page = EdgeRecord {
+            expired_url: Some("https://ended.evil.example/".into()),
+            ..active("https://dest.example/")
+        };
+        let image = EdgeRecord {
+            preview: Some(crate::preview::Preview {
+                title: Some("t".into()),
+                description: None,
+                image_url: Some("https://img.evil.example/a.png".into()),
+            }),
+            ..active("https://dest.example/")
+        };
+        let evil = deny(&[], &["evil.example"]);
+        for record in [own_page, image] {
+            let live = run_on(Some(&record), Method::Get, None, &evil, &pages);
+            assert_eq!(
+                (live.status, live.header("location")),
+                (403, None),
+                "{record:?}"
+            );
+            let ended = EdgeRecord {
+                expires_at: Some(NOW - 1),
+                ..record.clone()
+            };
+            let d = run_on(Some(&ended), Method::Get, None, &evil, &pages);
+            assert_eq!((d.status, d.header("location")), (403, None), "{record:?}");
+            // Unbanned, the same link redirects as before.
+            let free = run_on(
+                Some(&record),
+                Method::Get,
+                None,
+                &Denylist::default(),
+                &pages,
+            );
+            assert_eq!(free.status, 302, "{record:?}");
+        }
     }
 
     #[test]
@@ -1157,7 +1249,7 @@ mod tests {
             );
             assert_eq!(d.header("location"), None);
         }
-        assert_eq!(decide_root(Method::Get, Some(&off)).status, 404);
+        assert_eq!(decide_root(Method::Get, Some((&off, &none))).status, 404);
     }
 
     fn deny(codes: &[&str], hosts: &[&str]) -> Denylist {
@@ -1870,7 +1962,11 @@ mod tests {
         }
         assert_eq!(reject_early(Method::Post, "7Fk3aQx"), None);
         assert_eq!(
-            decide_root(Method::Post, Some(&DomainSettings::default())).status,
+            decide_root(
+                Method::Post,
+                Some((&DomainSettings::default(), &Denylist::default()))
+            )
+            .status,
             405
         );
         // Gone or banned, the form is not shown, nor a password taken.

@@ -334,17 +334,22 @@ pub fn reads(rules: &[Rule]) -> Reads {
     })
 }
 
-/// The targets besides a link's own that a visit may be sent to: its rules', then its
-/// split's variants'. What host bans must cover too.
+/// The URLs besides a link's own target that a visitor may be sent to or shown: its
+/// rules' targets, its split's variants', its page for when it has ended, and its
+/// preview's image (which a crawler fetches). What host bans must cover too.
 pub fn other_targets<'a>(
     rules: &'a [Rule],
     split: Option<&'a crate::split::Split>,
+    expired_url: Option<&'a str>,
+    preview: Option<&'a crate::preview::Preview>,
 ) -> impl Iterator<Item = &'a str> {
     let variants = split.map(crate::split::Split::variants).unwrap_or_default();
     rules
         .iter()
         .map(|r| r.target_url.as_str())
         .chain(variants.iter().map(|v| v.target_url.as_str()))
+        .chain(expired_url)
+        .chain(preview.and_then(|p| p.image_url.as_deref()))
 }
 
 /// The index of the first rule whose conditions hold for `facts`, if any.

@@ -19,33 +19,59 @@ pub(crate) async fn target(
     domain: &str,
     raw: &str,
 ) -> Result<String, AppError> {
-    let target = redirect_url(lookups, domain, "target_url", raw).await?;
+    link_url(lookups, domain, "target_url", raw).await
+}
+
+/// Any URL of a link on `domain` that a visitor may be sent to or shown, given in
+/// `field`, by the rules of its target ([`target`]): its rules', its split's, its page
+/// for when it has ended, its preview's image.
+pub(crate) async fn link_url(
+    lookups: &mut Lookups<'_>,
+    domain: &str,
+    field: &'static str,
+    raw: &str,
+) -> Result<String, AppError> {
+    let url = redirect_url(lookups, domain, field, raw).await?;
     let registered = lookups.domain(domain).await?;
-    if let Some(allowed) = registered
+    let allowed = registered
         .as_ref()
-        .and_then(|d| d.allowed_target_hosts.as_ref())
+        .and_then(|d| d.allowed_target_hosts.as_deref());
+    on_allowed_host(allowed, domain, field, &url)?;
+    Ok(url)
+}
+
+/// Refuses `url` (normalized), given in `field`, unless it is on one of the hosts (or
+/// under one) that links on `domain` may point at, when the domain lists them.
+pub(crate) fn on_allowed_host(
+    allowed: Option<&[String]>,
+    domain: &str,
+    field: &'static str,
+    url: &str,
+) -> Result<(), AppError> {
+    let Some(allowed) = allowed else {
+        return Ok(());
+    };
+    let host = shared::VisitUrl::from_serialized(url)
+        .map(|v| v.host)
+        .unwrap_or_default();
+    if allowed
+        .iter()
+        .any(|a| shared::denylist::host_is_or_is_under(host, a))
     {
-        let host = shared::VisitUrl::from_serialized(&target)
-            .map(|v| v.host)
-            .unwrap_or_default();
-        if !allowed
-            .iter()
-            .any(|a| shared::denylist::host_is_or_is_under(host, a))
-        {
-            return Err(AppError::invalid(
-                "target_url",
-                format!(
-                    "links on {domain} may point only at {} (and their subdomains), not {host}",
-                    allowed.join(", ")
-                ),
-            ));
-        }
+        return Ok(());
     }
-    Ok(target)
+    Err(AppError::invalid(
+        field,
+        format!(
+            "links on {domain} may point only at {} (and their subdomains), not {host}",
+            allowed.join(", ")
+        ),
+    ))
 }
 
 /// A URL that visitors of `domain` are sent to, given in `field`, by the rules of a
-/// link's target (see [`target`]): a domain's not-found, root and expired URLs too.
+/// link's target (see [`target`]) but the domain's allowed hosts, which the caller
+/// checks ([`link_url`] for a link's, the registry for a domain's own pages).
 pub(crate) async fn redirect_url(
     lookups: &mut Lookups<'_>,
     domain: &str,
@@ -145,15 +171,27 @@ fn within(field: &'static str, i: usize, e: AppError) -> AppError {
     }
 }
 
-/// A social preview: its text within bounds, its image an http(s) URL.
-pub(crate) fn preview(mut preview: Preview) -> Result<Preview, AppError> {
+/// A social preview for a link on `domain`: its text within bounds, its image a URL
+/// that passes [`link_url`] (a crawler fetches it, so it is held to the rules of a
+/// target: public, no loop, not banned, on the domain's allowed hosts).
+pub(crate) async fn preview(
+    lookups: &mut Lookups<'_>,
+    domain: &str,
+    mut preview: Preview,
+) -> Result<Preview, AppError> {
     preview
         .validate()
         .map_err(|e| AppError::invalid("preview", e))?;
     if let Some(image) = &preview.image_url {
-        let image = validate_target(image)
-            .map_err(|e| AppError::invalid("preview", format!("image_url: {e}")))?;
-        preview.image_url = Some(image.as_str().to_owned());
+        let image = link_url(lookups, domain, "image_url", image)
+            .await
+            .map_err(|e| match e {
+                AppError::Invalid { detail, .. } => {
+                    AppError::invalid("preview", format!("image_url: {detail}"))
+                }
+                other => other,
+            })?;
+        preview.image_url = Some(image);
     }
     Ok(preview)
 }
@@ -176,10 +214,10 @@ pub(crate) async fn options(
         options.split = Some(split(lookups, domain, v.clone()).await?);
     }
     if let Some(p) = &asked.preview {
-        options.preview = Some(preview(p.clone())?);
+        options.preview = Some(preview(lookups, domain, p.clone()).await?);
     }
     if let Some(url) = &asked.expired_url {
-        options.expired_url = Some(redirect_url(lookups, domain, "expired_url", url).await?);
+        options.expired_url = Some(link_url(lookups, domain, "expired_url", url).await?);
     }
     options.max_visits = asked.max_visits.map(max_visits).transpose()?;
     let mode = asked.access.unwrap_or(super::AccessMode::Public);

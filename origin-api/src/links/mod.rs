@@ -4,7 +4,7 @@ mod bulk;
 mod create;
 mod fields;
 mod fingerprint;
-pub(crate) use fields::redirect_url;
+pub(crate) use fields::{on_allowed_host, redirect_url};
 mod list;
 mod lookups;
 pub(crate) use lookups::Lookups;

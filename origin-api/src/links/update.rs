@@ -212,12 +212,15 @@ pub async fn update_link(
         };
     }
     if let Some(preview) = changes.preview {
-        options.preview = preview.map(fields::preview).transpose()?;
+        options.preview = match preview {
+            Some(p) => Some(fields::preview(&mut lookups, &next.domain, p).await?),
+            None => None,
+        };
     }
     if let Some(url) = changes.expired_url {
         options.expired_url = match url {
             Some(url) => {
-                Some(fields::redirect_url(&mut lookups, &next.domain, "expired_url", &url).await?)
+                Some(fields::link_url(&mut lookups, &next.domain, "expired_url", &url).await?)
             }
             None => None,
         };

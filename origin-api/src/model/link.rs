@@ -112,10 +112,15 @@ impl LinkOptions {
         column.map_or(Ok(LinkOptions::default()), serde_json::from_str)
     }
 
-    /// The targets besides the link's own that visitors may be sent to: rules', then
-    /// the split's.
+    /// The URLs besides the link's own target that visitors may be sent to or shown:
+    /// rules', the split's, its page for when it has ended, its preview's image.
     pub fn targets(&self) -> impl Iterator<Item = &str> {
-        shared::targeting::other_targets(&self.rules, self.split.as_ref())
+        shared::targeting::other_targets(
+            &self.rules,
+            self.split.as_ref(),
+            self.expired_url.as_deref(),
+            self.preview.as_ref(),
+        )
     }
 }
 
@@ -141,8 +146,9 @@ impl Link {
         host_of(&self.target_url)
     }
 
-    /// The hosts of the link's other targets (rules', the split's), without repeats and
-    /// without its own target's: kept in `link_hosts`, so that a host ban finds them.
+    /// The hosts of the link's other URLs (rules', the split's, its page for when it has
+    /// ended, its preview's image), without repeats and without its own target's: kept
+    /// in `link_hosts`, so that a host ban finds them.
     pub fn other_hosts(&self) -> Vec<String> {
         let own = self.target_host();
         let mut hosts: Vec<String> = Vec::new();

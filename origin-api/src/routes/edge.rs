@@ -76,7 +76,7 @@ pub(crate) async fn resolve(
     let entry = state.cache.entry(&state.db, &route).await?;
     let prepared = entry.record.as_ref().ok_or(AppError::NotFound)?;
     let mut record = prepared.to_record();
-    if deny.blocks_code(&route) || deny.blocks_host(prepared.target_host()) {
+    if prepared.banned_by(&route, &deny) {
         record.status = EdgeStatus::Banned;
     }
     Ok((

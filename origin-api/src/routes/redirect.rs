@@ -269,17 +269,19 @@ fn host_of(state: &AppState, headers: &HeaderMap) -> Host {
     }
 }
 
-/// `GET|HEAD /` from memory alone: the domain's `root_url`, or 404; `None` where it
-/// would read.
+/// `GET|HEAD /` from memory alone: the domain's `root_url` (unless a host ban covers
+/// it), or 404; `None` where it would read.
 fn root_held(state: &AppState, method: shared::Method, headers: &HeaderMap) -> Option<Decision> {
+    let now = std::time::Instant::now();
     let settings = match host_of(state, headers) {
         Host::Default => state
             .cache
-            .held_settings(&state.settings.default_domain, std::time::Instant::now())?,
+            .held_settings(&state.settings.default_domain, now)?,
         Host::Malformed => return Some(decide_root(method, None)),
         Host::Other(_) => return None,
     };
-    Some(decide_root(method, Some(&*settings)))
+    let deny = state.cache.held_denylist(now)?;
+    Some(decide_root(method, Some((&*settings, &*deny))))
 }
 
 /// `GET|HEAD /`: the domain's `root_url`, or 404 (a host this origin does not serve
@@ -302,11 +304,10 @@ async fn root(
             host.as_str()
         }
     };
-    let settings = state
-        .cache
-        .settings(db, domain, std::time::Instant::now())
-        .await?;
-    Ok(decide_root(method, Some(&*settings)))
+    let now = std::time::Instant::now();
+    let settings = state.cache.settings(db, domain, now).await?;
+    let deny = state.cache.denylist(db, now).await?;
+    Ok(decide_root(method, Some((&*settings, &*deny))))
 }
 
 /// [`resolve`] from memory alone; `None` where it would read (the settings or the

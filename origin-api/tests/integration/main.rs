@@ -28,3 +28,4 @@ mod skeleton;
 mod store_conformance;
 mod targeting;
 mod upgrade;
+mod visitor_urls;

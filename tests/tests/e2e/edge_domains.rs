@@ -1,7 +1,8 @@
 //! A domain's settings at the real edge: registered at the origin, they reach `wrangler
 //! dev` as `cfg:{domain}` on the fast lane, and the edge decides by them as the origin
 //! does: codes in any case on a case-insensitive domain, the domain's browser caching,
-//! its pages for unknown codes and for `/`, and 404 for everything once disabled. A
+//! its pages for unknown codes and for `/` (never on a banned host), and 404 for
+//! everything once disabled. A
 //! link created on a domain the edge knows nothing of yet still redirects, through the
 //! fallback.
 
@@ -118,6 +119,32 @@ async fn a_domains_settings_decide_at_the_edge_once_published() {
         assert_eq!(header(&res, LOCATION), page, "{path}");
         assert_eq!(header(&res, CACHE_CONTROL), "no-store", "{path}");
     }
+    // A ban of the pages' host: once the edge holds the new denylist, no visitor is
+    // sent there (404, without a `Location`).
+    let ban = client()
+        .post(w.origin.url("/v1/bans"))
+        .bearer_auth(&w.key)
+        .json(&json!({"kind": "host", "host": "example.org", "reason": "e2e"}))
+        .send()
+        .await
+        .expect("ban");
+    assert_eq!(ban.status(), StatusCode::CREATED);
+    for path in ["/zzzzzz", "/"] {
+        let res = until(&w, "go.example", path, "the ban of the pages' host", |r| {
+            r.status() == StatusCode::NOT_FOUND
+        })
+        .await;
+        assert!(res.headers().get(LOCATION).is_none(), "{path}");
+    }
+    // Lifted (a change of the domain checks its pages again, and would refuse a banned one).
+    let ban_id = ban.json::<serde_json::Value>().await.expect("ban")["id"].clone();
+    let lifted = client()
+        .delete(w.origin.url(&format!("/v1/bans/{ban_id}")))
+        .bearer_auth(&w.key)
+        .send()
+        .await
+        .expect("lift");
+    assert_eq!(lifted.status(), StatusCode::NO_CONTENT);
     // The default domain has no pages: `/` is a 404 there.
     assert_eq!(
         visit(&w, "s.example", "/").await.status(),
