@@ -12,12 +12,20 @@
 //!   synced before the next call. A re-run skips the rows the journal records and sends
 //!   the rest in the same ranges, hence with the same keys. A line cut short by a crash
 //!   is dropped (its call is then replayed through its key).
+//!
+//! A row may carry a link's password, so neither the journal's row fingerprints nor the
+//! hash in an idempotency key (which the origin stores) is taken of it: each is taken
+//! with the password replaced by its HMAC under a secret of the journal's own
+//! ([`Fingerprints`]), which never leaves this machine. The journal, which holds that
+//! secret, is made readable by its owner only; it lives beside a file that holds the
+//! passwords in the clear.
 
 use super::client::{ApiClient, ClientError};
 use crate::links::{BulkResult, CreateLink};
-use crate::model::key::sha256_hex;
+use crate::model::key::{hmac_sha256, sha256_hex};
 use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
+use shared::access::hex_decode;
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
@@ -44,8 +52,9 @@ pub const COLUMNS: &[&str] = &[
     "password",
 ];
 
-/// The journal format this code writes and reads.
-const JOURNAL_VERSION: u32 = 1;
+/// The journal format this code writes; it also reads version 1, whose imports finish
+/// as they started (with unkeyed fingerprints, which their calls' keys were made of).
+const JOURNAL_VERSION: u32 = 2;
 
 /// What to import and how.
 #[derive(Debug, Clone)]
@@ -102,6 +111,11 @@ const SHOWN_FAILURES: usize = 10;
 struct Row {
     number: usize,
     body: Result<CreateLink, String>,
+    /// The row's cells as read, and which holds a password, if one does.
+    cells: Vec<String>,
+    password: Option<usize>,
+    /// Of the cells, the password's replaced ([`Fingerprints::row`]); set once the
+    /// journal that keys it is open.
     fingerprint: String,
 }
 
@@ -112,6 +126,54 @@ struct JournalHeader {
     /// Random, so two imports of one file (with two journals) are two sets of links.
     import_id: String,
     origin: String,
+    /// The key of the import's fingerprints (hex); absent from version 1 journals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    secret: Option<String>,
+}
+
+/// How an import fingerprints its rows and calls: with every password replaced by its
+/// HMAC under the journal's secret, so that neither a fingerprint in the journal nor a
+/// key the origin stores can be used to test guesses of a password. A version 1
+/// journal has no secret: its rows were fingerprinted whole, and its import finishes
+/// that way, so that a call whose answer was lost is sent again under the same key.
+struct Fingerprints {
+    secret: Option<Vec<u8>>,
+}
+
+impl Fingerprints {
+    /// What stands in for `password` in a fingerprint.
+    fn password(&self, password: &str) -> Option<String> {
+        let secret = self.secret.as_ref()?;
+        Some(crate::ids::hex(&hmac_sha256(secret, password.as_bytes())))
+    }
+
+    /// A row's fingerprint: its cells, its password replaced.
+    fn row(&self, cells: &[String], password: Option<usize>) -> String {
+        let mut cells = cells.to_vec();
+        if let Some(cell) = password.and_then(|i| cells.get_mut(i)) {
+            if let Some(keyed) = self.password(cell) {
+                *cell = keyed;
+            }
+        }
+        sha256_hex(&serde_json::to_string(&cells).unwrap_or_default())[..32].to_owned()
+    }
+
+    /// The hash in the idempotency key of one call sending `links`: of its body, each
+    /// password replaced.
+    fn call(&self, links: &[&CreateLink]) -> String {
+        let keyed: Vec<CreateLink> = links
+            .iter()
+            .map(|l| {
+                let mut l = (*l).clone();
+                if let Some(keyed) = l.password.as_ref().and_then(|p| self.password(p.expose())) {
+                    l.password = Some(crate::links::Password::new(keyed));
+                }
+                l
+            })
+            .collect();
+        let body = serde_json::json!({ "links": keyed }).to_string();
+        sha256_hex(&body)[..16].to_owned()
+    }
 }
 
 /// One answered call.
@@ -137,6 +199,7 @@ struct Journal {
     path: PathBuf,
     file: File,
     import_id: String,
+    fingerprints: Fingerprints,
     done: HashMap<usize, RowResult>,
 }
 
@@ -152,12 +215,20 @@ impl Journal {
             detail,
         };
         if !path.exists() {
+            let secret = crate::ids::random_bytes::<32>()
+                .map_err(|e| bad(format!("no randomness for the journal's secret: {e}")))?;
             let header = JournalHeader {
                 hop_import: JOURNAL_VERSION,
                 import_id: random_id(),
                 origin: origin.to_owned(),
+                secret: Some(crate::ids::hex(&secret)),
             };
-            let mut file = File::create(path).map_err(io)?;
+            let mut options = OpenOptions::new();
+            options.write(true).create_new(true);
+            // It holds the secret of the import's fingerprints: for its owner only.
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            let mut file = options.open(path).map_err(io)?;
             let line = serde_json::to_string(&header).map_err(|e| bad(e.to_string()))?;
             file.write_all(format!("{line}\n").as_bytes())
                 .and_then(|()| file.sync_all())
@@ -166,6 +237,9 @@ impl Journal {
                 path: path.to_owned(),
                 file,
                 import_id: header.import_id,
+                fingerprints: Fingerprints {
+                    secret: Some(secret.to_vec()),
+                },
                 done: HashMap::new(),
             });
         }
@@ -176,8 +250,19 @@ impl Journal {
         reader.read_line(&mut line).map_err(io)?;
         let header: JournalHeader = serde_json::from_str(line.trim_end())
             .ok()
-            .filter(|h: &JournalHeader| h.hop_import == JOURNAL_VERSION && line.ends_with('\n'))
+            .filter(|h: &JournalHeader| {
+                // Version 1 had no secret; a later one must have it.
+                let secret_as_versioned = match h.hop_import {
+                    1 => h.secret.is_none(),
+                    JOURNAL_VERSION => h.secret.as_deref().is_some_and(|s| hex_decode(s).is_some()),
+                    _ => false,
+                };
+                secret_as_versioned && line.ends_with('\n')
+            })
             .ok_or_else(|| bad("not a Hop import journal (delete it to start over)".into()))?;
+        let fingerprints = Fingerprints {
+            secret: header.secret.as_deref().and_then(hex_decode),
+        };
         if header.origin != origin {
             return Err(bad(format!(
                 "this journal belongs to an import into {}, not {origin}; pass another --journal to import there",
@@ -212,6 +297,7 @@ impl Journal {
             path: path.to_owned(),
             file,
             import_id: header.import_id,
+            fingerprints,
             done,
         })
     }
@@ -248,16 +334,20 @@ pub async fn import(
         path: options.file.display().to_string(),
         source,
     })?;
-    let rows = parse(&bytes, options.domain.as_deref()).map_err(|detail| ImportError::BadFile {
-        path: options.file.display().to_string(),
-        detail,
-    })?;
+    let mut rows =
+        parse(&bytes, options.domain.as_deref()).map_err(|detail| ImportError::BadFile {
+            path: options.file.display().to_string(),
+            detail,
+        })?;
     let journal_path = options.journal.clone().unwrap_or_else(|| {
         let mut name = options.file.clone().into_os_string();
         name.push(".hop-import");
         PathBuf::from(name)
     });
     let mut journal = Journal::open(&journal_path, origin)?;
+    for row in &mut rows {
+        row.fingerprint = journal.fingerprints.row(&row.cells, row.password);
+    }
 
     let mut summary = Summary {
         rows: rows.len(),
@@ -267,7 +357,7 @@ pub async fn import(
     progress.set_length(rows.len() as u64);
     progress.set_position((rows.len() - pending.len()) as u64);
     for (range, batch) in ranges(&pending, options.batch_size.max(1)) {
-        let results = send(client, &journal.import_id, range, batch, &mut summary).await?;
+        let results = send(client, &journal, range, batch, &mut summary).await?;
         journal.append(&JournalBatch {
             range,
             rows: results,
@@ -334,7 +424,7 @@ fn ranges<'p, 'r>(
 /// says what became of each.
 async fn send(
     client: &ApiClient,
-    import_id: &str,
+    journal: &Journal,
     range: usize,
     batch: &[&Row],
     summary: &mut Summary,
@@ -344,8 +434,9 @@ async fn send(
     if !sendable.is_empty() {
         let body = serde_json::json!({ "links": sendable }).to_string();
         let key = format!(
-            "hop-import-{import_id}-{range}-{}",
-            &sha256_hex(&body)[..16]
+            "hop-import-{}-{range}-{}",
+            journal.import_id,
+            journal.fingerprints.call(&sendable)
         );
         let response = client.create_bulk(body, &key).await?;
         if response.results.len() != sendable.len() {
@@ -449,14 +540,13 @@ fn parse(bytes: &[u8], default_domain: Option<&str>) -> Result<Vec<Row>, String>
                 .filter(|v| !v.is_empty())
                 .map(str::to_owned)
         };
-        let fingerprint = sha256_hex(
-            &serde_json::to_string(&record.iter().collect::<Vec<_>>()).unwrap_or_default(),
-        );
         let body = row_body(&cell, default_domain);
         rows.push(Row {
             number,
             body,
-            fingerprint: fingerprint[..32].to_owned(),
+            cells: record.iter().map(str::to_owned).collect(),
+            password: index.get("password").copied(),
+            fingerprint: String::new(),
         });
     }
     if rows.is_empty() {
@@ -562,7 +652,13 @@ mod tests {
         assert_eq!((a.redirect, a.forward_query), (Some(301), Some(true)));
         let b = rows[1].body.as_ref().unwrap();
         assert_eq!((b.code.as_deref(), b.tags.as_ref()), (Some("promo"), None));
-        assert_ne!(rows[0].fingerprint, rows[1].fingerprint);
+        let keyed = Fingerprints {
+            secret: Some(vec![7; 32]),
+        };
+        assert_ne!(
+            keyed.row(&rows[0].cells, rows[0].password),
+            keyed.row(&rows[1].cells, rows[1].password)
+        );
     }
 
     /// An export carries no password: a password link's row takes it in a column of
@@ -654,5 +750,99 @@ mod tests {
         assert!(elsewhere
             .to_string()
             .contains("belongs to an import into http://o/"));
+    }
+
+    /// The plain fingerprints version 1 journals hold: of the cells as read, and of
+    /// a call's body.
+    fn unkeyed(row: &Row, body: &str) -> (String, String) {
+        (
+            sha256_hex(&serde_json::to_string(&row.cells).unwrap())[..32].to_owned(),
+            sha256_hex(body)[..16].to_owned(),
+        )
+    }
+
+    /// No fingerprint of a row or of a call is a fast hash of a password: each is
+    /// taken with the password replaced by its HMAC under the journal's secret. Two
+    /// rows that differ only in their password still differ; the same row under the
+    /// same journal fingerprints the same on every run.
+    #[test]
+    fn fingerprints_of_rows_and_calls_never_hash_a_password_in_the_clear() {
+        let rows = parse(
+            b"target_url,code,access,password\n\
+              https://a.example/,pw,password,correct horse\n\
+              https://a.example/,pw,password,correct horsf\n",
+            None,
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("links.csv.hop-import");
+        let journal = Journal::open(&path, "http://o/").unwrap();
+        let keyed = &journal.fingerprints;
+        let fp = |row: &Row| keyed.row(&row.cells, row.password);
+        assert_ne!(fp(&rows[0]), fp(&rows[1]), "a changed password is a change");
+        for row in &rows {
+            let body = row.body.as_ref().unwrap();
+            let sent = serde_json::json!({ "links": [body] }).to_string();
+            let (plain_row, plain_call) = unkeyed(row, &sent);
+            assert_ne!(fp(row), plain_row);
+            assert_ne!(keyed.call(&[body]), plain_call);
+        }
+        // The secret is the journal's: the same again when it is opened again, and the
+        // journal is for its owner's eyes only.
+        let first = fp(&rows[0]);
+        drop(journal);
+        let again = Journal::open(&path, "http://o/").unwrap();
+        assert_eq!(
+            again.fingerprints.row(&rows[0].cells, rows[0].password),
+            first
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o077, 0, "{mode:o}");
+        }
+        // Another journal, another secret.
+        let other = Journal::open(&dir.path().join("other"), "http://o/").unwrap();
+        assert_ne!(
+            other.fingerprints.row(&rows[0].cells, rows[0].password),
+            first
+        );
+    }
+
+    /// An import begun by the release before (a version 1 journal, without a secret)
+    /// finishes as it began, so a call whose answer was lost is sent again under the
+    /// same key; a version 2 journal without its secret is refused.
+    #[test]
+    fn a_version_1_journal_finishes_with_the_fingerprints_it_began_with() {
+        let rows = parse(
+            b"target_url,access,password\nhttps://a.example/,password,correct horse\n",
+            None,
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.hop-import");
+        std::fs::write(
+            &path,
+            "{\"hop_import\":1,\"import_id\":\"abc\",\"origin\":\"http://o/\"}\n",
+        )
+        .unwrap();
+        let journal = Journal::open(&path, "http://o/").unwrap();
+        let body = rows[0].body.as_ref().unwrap();
+        let sent = serde_json::json!({ "links": [body] }).to_string();
+        let (plain_row, plain_call) = unkeyed(&rows[0], &sent);
+        assert_eq!(
+            journal.fingerprints.row(&rows[0].cells, rows[0].password),
+            plain_row
+        );
+        assert_eq!(journal.fingerprints.call(&[body]), plain_call);
+
+        let keyless = dir.path().join("keyless.hop-import");
+        std::fs::write(
+            &keyless,
+            "{\"hop_import\":2,\"import_id\":\"abc\",\"origin\":\"http://o/\"}\n",
+        )
+        .unwrap();
+        assert!(Journal::open(&keyless, "http://o/").is_err());
     }
 }

@@ -8,13 +8,10 @@
 //! could, at billions of guesses a second.
 
 use crate::error::AppError;
+use crate::model::key::hmac_sha256 as hmac;
 use crate::state::AppState;
-use hmac::{Hmac, Mac};
 use serde::Serialize;
-use sha2::Sha256;
 use subtle::ConstantTimeEq;
-
-type HmacSha256 = Hmac<Sha256>;
 
 /// What the fingerprint key is derived for: another use of the same key gets another.
 const LABEL: &[u8] = b"hop idempotency fingerprint v1";
@@ -57,13 +54,4 @@ impl Fingerprint {
         bool::from(recorded.as_bytes().ct_eq(self.keyed.as_bytes()))
             || recorded == crate::model::key::sha256_hex(&self.body)
     }
-}
-
-fn hmac(key: &[u8], data: &[u8]) -> [u8; 32] {
-    // HMAC takes a key of any length: the error is never returned.
-    let Ok(mut mac) = HmacSha256::new_from_slice(key) else {
-        return [0; 32];
-    };
-    mac.update(data);
-    mac.finalize().into_bytes().into()
 }

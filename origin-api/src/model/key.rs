@@ -57,7 +57,19 @@ pub fn hash_secret(secret: &str) -> String {
     sha256_hex(secret)
 }
 
-/// SHA-256 of any text, lowercase hex (also the fingerprint of an idempotent request).
+/// SHA-256 of any text, lowercase hex.
 pub fn sha256_hex(text: &str) -> String {
     format!("{:x}", Sha256::digest(text.as_bytes()))
+}
+
+/// HMAC-SHA256 of `data` under `key`: what stands in for a secret (a link's password)
+/// wherever a fingerprint of it is kept.
+pub fn hmac_sha256(key: &[u8], data: &[u8]) -> [u8; 32] {
+    use hmac::{Hmac, Mac};
+    // HMAC takes a key of any length: the error is never returned.
+    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(key) else {
+        return [0; 32];
+    };
+    mac.update(data);
+    mac.finalize().into_bytes().into()
 }
