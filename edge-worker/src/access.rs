@@ -6,7 +6,7 @@
 //! stays one `then`.
 
 use shared::access::{Access, Challenge};
-use shared::password::{self, Attempts, Check, Tried};
+use shared::password::{self, Attempts, Check, Client, Tried};
 use shared::{Decision, RouteKey};
 use std::cell::RefCell;
 use wasm_bindgen::prelude::*;
@@ -41,7 +41,7 @@ extern "C" {
 }
 
 thread_local! {
-    /// Wrong passwords per link, for this isolate.
+    /// Wrong passwords per link and client, for this isolate.
     static ATTEMPTS: RefCell<Attempts> = RefCell::new(Attempts::default());
 }
 
@@ -107,15 +107,18 @@ async fn tried(
         return Ok(Tried::Missing);
     };
     let now = i64::try_from(now_ms).unwrap_or(i64::MAX);
+    // Cloudflare sets the visitor's address; a request without one counts as one
+    // shared client.
+    let client = Client::named(request.headers().get("cf-connecting-ip")?.as_deref());
     // The attempt is taken before hashing: a flood of guesses costs no PBKDF2.
-    if let Err(retry_after_s) = ATTEMPTS.with_borrow_mut(|a| a.take(route, now)) {
+    if let Err(retry_after_s) = ATTEMPTS.with_borrow_mut(|a| a.take(route, client, now)) {
         return Ok(Tried::Limited(retry_after_s));
     }
     let derived = pbkdf2(typed.as_bytes(), &check.salt, check.iterations).await?;
     if !check.matches(&derived) {
         return Ok(Tried::Wrong);
     }
-    ATTEMPTS.with_borrow_mut(|a| a.give_back(route));
+    ATTEMPTS.with_borrow_mut(|a| a.give_back(route, client));
     let now_s = now.div_euclid(1000);
     let expires_s = now_s + password::COOKIE_TTL_S;
     let message = password::cookie_message(route, expires_s);

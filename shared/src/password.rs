@@ -27,14 +27,46 @@ pub const MIN_CHARS: usize = 8;
 pub const MAX_BYTES: usize = 256;
 /// The largest form body read: a password field at its longest, percent-encoded.
 pub const MAX_FORM_BYTES: usize = 3 * MAX_BYTES + 64;
-/// Wrong passwords one link takes per [`WINDOW_MS`], per isolate (at the origin, per
-/// process).
-pub const FAILURES_PER_WINDOW: u32 = 10;
+/// Wrong passwords one client may give one link per [`WINDOW_MS`], per isolate (at the
+/// origin, per process): a visitor who mistypes has room, a guesser does not.
+pub const CLIENT_FAILURES_PER_WINDOW: u32 = 5;
+/// Wrong passwords one link takes per [`WINDOW_MS`] from clients that have failed
+/// before, per isolate (per process): the ceiling of a guesser who changes addresses.
+/// A client that has not failed at the link is still let try, so no one can lock a
+/// link's audience out by failing at it...
+pub const LINK_FAILURES_PER_WINDOW: u32 = 100;
+/// ...up to this many wrong passwords a window from anyone, past which every attempt
+/// waits for the window to close. Without it, a guesser rotating through more addresses
+/// than a link tracks ([`CLIENTS_PER_LINK`]) would look new on every turn.
+pub const LINK_ALL_FAILURES_PER_WINDOW: u32 = 2 * LINK_FAILURES_PER_WINDOW;
 pub const WINDOW_MS: i64 = 60_000;
-/// Links whose failures are tracked at once: past that, a link with no window open is
-/// refused until one closes (failing closed, so no flood of other links' guesses can
-/// wipe the count of the link under attack).
+/// Links whose failures are tracked at once. Past that, the link with the fewest
+/// failures is forgotten: a flood of single failures at other links cannot refuse a link
+/// nobody failed at, nor wipe the count of the link under attack (it has the most).
 pub const TRACKED_LINKS: usize = 4096;
+/// Clients tracked per link; past that, the one with the fewest failures is forgotten.
+pub const CLIENTS_PER_LINK: usize = 16;
+
+/// Who gives a password, as the adapters know them: an IPv4 address, or the /64 of an
+/// IPv6 one (a client holds a whole /64). Unknown clients share one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Client(u128);
+
+impl Client {
+    /// The client at `ip`; `None` (no address known) is one shared client.
+    pub fn of(ip: Option<core::net::IpAddr>) -> Client {
+        match ip {
+            None => Client(0),
+            Some(core::net::IpAddr::V4(a)) => Client(1 << 64 | u128::from(u32::from(a))),
+            Some(core::net::IpAddr::V6(a)) => Client(u128::from(a) >> 64 | 1 << 65),
+        }
+    }
+
+    /// The client a header names (`CF-Connecting-IP`), if it is an address.
+    pub fn named(header: Option<&str>) -> Client {
+        Client::of(header.and_then(|h| h.trim().parse().ok()))
+    }
+}
 
 /// The bytes a password cookie's MAC covers: unlike a token's, so that a cookie is
 /// never a token nor a token a cookie.
@@ -114,9 +146,10 @@ impl Check {
     }
 }
 
-/// Failed password attempts per link, in fixed windows. A list searched in full rather
-/// than a map: it is read only when a password is posted, holds at most
-/// [`TRACKED_LINKS`], and a hash map's code cost the edge's WebAssembly more.
+/// Failed password attempts per link and per client of it, in fixed windows. Lists
+/// searched in full rather than maps: they are read only when a password is posted, are
+/// bounded ([`TRACKED_LINKS`], [`CLIENTS_PER_LINK`]), and a hash map's code cost the
+/// edge's WebAssembly more.
 #[derive(Debug, Default)]
 pub struct Attempts {
     links: Vec<Window>,
@@ -126,48 +159,87 @@ pub struct Attempts {
 struct Window {
     route: String,
     opened_ms: i64,
+    /// Failures at the link in this window, from every client.
     used: u32,
+    /// Failures per client in this window.
+    clients: Vec<(Client, u32)>,
+}
+
+impl Window {
+    fn closes(&self) -> i64 {
+        self.opened_ms + WINDOW_MS
+    }
+}
+
+/// The index of the entry with the fewest failures, to forget when a list is full.
+fn least_failed<T>(list: &[T], failures: impl Fn(&T) -> u32) -> Option<usize> {
+    (0..list.len()).min_by_key(|&i| failures(&list[i]))
 }
 
 impl Attempts {
-    /// Takes one attempt at `route`'s password at `now_ms`; `Err(seconds)`: none is
-    /// left, try again after that long.
-    pub fn take(&mut self, route: &RouteKey, now_ms: i64) -> Result<(), u32> {
-        let closes = |w: &Window| w.opened_ms + WINDOW_MS;
-        let retry = |w: &Window| {
-            let ms = (closes(w) - now_ms).clamp(1, WINDOW_MS);
-            u32::try_from((ms + 999) / 1000).unwrap_or(60)
+    /// Takes one attempt by `client` at `route`'s password at `now_ms`; `Err(seconds)`:
+    /// refused, try again after that long. A client is refused once it has used its own
+    /// failures ([`CLIENT_FAILURES_PER_WINDOW`]), or when it has failed here before and
+    /// the link has taken its ceiling ([`LINK_FAILURES_PER_WINDOW`]); a client that has
+    /// not failed here is refused only past [`LINK_ALL_FAILURES_PER_WINDOW`].
+    pub fn take(&mut self, route: &RouteKey, client: Client, now_ms: i64) -> Result<(), u32> {
+        let i = match self.links.iter().position(|w| w.route == route.as_str()) {
+            Some(i) => i,
+            None => {
+                if self.links.len() >= TRACKED_LINKS {
+                    self.links.retain(|w| now_ms < w.closes());
+                }
+                if self.links.len() >= TRACKED_LINKS {
+                    if let Some(i) = least_failed(&self.links, |w| w.used) {
+                        self.links.swap_remove(i);
+                    }
+                }
+                self.links.push(Window {
+                    route: route.as_str().to_owned(),
+                    opened_ms: now_ms,
+                    used: 0,
+                    clients: Vec::new(),
+                });
+                self.links.len() - 1
+            }
         };
-        if let Some(w) = self.links.iter_mut().find(|w| w.route == route.as_str()) {
-            if now_ms >= closes(w) {
-                w.opened_ms = now_ms;
-                w.used = 0;
-            }
-            if w.used >= FAILURES_PER_WINDOW {
-                return Err(retry(w));
-            }
-            w.used += 1;
-            return Ok(());
+        let w = &mut self.links[i];
+        if now_ms >= w.closes() {
+            w.opened_ms = now_ms;
+            w.used = 0;
+            w.clients.clear();
         }
-        if self.links.len() >= TRACKED_LINKS {
-            self.links.retain(|w| now_ms < closes(w));
-            if self.links.len() >= TRACKED_LINKS {
-                let soonest = self.links.iter().map(retry).min().unwrap_or(60);
-                return Err(soonest);
+        let mine = w.clients.iter().position(|(c, _)| *c == client);
+        let failed = mine.map_or(0, |j| w.clients[j].1);
+        if failed >= CLIENT_FAILURES_PER_WINDOW
+            || (failed > 0 && w.used >= LINK_FAILURES_PER_WINDOW)
+            || w.used >= LINK_ALL_FAILURES_PER_WINDOW
+        {
+            let ms = (w.closes() - now_ms).clamp(1, WINDOW_MS);
+            return Err(u32::try_from((ms + 999) / 1000).unwrap_or(60));
+        }
+        w.used = w.used.saturating_add(1);
+        match mine {
+            Some(j) => w.clients[j].1 += 1,
+            None => {
+                if w.clients.len() >= CLIENTS_PER_LINK {
+                    if let Some(j) = least_failed(&w.clients, |(_, n)| *n) {
+                        w.clients.swap_remove(j);
+                    }
+                }
+                w.clients.push((client, 1));
             }
         }
-        self.links.push(Window {
-            route: route.as_str().to_owned(),
-            opened_ms: now_ms,
-            used: 1,
-        });
         Ok(())
     }
 
     /// Gives back the attempt the right password took: only failures count.
-    pub fn give_back(&mut self, route: &RouteKey) {
+    pub fn give_back(&mut self, route: &RouteKey, client: Client) {
         if let Some(w) = self.links.iter_mut().find(|w| w.route == route.as_str()) {
             w.used = w.used.saturating_sub(1);
+            if let Some((_, n)) = w.clients.iter_mut().find(|(c, _)| *c == client) {
+                *n = n.saturating_sub(1);
+            }
         }
     }
 }
@@ -226,41 +298,98 @@ mod tests {
         RouteKey::new("s.example", code).unwrap()
     }
 
-    #[test]
-    fn a_link_takes_ten_wrong_passwords_a_minute_and_no_more() {
-        let mut a = Attempts::default();
-        let (r, other) = (route("pass1"), route("pass2"));
-        for _ in 0..FAILURES_PER_WINDOW {
-            assert_eq!(a.take(&r, 1_000), Ok(()));
-        }
-        assert_eq!(a.take(&r, 1_000), Err(60));
-        assert_eq!(a.take(&r, 59_500), Err(2));
-        // Another link is not held back by this one's failures.
-        assert_eq!(a.take(&other, 1_000), Ok(()));
-        // The window closes; the count starts again.
-        assert_eq!(a.take(&r, 61_000), Ok(()));
-        // The right password gives its attempt back.
-        let mut b = Attempts::default();
-        for _ in 0..100 {
-            assert_eq!(b.take(&r, 0), Ok(()));
-            b.give_back(&r);
-        }
+    fn client(n: u32) -> Client {
+        Client::of(Some(core::net::IpAddr::V4(core::net::Ipv4Addr::from(n))))
     }
 
     #[test]
-    fn a_flood_of_other_links_cannot_wipe_a_link_s_count() {
+    fn a_client_takes_five_wrong_passwords_a_minute_at_a_link_and_no_more() {
+        let mut a = Attempts::default();
+        let (r, other) = (route("pass1"), route("pass2"));
+        let guesser = client(1);
+        for _ in 0..CLIENT_FAILURES_PER_WINDOW {
+            assert_eq!(a.take(&r, guesser, 1_000), Ok(()));
+        }
+        assert_eq!(a.take(&r, guesser, 1_000), Err(60));
+        assert_eq!(a.take(&r, guesser, 59_500), Err(2));
+        // Another link is not held back by this one's failures.
+        assert_eq!(a.take(&other, guesser, 1_000), Ok(()));
+        // The window closes; the count starts again.
+        assert_eq!(a.take(&r, guesser, 61_000), Ok(()));
+        // The right password gives its attempt back.
+        let mut b = Attempts::default();
+        for _ in 0..100 {
+            assert_eq!(b.take(&r, guesser, 0), Ok(()));
+            b.give_back(&r, guesser);
+        }
+    }
+
+    /// One client's failures never refuse another: while a guesser waits, the link's
+    /// audience still gets in, and a client that has not failed is let try even once
+    /// the link has taken its ceiling of failures from clients that had.
+    #[test]
+    fn a_throttled_client_locks_no_one_else_out() {
+        let mut a = Attempts::default();
+        let r = route("pass1");
+        for _ in 0..CLIENT_FAILURES_PER_WINDOW {
+            a.take(&r, client(1), 0).unwrap();
+        }
+        assert!(a.take(&r, client(1), 0).is_err());
+        assert_eq!(a.take(&r, client(2), 0), Ok(()), "another client");
+        // Addresses of one IPv6 /64 are one client; another /64 is another.
+        let v6 = |s: &str| Client::of(Some(s.parse().unwrap()));
+        assert_eq!(v6("2001:db8:1:2::1"), v6("2001:db8:1:2:ffff::9"));
+        assert_ne!(v6("2001:db8:1:2::1"), v6("2001:db8:1:3::1"));
+        assert_eq!(
+            Client::named(Some(" 192.0.2.1 ")),
+            Client::named(Some("192.0.2.1"))
+        );
+
+        // Many clients, each failing: the link's ceiling stops those who failed before.
+        let mut b = Attempts::default();
+        let mut n = 0;
+        while n < LINK_FAILURES_PER_WINDOW {
+            for _ in 0..2 {
+                b.take(&r, client(1000 + n), 0).unwrap();
+            }
+            n += 2;
+        }
+        let last = client(1000 + n - 2);
+        assert!(
+            b.take(&r, last, 0).is_err(),
+            "failed before, over the ceiling"
+        );
+        assert_eq!(b.take(&r, client(9), 0), Ok(()), "never failed here");
+        assert!(b.take(&r, client(9), 0).is_err(), "now it has");
+        // Rotating through more addresses than the link tracks: bounded all the same.
+        let fresh = (0..LINK_ALL_FAILURES_PER_WINDOW)
+            .filter(|i| b.take(&r, client(5000 + i), 0).is_ok())
+            .count();
+        assert_eq!(
+            fresh as u32,
+            LINK_ALL_FAILURES_PER_WINDOW - LINK_FAILURES_PER_WINDOW - 1
+        );
+        assert!(b.take(&r, client(1), 0).is_err());
+    }
+
+    /// When the table is full, the link with the fewest failures is forgotten: 4,096
+    /// other links' failures neither refuse a link nobody failed at nor wipe the count
+    /// of the link under attack.
+    #[test]
+    fn a_flood_of_other_links_neither_refuses_a_link_nor_wipes_one_s_count() {
         let mut a = Attempts::default();
         let target = route("target1");
-        for _ in 0..FAILURES_PER_WINDOW {
-            a.take(&target, 0).unwrap();
+        let guesser = client(1);
+        for _ in 0..CLIENT_FAILURES_PER_WINDOW {
+            a.take(&target, guesser, 0).unwrap();
         }
         for i in 0..TRACKED_LINKS * 2 {
-            let _ = a.take(&route(&format!("flood{i}")), 10);
+            a.take(&route(&format!("flood{i}")), client(2), 10)
+                .expect("every other link takes a first failure");
         }
-        assert!(a.take(&target, 20).is_err());
         assert!(a.links.len() <= TRACKED_LINKS);
-        // Once the windows close, room is made again.
-        assert_eq!(a.take(&route("later1"), WINDOW_MS + 20), Ok(()));
+        assert!(a.take(&target, guesser, 20).is_err(), "its count survived");
+        assert_eq!(a.take(&route("quiet1"), client(3), 20), Ok(()));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use shared::access::{hex_decode, signed_message, Access, Challenge, SECRET_BYTES};
-use shared::password::{self, Attempts, Check, Tried};
+use shared::password::{self, Attempts, Check, Client, Tried};
 use shared::RouteKey;
 use std::sync::{Mutex, PoisonError};
 
@@ -99,6 +99,7 @@ impl PasswordGate {
         &self,
         access: &Access,
         route: &RouteKey,
+        client: Client,
         body: &[u8],
         now_ms: i64,
     ) -> Result<Tried, String> {
@@ -111,7 +112,7 @@ impl PasswordGate {
             .attempts
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .take(route, now_ms);
+            .take(route, client, now_ms);
         if let Err(retry_after_s) = taken {
             return Ok(Tried::Limited(retry_after_s));
         }
@@ -127,7 +128,7 @@ impl PasswordGate {
         self.attempts
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .give_back(route);
+            .give_back(route, client);
         let now_s = now_ms.div_euclid(1000);
         let expires_s = now_s + password::COOKIE_TTL_S;
         let mut mac = HmacSha256::new_from_slice(&check.key).map_err(|e| e.to_string())?;
@@ -159,7 +160,9 @@ mod tests {
         let route = RouteKey::new("s.example", "pass1").unwrap();
         let gate = PasswordGate::default();
         let now = 1_800_000_000_000;
-        let tried = |body: &'static str| gate.attempt(&access, &route, body.as_bytes(), now);
+        let tried = |body: &'static str| {
+            gate.attempt(&access, &route, Client::of(None), body.as_bytes(), now)
+        };
         assert_eq!(tried("password=wrong+horse").await, Ok(Tried::Wrong));
         assert_eq!(tried("nothing=here").await, Ok(Tried::Missing));
         let Ok(Tried::Right(set)) = tried("password=correct+horse").await else {

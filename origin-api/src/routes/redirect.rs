@@ -92,12 +92,14 @@ pub(crate) async fn posted(
             let Some(form) = form else {
                 return Ok(decision);
             };
+            let client =
+                shared::password::Client::of(state.proxies.client_ip(peer, &parts.headers));
             let body = axum::body::to_bytes(body, shared::password::MAX_FORM_BYTES)
                 .await
                 .unwrap_or_default();
             let tried = state
                 .passwords
-                .attempt(&form.access, &form.route, &body, now_ms())
+                .attempt(&form.access, &form.route, client, &body, now_ms())
                 .await
                 .map_err(|e| AppError::Store(crate::store::StoreError::Corrupt(e)))?;
             Ok::<_, AppError>(Decision::password_tried(&form.route, query, tried))

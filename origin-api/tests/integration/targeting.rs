@@ -52,12 +52,17 @@ impl Api {
 
     /// A password link's form posted to `path` on s.example with `body`.
     async fn post_form(&self, path: &str, body: &str) -> Reply {
+        self.post_form_from(PROXY, path, body).await
+    }
+
+    /// A form posted by a client whose connection comes from `peer`.
+    async fn post_form_from(&self, peer: &str, path: &str, body: &str) -> Reply {
         let mut req = Request::post(path)
             .header(header::HOST, "s.example")
             .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
             .body(Body::from(body.to_owned()))
             .expect("request");
-        let peer: std::net::SocketAddr = PROXY.parse().expect("address");
+        let peer: std::net::SocketAddr = peer.parse().expect("address");
         req.extensions_mut()
             .insert(axum::extract::ConnectInfo(peer));
         self.send(req).await
@@ -1202,8 +1207,9 @@ async fn a_password_link_lets_in_only_who_gives_its_password_and_only_that_link(
         let res = api.visit_with("/pw-other", &with_cookie, PROXY).await;
         assert_eq!(res.status, StatusCode::FORBIDDEN, "another link's cookie");
 
-        // Ten wrong passwords a minute per link; then even the right one waits.
-        for _ in 0..shared::password::FAILURES_PER_WINDOW {
+        // Five wrong passwords a minute per client and link; then even its right one
+        // waits. Another client is not held back: its right password lets it in.
+        for _ in 0..shared::password::CLIENT_FAILURES_PER_WINDOW {
             let res = api.post_form("/pw-other", "password=guess1234").await;
             assert_eq!(res.status, StatusCode::FORBIDDEN);
         }
@@ -1211,6 +1217,15 @@ async fn a_password_link_lets_in_only_who_gives_its_password_and_only_that_link(
         assert_eq!(res.status, StatusCode::TOO_MANY_REQUESTS, "{}", res.text);
         assert!(res.headers.contains_key(header::RETRY_AFTER));
         assert!(res.headers.get(header::SET_COOKIE).is_none());
+        let res = api
+            .post_form_from("203.0.113.77:40000", "/pw-other", "password=correct+horse")
+            .await;
+        assert_eq!(
+            res.status,
+            StatusCode::SEE_OTHER,
+            "another client: {}",
+            res.text
+        );
         // Another link's attempts are its own.
         let res = api.post_form("/pw-plans", "password=correct+horse").await;
         assert_eq!(res.status, StatusCode::SEE_OTHER);

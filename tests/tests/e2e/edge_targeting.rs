@@ -450,8 +450,9 @@ async fn a_password_link_opens_at_the_edge_with_its_password_then_its_cookie() {
     let other = published(&w, body("pw-other")).await;
     let res = visit(&w, &other, &[(COOKIE, &cookie)]).await;
     assert_eq!(res.status(), StatusCode::FORBIDDEN);
-    // Ten wrong passwords a minute per link in an isolate; then even the right one waits.
-    for _ in 0..10 {
+    // Five wrong passwords a minute per client and link in an isolate; then even the
+    // client's right one waits.
+    for _ in 0..shared::password::CLIENT_FAILURES_PER_WINDOW {
         let res = post(other.clone(), "guess1234").await.expect("post");
         assert_eq!(res.status(), StatusCode::FORBIDDEN);
     }
@@ -459,6 +460,17 @@ async fn a_password_link_opens_at_the_edge_with_its_password_then_its_cookie() {
     assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
     assert!(res.headers().contains_key(RETRY_AFTER));
     assert!(res.headers().get(SET_COOKIE).is_none());
+    // Another visitor (another address, as Cloudflare names it) is not held back.
+    let res = client()
+        .post(w.edge.url(&format!("/{other}")))
+        .header("host", "s.example")
+        .header("cf-connecting-ip", "203.0.113.77")
+        .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body("password=correct+horse")
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(res.status(), StatusCode::SEE_OTHER, "{}", w.edge.log());
 
     // No other link takes a POST.
     let public = published(&w, json!({ "target_url": "https://x.example/" })).await;
