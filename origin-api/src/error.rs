@@ -56,10 +56,17 @@ pub enum AppError {
     CodeSpaceFull { domain: String, size: u64 },
     #[error("the link is deleted; a deleted link cannot be changed")]
     Deleted,
-    #[error("this key creates links faster than allowed; retry in {retry_after_s} s")]
-    RateLimited { retry_after_s: u64 },
+    #[error("this key {what} faster than allowed; retry in {retry_after_s} s")]
+    RateLimited {
+        retry_after_s: u64,
+        /// What the key did too fast: "creates links", "changes passwords".
+        what: &'static str,
+    },
     #[error("too many failed authentications from this address; retry in {retry_after_s} s")]
     TooManyFailures { retry_after_s: u64 },
+    /// A bounded resource (the password hashing gate) is full: 503, retry shortly.
+    #[error("too many passwords are being hashed now; retry in {retry_after_s} s")]
+    Busy { retry_after_s: u64 },
 }
 
 impl AppError {
@@ -91,9 +98,10 @@ impl AppError {
 
     pub fn status(&self) -> StatusCode {
         match self {
-            AppError::Unavailable(_) | AppError::NotConfigured(_) | AppError::NotReady => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            AppError::Unavailable(_)
+            | AppError::NotConfigured(_)
+            | AppError::NotReady
+            | AppError::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Store(e) if e.is_unavailable() => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Taken { .. } | AppError::InUse(_) | AppError::CodeSpaceFull { .. } => {
                 StatusCode::CONFLICT
@@ -135,6 +143,7 @@ impl AppError {
             AppError::Unavailable(_) | AppError::NotReady => "unavailable",
             AppError::Store(e) if e.is_unavailable() => "unavailable",
             AppError::NotConfigured(_) => "not-configured",
+            AppError::Busy { .. } => "busy",
             AppError::Taken { .. } => "code-taken",
             AppError::InUse(_) => "domain-in-use",
             AppError::CodeSpaceFull { .. } => "code-space-full",
@@ -215,8 +224,9 @@ impl IntoResponse for AppError {
         )
             .into_response();
         match &self {
-            AppError::RateLimited { retry_after_s }
-            | AppError::TooManyFailures { retry_after_s } => {
+            AppError::RateLimited { retry_after_s, .. }
+            | AppError::TooManyFailures { retry_after_s }
+            | AppError::Busy { retry_after_s } => {
                 res.headers_mut()
                     .insert(header::RETRY_AFTER, (*retry_after_s).into());
             }

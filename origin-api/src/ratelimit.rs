@@ -9,11 +9,13 @@ use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use std::num::NonZeroU32;
 use std::sync::Arc;
 
-/// Creation budget per API key.
+/// A budget per API key: links created, or passwords changed.
 #[derive(Clone)]
 pub struct CreateLimit {
     limiter: Arc<DefaultKeyedRateLimiter<String>>,
     clock: DefaultClock,
+    /// What the budget counts, as a 429 says it: "creates links".
+    what: &'static str,
 }
 
 impl std::fmt::Debug for CreateLimit {
@@ -25,12 +27,18 @@ impl std::fmt::Debug for CreateLimit {
 impl CreateLimit {
     /// `per_second` links per second per key, with bursts of twice that.
     pub fn new(per_second: NonZeroU32) -> Self {
+        Self::counting("creates links", per_second)
+    }
+
+    /// `per_second` of `what` per second per key, with bursts of twice that.
+    pub fn counting(what: &'static str, per_second: NonZeroU32) -> Self {
         let burst = per_second.saturating_mul(NonZeroU32::MIN.saturating_add(1));
         CreateLimit {
             limiter: Arc::new(RateLimiter::keyed(
                 Quota::per_second(per_second).allow_burst(burst),
             )),
             clock: DefaultClock::default(),
+            what,
         }
     }
 
@@ -46,6 +54,7 @@ impl CreateLimit {
                 let wait = not_until.wait_time_from(self.clock.now());
                 Err(AppError::RateLimited {
                     retry_after_s: wait.as_secs() + u64::from(wait.subsec_nanos() > 0),
+                    what: self.what,
                 })
             }
             // More than a whole burst at once: it could never pass.
@@ -72,7 +81,7 @@ mod tests {
         assert!(limit.take("a", 1).is_ok());
         assert!(limit.take("a", 1).is_ok());
         match limit.take("a", 1) {
-            Err(AppError::RateLimited { retry_after_s }) => {
+            Err(AppError::RateLimited { retry_after_s, .. }) => {
                 assert!((1..=2).contains(&retry_after_s))
             }
             other => panic!("{other:?}"),

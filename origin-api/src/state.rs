@@ -37,6 +37,8 @@ pub struct AppParts {
     pub codes: CodeSequences,
     pub cache: cache::RedirectCache,
     pub create_limit: ratelimit::CreateLimit,
+    /// Password changes per key ([`PASSWORD_CHANGES_PER_S`]): each costs a PBKDF2.
+    pub password_changes: ratelimit::CreateLimit,
     pub metrics: metrics::Metrics,
     pub clicks: clicks::Clicks,
     pub recorder: clicks::recorder::Recorder,
@@ -109,6 +111,10 @@ impl AppState {
             codes,
             cache,
             create_limit: ratelimit::CreateLimit::new(settings_rate),
+            password_changes: ratelimit::CreateLimit::counting(
+                "changes passwords",
+                PASSWORD_CHANGES_PER_S,
+            ),
             readiness: db::Readiness::default(),
             auth,
             proxies,
@@ -130,6 +136,9 @@ impl AppParts {
 
 /// Connections of the redirect path's pool.
 pub const REDIRECT_CONNECTIONS: u32 = 8;
+/// PATCHes that set a password, per key and second (bursts of twice as many): each is a
+/// PBKDF2, and the hashing gate is shared with every visitor of a password link.
+pub const PASSWORD_CHANGES_PER_S: std::num::NonZeroU32 = std::num::NonZeroU32::new(10).unwrap();
 /// Connections of authentication's pool.
 pub const AUTH_CONNECTIONS: u32 = 2;
 /// How long the redirect path and authentication wait for a connection before the

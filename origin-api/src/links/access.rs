@@ -8,6 +8,7 @@ use sha2::Sha256;
 use shared::access::{hex_decode, signed_message, Access, Challenge, SECRET_BYTES};
 use shared::password::{self, Attempts, Check, Client, Tried};
 use shared::RouteKey;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 type HmacSha256 = Hmac<Sha256>;
@@ -58,6 +59,7 @@ const SALT_BYTES: usize = 16;
 
 /// A link's password, hashed with a salt of its own, and a new key for its cookies:
 /// every visitor let in under the password it replaces must give the new one.
+/// Hashes `typed` with a new salt: slow on purpose, so only through [`Hashing::run`].
 pub fn new_password(typed: &str) -> Result<Access, getrandom::Error> {
     let salt = crate::ids::random_bytes::<SALT_BYTES>()?;
     Ok(Access::Password {
@@ -73,21 +75,97 @@ fn pbkdf2(typed: &[u8], salt: &[u8], iterations: u32) -> [u8; 32] {
     pbkdf2::pbkdf2_hmac_array::<Sha256, 32>(typed, salt, iterations)
 }
 
-/// Password attempts at this origin: the wrong ones counted per link (as each edge
-/// isolate counts them), and the hashing bounded to one at a time per core, so that a
-/// flood of guesses at many links cannot take every thread.
+/// Every PBKDF2 this process runs, whoever asks for it (a visitor's password, a new or
+/// changed link's): at most one per core at once, each on the blocking pool, and a
+/// bounded line behind them. Past the line the caller is told to come back ([`Busy`]),
+/// so that a flood of password links created, changed or visited cannot take every
+/// thread nor queue without end.
+#[derive(Debug)]
+pub struct Hashing {
+    permits: tokio::sync::Semaphore,
+    size: usize,
+    /// How many may wait for a permit.
+    line: usize,
+    waiting: AtomicUsize,
+    running: AtomicUsize,
+    /// The most that ever ran at once (for tests and benchmarks).
+    peak: AtomicUsize,
+}
+
+/// The hashing gate's line is full: retry shortly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("too many passwords are being hashed; retry in a second")]
+pub struct Busy;
+
+/// How long a caller turned away by [`Busy`] is told to wait.
+pub const BUSY_RETRY_AFTER_S: u64 = 1;
+
+impl Hashing {
+    /// `size` hashes at once, and up to `line` callers waiting for one.
+    pub fn new(size: usize, line: usize) -> Self {
+        Hashing {
+            permits: tokio::sync::Semaphore::new(size.max(1)),
+            size: size.max(1),
+            line,
+            waiting: AtomicUsize::new(0),
+            running: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
+        }
+    }
+
+    /// Runs `hash` on the blocking pool once a permit is free; `Err(Busy)` at once when
+    /// the line is full.
+    pub async fn run<T, F>(&self, hash: F) -> Result<T, Busy>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        if self.waiting.fetch_add(1, Ordering::AcqRel) >= self.line {
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+            return Err(Busy);
+        }
+        let permit = self.permits.acquire().await;
+        self.waiting.fetch_sub(1, Ordering::AcqRel);
+        // The semaphore is never closed.
+        let Ok(_permit) = permit else {
+            return Err(Busy);
+        };
+        let now = self.running.fetch_add(1, Ordering::AcqRel) + 1;
+        self.peak.fetch_max(now, Ordering::AcqRel);
+        let done = tokio::task::spawn_blocking(hash).await;
+        self.running.fetch_sub(1, Ordering::AcqRel);
+        // A hash that panicked is a fault, reported as the gate being unable to serve.
+        done.map_err(|_| Busy)
+    }
+
+    /// How many may hash at once.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The most that ever hashed at once.
+    pub fn peak(&self) -> usize {
+        self.peak.load(Ordering::Acquire)
+    }
+}
+
+/// Password attempts at this origin: the wrong ones counted per link and client (as
+/// each edge isolate counts them), and every hash through one [`Hashing`] gate.
 #[derive(Debug)]
 pub struct PasswordGate {
     attempts: Mutex<Attempts>,
-    hashing: tokio::sync::Semaphore,
+    pub hashing: Hashing,
 }
+
+/// Callers that may wait for a hash, per core.
+const LINE_PER_CORE: usize = 32;
 
 impl Default for PasswordGate {
     fn default() -> Self {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         PasswordGate {
             attempts: Mutex::new(Attempts::default()),
-            hashing: tokio::sync::Semaphore::new(cores),
+            hashing: Hashing::new(cores, cores * LINE_PER_CORE),
         }
     }
 }
@@ -116,12 +194,12 @@ impl PasswordGate {
         if let Err(retry_after_s) = taken {
             return Ok(Tried::Limited(retry_after_s));
         }
-        let _permit = self.hashing.acquire().await.map_err(|e| e.to_string())?;
         let (salt, iterations) = (check.salt.clone(), check.iterations);
-        let derived =
-            tokio::task::spawn_blocking(move || pbkdf2(typed.as_bytes(), &salt, iterations))
-                .await
-                .map_err(|e| e.to_string())?;
+        let derived = self
+            .hashing
+            .run(move || pbkdf2(typed.as_bytes(), &salt, iterations))
+            .await
+            .map_err(|e| e.to_string())?;
         if !check.matches(&derived) {
             return Ok(Tried::Wrong);
         }
@@ -152,6 +230,35 @@ mod tests {
             crate::ids::hex(&pbkdf2(b"passwd", b"salt", 1)),
             "55ac046e56e3089fec1691c22544b605f94185216dde0465e68b9d57c20dacbc"
         );
+    }
+
+    /// The gate runs at most its size at once, keeps a bounded line, and turns away at
+    /// once whoever comes past it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_hashing_gate_runs_its_size_at_once_and_turns_away_past_its_line() {
+        let gate = std::sync::Arc::new(Hashing::new(1, 1));
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let held = std::sync::Arc::new(std::sync::Mutex::new(held));
+        let blocked = {
+            let (gate, held) = (gate.clone(), held.clone());
+            tokio::spawn(async move { gate.run(move || held.lock().unwrap().recv().is_ok()).await })
+        };
+        // The first holds the permit; the second waits in line; the third is turned away.
+        while gate.peak() == 0 {
+            tokio::task::yield_now().await;
+        }
+        let waiting = {
+            let gate = gate.clone();
+            tokio::spawn(async move { gate.run(|| true).await })
+        };
+        while gate.waiting.load(Ordering::Acquire) == 0 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(gate.run(|| true).await, Err(Busy));
+        release.send(()).unwrap();
+        assert_eq!(blocked.await.unwrap(), Ok(true));
+        assert_eq!(waiting.await.unwrap(), Ok(true));
+        assert_eq!(gate.peak(), 1);
     }
 
     #[tokio::test]

@@ -18,6 +18,9 @@ use serde::{Deserialize, Serialize};
 /// The most links one bulk call may carry.
 pub const MAX_BULK: usize = 10_000;
 
+/// Links with a password one bulk call may carry (each costs a PBKDF2).
+pub const MAX_BULK_PASSWORDS: usize = 100;
+
 /// The body of `POST /v1/links/bulk`. Items are parsed one by one, so that one bad item
 /// is reported in its place instead of refusing the batch.
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
@@ -189,6 +192,22 @@ pub async fn create_bulk(
         return Err(AppError::invalid(
             "links",
             format!("send 1 to {MAX_BULK} links, not {}", body.links.len()),
+        ));
+    }
+    // Each password is a PBKDF2 on the process's one hashing gate: a batch is refused
+    // whole, before any is hashed, rather than holding the gate for minutes.
+    let passwords = body
+        .links
+        .iter()
+        .filter(|l| matches!(l, BulkItem::Valid(l) if l.password.is_some()))
+        .count();
+    if passwords > MAX_BULK_PASSWORDS {
+        return Err(AppError::invalid(
+            "links",
+            format!(
+                "at most {MAX_BULK_PASSWORDS} password links a call, not {passwords}: \
+                 send them in smaller batches"
+            ),
         ));
     }
     let fingerprint = key.map(|_| Fingerprint::of(state, &body)).transpose()?;

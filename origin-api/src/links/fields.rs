@@ -221,14 +221,16 @@ pub(crate) async fn options(
     }
     options.max_visits = asked.max_visits.map(max_visits).transpose()?;
     let mode = asked.access.unwrap_or(super::AccessMode::Public);
-    options.access = access(mode, asked.password.as_ref()).await?;
+    let hashing = &lookups.state().passwords.hashing;
+    options.access = access(hashing, mode, asked.password.as_ref()).await?;
     Ok(options)
 }
 
 /// What `mode` keeps: for signed access, a new secret; for a password, its hash with a
-/// new salt and a new cookie key (hashed off the async threads: it takes a while, on
-/// purpose).
+/// new salt and a new cookie key (hashed through the process's one `hashing` gate: it
+/// takes a while, on purpose; 503 when the gate's line is full).
 pub(crate) async fn access(
+    hashing: &super::access::Hashing,
     mode: super::AccessMode,
     password: Option<&super::Password>,
 ) -> Result<Option<shared::access::Access>, AppError> {
@@ -246,9 +248,12 @@ pub(crate) async fn access(
             shared::password::check_new(password.expose())
                 .map_err(|e| AppError::invalid("password", e))?;
             let password = password.clone();
-            tokio::task::spawn_blocking(move || super::access::new_password(password.expose()))
+            hashing
+                .run(move || super::access::new_password(password.expose()))
                 .await
-                .map_err(|e| AppError::Store(crate::store::StoreError::Corrupt(e.to_string())))?
+                .map_err(|_| AppError::Busy {
+                    retry_after_s: super::access::BUSY_RETRY_AFTER_S,
+                })?
                 .map(Some)
                 .map_err(no_randomness)
         }

@@ -14,6 +14,7 @@ mod update;
 
 pub use bulk::{
     create_bulk, BulkCreate, BulkItem, BulkOutcome, BulkResponse, BulkResult, MAX_BULK,
+    MAX_BULK_PASSWORDS,
 };
 pub use create::{
     check_idempotency_key, create_link, create_link_once, Created, IDEMPOTENCY_TTL_MS,

@@ -240,7 +240,8 @@ pub async fn update_link(
         (None, _) => None,
     };
     if let Some(mode) = mode {
-        options.access = fields::access(mode, changes.password.as_ref()).await?;
+        options.access =
+            fields::access(&state.passwords.hashing, mode, changes.password.as_ref()).await?;
     } else if changes.password.is_some() {
         return Err(AppError::invalid(
             "password",

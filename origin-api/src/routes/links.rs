@@ -36,6 +36,7 @@ fn link_response(status: StatusCode, link: &Link) -> Response {
         (status = 409, description = "the alias is taken, the domain changed meanwhile (send it again), or the domain has issued every generated code of its shape", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "a field is invalid: bad URL, banned or own host, bad or reserved alias, past expiry, unknown field; or the key was used with another body", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "this key creates too fast; see Retry-After", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "the database cannot answer, or too many passwords are being hashed now; see Retry-After", body = Problem, content_type = "application/problem+json"),
     ),
     security(("api_key" = [])))]
 pub(crate) async fn create(
@@ -81,7 +82,7 @@ pub(crate) async fn create(
     params(("Idempotency-Key" = Option<String>, Header, description = "Covers the whole batch")),
     responses(
         (status = 200, description = "One result per item, in request order", body = BulkResponse),
-        (status = 422, description = "not 1 to 10,000 links, or the key was used with another body", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "not 1 to 10,000 links, more than 100 with a password, or the key was used with another body", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "this key creates too fast; see Retry-After", body = Problem, content_type = "application/problem+json"),
     ),
     security(("api_key" = [])))]
@@ -192,6 +193,8 @@ pub(crate) async fn read(
         (status = 200, description = "The changed link, version bumped", body = LinkView, headers(("ETag" = String))),
         NoSuchLink, ReadAndDeleteOnly, (status = 410, description = "the link is deleted", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "a field is invalid", body = Problem, content_type = "application/problem+json"), IfMatchRequired,
+        (status = 429, description = "this key changes passwords too fast (10 a second, bursts of 20); see Retry-After", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "too many passwords are being hashed now; see Retry-After", body = Problem, content_type = "application/problem+json"),
     ),
     security(("api_key" = [])))]
 pub(crate) async fn update(
@@ -201,6 +204,10 @@ pub(crate) async fn update(
     headers: HeaderMap,
     ApiJson(changes): ApiJson<UpdateLink>,
 ) -> Result<Response, AppError> {
+    // Before anything else: each password change is a PBKDF2.
+    if changes.password.is_some() {
+        state.password_changes.take(&caller.key_id, 1)?;
+    }
     let expected = parse_if_match(headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok()))?;
     let current = owned_link(&state, &caller.creator(), &domain, &code, Intent::Change).await?;
     let link = update_link(&state, current, expected, changes).await?;

@@ -115,3 +115,89 @@ async fn an_idempotent_create_never_stores_a_fast_hash_of_its_password() {
         t.cleanup().await;
     }
 }
+
+/// Every PBKDF2 goes through the process's one hashing gate: concurrent password
+/// PATCHes never hash more at once than it allows; a bulk call carries at most
+/// `MAX_BULK_PASSWORDS` password links (refused whole, nothing hashed or created); a
+/// key changes passwords at a bounded rate (429 with `Retry-After`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn password_hashing_is_gated_and_bounded_everywhere() {
+    for (api, t) in apis_with("hashing-gate", &[]).await {
+        let token = api.key("acme", false).await;
+        let api = std::sync::Arc::new(api);
+        const LINKS: usize = 12;
+        for i in 0..LINKS {
+            let made = api
+                .create(
+                    &token,
+                    json!({"target_url": "https://shop.example/", "code": format!("pw-gate-{i}"),
+                        "access": "password", "password": "correct horse"}),
+                )
+                .await;
+            assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+        }
+        let patches: Vec<_> = (0..LINKS)
+            .map(|i| {
+                let (api, token) = (api.clone(), token.clone());
+                tokio::spawn(async move {
+                    api.patch_json(
+                        &token,
+                        &format!("/v1/links/s.example/pw-gate-{i}"),
+                        Some("\"1\""),
+                        json!({"password": "battery staple"}),
+                    )
+                    .await
+                    .status
+                })
+            })
+            .collect();
+        for patch in patches {
+            assert_eq!(patch.await.expect("task"), StatusCode::OK, "{}", t.kind());
+        }
+        let gate = &api.state.passwords.hashing;
+        assert!(
+            gate.peak() <= gate.size(),
+            "{} hashes ran at once; the gate allows {}",
+            gate.peak(),
+            gate.size()
+        );
+
+        // A bulk call over the cap is refused whole, before anything is hashed.
+        let many: Vec<_> = (0..=origin_api::links::MAX_BULK_PASSWORDS)
+            .map(|_| json!({"target_url": "https://shop.example/", "access": "password", "password": "correct horse"}))
+            .collect();
+        let before = api.count("links").await;
+        let refused = api
+            .post_json(&token, "/v1/links/bulk", &json!({ "links": many }))
+            .await;
+        assert_eq!(
+            (refused.status, refused.body["field"].clone()),
+            (StatusCode::UNPROCESSABLE_ENTITY, json!("links")),
+            "{}",
+            refused.text
+        );
+        assert_eq!(api.count("links").await, before);
+
+        // A key's password changes are rate-limited: its burst, then 429.
+        let mut limited = None;
+        for round in 0..64 {
+            let r = api
+                .patch_json(
+                    &token,
+                    "/v1/links/s.example/pw-gate-0",
+                    None,
+                    json!({"password": "battery staple"}),
+                )
+                .await;
+            if r.status == StatusCode::TOO_MANY_REQUESTS {
+                limited = Some((round, r));
+                break;
+            }
+        }
+        let (round, r) = limited.expect("password changes are limited");
+        assert!(round >= 1, "the first change was refused");
+        assert!(r.headers.contains_key("retry-after"), "{:?}", r.headers);
+        assert!(r.text.contains("changes passwords"), "{}", r.text);
+        t.cleanup().await;
+    }
+}
