@@ -101,6 +101,9 @@ pub async fn run(loaded: &Loaded) -> (String, bool) {
             "metrics: --metrics-listen is off and HOP_METRICS_TOKEN unset: nothing can scrape /metrics".into(),
         ));
     }
+    if let Some(warning) = plaintext_database(&s.database_url) {
+        checks.push((Verdict::Warn, warning));
+    }
     checks.push(database(&s.database_url).await);
 
     let _ = writeln!(out, "\nchecks:");
@@ -182,13 +185,118 @@ async fn database(url: &str) -> (Verdict, String) {
     }
 }
 
-/// `url` without its password.
-fn redact_url(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut parsed) if parsed.password().is_some() => {
-            let _ = parsed.set_password(Some("***"));
-            parsed.to_string()
+/// `url` without its secrets: the password of its user part and of its `password=`
+/// (or `sslpassword=`) parameter; a URL that does not parse is not shown at all, since
+/// where its password sits cannot be told.
+pub fn redact_url(url: &str) -> String {
+    let Ok(mut parsed) = url::Url::parse(url) else {
+        return "(a database URL that does not parse; not shown)".to_owned();
+    };
+    if parsed.password().is_some() {
+        let _ = parsed.set_password(Some("***"));
+    }
+    let secret = |name: &str| matches!(name, "password" | "sslpassword");
+    if parsed.query_pairs().any(|(k, _)| secret(&k)) {
+        let pairs: Vec<(String, String)> = parsed
+            .query_pairs()
+            .map(|(k, v)| {
+                let v = if secret(&k) {
+                    "***".into()
+                } else {
+                    v.into_owned()
+                };
+                (k.into_owned(), v)
+            })
+            .collect();
+        parsed.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    parsed.to_string()
+}
+
+/// A warning when `url` reaches PostgreSQL on another machine without saying how TLS is
+/// to be used: sqlx then tries TLS and falls back to plain text (`sslmode=prefer`), so
+/// the password and every link may cross the network in the clear.
+fn plaintext_database(url: &str) -> Option<String> {
+    let parsed = url::Url::parse(url).ok()?;
+    if !matches!(parsed.scheme(), "postgres" | "postgresql") {
+        return None;
+    }
+    let mut params = parsed.query_pairs();
+    if params.any(|(k, _)| k == "sslmode") {
+        return None;
+    }
+    let host = parsed
+        .query_pairs()
+        .find(|(k, _)| k == "host")
+        .map(|(_, v)| v.into_owned())
+        .or_else(|| parsed.host_str().map(str::to_owned))
+        .unwrap_or_default();
+    let local = host.is_empty()
+        || host.starts_with('/')
+        || host == "localhost"
+        || host
+            .trim_matches(|c| c == '[' || c == ']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    (!local).then(|| {
+        format!(
+            "database: {host} is another machine and the URL sets no sslmode: add \
+             sslmode=verify-full (with sslrootcert=CA.pem for a private CA), or at least \
+             sslmode=require, so that nothing crosses the network in the clear"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_url_is_shown_without_any_password() {
+        for (url, hidden) in [
+            ("postgres://hop:s3cret@db.internal/hop", "s3cret"),
+            (
+                "postgres://hop@db.internal/hop?password=s3cret&sslmode=require",
+                "s3cret",
+            ),
+            (
+                "postgres://hop@db.internal/hop?sslpassword=s3cret",
+                "s3cret",
+            ),
+            ("postgres://hop:s3cret@[bad", "s3cret"),
+            ("not a url s3cret", "s3cret"),
+        ] {
+            let shown = redact_url(url);
+            assert!(!shown.contains(hidden), "{url} shown as {shown}");
         }
-        _ => url.to_owned(),
+        assert_eq!(
+            redact_url("postgres://hop@db.internal/hop?sslmode=require"),
+            "postgres://hop@db.internal/hop?sslmode=require"
+        );
+        assert!(
+            redact_url("postgres://hop@db/hop?password=x&sslmode=require")
+                .contains("sslmode=require")
+        );
+    }
+
+    #[test]
+    fn a_remote_database_without_sslmode_is_warned_about() {
+        for url in [
+            "postgres://hop@db.internal/hop",
+            "postgresql://hop@10.1.2.3:5432/hop",
+            "postgres:///hop?host=db.internal&user=hop",
+        ] {
+            assert!(plaintext_database(url).is_some(), "{url}");
+        }
+        for url in [
+            "postgres://hop@db.internal/hop?sslmode=verify-full",
+            "postgres://hop@localhost/hop",
+            "postgres://hop@127.0.0.1:5432/hop",
+            "postgres://hop@[::1]/hop",
+            "postgres:///hop?host=/var/run/postgresql",
+            "sqlite://hop.db",
+        ] {
+            assert!(plaintext_database(url).is_none(), "{url}");
+        }
     }
 }

@@ -19,6 +19,7 @@ mod key_rotation;
 mod links_api;
 mod observability;
 mod openapi;
+mod postgres_tls;
 mod publisher;
 mod races;
 mod restore;
