@@ -42,7 +42,7 @@ use tokio::net::TcpListener;
 
 /// Connects to the database and applies migrations.
 pub async fn prepare(settings: &Settings) -> Result<Db, db::DbError> {
-    let db = Db::connect(&settings.database_url).await?;
+    let db = Db::connect(settings.database_url.expose()).await?;
     db.migrate().await?;
     let register = |e| db::DbError::Register(Box::new(e));
     domains::register_if_missing(&db, &settings.default_domain)

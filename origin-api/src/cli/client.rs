@@ -8,6 +8,7 @@
 use crate::links::{BulkResponse, LinkView, Page};
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use reqwest::{RequestBuilder, StatusCode};
+use secrecy::{ExposeSecret, SecretString};
 use std::time::{Duration, Instant};
 
 /// How long one request may take; a 10,000-link bulk call on a busy origin is the longest.
@@ -41,7 +42,8 @@ pub enum ClientError {
 pub struct ApiClient {
     http: reqwest::Client,
     base: url::Url,
-    key: String,
+    /// The API key, held as a secret: `Debug` shows it redacted.
+    key: SecretString,
     retry_for: Duration,
 }
 
@@ -57,7 +59,7 @@ impl ApiClient {
         Ok(ApiClient {
             http,
             base,
-            key: key.to_owned(),
+            key: SecretString::from(key),
             retry_for,
         })
     }
@@ -111,7 +113,10 @@ impl ApiClient {
         let started = Instant::now();
         let mut backoff = FIRST_BACKOFF;
         loop {
-            let request = build().header(AUTHORIZATION, format!("Bearer {}", self.key));
+            let request = build().header(
+                AUTHORIZATION,
+                format!("Bearer {}", self.key.expose_secret()),
+            );
             let (last, wait) = match request.send().await {
                 Ok(response) if response.status().is_success() => return Ok(response),
                 Ok(response) => {
@@ -177,6 +182,15 @@ fn describe(e: &reqwest::Error) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_client_s_debug_never_shows_its_key() {
+        let key = "hop_0123456789abcdef_00112233445566778899aabbccddeeff";
+        let base = url::Url::parse("http://127.0.0.1:3000").unwrap();
+        let client = ApiClient::new(base, key, Duration::from_secs(1)).unwrap();
+        let shown = format!("{client:?}");
+        assert!(!shown.contains(key), "{shown}");
+    }
+
     use super::*;
 
     #[test]

@@ -5,7 +5,7 @@
 //! and its token, the secrets a serving origin needs, and the database (reachable, its
 //! migrations). Exits non-zero when a check fails, so a deploy can run it first.
 
-use crate::config::{Loaded, Publishing};
+use crate::config::{redact_database_url as redact_url, Loaded, Publishing};
 use crate::db::Db;
 use std::fmt::Write;
 
@@ -101,10 +101,10 @@ pub async fn run(loaded: &Loaded) -> (String, bool) {
             "metrics: --metrics-listen is off and HOP_METRICS_TOKEN unset: nothing can scrape /metrics".into(),
         ));
     }
-    if let Some(warning) = plaintext_database(&s.database_url) {
+    if let Some(warning) = plaintext_database(s.database_url.expose()) {
         checks.push((Verdict::Warn, warning));
     }
-    checks.push(database(&s.database_url).await);
+    checks.push(database(s.database_url.expose()).await);
 
     let _ = writeln!(out, "\nchecks:");
     for (verdict, what) in &checks {
@@ -183,34 +183,6 @@ async fn database(url: &str) -> (Verdict, String) {
         ),
         Err(e) => (Verdict::Fail, format!("database: {shown} answered, but its migrations could not be read: {e}")),
     }
-}
-
-/// `url` without its secrets: the password of its user part and of its `password=`
-/// (or `sslpassword=`) parameter; a URL that does not parse is not shown at all, since
-/// where its password sits cannot be told.
-pub fn redact_url(url: &str) -> String {
-    let Ok(mut parsed) = url::Url::parse(url) else {
-        return "(a database URL that does not parse; not shown)".to_owned();
-    };
-    if parsed.password().is_some() {
-        let _ = parsed.set_password(Some("***"));
-    }
-    let secret = |name: &str| matches!(name, "password" | "sslpassword");
-    if parsed.query_pairs().any(|(k, _)| secret(&k)) {
-        let pairs: Vec<(String, String)> = parsed
-            .query_pairs()
-            .map(|(k, v)| {
-                let v = if secret(&k) {
-                    "***".into()
-                } else {
-                    v.into_owned()
-                };
-                (k.into_owned(), v)
-            })
-            .collect();
-        parsed.query_pairs_mut().clear().extend_pairs(pairs);
-    }
-    parsed.to_string()
 }
 
 /// A warning when `url` reaches PostgreSQL on another machine without saying how TLS is

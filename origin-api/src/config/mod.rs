@@ -217,14 +217,25 @@ pub struct Settings {
     )]
     pub listen: SocketAddr,
 
-    /// `sqlite://PATH` (created if missing) or `postgres://…`.
+    /// `sqlite://PATH` (created if missing) or `postgres://…` (`?sslmode=verify-full`
+    /// for TLS). A secret when it holds a password: never shown whole.
     #[arg(
         long,
         env = "HOP_DATABASE_URL",
         default_value = "sqlite://hop.db",
         global = true
     )]
-    pub database_url: String,
+    pub database_url: DatabaseUrl,
+
+    /// A file holding the database URL (a mounted secret, a systemd credential), instead
+    /// of --database-url.
+    #[arg(
+        long,
+        env = "HOP_DATABASE_URL_FILE",
+        value_name = "FILE",
+        global = true
+    )]
+    pub database_url_file: Option<std::path::PathBuf>,
 
     /// The short domain of links created without one.
     #[arg(long, env = "HOP_DEFAULT_DOMAIN", default_value = "localhost", value_parser = parse_short_domain, global = true)]
@@ -540,6 +551,31 @@ fn load_from(
         }
     };
     cli.settings.secrets = Secrets::read(lookup)?;
+    if let Some(path) = cli.settings.database_url_file.clone() {
+        let shown = path.display();
+        if sources
+            .get("database_url")
+            .is_some_and(|(_, source)| *source != Source::Default)
+        {
+            return Err(LoadError::Settings(format!(
+                "set database_url or database_url_file ({shown}), not both"
+            )));
+        }
+        let url = std::fs::read_to_string(&path).map_err(|e| {
+            LoadError::Settings(format!("cannot read database_url_file {shown}: {e}"))
+        })?;
+        let url = url.trim_end_matches(['\n', '\r']);
+        if url.is_empty() {
+            return Err(LoadError::Settings(format!(
+                "database_url_file {shown} is empty"
+            )));
+        }
+        cli.settings.database_url = DatabaseUrl::new(url);
+        let from = sources
+            .get("database_url_file")
+            .map_or(Source::Default, |(_, source)| *source);
+        sources.insert("database_url".into(), (Some(url.to_owned()), from));
+    }
     if let (Some(version), Some(ring)) = (
         cli.settings.code_key_version,
         &cli.settings.secrets.permutation_keys,
@@ -850,6 +886,65 @@ fn parse_domain(s: &str) -> Result<String, String> {
     shared::normalize_domain(s).map_err(|e| e.to_string())
 }
 
+/// The database's URL. It may carry a password, so it is a secret: its `Debug` is the
+/// URL without any ([`redact_database_url`]), and only [`DatabaseUrl::expose`] gives
+/// it whole, to the database driver.
+#[derive(Clone, PartialEq, Eq)]
+pub struct DatabaseUrl(String);
+
+impl DatabaseUrl {
+    pub fn new(url: impl Into<String>) -> Self {
+        DatabaseUrl(url.into())
+    }
+
+    /// The URL whole, password included: for the driver alone.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::str::FromStr for DatabaseUrl {
+    type Err = std::convert::Infallible;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(DatabaseUrl(s.to_owned()))
+    }
+}
+
+impl std::fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&redact_database_url(&self.0))
+    }
+}
+
+/// `url` without its secrets: the password of its user part and of its `password=`
+/// (or `sslpassword=`) parameter; a URL that does not parse is not shown at all, since
+/// where its password sits cannot be told.
+pub fn redact_database_url(url: &str) -> String {
+    let Ok(mut parsed) = url::Url::parse(url) else {
+        return "(a database URL that does not parse; not shown)".to_owned();
+    };
+    if parsed.password().is_some() {
+        let _ = parsed.set_password(Some("***"));
+    }
+    let secret = |name: &str| matches!(name, "password" | "sslpassword");
+    if parsed.query_pairs().any(|(k, _)| secret(&k)) {
+        let pairs: Vec<(String, String)> = parsed
+            .query_pairs()
+            .map(|(k, v)| {
+                let v = if secret(&k) {
+                    "***".into()
+                } else {
+                    v.into_owned()
+                };
+                (k.into_owned(), v)
+            })
+            .collect();
+        parsed.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    parsed.to_string()
+}
+
 fn parse_http_url(s: &str) -> Result<url::Url, String> {
     let url = url::Url::parse(s).map_err(|e| format!("{s:?} is not a URL: {e}"))?;
     match url.scheme() {
@@ -897,6 +992,51 @@ mod tests {
         let path = dir.path().join("hop.toml");
         std::fs::write(&path, text).unwrap();
         (dir, path.display().to_string())
+    }
+
+    /// The database URL is a secret: no `Debug` of the settings shows its password,
+    /// whichever way it is written; it may come from a file (a mounted secret, a
+    /// systemd credential) named by `database_url_file`, but not from both.
+    #[test]
+    fn the_database_url_is_a_secret_that_may_come_from_a_file() {
+        for url in [
+            "postgres://hop:s3cret@db.internal/hop",
+            "postgres://hop@db.internal/hop?password=s3cret",
+            "postgres://hop:s3cret@[not a url",
+        ] {
+            let cli = parse(&["--database-url", url]).unwrap();
+            let shown = format!("{:?}", cli.settings);
+            assert!(!shown.contains("s3cret"), "{shown}");
+            assert_eq!(cli.settings.database_url.expose(), url);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("database-url");
+        std::fs::write(&file, "postgres://hop:s3cret@db.internal/hop\n").unwrap();
+        let file = file.display().to_string();
+        let loaded = load_with(&["--database-url-file", &file], &[]).unwrap();
+        assert_eq!(
+            loaded.cli.settings.database_url.expose(),
+            "postgres://hop:s3cret@db.internal/hop"
+        );
+        let (_dir, path) = config_file(&format!("database_url_file = {file:?}\n"));
+        let from_file = load_with(&["--config", &path], &[]).unwrap();
+        assert_eq!(
+            from_file.sources["database_url"].1,
+            Source::File,
+            "config check says where it came from"
+        );
+        let both = load_with(
+            &[
+                "--database-url",
+                "sqlite://x.db",
+                "--database-url-file",
+                &file,
+            ],
+            &[],
+        );
+        assert!(both.err().unwrap().to_string().contains("not both"));
+        let missing = load_with(&["--database-url-file", "/nonexistent/url"], &[]);
+        assert!(missing.err().unwrap().to_string().contains("cannot read"));
     }
 
     #[test]
@@ -1040,7 +1180,7 @@ outbox_retention = "36h"
     fn defaults_match_the_documented_ones() {
         let cli = parse(&[]).unwrap();
         assert_eq!(cli.settings.listen.to_string(), "127.0.0.1:3000");
-        assert_eq!(cli.settings.database_url, "sqlite://hop.db");
+        assert_eq!(cli.settings.database_url.expose(), "sqlite://hop.db");
         assert_eq!(cli.settings.default_domain, "localhost");
         assert!(cli.settings.edge_sync_url.is_none());
         assert!(cli.settings.record_clicks);

@@ -2,6 +2,7 @@
 //! deployments, Cloudflare's KV bulk API).
 
 use async_trait::async_trait;
+use secrecy::{ExposeSecret, SecretString};
 use shared::sync::{Refusal, SyncBatch, SyncItem, SyncReply, MAX_SYNC_ITEMS, SYNC_PATH};
 use std::time::Duration;
 
@@ -39,7 +40,8 @@ pub trait Sink: Send + Sync + std::fmt::Debug + 'static {
 pub struct WorkerSync {
     http: reqwest::Client,
     url: url::Url,
-    token: String,
+    /// Held as a secret: `Debug` shows it redacted, and it never reaches a log.
+    token: SecretString,
 }
 
 impl WorkerSync {
@@ -55,7 +57,7 @@ impl WorkerSync {
         Ok(WorkerSync {
             http,
             url,
-            token: token.to_owned(),
+            token: SecretString::from(token),
         })
     }
 }
@@ -73,7 +75,7 @@ impl Sink for WorkerSync {
         let res = self
             .http
             .post(self.url.clone())
-            .bearer_auth(&self.token)
+            .bearer_auth(self.token.expose_secret())
             .json(&batch)
             .send()
             .await
@@ -100,7 +102,8 @@ impl Sink for WorkerSync {
 pub struct KvBulk {
     http: reqwest::Client,
     url: url::Url,
-    token: String,
+    /// Held as a secret: `Debug` shows it redacted, and it never reaches a log.
+    token: SecretString,
 }
 
 /// Pairs per bulk write. Cloudflare takes up to 10,000; a thousand keeps one request
@@ -151,7 +154,7 @@ impl KvBulk {
         Ok(KvBulk {
             http,
             url,
-            token: token.to_owned(),
+            token: SecretString::from(token),
         })
     }
 }
@@ -174,7 +177,7 @@ impl Sink for KvBulk {
         let res = self
             .http
             .put(self.url.clone())
-            .bearer_auth(&self.token)
+            .bearer_auth(self.token.expose_secret())
             .json(&pairs)
             .send()
             .await
@@ -211,6 +214,24 @@ impl Sink for KvBulk {
                 status: status.as_u16(),
                 body,
             }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sink's token never shows in its `Debug` (which a log of the publisher's
+    /// configuration would print).
+    #[test]
+    fn a_sink_s_debug_never_shows_its_token() {
+        let token = "sync-token-0123456789abcdef";
+        let edge = url::Url::parse("https://go.example/").unwrap();
+        let worker = WorkerSync::new(&edge, token).unwrap();
+        let kv = KvBulk::new(&edge, "account", "namespace", token).unwrap();
+        for shown in [format!("{worker:?}"), format!("{kv:?}")] {
+            assert!(!shown.contains(token), "{shown}");
         }
     }
 }
