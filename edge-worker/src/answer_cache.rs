@@ -6,6 +6,12 @@
 //! isolates, so the location asks about once per hold time. It works on custom domains
 //! and locally under `wrangler dev`; on `workers.dev` it stores nothing, so it is not
 //! used there at all. Failures here are logged and ignored: the cache only saves calls.
+//!
+//! A private link's record carries its secrets (a signed link's key, a password link's
+//! hash, salt and cookie key), which its decision needs. The Cache API is the zone's
+//! cache, stored on Cloudflare's disks and beyond the worker's control, so such a record
+//! is never put there: it stays in the asking isolate's memory for its hold, and each
+//! isolate asks the origin for it once ([`entry`]).
 
 use crate::respond;
 use shared::{EdgeRecord, RouteKey};
@@ -56,18 +62,27 @@ pub(crate) async fn get(route: &RouteKey) -> Option<Option<EdgeRecord>> {
     EdgeRecord::from_json(&text).ok().map(Some)
 }
 
+/// What the location's cache keeps of the origin's answer: its status and body; `None`
+/// for a private link's record, whose secrets never leave isolate memory.
+fn entry(answer: Option<&EdgeRecord>) -> Option<(u16, Option<String>)> {
+    match answer {
+        Some(record) if record.access.is_some() => None,
+        Some(record) => Some((200, Some(record.to_json()))),
+        None => Some((404, None)),
+    }
+}
+
 /// Keeps the origin's answer about `route` for `hold_s` seconds, after the response
-/// (the visitor does not wait for the write).
+/// (the visitor does not wait for the write); a private link's, never.
 pub(crate) fn put(ctx: &Context, route: &RouteKey, answer: Option<&EdgeRecord>, hold_s: u64) {
     if !usable(route) {
         return;
     }
-    let Some(cache) = cache() else {
+    let Some((status, body)) = entry(answer) else {
         return;
     };
-    let (status, body) = match answer {
-        Some(record) => (200, Some(record.to_json())),
-        None => (404, None),
+    let Some(cache) = cache() else {
+        return;
     };
     let max_age = format!("max-age={hold_s}");
     let response = match respond::build(
@@ -104,6 +119,29 @@ mod tests {
         assert_eq!(key(&route), "https://s.example/_hop/answer/abc1234");
         // A code never holds a `/`, so no visit's URL is a cache entry.
         assert!(RouteKey::new("s.example", "_hop/answer/x").is_none());
+    }
+
+    /// No record that carries a link's secrets goes into the location's cache: not a
+    /// signed link's key, not a password link's hash, salt or cookie key.
+    #[test]
+    fn a_private_link_s_record_is_never_shared_with_the_location() {
+        let public = EdgeRecord::from_json(
+            r#"{"t":"https://e.example/","s":"active","r":302,"x":null,"v":1,"q":false}"#,
+        )
+        .expect("record");
+        assert_eq!(entry(Some(&public)).map(|(s, _)| s), Some(200));
+        assert_eq!(entry(None), Some((404, None)));
+        for access in [
+            r#"{"signed":{"key":"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"}}"#,
+            r#"{"password":{"salt":"0011","hash":"2233","iterations":100000,"key":"4455"}}"#,
+        ] {
+            let json = format!(
+                r#"{{"t":"https://e.example/","s":"active","r":302,"x":null,"v":1,"q":false,"ac":{access}}}"#
+            );
+            let private = EdgeRecord::from_json(&json).expect("a private record");
+            assert!(private.access.is_some(), "{json}");
+            assert_eq!(entry(Some(&private)), None, "{json}");
+        }
     }
 
     #[test]
