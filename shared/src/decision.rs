@@ -919,14 +919,15 @@ fn decide_known<'u>(
     let preview = extras
         .and_then(|e| e.preview)
         .filter(|_| !private && is_previewer(visit.client.user_agent));
+    let interstitial = record.interstitial || settings.interstitial;
     let page = match preview {
+        // A crawler gets the preview; behind an interstitial, without the refresh that
+        // would carry past it whoever only claims to be one.
         Some(preview) => {
             let short_url = format!("https://{}/{}", visit.route.domain(), visit.route.code());
-            Some(preview.page(&short_url, &location))
+            Some(preview.page(&short_url, &location, !interstitial))
         }
-        None if record.interstitial || settings.interstitial => {
-            Some(crate::interstitial::page(&location))
-        }
+        None if interstitial => Some(crate::interstitial::page(&location)),
         None => None,
     };
     let varies = extras.is_some_and(|e| !e.rules.is_empty() || e.preview.is_some());
@@ -1774,6 +1775,55 @@ mod tests {
         assert!(!serde_json::to_string(&DomainSettings::default())
             .unwrap()
             .contains("interstitial"));
+    }
+
+    /// On a domain of untrusted targets, a preview never carries a visitor past the
+    /// interstitial: people (in-app browsers of LINE and Snapchat among them) get the
+    /// interstitial, and a known crawler gets the preview's tags without the refresh to
+    /// the target (one that only claims to be a crawler gets no way past either).
+    #[test]
+    fn a_domain_s_interstitial_wins_over_a_preview_for_anyone_but_a_crawler() {
+        let warned = DomainSettings {
+            interstitial: true,
+            ..DomainSettings::default()
+        };
+        let rec = EdgeRecord {
+            preview: Some(Preview {
+                title: Some("Spring sale".into()),
+                ..Preview::default()
+            }),
+            ..active("https://shop.example/x")
+        };
+        let route = route();
+        let decide_for = |agent: &str| {
+            let visit = Visit {
+                client: ua(agent),
+                ..visit(&route, Method::Get, None)
+            };
+            decide(&visit, Some(&rec), &Denylist::default(), &warned)
+        };
+        for person in [
+            IPHONE,
+            "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 Safari Line/13.17.0",
+            "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/120.0 Mobile Safari/537.36 Snapchat/12.70.0.40 (like Safari/604.1)",
+        ] {
+            let d = decide_for(person);
+            let page = d.body.text().unwrap_or_default().to_owned();
+            assert_eq!((d.status, d.header("location")), (200, None), "{person}");
+            assert!(!page.contains("og:title"), "{person}: the preview, not the interstitial");
+            assert!(!page.contains("http-equiv=\"refresh\""), "{person}: {page}");
+        }
+        let d = decide_for(SLACKBOT);
+        let page = d.body.text().unwrap_or_default();
+        assert!(page.contains(r#"content="Spring sale""#), "{page}");
+        assert!(!page.contains("http-equiv=\"refresh\""), "{page}");
+        // Without the interstitial, the crawler's page still refreshes to the target.
+        let plain = run_as(&rec, ua(SLACKBOT), None, 0, &Denylist::default());
+        assert!(plain
+            .body
+            .text()
+            .unwrap_or_default()
+            .contains("url=https://shop.example/x"));
     }
 
     #[test]

@@ -37,9 +37,11 @@ pub const PREVIEWERS: &[&str] = &[
     "bluesky",
     "cardyb",
     "google-pagerenderer",
-    "snapchat",
+    // Snapchat's crawler; its in-app browser says `Snapchat/…`, and is a person.
+    "snap url preview",
     "viber",
-    "line/",
+    // LINE's crawler; its in-app browser says `Line/…`, and is a person.
+    "line-poker",
     "kakaotalk-scrap",
     "mattermost",
 ];
@@ -102,9 +104,10 @@ impl Preview {
     }
 
     /// The page a previewer gets for a link to `target` known as `short_url`: the
-    /// tags, a refresh to the target, and a plain link to it; no script, no external
-    /// asset but the owner's image.
-    pub fn page(&self, short_url: &str, target: &str) -> String {
+    /// tags, a refresh to the target (unless `refresh` is false: behind an interstitial,
+    /// no page carries a visitor on by itself), and a plain link to it; no script, no
+    /// external asset but the owner's image.
+    pub fn page(&self, short_url: &str, target: &str, refresh: bool) -> String {
         let mut tags = String::new();
         let mut meta = |property: &str, content: &str| {
             tags.push_str("<meta property=\"");
@@ -133,10 +136,14 @@ impl Preview {
         }
         let target = escape(target);
         let title = escape(self.title.as_deref().unwrap_or(short_url));
+        let refresh = if refresh {
+            format!("<meta http-equiv=\"refresh\" content=\"0; url={target}\">\n")
+        } else {
+            String::new()
+        };
         format!(
             "<!doctype html>\n<html><head><meta charset=\"utf-8\">\n<title>{title}</title>\n{tags}\
-             <meta http-equiv=\"refresh\" content=\"0; url={target}\">\n</head>\n\
-             <body><a href=\"{target}\">{target}</a></body></html>\n"
+             {refresh}</head>\n<body><a href=\"{target}\">{target}</a></body></html>\n"
         )
     }
 }
@@ -180,8 +187,19 @@ mod tests {
             "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
             "curl/8.5.0",
             "",
+            // In-app browsers are people: LINE's and Snapchat's name their app.
+            "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 Safari Line/13.17.0",
+            "Mozilla/5.0 (Linux; Android 13; SM-S911B) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/116.0 Mobile Safari/537.36 Line/13.16.1/IAB",
+            "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/120.0 Mobile Safari/537.36 Snapchat/12.70.0.40 (like Safari/604.1)",
         ] {
             assert!(!is_previewer(ua), "{ua}");
+        }
+        // Their crawlers are previewers.
+        for ua in [
+            "facebookexternalhit/1.1;line-poker/1.0",
+            "Mozilla/5.0 (compatible; Snap URL Preview Service; bot; snapchat; https://developers.snap.com/robots)",
+        ] {
+            assert!(is_previewer(ua), "{ua}");
         }
     }
 
@@ -206,6 +224,7 @@ mod tests {
         let page = preview.page(
             "https://s.example/spring",
             "https://shop.example/?a=1&b=\"2\"",
+            true,
         );
         assert!(
             page.contains(
@@ -253,10 +272,10 @@ mod tests {
         /// Whatever an owner writes, it cannot open a tag or leave an attribute.
         #[test]
         fn no_text_escapes_its_attribute(title in ".{0,50}", target in ".{0,50}") {
-            let page = Preview { title: Some(title), ..Preview::default() }.page("https://s.example/x", &target);
+            let page = Preview { title: Some(title), ..Preview::default() }.page("https://s.example/x", &target, true);
             let tags = page.matches('<').count();
             let expected = Preview { title: Some("t".into()), ..Preview::default() }
-                .page("https://s.example/x", "t")
+                .page("https://s.example/x", "t", true)
                 .matches('<')
                 .count();
             prop_assert_eq!(tags, expected);

@@ -7,6 +7,7 @@
 //! when its id is claimed for the first time, in the same transaction as the rollup
 //! increments, so a retried or replayed batch counts nothing twice.
 
+pub mod budget;
 pub mod lateness;
 pub mod recorder;
 pub mod stats;

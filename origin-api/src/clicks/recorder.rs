@@ -193,6 +193,8 @@ pub struct Recorder {
     metrics: Metrics,
     /// How far this process's clicks are written, for the stats' `data_as_of`.
     written: Progress,
+    /// Clicks per visitor a minute, as the edge counts them.
+    budget: Option<super::budget::ClickBudget>,
 }
 
 /// Clicks made before `complete_to` (Unix ms) are written, unless `outstanding` is
@@ -215,6 +217,7 @@ impl Recorder {
     pub fn new(enabled: bool, max_bytes: usize, owners: Owners, metrics: Metrics) -> Self {
         Recorder {
             shards: enabled.then(|| Shards::new(SHARD_ENTRIES)),
+            budget: enabled.then(super::budget::ClickBudget::default),
             writer: tokio::sync::Mutex::new(Writer {
                 window: Window::new(max_bytes),
                 spares: Vec::new(),
@@ -253,6 +256,17 @@ impl Recorder {
     /// Whether clicks are being recorded.
     pub fn enabled(&self) -> bool {
         self.shards.is_some()
+    }
+
+    /// Whether a click by `client` at `at` (Unix ms) is within its budget: an address
+    /// adds at most `CLICKS_PER_VISITOR_MINUTE` clicks a minute, as at each edge
+    /// isolate. Without an address (a request that did not come through the listener),
+    /// nothing is counted against one.
+    pub fn admits(&self, client: Option<std::net::IpAddr>, at: i64) -> bool {
+        match (&self.budget, client) {
+            (Some(budget), Some(client)) => budget.admit(client, at),
+            _ => true,
+        }
     }
 
     /// Counts a click (Unix ms `at`) without waiting.

@@ -227,6 +227,9 @@ fn record_click(
     if !state.recorder.enabled()
         || !counts_as_click(shared::Method::Get, decision.outcome)
         || decision.unrecorded
+        || !state
+            .recorder
+            .admits(state.proxies.client_ip(peer, headers), at)
     {
         return;
     }

@@ -284,6 +284,50 @@ async fn bad_batches_are_refused_and_bad_events_not_counted() {
     }
 }
 
+/// One visitor counts at most `CLICKS_PER_VISITOR_MINUTE` clicks a minute at the origin,
+/// as at each edge isolate: a script hammering a link through the origin cannot end a
+/// `max_visits` link for everyone, and every visit is still answered.
+#[tokio::test]
+async fn one_visitor_counts_at_most_its_budget_of_clicks_at_the_origin() {
+    for (api, t) in apis_with("clicks-budget", FLAGS).await {
+        let owner = api.key("ana", false).await;
+        let r = api
+            .create(
+                &owner,
+                json!({"target_url": "https://example.com/limited", "code": "limited-1", "max_visits": 150}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+        let budget = u64::from(shared::clicks::CLICKS_PER_VISITOR_MINUTE);
+        // Three budgets' worth: even straddling a minute's boundary, at most two count.
+        for _ in 0..budget * 3 {
+            let status = api
+                .visit_from(STRANGER, "GET", "/limited-1", HUMAN_UA, "")
+                .await;
+            assert_eq!(status, StatusCode::FOUND, "every visit is answered");
+        }
+        api.visit_from("198.51.100.9:40000", "GET", "/limited-1", HUMAN_UA, "")
+            .await;
+        api.state
+            .recorder
+            .flush(&api.state.clicks, &api.state.db)
+            .await;
+        let stats = api
+            .get_as(&owner, "/v1/links/s.example/limited-1/stats")
+            .await;
+        let visits = stats.body["totals"]["visits"].as_u64().unwrap_or(0);
+        assert!(
+            (budget + 1..=2 * budget + 1).contains(&visits),
+            "{}: {visits} visits counted of {} made by one visitor and 1 by another",
+            t.kind(),
+            3 * budget
+        );
+        let read = api.read(&owner, "s.example", "limited-1").await;
+        assert_eq!(read.body["exhausted"], false, "{}", read.text);
+        t.cleanup().await;
+    }
+}
+
 #[tokio::test]
 async fn the_origins_own_redirects_are_counted_as_clicks() {
     for (api, t) in apis_with("clicks-origin", FLAGS).await {
