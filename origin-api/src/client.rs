@@ -13,6 +13,38 @@ pub fn peer(req: &axum::http::request::Parts) -> Option<SocketAddr> {
         .map(|axum::extract::ConnectInfo(a)| *a)
 }
 
+/// Whether a connection to `ip:port` would reach a listener bound to `listen`: its own
+/// address, or, for a wildcard listener (`0.0.0.0`, `[::]`), any address of this
+/// machine: a loopback or unspecified address, or any interface's. (`[::]` takes IPv4
+/// too on most systems, so either wildcard counts for both families.)
+pub fn reaches_listener(listen: SocketAddr, ip: IpAddr, port: u16) -> bool {
+    if port != listen.port() {
+        return false;
+    }
+    let ip = ip.to_canonical();
+    if ip == listen.ip().to_canonical() {
+        return true;
+    }
+    listen.ip().is_unspecified()
+        && (ip.is_loopback() || ip.is_unspecified() || interface_addresses().contains(&ip))
+}
+
+/// The addresses of this machine's interfaces (none when they cannot be read).
+fn interface_addresses() -> Vec<IpAddr> {
+    let Ok(interfaces) = nix::ifaddrs::getifaddrs() else {
+        return Vec::new();
+    };
+    interfaces
+        .filter_map(|i| i.address)
+        .filter_map(|a| {
+            a.as_sockaddr_in()
+                .map(|v4| IpAddr::V4(v4.ip()))
+                .or_else(|| a.as_sockaddr_in6().map(|v6| IpAddr::V6(v6.ip())))
+        })
+        .map(|ip| ip.to_canonical())
+        .collect()
+}
+
 /// The operator's proxies and the headers they set.
 #[derive(Debug, Clone)]
 pub struct Proxies {
@@ -81,6 +113,34 @@ impl Proxies {
 
 #[cfg(test)]
 mod tests {
+    /// A wildcard listener is reached at every address of the machine: a target on any
+    /// of them with the listener's port is a loop, not only one on `0.0.0.0`.
+    #[test]
+    fn a_wildcard_listener_is_reached_at_every_address_of_the_machine() {
+        let ip = |s: &str| -> IpAddr { s.parse().unwrap() };
+        let any: SocketAddr = "0.0.0.0:3000".parse().unwrap();
+        for reached in [
+            "127.0.0.1",
+            "127.0.0.2",
+            "0.0.0.0",
+            "::1",
+            "::ffff:127.0.0.1",
+        ] {
+            assert!(reaches_listener(any, ip(reached), 3000), "{reached}");
+        }
+        let own = interface_addresses();
+        if let Some(own) = own.iter().find(|a| !a.is_loopback()) {
+            assert!(reaches_listener(any, *own, 3000), "{own}");
+        }
+        assert!(!reaches_listener(any, ip("8.8.8.8"), 3000));
+        assert!(!reaches_listener(any, ip("127.0.0.1"), 3001));
+        let one: SocketAddr = "127.0.0.1:3000".parse().unwrap();
+        assert!(reaches_listener(one, ip("127.0.0.1"), 3000));
+        assert!(!reaches_listener(one, ip("127.0.0.2"), 3000));
+        let v6: SocketAddr = "[::]:3000".parse().unwrap();
+        assert!(reaches_listener(v6, ip("127.0.0.1"), 3000));
+    }
+
     use super::*;
 
     fn proxies() -> Proxies {

@@ -8,8 +8,10 @@
 //! a link it holds at an older version (or as unknown) is read again, a ban change
 //! makes it read the denylist again, and a domain change its settings and the served
 //! domains. Notifications are not durable: while the listening
-//! connection is down they are lost, so every (re)connection forgets the whole cache,
-//! and the TTL stays as the bound should one be lost otherwise. SQLite has one process
+//! connection is down they are lost, so every (re)connection forgets the whole cache
+//! once it listens again (not when the loss is noticed: what visits read back in
+//! between could change unannounced), and the TTL stays as the bound should one be lost
+//! otherwise. SQLite has one process
 //! per file, so it needs none of this.
 
 use crate::db::Db;
@@ -62,14 +64,15 @@ pub async fn listen(state: AppState, mut stop: watch::Receiver<bool>) {
             };
             match next {
                 Ok(Some(n)) => handle(&state, n.channel(), n.payload()).await,
-                // The connection was lost (and is made again on the next call): what
-                // was announced meanwhile is lost.
+                // The connection was lost: what is announced until it listens again is
+                // lost. It is made again above, and the cache forgotten only once it
+                // listens: forgotten now, the entries visits read back before then could
+                // be changed unannounced and held to their TTL.
                 Ok(None) => {
                     tracing::warn!(
-                        "lost the notification connection; forgetting the redirect cache"
+                        "lost the notification connection; the redirect cache is forgotten once it listens again"
                     );
-                    state.cache.forget_all();
-                    state.metrics.freshness_connects.inc();
+                    break;
                 }
                 Err(e) => {
                     tracing::warn!("listening for other origins' changes: {e}");

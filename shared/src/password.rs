@@ -268,9 +268,9 @@ macro_rules! form_page {
             "</head><body><h1>Password required</h1>",
             "<p>This link is protected. Enter its password to continue.</p>",
             $note,
-            "<form method=\"post\"><label for=\"password\">Password</label>",
+            "<form method=\"post\" autocomplete=\"off\"><label for=\"password\">Password</label>",
             "<input id=\"password\" type=\"password\" name=\"password\" ",
-            "autocomplete=\"current-password\" required autofocus>",
+            "autocomplete=\"off\" required autofocus>",
             "<button type=\"submit\">Continue</button></form></body></html>\n"
         )
     };
@@ -423,9 +423,14 @@ mod tests {
     #[test]
     fn the_form_loads_nothing_and_names_nothing_of_the_target() {
         for page in [FORM, FORM_WRONG, FORM_LIMITED] {
-            assert!(page.contains("<form method=\"post\">"));
+            assert!(page.contains("<form method=\"post\""));
             assert!(!page.contains("src="), "no external asset");
             assert!(!page.contains("http"), "no URL at all");
+            // Every link of a domain shares its origin, which is all a password manager
+            // keys a saved password by: the form does not invite one to fill in (nor
+            // to save as a login) the password of one link on another.
+            assert!(page.contains("autocomplete=\"off\""), "{page}");
+            assert!(!page.contains("current-password"), "{page}");
         }
     }
 

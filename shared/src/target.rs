@@ -130,6 +130,11 @@ fn ipv6_non_public(a: Ipv6Addr) -> Option<&'static str> {
         _ if a.is_unspecified() => "an unspecified address",
         [0, 0, 0, 0, 0, 0, _, _] => return ipv4_non_public(embedded(s[6], s[7])),
         [0x64, 0xff9b, 0, 0, 0, 0, hi, lo] => return ipv4_non_public(embedded(hi, lo)),
+        // IPv4-translated addresses (RFC 2765, `::ffff:0:0:0/96`) are for a stateless
+        // translator inside a network, and NAT64's local-use prefix (RFC 8215,
+        // `64:ff9b:1::/48`) for a network's own translator: neither is a public site.
+        [0, 0, 0, 0, 0xffff, 0, _, _] => "an IPv4-translated address",
+        [0x64, 0xff9b, 1, ..] => "a NAT64 address of a local network",
         [0x2002, hi, lo, ..] => return ipv4_non_public(embedded(hi, lo)),
         [x, ..] if x & 0xfe00 == 0xfc00 => "a private (unique local) address",
         [x, ..] if x & 0xffc0 == 0xfe80 => "a link-local address",
@@ -271,6 +276,12 @@ mod tests {
             "http://[::ffff:a9fe:a9fe]/",
             "http://[64:ff9b::a9fe:a9fe]/",
             "http://[2002:7f00:1::]/",
+            // IPv4-translated (RFC 2765) and NAT64 local-use (RFC 8215) reach IPv4, or a
+            // network's own translator.
+            "http://[::ffff:0:7f00:1]/",
+            "http://[::ffff:0:808:808]/",
+            "http://[64:ff9b:1::a9fe:a9fe]/",
+            "http://[64:ff9b:1::808:808]/",
             "http://[fd00::1]/",
             "http://[fe80::1]/",
             "http://10.0.0.1/",

@@ -96,8 +96,10 @@ pub(crate) async fn redirect_url(
             ));
         }
     }
-    let listen = settings.listen;
-    if target.ip() == Some(listen.ip()) && target.port() == listen.port() {
+    if target
+        .ip()
+        .is_some_and(|ip| crate::client::reaches_listener(settings.listen, ip, target.port()))
+    {
         return Err(AppError::invalid(
             field,
             format!(

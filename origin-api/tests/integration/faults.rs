@@ -135,6 +135,21 @@ async fn a_database_that_is_gone_answers_503_with_retry_after() {
         let visit = api.visit("GET", "s.example", "/some-alias").await;
         assert_eq!(visit.status, StatusCode::SERVICE_UNAVAILABLE);
         assert!(visit.headers.contains_key(header::RETRY_AFTER));
+        // A create needs the database to write the link, whatever ids are in hand: the
+        // runbook's "segment source down" says so.
+        let create = api
+            .create(
+                &token,
+                serde_json::json!({ "target_url": "https://dest.example/" }),
+            )
+            .await;
+        assert_eq!(
+            create.status,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "{}",
+            create.text
+        );
+        assert!(create.headers.contains_key(header::RETRY_AFTER));
         t.cleanup().await;
     }
 }
