@@ -9,16 +9,7 @@ use serde_json::{json, Value};
 
 /// The fingerprints the `idempotency` table holds.
 async fn fingerprints(api: &Api) -> Vec<String> {
-    let rows: Vec<(String,)> = api
-        .state
-        .db
-        .reader()
-        .await
-        .expect("reader")
-        .conn()
-        .fetch_all("SELECT request_hash FROM idempotency", &[])
-        .await
-        .expect("read");
+    let rows: Vec<(String,)> = api.rows("SELECT request_hash FROM idempotency").await;
     rows.into_iter().map(|(h,)| h).collect()
 }
 
@@ -29,17 +20,7 @@ async fn post_with_key(
     key: &str,
     body: &Value,
 ) -> crate::common::Reply {
-    use axum::body::Body;
-    use axum::http::{header, Request};
-    api.send(
-        Request::post(path)
-            .header(header::AUTHORIZATION, format!("Bearer {token}"))
-            .header(header::CONTENT_TYPE, "application/json")
-            .header("idempotency-key", key)
-            .body(Body::from(body.to_string()))
-            .expect("request"),
-    )
-    .await
+    api.post_json_idempotent(token, path, key, body).await
 }
 
 #[tokio::test]

@@ -1060,15 +1060,8 @@ async fn concurrent_bans_each_get_a_snapshot_version_and_the_last_holds_them_all
 
 impl Api {
     async fn create_with_key(&self, token: &str, key: &str, body: Value) -> Reply {
-        self.send(
-            Request::post("/v1/links")
-                .header(header::AUTHORIZATION, format!("Bearer {token}"))
-                .header(header::CONTENT_TYPE, "application/json")
-                .header("idempotency-key", key)
-                .body(Body::from(body.to_string()))
-                .expect("request"),
-        )
-        .await
+        self.post_json_idempotent(token, "/v1/links", key, &body)
+            .await
     }
 }
 

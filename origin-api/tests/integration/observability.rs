@@ -2,8 +2,7 @@
 //! (`deploy/prometheus`, `deploy/grafana`), and how fresh the stats say they are.
 
 use crate::common::{apis, apis_with, Api, Reply};
-use axum::body::Body;
-use axum::http::{header, Request, StatusCode};
+use axum::http::StatusCode;
 use origin_api::model::time::{now_ms, parse_rfc3339};
 use serde_json::{json, Value};
 
@@ -19,15 +18,8 @@ fn must(metrics: &str, series: &str) -> f64 {
 }
 
 async fn create_with_key(api: &Api, token: &str, key: &str, body: &Value) -> Reply {
-    api.send(
-        Request::post("/v1/links")
-            .header(header::AUTHORIZATION, format!("Bearer {token}"))
-            .header(header::CONTENT_TYPE, "application/json")
-            .header("idempotency-key", key)
-            .body(Body::from(body.to_string()))
-            .expect("request"),
-    )
-    .await
+    api.post_json_idempotent(token, "/v1/links", key, body)
+        .await
 }
 
 #[tokio::test]

@@ -314,6 +314,25 @@ impl Api {
         .await
     }
 
+    /// `POST path` with a JSON body, as `token`, under `Idempotency-Key: key`.
+    pub async fn post_json_idempotent(
+        &self,
+        token: &str,
+        path: &str,
+        key: &str,
+        body: &Value,
+    ) -> Reply {
+        self.send(
+            Request::post(path)
+                .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                .header(header::CONTENT_TYPE, "application/json")
+                .header("idempotency-key", key)
+                .body(Body::from(body.to_string()))
+                .expect("request"),
+        )
+        .await
+    }
+
     pub async fn create(&self, token: &str, body: Value) -> Reply {
         self.post_json(token, "/v1/links", &body).await
     }
@@ -348,18 +367,25 @@ impl Api {
     }
 
     pub async fn count(&self, table: &str) -> i64 {
-        let sql = format!("SELECT COUNT(*) FROM {table}");
-        let (n,): (i64,) = self
-            .state
+        let [(n,)]: [(i64,); 1] = self
+            .rows(&format!("SELECT COUNT(*) FROM {table}"))
+            .await
+            .try_into()
+            .expect("one count");
+        n
+    }
+
+    /// The rows `sql` reads.
+    pub async fn rows<T: origin_api::store::sql::Row>(&self, sql: &str) -> Vec<T> {
+        self.state
             .db
             .reader()
             .await
             .expect("reader")
             .conn()
-            .fetch_one(&sql, &[])
+            .fetch_all(sql, &[])
             .await
-            .expect("count");
-        n
+            .expect("read")
     }
 
     pub async fn exec(&self, sql: &str) {
