@@ -24,50 +24,106 @@ use tokio::sync::watch;
 /// The longest wait between two attempts to listen.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
+/// Where notifications come from: PostgreSQL's `LISTEN` in production, a script in the
+/// tests (which is how the order of "listening again" and "forgetting" is tested
+/// without racing a real connection).
+trait Feed {
+    /// Connects and listens on every channel; an error is retried with backoff.
+    async fn listen(&mut self) -> Result<(), sqlx::Error>;
+    /// The next `(channel, payload)`, or `None` once the connection is lost.
+    async fn next(&mut self) -> Result<Option<(String, String)>, sqlx::Error>;
+}
+
+struct Postgres {
+    pool: sqlx::PgPool,
+    listener: Option<PgListener>,
+}
+
+impl Feed for Postgres {
+    async fn listen(&mut self) -> Result<(), sqlx::Error> {
+        self.listener = None;
+        let mut listener = PgListener::connect_with(&self.pool).await?;
+        listener
+            .listen_all([LINKS_CHANNEL, BANS_CHANNEL, DOMAINS_CHANNEL])
+            .await?;
+        self.listener = Some(listener);
+        Ok(())
+    }
+
+    async fn next(&mut self) -> Result<Option<(String, String)>, sqlx::Error> {
+        let Some(listener) = self.listener.as_mut() else {
+            return Ok(None);
+        };
+        // `try_recv` would reconnect by itself on the call after a loss, listening
+        // again without telling; `None` hands the reconnection to `follow`, which
+        // forgets the cache once it listens.
+        Ok(listener
+            .try_recv()
+            .await?
+            .map(|n| (n.channel().to_owned(), n.payload().to_owned())))
+    }
+}
+
+/// What the loop tells: that it listens (again), and each notification.
+trait Follower {
+    fn listening(&self);
+    async fn notified(&self, channel: &str, payload: &str);
+}
+
+impl Follower for AppState {
+    fn listening(&self) {
+        // Whatever was held may have changed while nobody listened.
+        self.cache.forget_all();
+        self.metrics.freshness_connects.inc();
+    }
+
+    async fn notified(&self, channel: &str, payload: &str) {
+        handle(self, channel, payload).await;
+    }
+}
+
 /// Listens until `stop` turns true (returns at once on SQLite).
-pub async fn listen(state: AppState, mut stop: watch::Receiver<bool>) {
+pub async fn listen(state: AppState, stop: watch::Receiver<bool>) {
     let Db::Postgres(pool) = &state.db else {
         return;
     };
+    let feed = Postgres {
+        pool: pool.clone(),
+        listener: None,
+    };
+    follow(feed, &state, stop).await;
+}
+
+/// The loop: listen (with backoff), then hand each notification to the follower until
+/// the connection is lost, and again. `listening` is told each time it listens, after the
+/// `LISTEN` took effect, and never when the loss is noticed: forgotten then, what visits
+/// read back before it listens again could be changed unannounced and held to the TTL.
+async fn follow(mut feed: impl Feed, follower: &impl Follower, mut stop: watch::Receiver<bool>) {
     let mut backoff = Duration::from_millis(100);
     loop {
-        let connected = async {
-            let mut listener = PgListener::connect_with(pool).await?;
-            listener
-                .listen_all([LINKS_CHANNEL, BANS_CHANNEL, DOMAINS_CHANNEL])
-                .await?;
-            Ok::<_, sqlx::Error>(listener)
-        };
-        let mut listener = tokio::select! {
-            l = connected => match l {
-                Ok(l) => l,
-                Err(e) => {
-                    tracing::warn!("cannot listen for other origins' changes: {e}");
-                    tokio::select! {
-                        _ = tokio::time::sleep(backoff) => {}
-                        _ = stop.changed() => return,
-                    }
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
-                    continue;
-                }
-            },
+        let connected = tokio::select! {
+            c = feed.listen() => c,
             _ = stop.changed() => return,
         };
-        // Whatever was held may have changed while nobody listened.
-        state.cache.forget_all();
-        state.metrics.freshness_connects.inc();
+        if let Err(e) = connected {
+            tracing::warn!("cannot listen for other origins' changes: {e}");
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {}
+                _ = stop.changed() => return,
+            }
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+            continue;
+        }
+        follower.listening();
         backoff = Duration::from_millis(100);
         loop {
             let next = tokio::select! {
-                n = listener.try_recv() => n,
+                n = feed.next() => n,
                 _ = stop.changed() => return,
             };
             match next {
-                Ok(Some(n)) => handle(&state, n.channel(), n.payload()).await,
-                // The connection was lost: what is announced until it listens again is
-                // lost. It is made again above, and the cache forgotten only once it
-                // listens: forgotten now, the entries visits read back before then could
-                // be changed unannounced and held to their TTL.
+                Ok(Some((channel, payload))) => follower.notified(&channel, &payload).await,
+                // What is announced until it listens again is lost.
                 Ok(None) => {
                     tracing::warn!(
                         "lost the notification connection; the redirect cache is forgotten once it listens again"
@@ -104,5 +160,131 @@ async fn handle(state: &AppState, channel: &str, payload: &str) {
         BANS_CHANNEL => state.cache.bans_changed(),
         DOMAINS_CHANNEL => state.cache.domains_changed(),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use tokio::sync::mpsc;
+
+    /// A feed played by the test: each step is what the next call returns, sent when
+    /// the test decides.
+    enum Step {
+        Listens,
+        Notifies(&'static str),
+        Loses,
+    }
+
+    /// The steps to play, and the log it writes "lost" to when it plays a loss.
+    struct Script(mpsc::UnboundedReceiver<Step>, Log);
+
+    impl Script {
+        async fn step(&mut self) -> Step {
+            // A script that ran out waits for `stop`.
+            let step = match self.0.recv().await {
+                Some(step) => step,
+                None => std::future::pending().await,
+            };
+            if let Step::Loses = step {
+                push(&self.1, "lost");
+            }
+            step
+        }
+    }
+
+    impl Feed for Script {
+        async fn listen(&mut self) -> Result<(), sqlx::Error> {
+            match self.step().await {
+                Step::Listens => Ok(()),
+                _ => Err(sqlx::Error::PoolClosed),
+            }
+        }
+        async fn next(&mut self) -> Result<Option<(String, String)>, sqlx::Error> {
+            Ok(match self.step().await {
+                Step::Notifies(payload) => Some((LINKS_CHANNEL.to_owned(), payload.to_owned())),
+                _ => None,
+            })
+        }
+    }
+
+    /// What happened, in order: "forgot", each notification, "lost", and the visits the
+    /// test makes read a link back while the connection is down. A watch channel, so
+    /// the test awaits an entry instead of spinning (a spinning test never lets paused
+    /// time advance).
+    type Log = Arc<watch::Sender<Vec<String>>>;
+
+    fn new_log() -> Log {
+        Arc::new(watch::Sender::new(Vec::new()))
+    }
+
+    fn push(log: &Log, what: &str) {
+        log.send_modify(|l| l.push(what.to_owned()));
+    }
+
+    /// Logs what the loop tells it, as the redirect cache would act on it.
+    struct Logged(Log);
+
+    impl Follower for Logged {
+        fn listening(&self) {
+            push(&self.0, "forgot");
+        }
+        async fn notified(&self, _: &str, payload: &str) {
+            push(&self.0, payload);
+        }
+    }
+
+    async fn until_logged(log: &Log, n: usize) {
+        log.subscribe()
+            .wait_for(|l| l.len() >= n)
+            .await
+            .expect("the log outlives the test");
+    }
+
+    #[tokio::test]
+    async fn a_lost_connection_forgets_the_cache_after_listening_again_not_before() {
+        let (play, script) = mpsc::unbounded_channel();
+        let (stop_tx, stop) = watch::channel(false);
+        let log = new_log();
+        let following = tokio::spawn({
+            let log = log.clone();
+            async move { follow(Script(script, log.clone()), &Logged(log), stop).await }
+        });
+        play.send(Step::Listens).expect("play");
+        play.send(Step::Notifies("1 s.example/a")).expect("play");
+        until_logged(&log, 2).await;
+        play.send(Step::Loses).expect("play");
+        until_logged(&log, 3).await;
+        // While nobody listens, a visit reads a link back into the cache; a change made
+        // now is announced to nobody.
+        push(&log, "read back");
+        play.send(Step::Listens).expect("play");
+        until_logged(&log, 5).await;
+        stop_tx.send(true).expect("stop");
+        following.await.expect("follow");
+        assert_eq!(
+            *log.borrow(),
+            ["forgot", "1 s.example/a", "lost", "read back", "forgot"],
+            "the cache must be forgotten once it listens again, after what was read back meanwhile"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failed_listen_is_retried_and_forgets_only_once_it_listens() {
+        let (play, script) = mpsc::unbounded_channel();
+        let (stop_tx, stop) = watch::channel(false);
+        let log = new_log();
+        tokio::time::pause();
+        let following = tokio::spawn({
+            let log = log.clone();
+            async move { follow(Script(script, log.clone()), &Logged(log), stop).await }
+        });
+        play.send(Step::Loses).expect("play"); // the first LISTEN fails
+        play.send(Step::Listens).expect("play");
+        until_logged(&log, 2).await;
+        stop_tx.send(true).expect("stop");
+        following.await.expect("follow");
+        assert_eq!(*log.borrow(), ["lost", "forgot"]);
     }
 }

@@ -39,7 +39,11 @@ PY
 }
 
 # origin_load_lua DIR: writes DIR/random.lua. Its arguments: a file of codes, "in-turn"
-# or "random", and optionally "browser" (send a browser's User-Agent and a Referer). It
+# or "random", and optionally "browser" (send a browser's User-Agent and a Referer, and
+# come from many addresses: an `X-Forwarded-For` drawn per request from the 131,072 of
+# 198.18.0.0/15, which an origin started with HOP_TRUSTED_PROXIES=127.0.0.1 believes, so
+# that its per-visitor click budget (60 a minute) counts visits as it would from a
+# crowd, not from one address). It
 # prints "RESULT requests duration_us p50_us p99_us socket_errors non_2xx_3xx".
 # DIR/once.lua is the same with "once": in turn, and the thread stops as soon as every
 # code has been answered, a pass by count, not by time. wrk itself still waits out -d, so
@@ -50,6 +54,7 @@ origin_load_lua() {
   cat >"$1/random.lua" <<'LUA'
 local codes = {}
 local in_turn, once, next_code, answered, done_file = false, false, 0, 0, nil
+local crowd = false
 init = function(args)
   for line in io.lines(args[1]) do codes[#codes + 1] = "/" .. line end
   once = args[2] == "once"
@@ -59,12 +64,17 @@ init = function(args)
     -- What a browser sends, so that a click has its user agent and referrer to reduce.
     wrk.headers["User-Agent"] = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36"
     wrk.headers["Referer"] = "https://www.news.example/today?id=42"
+    crowd = true
   end
   math.randomseed(os.time() + math.floor(os.clock() * 1000000))
 end
 -- The short domain the links live on (the origin resolves the Host header).
 wrk.headers["Host"] = "s.example"
 request = function()
+  if crowd then
+    local a = math.random(0, 131071)
+    wrk.headers["X-Forwarded-For"] = string.format("198.%d.%d.%d", 18 + math.floor(a / 65536), math.floor(a / 256) % 256, a % 256)
+  end
   if in_turn then
     next_code = next_code % #codes + 1
     return wrk.format("GET", codes[next_code])
