@@ -1,20 +1,25 @@
-//! Click events: reported after the response is chosen, delivered to the origin by the
+//! Clicks: counted after the response is chosen, delivered to the origin by the
 //! worker's own queue consumer.
 //!
-//! The redirect path hands each click to the `CLICKS` queue inside `waitUntil`, so the
-//! visitor's response never waits on it (docs/analytics.md). The queue keeps what it
-//! accepted: its consumer ([`consume`]) posts batches to the origin's
-//! `/v1/edge/clicks` and asks for them again, later, while the origin cannot take them.
-//! The origin counts each event id once, so a batch delivered twice counts once.
+//! The redirect path adds each click to the isolate's tally (`shared::tally`); once a
+//! window, inside `waitUntil`, the tally goes to the `CLICKS` queue as a few messages
+//! with the isolate's health report, so the visitor's response never waits on it and
+//! the queue takes a message a window instead of one a click (docs/analytics.md). The
+//! queue keeps what it accepted: its consumer ([`consume`]) posts batches to the
+//! origin's `/v1/edge/clicks` and asks for them again, later, while the origin cannot
+//! take them. The origin counts each message's id once, so a batch delivered twice
+//! counts once.
 
 use crate::names;
 use futures_util::future::{select, Either};
 use shared::clicks::{ClickEvent, Visitor, VisitorBudget, CLICKS_PATH, CLICKS_PER_VISITOR_MINUTE};
+use shared::tally::{Fault, Outbox, Tally, TallyRow, TALLY_WINDOW_MS};
 use shared::RouteKey;
 use std::time::Duration;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use worker::js_sys::{Array, Object, Promise, Reflect};
+use worker::wasm_bindgen_futures::{future_to_promise, JsFuture};
 use worker::worker_sys::Context;
 use worker::{
     console_error, console_log, web_sys, Delay, Env, Fetch, Headers, Method, Request, RequestInit,
@@ -79,9 +84,37 @@ pub(crate) struct Click<'a> {
     pub(crate) country: Option<Option<&'a str>>,
 }
 
-/// Sends the click to the queue in the background. Whatever fails here is logged; the
-/// visitor already has their answer.
-pub(crate) fn report(env: &Env, ctx: &Context, request: &web_sys::Request, click: Click<'_>) {
+/// Schedules the window's send if none is: the first visit of a window does,
+/// [`TALLY_WINDOW_MS`] later, inside its `waitUntil`, so an isolate that goes idle still
+/// sends what it counted (its clicks, and its health). One check of a flag per visit.
+pub(crate) fn schedule(env: &Env, ctx: &Context, request: &web_sys::Request) {
+    if TALLYING.with_borrow(|t| t.scheduled) {
+        return;
+    }
+    let Ok(queue) = Reflect::get(env, &names::js(CLICKS)) else {
+        return;
+    };
+    if queue.is_undefined() {
+        // A deployment without the queue binding records no clicks and reports nothing.
+        return;
+    }
+    crate::health::note_location(request);
+    TALLYING.with_borrow_mut(|t| t.scheduled = true);
+    let queue: Queue = queue.unchecked_into();
+    let window = future_to_promise(async move {
+        Delay::from(Duration::from_millis(TALLY_WINDOW_MS)).await;
+        send_window(&queue).await;
+        Ok(JsValue::UNDEFINED)
+    });
+    if let Err(e) = ctx.wait_until(&window) {
+        TALLYING.with_borrow_mut(|t| t.scheduled = false);
+        console_error!("clicks: cannot schedule the window's send: {e:?}");
+    }
+}
+
+/// Counts the click in the isolate's tally, sent by the window [`schedule`] set up.
+/// Whatever fails here is logged; the visitor already has their answer.
+pub(crate) fn report(env: &Env, request: &web_sys::Request, click: Click<'_>) {
     let Ok(queue) = Reflect::get(env, &names::js(CLICKS)) else {
         return;
     };
@@ -117,25 +150,75 @@ pub(crate) fn report(env: &Env, ctx: &Context, request: &web_sys::Request, click
         header("referer").as_deref(),
         country,
     );
-    let event = ClickEvent::new(
-        random_uuid(),
-        click.route.to_string(),
-        click.version,
-        i64::try_from(click.at_ms).unwrap_or(i64::MAX),
-        click.status,
-        visitor,
-    )
-    .with_variant(click.variant);
-    let Ok(body) = serde_json::to_string(&event) else {
-        return;
-    };
-    match queue.unchecked_into::<Queue>().send(&body) {
-        Ok(sent) => {
-            if let Err(e) = ctx.wait_until(&sent) {
-                console_error!("click for {}: {e:?}", click.route);
+    let row = TallyRow::of(
+        ClickEvent::new(
+            String::new(),
+            click.route.to_string(),
+            click.version,
+            i64::try_from(click.at_ms).unwrap_or(i64::MAX),
+            click.status,
+            visitor,
+        )
+        .with_variant(click.variant),
+    );
+    TALLYING.with_borrow_mut(|t| t.tally.add(&row));
+}
+
+/// An isolate's clicks: the window being counted, the messages the queue has not taken
+/// yet, and whether the window's send is scheduled.
+#[derive(Default)]
+struct Tallying {
+    tally: Tally,
+    outbox: Outbox,
+    scheduled: bool,
+}
+
+thread_local! {
+    static TALLYING: std::cell::RefCell<Tallying> = std::cell::RefCell::new(Tallying::default());
+}
+
+/// Seals the window and sends it with whatever the queue refused before; what it
+/// refuses now is kept for the next window (and tried again here a few times, within
+/// `waitUntil`'s 30 s, in case no click comes to schedule one).
+async fn send_window(queue: &Queue) {
+    let now_ms = worker::Date::now().as_millis();
+    let health = crate::health::take(now_ms);
+    let mut messages = TALLYING.with_borrow_mut(|t| {
+        t.scheduled = false;
+        let dropped = t.outbox.take_dropped();
+        for sealed in t.tally.seal(
+            i64::try_from(now_ms).unwrap_or(i64::MAX),
+            dropped,
+            health,
+            random_uuid,
+        ) {
+            t.outbox.keep(sealed);
+        }
+        t.outbox.take()
+    });
+    for retry_s in [0, 2, 8] {
+        if retry_s > 0 {
+            Delay::from(Duration::from_secs(retry_s)).await;
+            // Another window may have sent what was kept meanwhile.
+            messages = TALLYING.with_borrow_mut(|t| t.outbox.take());
+        }
+        for message in messages.drain(..) {
+            let sent = match queue.send(&message.body) {
+                Ok(promise) => JsFuture::from(promise).await.map(|_| ()),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = sent {
+                console_error!(
+                    "clicks: the queue refused a tally of {} clicks ({e:?}); kept to send again",
+                    message.clicks
+                );
+                crate::health::fault(Fault::QueueRefused);
+                TALLYING.with_borrow_mut(|t| t.outbox.keep(message));
             }
         }
-        Err(e) => console_error!("click for {}: the queue refused it: {e:?}", click.route),
+        if TALLYING.with_borrow(|t| t.outbox.is_empty()) {
+            return;
+        }
     }
 }
 
@@ -151,36 +234,57 @@ enum Delivery {
 /// The queue consumer: posts a batch to the origin, or has the queue deliver it again.
 pub(crate) async fn consume(batch: MessageBatch, env: Env) -> Result<(), JsValue> {
     let messages = batch.messages();
-    let mut body = String::from(r#"{"events":["#);
+    // Tallies, and single events an edge before tallies may have left in the queue.
+    let mut tallies = String::new();
+    let mut events = String::new();
     let mut attempts = 1u32;
-    let mut first = true;
+    let mut clicks = 0u64;
     for m in messages.iter() {
         let m: Message = m.unchecked_into();
         attempts = attempts.max(m.attempts() as u32);
-        // Each body is one event's JSON, written by `report`; anything else is not ours.
-        let Some(event) = m.body().as_string().filter(|b| b.starts_with('{')) else {
+        // Each body is one tally's or one event's JSON, written by this worker;
+        // anything else is not ours.
+        let Some(body) = m.body().as_string() else {
             continue;
         };
-        if !first {
-            body.push(',');
-        }
-        body.push_str(&event);
-        first = false;
+        let list = if body.starts_with(r#"{"batch_id":"#) {
+            clicks += shared::tally::clicks_in(&body);
+            &mut tallies
+        } else if body.starts_with(r#"{"event_id":"#) {
+            clicks += 1;
+            &mut events
+        } else {
+            continue;
+        };
+        list.push(if list.is_empty() { '[' } else { ',' });
+        list.push_str(&body);
     }
-    body.push_str("]}");
-    if first {
+    if tallies.is_empty() && events.is_empty() {
         return Ok(());
     }
+    let mut body = String::from("{");
+    for (name, list) in [("tallies", tallies), ("events", events)] {
+        if !list.is_empty() {
+            if body.len() > 1 {
+                body.push(',');
+            }
+            body.push_str(&format!(r#""{name}":{list}]"#));
+        }
+    }
+    body.push('}');
     match post(&env, body).await {
         Delivery::Done => {
             // One line per batch acknowledged: what an operator tailing the worker (and
             // a test waiting for the queue to drain) counts deliveries by.
-            console_log!("clicks: delivered {} events", messages.length());
+            console_log!(
+                "clicks: delivered {clicks} clicks in {} messages",
+                messages.length()
+            );
             Ok(())
         }
         Delivery::Refused(why) => {
             console_error!(
-                "clicks: the origin refused a batch of {}: {why}",
+                "clicks: the origin refused a batch of {} messages ({clicks} clicks): {why}",
                 messages.length()
             );
             Ok(())
@@ -193,7 +297,7 @@ pub(crate) async fn consume(batch: MessageBatch, env: Env) -> Result<(), JsValue
                 .unwrap_or(RETRY_BASE_S);
             let delay = shared::clicks::retry_delay_s(base, attempts, MAX_RETRY_DELAY_S);
             console_error!(
-                "clicks: delivering {} events failed ({why}); retrying in {delay} s",
+                "clicks: delivering {} messages ({clicks} clicks) failed ({why}); retrying in {delay} s",
                 messages.length()
             );
             let options = Object::new();

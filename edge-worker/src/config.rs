@@ -51,6 +51,7 @@ pub(crate) async fn refresh(kv: &Kv, domain: &str, now_ms: u64) -> Settings {
         }
         Err(e) => {
             console_error!("settings of {domain} unreadable, keeping the last copy: {e}");
+            crate::health::fault(shared::tally::Fault::KvRead);
             HELD.with_borrow(|held| held.get(domain).and_then(|h| h.value().clone()))
         }
     }

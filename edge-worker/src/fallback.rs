@@ -12,17 +12,18 @@
 //! is the I/O.
 
 use crate::answer_cache;
+use crate::health;
 use crate::kv::Kv;
-use futures_util::future::{select, Either};
 use shared::activation::{may_be_new, ActivationMeta, NewCode};
 use shared::fallback::{Answers, Held, UndatedBudget};
 use shared::sync::activation_key;
+use shared::tally::Fault;
 use shared::{CodeKind, CodeSpace, EdgeRecord, KeyRing, RouteKey};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::time::Duration;
 use worker::worker_sys::Context;
-use worker::{console_error, Date, Delay, Env, Fetch, Headers, Method, Request, RequestInit};
+use worker::{console_error, Date, Env};
 
 /// How long this isolate trusts its copy of a domain's activation meta.
 const META_HOLD_MS: u64 = 2_000;
@@ -158,12 +159,17 @@ pub(crate) async fn resolve(env: &Env, ctx: &Context, route: &RouteKey, ask: New
             if ask == NewCode::Undatable && !STATE.with_borrow_mut(|s| s.undated.admit(now)) {
                 // Over the budget the origin is not asked, and a code that may name a
                 // link is not called unknown: the visitor is told to come back.
+                health::fault(Fault::OriginBudgetSpent);
                 return Resolved::Unavailable;
             }
+            health::fault(Fault::OriginAsked);
             let record = match ask_origin(env, route).await {
                 Resolved::Found(record) => Some(*record),
                 Resolved::Unknown => None,
-                Resolved::Unavailable => return Resolved::Unavailable,
+                Resolved::Unavailable => {
+                    health::fault(Fault::OriginFailed);
+                    return Resolved::Unavailable;
+                }
             };
             answer_cache::put(ctx, route, record.as_ref(), hold_s);
             record
@@ -181,51 +187,17 @@ pub(crate) async fn resolve(env: &Env, ctx: &Context, route: &RouteKey, ask: New
 }
 
 async fn ask_origin(env: &Env, route: &RouteKey) -> Resolved {
-    let (Ok(origin), Ok(token)) = (env.var("ORIGIN_URL"), env.secret("ORIGIN_TOKEN")) else {
-        console_error!("ORIGIN_URL or ORIGIN_TOKEN is not set: cannot ask the origin");
-        return Resolved::Unavailable;
-    };
-    let url = format!(
-        "{}/v1/edge/resolve/{}/{}",
-        origin.to_string().trim_end_matches('/'),
-        route.domain(),
-        route.code()
-    );
-    let headers = Headers::new();
-    if headers
-        .set("authorization", &format!("Bearer {token}"))
-        .is_err()
-    {
-        return Resolved::Unavailable;
-    }
-    let mut init = RequestInit::new();
-    init.with_method(Method::Get).with_headers(headers);
-    let Ok(request) = Request::new_with_init(&url, &init) else {
-        return Resolved::Unavailable;
-    };
-    let fetcher = Fetch::Request(request);
-    let fetch = fetcher.send();
-    let timeout = Delay::from(ORIGIN_TIMEOUT);
-    let response = match select(Box::pin(fetch), Box::pin(timeout)).await {
-        Either::Left((Ok(response), _)) => response,
-        Either::Left((Err(e), _)) => {
+    let path = format!("/v1/edge/resolve/{}/{}", route.domain(), route.code());
+    match crate::origin::get(env, &path, None, ORIGIN_TIMEOUT).await {
+        Ok(answer) if answer.status == 200 => EdgeRecord::from_json(&answer.body)
+            .map_or(Resolved::Unavailable, |r| Resolved::Found(Box::new(r))),
+        Ok(answer) if answer.status == 404 => Resolved::Unknown,
+        Ok(answer) => {
+            console_error!("the origin answered {} about {route}", answer.status);
+            Resolved::Unavailable
+        }
+        Err(e) => {
             console_error!("asking the origin about {route}: {e}");
-            return Resolved::Unavailable;
-        }
-        Either::Right(_) => {
-            console_error!("the origin did not answer about {route} within {ORIGIN_TIMEOUT:?}");
-            return Resolved::Unavailable;
-        }
-    };
-    let mut response = response;
-    match response.status_code() {
-        200 => match response.text().await.map(|t| EdgeRecord::from_json(&t)) {
-            Ok(Ok(record)) => Resolved::Found(Box::new(record)),
-            _ => Resolved::Unavailable,
-        },
-        404 => Resolved::Unknown,
-        status => {
-            console_error!("the origin answered {status} about {route}");
             Resolved::Unavailable
         }
     }

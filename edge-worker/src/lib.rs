@@ -18,8 +18,10 @@ mod client;
 mod config;
 mod denylist;
 mod fallback;
+mod health;
 mod kv;
 mod names;
+mod origin;
 mod redirect;
 mod respond;
 mod sync;
@@ -43,6 +45,8 @@ pub fn fetch(req: web_sys::Request, env: Env, ctx: worker::worker_sys::Context) 
             Ok(web_sys::Response::from(response).into())
         });
     }
+    // The first visit of a window schedules its report (clicks and health).
+    clicks::schedule(&env, &ctx, &req);
     redirect::handle(method, url, req, env, ctx)
 }
 

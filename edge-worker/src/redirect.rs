@@ -10,12 +10,14 @@
 
 use crate::clicks::{self, Click};
 use crate::client::{draw, ClientHeaders};
+use crate::denylist::{self, Hold};
 use crate::fallback::{self, Resolved};
 use crate::kv::Kv;
-use crate::{config, denylist, respond};
+use crate::{config, health, respond};
 use shared::activation::NewCode;
 use shared::clicks::counts_as_click;
 use shared::decision::RETRY_AFTER_S;
+use shared::tally::Fault;
 use shared::{
     decide, decide_root, reject_early, Decision, Denylist, DomainSettings, DomainStatus,
     EdgeRecord, Method, RouteKey, Visit, VisitUrl,
@@ -108,7 +110,7 @@ impl Pending {
                 variant: decision.variant,
                 country: reads.and_then(|reads| headers.country_read(reads)),
             };
-            clicks::report(&self.env, &self.ctx, &self.request, click);
+            clicks::report(&self.env, &self.request, click);
         }
         decision
     }
@@ -137,6 +139,7 @@ pub(crate) fn handle(
         Ok(kv) => kv,
         Err(e) => {
             console_error!("{e}");
+            health::fault(Fault::KvRead);
             return respond::settled(&Decision::unavailable(method, RETRY_AFTER_S));
         }
     };
@@ -150,7 +153,15 @@ pub(crate) fn handle(
         ctx,
     };
     let query = url.query;
-    match (denylist::held(now_ms), config::held(host, now_ms)) {
+    let deny = match denylist::held(now_ms) {
+        Hold::Fresh(deny) => Some(deny),
+        Hold::Aging(deny) => {
+            denylist::refresh_behind(&visit.env, &visit.ctx, host, now_ms);
+            Some(deny)
+        }
+        Hold::Stale => None,
+    };
+    match (deny, config::held(host, now_ms)) {
         (Some(deny), Some(settings)) => {
             visit.with(host, code, query, deny, config::or_defaults(settings))
         }
@@ -161,7 +172,9 @@ pub(crate) fn handle(
             future_to_promise(async move {
                 let deny = match deny {
                     Some(deny) => deny,
-                    None => denylist::refresh(&visit.kv, now_ms).await,
+                    None => {
+                        denylist::refresh(&visit.kv, &visit.env, &visit.ctx, &host, now_ms).await
+                    }
                 };
                 let settings = match settings {
                     Some(settings) => settings,
@@ -227,7 +240,7 @@ fn lookup(visit: Pending, deny: Rc<Denylist>) -> Promise {
         Ok(read) => read,
         Err(e) => {
             console_error!("{e}");
-            return respond::settled(&Decision::unavailable(method, RETRY_AFTER_S));
+            return without_kv(visit, deny);
         }
     };
     // One closure for both outcomes, so that it is always called, and so freed: a
@@ -247,8 +260,7 @@ fn lookup(visit: Pending, deny: Rc<Denylist>) -> Promise {
             }
             None => {
                 console_error!("KV read failed: {value:?}");
-                return respond::to_response(&Decision::unavailable(method, RETRY_AFTER_S))
-                    .map(JsValue::from);
+                return Ok(without_kv(visit, deny).into());
             }
         };
         let decision = match EdgeRecord::from_json(&json) {
@@ -263,6 +275,7 @@ fn lookup(visit: Pending, deny: Rc<Denylist>) -> Promise {
             Ok(record) => visit.decide_and_count(Some(&record), &deny, false),
             Err(e) => {
                 console_error!("corrupt record {}: {e}", visit.route);
+                health::fault(Fault::CorruptRecord);
                 Decision::unavailable(method, RETRY_AFTER_S)
             }
         };
@@ -282,6 +295,27 @@ async fn unknown(visit: Pending, deny: Rc<Denylist>) -> Decision {
     if ask == NewCode::No {
         return visit.decide_and_count(None, &deny, false);
     }
+    from_origin(visit, deny, ask).await
+}
+
+/// KV could not be read: a KV incident must not be an outage. The code is answered as
+/// one that cannot be dated: from the origin's answers this isolate or its location
+/// holds (10 s, `ANSWER_HOLD_S`), else from the origin within the isolate's budget for
+/// such lookups (50 a second), else 503. Banned, expired and deleted stay refused: the
+/// origin's answer is decided like any record, against the denylist.
+fn without_kv(visit: Pending, deny: Rc<Denylist>) -> Promise {
+    health::fault(Fault::KvRead);
+    future_to_promise(async move {
+        let decision = match visit.settings().status {
+            DomainStatus::Disabled => visit.decide_and_count(None, &deny, false),
+            _ => from_origin(visit, deny, NewCode::Undatable).await,
+        };
+        respond::to_response(&decision).map(JsValue::from)
+    })
+}
+
+/// The decision by what the origin says of the code (held, or asked as `ask` allows).
+async fn from_origin(visit: Pending, deny: Rc<Denylist>, ask: NewCode) -> Decision {
     match fallback::resolve(&visit.env, &visit.ctx, &visit.route, ask).await {
         Resolved::Found(record) => visit.decide_private(&record, &deny).await,
         Resolved::Unknown => visit.decide_and_count(None, &deny, false),

@@ -19,7 +19,10 @@ pub(crate) fn settled(decision: &Decision) -> Promise {
     }
 }
 
+/// The response for `decision`, counted in the isolate's health report: every answer a
+/// visitor gets goes through here.
 pub(crate) fn to_response(decision: &Decision) -> Result<Response, JsValue> {
+    crate::health::answered(decision.status);
     let headers = decision.headers.iter();
     build(decision.status, headers, decision.body.text())
 }

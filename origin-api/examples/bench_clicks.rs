@@ -3,6 +3,9 @@
 //! back once the rollups hold 10 million events' worth.
 //!
 //!     cargo run --release -p origin-api --example bench_clicks -- DATABASE_URL [EVENTS]
+//!     cargo run --release -p origin-api --example bench_clicks -- DATABASE_URL tallies [SECONDS]
+//!
+//! `tallies`: the seeds' load as the edge sends it since issue 36 ([`seeds_load`]).
 //!
 //! DATABASE_URL must name an empty database (it is migrated here). The links, events and
 //! rollups are synthetic but shaped like traffic: 1,000 links of one owner visited with a
@@ -22,6 +25,7 @@ use origin_api::owners::Owners;
 use origin_api::store::sql::{values_placeholders, Arg};
 use origin_api::store::{ClickDims, ClickStore, Increments, LinkRef, LinkStore};
 use shared::clicks::{ClickEvent, Device};
+use shared::tally::{ClickTally, Tally, TallyRow};
 use shared::RouteKey;
 use std::time::{Duration, Instant};
 
@@ -60,6 +64,7 @@ impl Zipf {
 struct Traffic {
     rng: Rng,
     links: Zipf,
+    link_count: usize,
     countries: Zipf,
     referrers: Zipf,
     serial: u64,
@@ -67,9 +72,15 @@ struct Traffic {
 
 impl Traffic {
     fn new(seed: u64) -> Self {
+        Traffic::over(seed, LINKS as usize)
+    }
+
+    /// Traffic over `links` links (`link-0000` on).
+    fn over(seed: u64, links: usize) -> Self {
         Traffic {
             rng: Rng(seed),
-            links: Zipf::new(LINKS as usize),
+            links: Zipf::new(links),
+            link_count: links,
             countries: Zipf::new(40),
             referrers: Zipf::new(200),
             serial: 0,
@@ -92,6 +103,7 @@ impl Traffic {
             Device::Tablet,
             Device::Other,
         ][(self.rng.next() % 4) as usize];
+        debug_assert!(link < self.link_count);
         ClickEvent {
             event_id: format!("bench-{:x}-{}", self.rng.next(), self.serial),
             link: format!("s.example/link-{link:04}"),
@@ -111,9 +123,9 @@ impl Traffic {
     }
 }
 
-async fn seed_links(db: &Db) {
+async fn seed_links(db: &Db, links: u64) {
     let now = now_ms();
-    let codes: Vec<(String, String)> = (0..LINKS)
+    let codes: Vec<(String, String)> = (0..links)
         .map(|i| (format!("link-{i:04}"), format!("https://dest.example/{i}")))
         .collect();
     let mut w = db.writer().await.expect("writer");
@@ -156,12 +168,17 @@ async fn main() {
     let url = args
         .next()
         .expect("usage: bench_clicks DATABASE_URL [EVENTS]");
-    let rollup_events: u64 = args
-        .next()
-        .map_or(10_000_000, |n| n.parse().expect("EVENTS"));
+    let part = args.next();
     let db = Db::connect(&url).await.expect("connect");
     db.migrate().await.expect("migrate");
-    seed_links(&db).await;
+    if part.as_deref() == Some("tallies") {
+        let seconds = args.next().map_or(60, |n| n.parse().expect("SECONDS"));
+        seeds_load(&db, seconds).await;
+        db.close().await;
+        return;
+    }
+    let rollup_events: u64 = part.map_or(10_000_000, |n| n.parse().expect("EVENTS"));
+    seed_links(&db, LINKS).await;
     // A year of retention: the synthetic month is all acceptable.
     let clicks = Clicks::new(24 * 365, 100, Metrics::default());
     let now = now_ms();
@@ -182,7 +199,11 @@ async fn main() {
             let started = Instant::now();
             let mut counted = 0;
             for b in &batches {
-                counted += clicks.ingest(&db, b, now).await.expect("ingest").counted;
+                counted += clicks
+                    .ingest(&db, b, &[], now)
+                    .await
+                    .expect("ingest")
+                    .counted;
             }
             let secs = started.elapsed().as_secs_f64();
             assert_eq!(counted, if pass == 0 { 200_000 } else { 0 });
@@ -346,4 +367,88 @@ async fn main() {
         median(times).as_secs_f64() * 1e3
     );
     db.close().await;
+}
+
+/// The seeds' peak as the edge delivers it since issue 36: 100,000 visits a second over
+/// 2,000 isolates (50 each), Zipf over 100,000 links, 40 countries, 200 referrers, 15%
+/// bots. Each isolate's second becomes a tally (its alike clicks as rows, sealed as the
+/// edge seals them), and each second's 2,000 tallies are ingested in the consumer's
+/// batches of 100, as they would arrive. Printed: the time each simulated second took to
+/// ingest (median, the first and last ten seconds' means, the worst), so that a lag
+/// that grows shows; and, on the same database and traffic, the old path (one event a
+/// click, batches of 100) for comparison.
+async fn seeds_load(db: &Db, seconds: u32) {
+    const LINKS: usize = 100_000;
+    const ISOLATES: usize = 2_000;
+    const VISITS_PER_ISOLATE: usize = 50;
+    const BATCH: usize = 100;
+    seed_links(db, LINKS as u64).await;
+    let kind = db.kind();
+    let clicks = Clicks::new(24 * 365, 100, Metrics::default());
+    let now = now_ms();
+    let mut traffic = Traffic::over(11, LINKS);
+    let mut took = Vec::with_capacity(seconds as usize);
+    let mut rows = 0usize;
+    let mut counted = 0u64;
+    for second in 0..seconds {
+        // The second's tallies, made as the isolates make them (not timed).
+        let mut tallies: Vec<ClickTally> = Vec::with_capacity(ISOLATES);
+        for isolate in 0..ISOLATES {
+            let mut tally = Tally::default();
+            for _ in 0..VISITS_PER_ISOLATE {
+                tally.add(&TallyRow::of(traffic.event(now - 60_000, 60_000)));
+            }
+            let mut n = 0;
+            for sealed in tally.seal(now, 0, None, || {
+                n += 1;
+                format!("bench-{second}-{isolate}-{n}")
+            }) {
+                tallies.push(serde_json::from_str(&sealed.body).expect("a tally"));
+            }
+        }
+        rows += tallies.iter().map(|t| t.rows.len()).sum::<usize>();
+        let started = Instant::now();
+        for batch in tallies.chunks(BATCH) {
+            counted += clicks
+                .ingest(db, &[], batch, now)
+                .await
+                .expect("ingest")
+                .counted;
+        }
+        took.push(started.elapsed());
+    }
+    assert_eq!(
+        counted,
+        u64::from(seconds) * (ISOLATES * VISITS_PER_ISOLATE) as u64
+    );
+    let mean = |d: &[Duration]| d.iter().sum::<Duration>() / d.len().max(1) as u32;
+    let ten = took.len().min(10);
+    let (first, last) = (mean(&took[..ten]), mean(&took[took.len() - ten..]));
+    let worst = took.iter().max().copied().unwrap_or_default();
+    let median = median(took.clone());
+    println!(
+        "| {kind} | edge tallies at 100,000 visits/s over 2,000 isolates, {seconds} s ({} rows/s) | each second ingested in {:.0} ms median (first ten {:.0} ms, last ten {:.0} ms, worst {:.0} ms): {:.0} visits/s |",
+        rows / seconds as usize,
+        median.as_secs_f64() * 1e3,
+        first.as_secs_f64() * 1e3,
+        last.as_secs_f64() * 1e3,
+        worst.as_secs_f64() * 1e3,
+        (ISOLATES * VISITS_PER_ISOLATE) as f64 / median.as_secs_f64()
+    );
+    // The old path on the same traffic: one event a click, in the consumer's batches.
+    let events: Vec<Vec<ClickEvent>> = (0..1_000)
+        .map(|_| {
+            (0..BATCH)
+                .map(|_| traffic.event(now - 60_000, 60_000))
+                .collect()
+        })
+        .collect();
+    let started = Instant::now();
+    for batch in &events {
+        clicks.ingest(db, batch, &[], now).await.expect("ingest");
+    }
+    println!(
+        "| {kind} | the same traffic as single events (before issue 36), batches of {BATCH} | {:.0} visits/s |",
+        (events.len() * BATCH) as f64 / started.elapsed().as_secs_f64()
+    );
 }

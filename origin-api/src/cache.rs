@@ -22,7 +22,6 @@
 mod front;
 
 use crate::ceiling::Ceilings;
-use crate::model::Ban;
 use crate::model::Link;
 use crate::owners::{OwnerId, Owners};
 use crate::store::{BanStore, LinkStore, SegmentSource, StoreError};
@@ -141,7 +140,7 @@ const WRITE_STRIPES: usize = 64;
 #[async_trait::async_trait]
 pub trait RedirectSource: Send + Sync {
     async fn get_link(&self, domain: &str, code: &str) -> Result<Option<Link>, StoreError>;
-    async fn active_bans(&self) -> Result<Vec<Ban>, StoreError>;
+    async fn denylist(&self) -> Result<shared::DenylistSnapshot, StoreError>;
     async fn domain_settings(&self, domain: &str) -> Result<DomainSettings, StoreError>;
     /// The end of `domain`'s code sequence ([`crate::ceiling`]).
     async fn code_ceiling(&self, domain: &str) -> Result<u64, StoreError>;
@@ -153,8 +152,8 @@ impl<S: LinkStore + BanStore + SegmentSource> RedirectSource for S {
     async fn get_link(&self, domain: &str, code: &str) -> Result<Option<Link>, StoreError> {
         LinkStore::get_link(self, domain, code).await
     }
-    async fn active_bans(&self) -> Result<Vec<Ban>, StoreError> {
-        BanStore::list_bans(self, false).await
+    async fn denylist(&self) -> Result<shared::DenylistSnapshot, StoreError> {
+        BanStore::denylist(self).await
     }
     async fn domain_settings(&self, domain: &str) -> Result<DomainSettings, StoreError> {
         LinkStore::domain_settings(self, domain).await
@@ -394,7 +393,7 @@ impl RedirectCache {
             return Ok(deny.0);
         }
         let generation = self.deny.generation.load(Ordering::Acquire);
-        let deny = Arc::new(crate::model::denylist(&store.active_bans().await?));
+        let deny = Arc::new(Denylist::from(store.denylist().await?));
         if self.deny.generation.load(Ordering::Acquire) == generation {
             let at = Instant::now();
             let mut held = self.deny.held.write().unwrap_or_else(|e| e.into_inner());
@@ -617,6 +616,7 @@ impl RedirectCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Ban;
     use shared::{CodeKind, EdgeStatus, RedirectStatus};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use tokio::sync::{watch, Semaphore};
@@ -641,8 +641,11 @@ mod tests {
                 .map_err(|e| StoreError::Corrupt(e.to_string()))?;
             Ok(self.link.clone())
         }
-        async fn active_bans(&self) -> Result<Vec<Ban>, StoreError> {
-            Ok(self.bans.lock().expect("bans").clone())
+        async fn denylist(&self) -> Result<shared::DenylistSnapshot, StoreError> {
+            Ok(crate::model::denylist_snapshot(
+                0,
+                &self.bans.lock().expect("bans"),
+            ))
         }
         async fn domain_settings(&self, _d: &str) -> Result<DomainSettings, StoreError> {
             Ok(DomainSettings::default())

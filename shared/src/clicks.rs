@@ -185,14 +185,18 @@ impl ClickEvent {
     }
 }
 
-/// A batch of events, as posted to [`CLICKS_PATH`].
+/// A batch of queue messages, as posted to [`CLICKS_PATH`]: tallies, and single events
+/// (what an edge sent before it tallied, still in its queue during an upgrade).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClickBatch {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<ClickEvent>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tallies: Vec<crate::tally::ClickTally>,
 }
 
-/// What the origin did with a batch.
+/// What the origin did with a batch, in clicks.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClickReceipt {
     /// Counted now.
@@ -203,6 +207,11 @@ pub struct ClickReceipt {
     pub unknown_links: u64,
     /// Malformed, or too old or too new to count exactly once: not counted.
     pub refused: u64,
+    /// Clicks the edge reported it had to drop (its outbox was full while the queue
+    /// refused it), in the tallies counted now. Always written (as the description
+    /// says); absent from an older origin's receipt, read as 0.
+    #[serde(default)]
+    pub dropped: u64,
 }
 
 /// Clicks one visitor may add per minute at one edge isolate; visits past it are still
@@ -558,6 +567,7 @@ mod tests {
         assert_eq!(e.problem(), None);
         let json = serde_json::to_string(&ClickBatch {
             events: vec![e.clone()],
+            ..ClickBatch::default()
         })
         .unwrap();
         let back: ClickBatch = serde_json::from_str(&json).unwrap();

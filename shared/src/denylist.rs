@@ -52,6 +52,20 @@ impl Denylist {
         self.version
     }
 
+    /// The snapshot this was prepared from (codes and hosts sorted), as the origin
+    /// serves it to the edge.
+    pub fn to_snapshot(&self) -> DenylistSnapshot {
+        let mut codes: Vec<String> = self.codes.iter().cloned().collect();
+        let mut hosts: Vec<String> = self.hosts.iter().cloned().collect();
+        codes.sort();
+        hosts.sort();
+        DenylistSnapshot {
+            v: self.version,
+            codes,
+            hosts,
+        }
+    }
+
     pub fn blocks_code(&self, route: &RouteKey) -> bool {
         !self.codes.is_empty() && self.codes.contains(&route.to_string())
     }
@@ -103,6 +117,16 @@ mod tests {
         assert!(deny.blocks_code(&RouteKey::new("s.example", "bad1234").unwrap()));
         assert!(!deny.blocks_code(&RouteKey::new("t.example", "bad1234").unwrap()));
         assert!(!deny.blocks_code(&RouteKey::new("s.example", "Bad1234").unwrap()));
+    }
+
+    #[test]
+    fn a_prepared_list_gives_back_its_snapshot() {
+        let snap = list().to_snapshot();
+        assert_eq!(snap.v, 7);
+        assert_eq!(snap.codes, ["s.example/bad1234"]);
+        assert_eq!(snap.hosts, ["evil.example", "phish.example"]);
+        let again = Denylist::from(snap);
+        assert!(again.blocks_host("www.phish.example"));
     }
 
     #[test]

@@ -62,6 +62,11 @@ impl<T: Clone> Held<T> {
         &self.value
     }
 
+    /// How long before `now_ms` the value was read.
+    pub fn age_ms(&self, now_ms: u64) -> u64 {
+        now_ms.saturating_sub(self.read_at_ms)
+    }
+
     /// The value, while younger than `hold_ms` at `now_ms`.
     pub fn fresh(&self, now_ms: u64, hold_ms: u64) -> Option<T> {
         (now_ms.saturating_sub(self.read_at_ms) < hold_ms).then(|| self.value.clone())

@@ -10,7 +10,8 @@
 //! - [`target`]: target URL validation and the visitor's query merge;
 //! - [`visit_url`]: the parts of a visited URL, read off the runtime's serialization;
 //! - [`decision`]: the response to a visit;
-//! - [`clicks`]: the click event a visit reports, reduced to coarse dimensions.
+//! - [`clicks`]: the click event a visit reports, reduced to coarse dimensions;
+//! - [`tally`]: alike clicks counted where they happen, sent a window at a time.
 //!
 //! No I/O happens here.
 
@@ -30,6 +31,7 @@ pub mod preview;
 pub mod record;
 pub mod split;
 pub mod sync;
+pub mod tally;
 pub mod target;
 pub mod targeting;
 pub mod visit_url;

@@ -14,8 +14,9 @@ pub mod stats;
 pub mod tally;
 
 use crate::metrics::{Metrics, SourceLabel};
-use crate::store::{Attributed, ClickStore, LinkRef, StoreError};
+use crate::store::{Attributed, ClickDims, ClickStore, LinkRef, StoreError};
 use shared::clicks::{ClickEvent, ClickReceipt};
+use shared::tally::{ClickTally, TallyRow};
 use shared::RouteKey;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -24,6 +25,7 @@ use std::sync::Arc;
 /// How far ahead of this origin's clock an event may be stamped (edge clocks differ a
 /// little; more means a broken or lying sender).
 pub const MAX_CLOCK_AHEAD_MS: i64 = 5 * 60 * 1000;
+const HOUR_MS: i64 = 3_600_000;
 /// Route keys whose link is remembered, for attributing events without a read.
 const LINK_REFS_HELD: usize = 100_000;
 
@@ -100,49 +102,134 @@ impl Clicks {
         self.retention_ms
     }
 
-    /// Counts the events of a batch that were never counted. Malformed events, events
-    /// outside the window in which a replay can be recognised, and events about no known
-    /// link are not counted; the receipt says how many of each.
+    /// Counts the clicks of a batch that were never counted: single events (one a click,
+    /// as an edge before tallies sent them) and tallies (alike clicks, one id a window).
+    /// Malformed ones, ones outside the window in which a replay can be recognised, and
+    /// ones about no known link are not counted; the receipt says how many clicks of
+    /// each.
     pub async fn ingest<S: ClickStore + ?Sized>(
         &self,
         store: &S,
         events: &[ClickEvent],
+        tallies: &[ClickTally],
         now: i64,
     ) -> Result<ClickReceipt, StoreError> {
         let mut receipt = ClickReceipt::default();
         let oldest = now.saturating_sub(self.retention_ms);
         let newest = now.saturating_add(MAX_CLOCK_AHEAD_MS);
-        let valid: Vec<&ClickEvent> = events
+        let in_window = |at: i64| (oldest..=newest).contains(&at);
+        // An id once, even within a batch.
+        let mut ids = HashSet::new();
+        let events: Vec<&ClickEvent> = events
             .iter()
+            .filter(|e| ids.insert(e.event_id.as_str()))
             .filter(|e| {
-                let ok = e.problem().is_none() && (oldest..=newest).contains(&e.at);
+                let ok = e.problem().is_none() && in_window(e.at);
                 receipt.refused += u64::from(!ok);
                 ok
             })
             .collect();
+        // A tally's rows are counted or refused one by one, under the tally's id.
+        let mut rows: Vec<(&str, &TallyRow)> = Vec::new();
+        let mut tallies_taken: Vec<&ClickTally> = Vec::new();
+        for t in tallies {
+            if !ids.insert(t.batch_id.as_str()) {
+                continue;
+            }
+            if !in_window(t.at) {
+                receipt.refused += t.visits();
+                continue;
+            }
+            tallies_taken.push(t);
+            for row in &t.rows {
+                // A row's hour counts if any of it lies in the window: its start may be
+                // up to an hour before the window's oldest instant, and is at most the
+                // newest.
+                let hour_in_window =
+                    row.hour <= newest && row.hour.saturating_add(HOUR_MS - 1) >= oldest;
+                if row.problem(&t.batch_id).is_some() || !hour_in_window {
+                    receipt.refused += u64::from(row.n);
+                } else {
+                    rows.push((t.batch_id.as_str(), row));
+                }
+            }
+        }
         let links = self
-            .links_of(store, valid.iter().map(|e| e.link.as_str()))
+            .links_of(
+                store,
+                events
+                    .iter()
+                    .map(|e| e.link.as_str())
+                    .chain(rows.iter().map(|(_, r)| r.link.as_str())),
+            )
             .await?;
-        let attributed: Vec<Attributed<'_>> = valid
-            .iter()
-            .filter_map(|e| {
-                let link = links.get(e.link.as_str());
-                receipt.unknown_links += u64::from(link.is_none());
-                link.map(|l| Attributed {
+        let mut attributed: Vec<Attributed<'_>> = Vec::with_capacity(events.len() + rows.len());
+        for e in &events {
+            match links.get(e.link.as_str()) {
+                Some(l) => attributed.push(Attributed {
                     link_id: l.link_id,
                     owner_id: &l.owner_id,
-                    event: e,
-                })
-            })
+                    claim: &e.event_id,
+                    dims: ClickDims::of(e),
+                    n: 1,
+                }),
+                None => receipt.unknown_links += 1,
+            }
+        }
+        for (claim, row) in &rows {
+            match links.get(row.link.as_str()) {
+                Some(l) => attributed.push(Attributed {
+                    link_id: l.link_id,
+                    owner_id: &l.owner_id,
+                    claim,
+                    dims: ClickDims::of_row(row),
+                    n: i64::from(row.n),
+                }),
+                None => receipt.unknown_links += u64::from(row.n),
+            }
+        }
+        // Every message is claimed, even one whose clicks all went elsewhere, so that a
+        // tally's report of dropped clicks counts once.
+        let claims: Vec<&str> = events
+            .iter()
+            .map(|e| e.event_id.as_str())
+            .chain(tallies_taken.iter().map(|t| t.batch_id.as_str()))
             .collect();
-        let (counted, exhausted) = store
-            .record_clicks(&attributed, now, self.referrer_cap)
+        let (fresh, exhausted) = store
+            .record_clicks(&claims, &attributed, now, self.referrer_cap)
             .await?;
-        receipt.counted = counted;
         self.exhausted(&exhausted).await;
-        receipt.duplicates = attributed.len() as u64 - receipt.counted;
+        for a in &attributed {
+            let n = u64::try_from(a.n).unwrap_or_default();
+            if fresh.contains(a.claim) {
+                receipt.counted += n;
+            } else {
+                receipt.duplicates += n;
+            }
+        }
+        let fresh_tallies = tallies_taken
+            .iter()
+            .filter(|t| fresh.contains(t.batch_id.as_str()));
+        receipt.dropped = fresh_tallies.clone().map(|t| t.dropped).sum();
+        for (t, health) in fresh_tallies
+            .clone()
+            .filter_map(|t| t.health.as_ref().map(|h| (t, h)))
+        {
+            self.metrics.edge_reported(health, t.at, now);
+        }
+        let messages = events
+            .iter()
+            .filter(|e| fresh.contains(e.event_id.as_str()))
+            .count()
+            + fresh_tallies.count();
         self.metrics.clicks_ingested(&receipt);
-        if let Some(oldest) = valid.iter().map(|e| e.at).min() {
+        self.metrics
+            .edge_clicks_taken(messages as u64, receipt.counted, receipt.dropped);
+        let made = events
+            .iter()
+            .map(|e| e.at)
+            .chain(tallies_taken.iter().map(|t| t.at));
+        if let Some(oldest) = made.min() {
             let late_by = now.saturating_sub(oldest).max(0);
             self.edge_late_since.store(
                 if late_by > lateness::LATE_AFTER_MS {

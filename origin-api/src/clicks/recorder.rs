@@ -565,11 +565,13 @@ mod tests {
         }
         async fn record_clicks(
             &self,
+            _: &[&str],
             _: &[Attributed<'_>],
             _: i64,
             _: u32,
-        ) -> Result<(u64, Vec<crate::model::Link>), StoreError> {
-            Ok((0, Vec::new()))
+        ) -> Result<(std::collections::HashSet<String>, Vec<crate::model::Link>), StoreError>
+        {
+            Ok(Default::default())
         }
         async fn human_visits(&self, _: u64) -> Result<u64, StoreError> {
             Ok(0)

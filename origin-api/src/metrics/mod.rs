@@ -66,6 +66,16 @@ pub struct SequenceLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StatusLabel {
+    pub status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabel {
+    pub kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SourceLabel {
     pub source: &'static str,
 }
@@ -111,6 +121,24 @@ pub struct Metrics {
     pub publisher_lag_ms: Gauge,
     /// Click events ingested, by what became of them.
     pub clicks: Family<ResultLabel, Counter>,
+    /// Queue messages (tallies, or single events from an older edge) taken from the edge.
+    pub edge_click_messages: Counter,
+    /// Clicks counted from the edge.
+    pub edge_clicks_received: Counter,
+    /// Clicks the edge reported it dropped (its outbox full while the queue refused it).
+    pub edge_clicks_dropped: Counter,
+    /// The edge's reads of the denylist, by result: `sent` or `unchanged` (304).
+    pub edge_denylist_reads: Family<ResultLabel, Counter>,
+    /// Health reports taken from edge isolates (one a window of each).
+    pub edge_health_reports: Counter,
+    /// The edge's answers, by status, as its isolates reported them.
+    pub edge_answers: Family<StatusLabel, Counter>,
+    /// The edge's faults, by kind.
+    pub edge_faults: Family<KindLabel, Counter>,
+    /// The oldest denylist an edge location reported using within the last two minutes.
+    pub edge_denylist_age: Seconds,
+    /// Each location's oldest denylist age this minute and last, behind `edge_denylist_age`.
+    edge_denylist_ages: Arc<std::sync::Mutex<DenylistAges>>,
     /// Clicks of this origin's own redirects dropped: the recorder's queue was full, or
     /// the database refused them for longer than the recorder retries.
     pub clicks_dropped: Counter,
@@ -181,6 +209,15 @@ impl Default for Metrics {
             publisher_leader: metric(&mut registry, "publisher_leader", "1 while this process holds the publisher lease"),
             publisher_lag_ms: metric(&mut registry, "publisher_lag_milliseconds", "Age of the oldest undelivered outbox row, as the leader last saw it"),
             clicks: metric(&mut registry, "clicks", "Click events ingested, by result: counted, duplicate (a retry or replay), unknown_link, refused"),
+            edge_click_messages: metric(&mut registry, "edge_click_messages", "Queue messages of clicks taken from the edge, each counted once: tallies (an isolate's alike clicks over a window), or single events from an edge before tallies"),
+            edge_clicks_received: metric(&mut registry, "edge_clicks_received", "Clicks counted from the edge: divided by hop_edge_click_messages_total, the clicks a queue message carries"),
+            edge_clicks_dropped: metric(&mut registry, "edge_clicks_dropped", "Clicks the edge reported it had to drop: its outbox (1 MB an isolate) was full while the queue refused its messages"),
+            edge_denylist_reads: metric(&mut registry, "edge_denylist_reads", "The edge's reads of GET /v1/edge/denylist, by result: sent (a new version) or unchanged (304): about one a second per location"),
+            edge_health_reports: metric(&mut registry, "edge_health_reports", "Health reports taken from edge isolates, one a window (about a second) of each isolate that answered anything"),
+            edge_answers: metric(&mut registry, "edge_answers", "The edge's answers by HTTP status, as its isolates reported them (each report counted once)"),
+            edge_faults: metric(&mut registry, "edge_faults", "The edge's faults by kind: kv_read, denylist_unreadable, corrupt_record, origin_asked (a code KV lacks), origin_budget_spent, origin_failed, queue_refused, other"),
+            edge_denylist_age: metric(&mut registry, "edge_denylist_age_seconds", "The oldest denylist any edge location reported using within the last two minutes: how long before its report it last read one"),
+            edge_denylist_ages: Arc::default(),
             clicks_dropped: metric(&mut registry, "clicks_dropped", "Clicks of this origin's own redirects dropped (recorder queue full, or the database failing)"),
             write_conflicts: metric(&mut registry, "write_conflicts", "Link writes refused by a unique index other than (domain, code): an id handed out twice; each is a 500"),
             freshness_connects: metric(&mut registry, "freshness_connects", "Connections of the listener for other origins' changes (PostgreSQL); each forgets the redirect cache"),
@@ -215,6 +252,18 @@ impl Default for Metrics {
         }
         for result in ["counted", "duplicate", "unknown_link", "refused"] {
             let _ = m.clicks.get_or_create(&ResultLabel { result });
+        }
+        for result in ["sent", "unchanged"] {
+            let _ = m.edge_denylist_reads.get_or_create(&ResultLabel { result });
+        }
+        // The series alerts divide by exist before the first report.
+        for status in [302, 404, 503] {
+            let _ = m.edge_answers.get_or_create(&StatusLabel { status });
+        }
+        for fault in shared::tally::Fault::ALL {
+            let _ = m.edge_faults.get_or_create(&KindLabel {
+                kind: fault.as_str(),
+            });
         }
         m
     }
@@ -264,6 +313,55 @@ impl Metrics {
         }
     }
 
+    /// Counts what one batch from the edge brought: messages taken for the first time,
+    /// the clicks counted from them, and the drops they reported.
+    pub fn edge_clicks_taken(&self, messages: u64, clicks: u64, dropped: u64) {
+        self.edge_click_messages.inc_by(messages);
+        self.edge_clicks_received.inc_by(clicks);
+        self.edge_clicks_dropped.inc_by(dropped);
+    }
+
+    /// Counts a read of the denylist by the edge: `unchanged` when answered 304.
+    pub fn edge_denylist_read(&self, unchanged: bool) {
+        let result = if unchanged { "unchanged" } else { "sent" };
+        self.edge_denylist_reads
+            .get_or_create(&ResultLabel { result })
+            .inc();
+    }
+
+    /// Counts an edge isolate's health report, sealed at `sealed_ms` and received at
+    /// `now_ms`. Its denylist's age counts only if the report is under two minutes old:
+    /// a backlog delivered after an outage says how things were, not how they are.
+    pub fn edge_reported(&self, health: &shared::tally::Health, sealed_ms: i64, now_ms: i64) {
+        self.edge_health_reports.inc();
+        for (&status, &n) in &health.answers {
+            self.edge_answers
+                .get_or_create(&StatusLabel { status })
+                .inc_by(n);
+        }
+        for (&fault, &n) in &health.faults {
+            self.edge_faults
+                .get_or_create(&KindLabel {
+                    kind: fault.as_str(),
+                })
+                .inc_by(n);
+        }
+        if now_ms.saturating_sub(sealed_ms) > DENYLIST_AGES_KEPT_MS {
+            return;
+        }
+        let Ok(mut ages) = self.edge_denylist_ages.lock() else {
+            return;
+        };
+        // An isolate that never read a denylist reports none: as old as can be.
+        let age_ms = health.denylist_age_ms.unwrap_or(u64::MAX);
+        let oldest = ages.report(health.colo.as_deref().unwrap_or(""), age_ms, now_ms);
+        self.edge_denylist_age.set(if oldest == u64::MAX {
+            f64::INFINITY
+        } else {
+            oldest as f64 / 1000.0
+        });
+    }
+
     /// The text exposition.
     pub fn encode(&self) -> String {
         let mut out = String::new();
@@ -271,5 +369,86 @@ impl Metrics {
             out.clear();
         }
         out
+    }
+}
+
+/// How old a health report may be and still say how old its location's denylist is now.
+const DENYLIST_AGES_KEPT_MS: i64 = 120_000;
+
+/// Each edge location's oldest denylist, by minute: the oldest any isolate there
+/// reported this minute, and last minute's. Two minutes, so that a location whose
+/// isolates all read a fresh denylist again stops counting as stale within two minutes,
+/// and one that stopped reporting is forgotten.
+#[derive(Debug, Default)]
+struct DenylistAges {
+    by_colo: std::collections::HashMap<String, [(i64, u64); 2]>,
+}
+
+impl DenylistAges {
+    /// Notes `age_ms` from `colo` at `now_ms`; the oldest reported anywhere within the
+    /// last two minutes.
+    fn report(&mut self, colo: &str, age_ms: u64, now_ms: i64) -> u64 {
+        let minute = now_ms.div_euclid(60_000);
+        // At most a few hundred locations; a flood of made-up names is cleared.
+        if self.by_colo.len() >= 1_000 && !self.by_colo.contains_key(colo) {
+            self.by_colo.clear();
+        }
+        let slots = self.by_colo.entry(colo.to_owned()).or_default();
+        if slots[1].0 != minute {
+            slots[0] = if slots[1].0 == minute - 1 {
+                slots[1]
+            } else {
+                (0, 0)
+            };
+            slots[1] = (minute, 0);
+        }
+        slots[1].1 = slots[1].1.max(age_ms);
+        self.by_colo.retain(|_, s| s[1].0 >= minute - 1);
+        self.by_colo
+            .values()
+            .flat_map(|s| s.iter().filter(|(m, _)| *m >= minute - 1).map(|(_, a)| *a))
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{DenylistAges, Metrics};
+    use shared::tally::Health;
+
+    #[test]
+    fn a_late_report_counts_its_answers_but_not_its_denylist_age() {
+        let metrics = Metrics::default();
+        let now = 1_800_000_000_000;
+        let stale = Health {
+            answers: [(302, 5)].into_iter().collect(),
+            denylist_age_ms: Some(300_000),
+            ..Health::default()
+        };
+        // Sealed ten minutes ago: a backlog arriving after an outage.
+        metrics.edge_reported(&stale, now - 600_000, now);
+        assert_eq!(metrics.edge_denylist_age.get(), 0.0);
+        assert!(metrics
+            .encode()
+            .contains("hop_edge_answers_total{status=\"302\"} 5"));
+        metrics.edge_reported(&stale, now - 1_000, now);
+        assert_eq!(metrics.edge_denylist_age.get(), 300.0);
+    }
+
+    #[test]
+    fn the_oldest_denylist_counts_for_two_minutes_then_is_forgotten() {
+        let mut ages = DenylistAges::default();
+        let t0 = 1_800_000_000_000 / 60_000 * 60_000;
+        assert_eq!(ages.report("FRA", 200, t0), 200);
+        assert_eq!(ages.report("AMS", 95_000, t0 + 1_000), 95_000);
+        assert_eq!(ages.report("FRA", 300, t0 + 2_000), 95_000);
+        // AMS reads a fresh one: its stale report still counts the next minute.
+        assert_eq!(ages.report("AMS", 100, t0 + 61_000), 95_000);
+        // Two minutes on, the stale report is gone, and so is FRA, which stopped
+        // reporting.
+        assert_eq!(ages.report("AMS", 100, t0 + 121_000), 100);
+        assert_eq!(ages.report("AMS", 50, t0 + 181_000), 100);
+        assert_eq!(ages.report("AMS", 50, t0 + 241_000), 50);
     }
 }

@@ -11,6 +11,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use shared::clicks::{ClickBatch, ClickReceipt, MAX_CLICK_BATCH};
+use shared::tally::MAX_TALLIES_PER_POST;
 use shared::{EdgeStatus, RouteKey};
 
 /// A request carrying the edge token. Checked before the body is read, so a caller
@@ -90,14 +91,66 @@ pub(crate) async fn resolve(
         .into_response())
 }
 
-/// `POST /v1/edge/clicks`: a batch of click events from the edge's queue consumer. Safe
-/// to repeat: an event is counted once, by its id, however often it arrives. Events that
-/// cannot be counted (malformed, too old, about no link) are acknowledged, not retried.
-#[utoipa::path(post, path = "/v1/edge/clicks", operation_id = "edge_clicks", tag = "edge",
-    request_body(content = inline(ClickBatchDoc), description = "Up to 1,000 events"),
+/// `GET /v1/edge/denylist`: the active bans, as the edge holds them, under the version of
+/// the last ban change (its `ETag`). The edge's fast channel for bans: each location asks
+/// about once a second with `If-None-Match`, and is answered 304 without a body while
+/// nothing changed. Read from the same memory as the origin's own redirects, which a ban
+/// change here (or, on PostgreSQL, announced by another origin) replaces at once.
+#[utoipa::path(get, path = "/v1/edge/denylist", operation_id = "edge_denylist", tag = "edge",
+    params(("If-None-Match" = Option<String>, Header, description = "The ETag of the copy the edge holds")),
     responses(
-        (status = 200, description = "What was counted, and what was not and why", body = inline(ClickReceiptDoc)),
-        (status = 400, description = "Not a batch of events, or more than 1,000", body = Problem, content_type = "application/problem+json"),
+        (status = 200, description = "The denylist: `v` (its version), `codes` (domain/code) and `hosts`", content_type = "application/json"),
+        (status = 304, description = "The edge's copy is current"),
+        (status = 503, description = "No edge token configured, or the database cannot answer", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("edge_token" = [])))]
+pub(crate) async fn denylist(
+    State(state): State<AppState>,
+    _edge: EdgeCaller,
+    headers: axum::http::HeaderMap,
+) -> Result<Response, AppError> {
+    let deny = state
+        .cache
+        .denylist(&state.db, std::time::Instant::now())
+        .await?;
+    let etag = format!("\"{}\"", deny.version());
+    let unchanged = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|held| held.split(',').any(|t| t.trim() == etag));
+    state.metrics.edge_denylist_read(unchanged);
+    let cache_control = (header::CACHE_CONTROL, "no-store".to_owned());
+    if unchanged {
+        return Ok((
+            StatusCode::NOT_MODIFIED,
+            [(header::ETAG, etag), cache_control],
+        )
+            .into_response());
+    }
+    let body = serde_json::to_string(&deny.to_snapshot())
+        .map_err(|e| crate::store::StoreError::Corrupt(format!("writing the denylist: {e}")))?;
+    Ok((
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "application/json".to_owned()),
+            (header::ETAG, etag),
+            cache_control,
+        ],
+        body,
+    )
+        .into_response())
+}
+
+/// `POST /v1/edge/clicks`: a batch of the edge's queue messages from its consumer:
+/// tallies (an isolate's alike clicks over a window, one id each) and single events (an
+/// edge before tallies). Safe to repeat: a tally or an event is counted once, by its id,
+/// however often it arrives. Clicks that cannot be counted (malformed, too old, about no
+/// link) are acknowledged, not retried.
+#[utoipa::path(post, path = "/v1/edge/clicks", operation_id = "edge_clicks", tag = "edge",
+    request_body(content = inline(ClickBatchDoc), description = "Up to 200 tallies and 1,000 events"),
+    responses(
+        (status = 200, description = "What was counted, and what was not and why, in clicks", body = inline(ClickReceiptDoc)),
+        (status = 400, description = "Not a batch, or more than 200 tallies or 1,000 events", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "No edge token configured, or the database cannot write now: send again", body = Problem, content_type = "application/problem+json"),
     ),
     security(("edge_token" = [])))]
@@ -112,9 +165,20 @@ pub(crate) async fn clicks(
             batch.events.len()
         )));
     }
+    if batch.tallies.len() > MAX_TALLIES_PER_POST {
+        return Err(AppError::BadRequest(format!(
+            "at most {MAX_TALLIES_PER_POST} tallies per batch, not {}",
+            batch.tallies.len()
+        )));
+    }
     let receipt = state
         .clicks
-        .ingest(&state.db, &batch.events, crate::model::time::now_ms())
+        .ingest(
+            &state.db,
+            &batch.events,
+            &batch.tallies,
+            crate::model::time::now_ms(),
+        )
         .await?;
     Ok(Json(receipt))
 }
@@ -123,9 +187,15 @@ pub(crate) async fn clicks(
 #[derive(utoipa::ToSchema)]
 #[allow(dead_code)]
 struct ClickBatchDoc {
+    /// Each: `batch_id`, `at` (Unix ms, when sealed), `dropped` (clicks the edge had to
+    /// drop since its last tally), and `rows`, each: `link` (domain/code), `version`,
+    /// `hour` (Unix ms of the hour's start), `status`, `country`, `referrer_host`,
+    /// `device` (desktop, mobile, tablet, other), `bot`, `variant`, `n` (alike clicks).
+    tallies: Option<Vec<serde_json::Value>>,
     /// Each: `event_id`, `link` (domain/code), `version`, `at` (Unix ms), `country`,
-    /// `referrer_host`, `device` (desktop, mobile, tablet, other), `bot`, `status`.
-    events: Vec<serde_json::Value>,
+    /// `referrer_host`, `device` (desktop, mobile, tablet, other), `bot`, `status`,
+    /// `variant`.
+    events: Option<Vec<serde_json::Value>>,
 }
 
 /// The answer of `POST /v1/edge/clicks`, for the API description.
@@ -136,4 +206,5 @@ struct ClickReceiptDoc {
     duplicates: u64,
     unknown_links: u64,
     refused: u64,
+    dropped: u64,
 }

@@ -102,6 +102,7 @@ fn router_under(state: AppState, in_flight: InFlightLayer) -> Router {
         .route("/v1/bans/{id}", axum::routing::delete(bans::lift))
         .route("/v1/edge/resolve/{domain}/{code}", get(edge::resolve))
         .route("/v1/edge/clicks", post(edge::clicks))
+        .route("/v1/edge/denylist", get(edge::denylist))
         .route("/v1/admin/outbox", get(admin::outbox))
         // `route_layer`: the routes above, not the fallback. The redirect path has no
         // request span either: a perf profile at a million links put it at about 2% of

@@ -36,6 +36,7 @@ use utoipa::{Modify, OpenApi};
         bans::lift,
         edge::resolve,
         edge::clicks,
+        edge::denylist,
         admin::outbox,
         health::healthz,
         health::readyz,

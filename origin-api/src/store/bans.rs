@@ -227,4 +227,18 @@ impl BanStore for Db {
         let rows: Vec<BanRow> = self.read_all(&sql, &[]).await?;
         rows.into_iter().map(Ban::try_from).collect()
     }
+
+    async fn denylist(&self) -> Result<shared::DenylistSnapshot, StoreError> {
+        let mut reader = self.reader().await?;
+        let mut c = reader.conn();
+        // The version first: a ban change committed between the two reads is then
+        // served under the version before it (and asked again, as its ETag differs
+        // from the next one), never a version under which its ban is missing.
+        let version: Option<(i64,)> = c
+            .fetch_optional("SELECT max_id FROM id_segments WHERE name = 'deny'", &[])
+            .await?;
+        let active = active_bans(&mut c).await?;
+        let version = version.map_or(0, |(v,)| u64::try_from(v).unwrap_or_default());
+        Ok(denylist_snapshot(version, &active))
+    }
 }

@@ -7,6 +7,7 @@ use crate::db::Db;
 use crate::model::Link;
 use async_trait::async_trait;
 use shared::clicks::ClickEvent;
+use shared::tally::TallyRow;
 use shared::RouteKey;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -88,6 +89,19 @@ pub struct ClickDims<'a> {
 }
 
 impl<'a> ClickDims<'a> {
+    /// A row of an edge's tally: its clicks fell in its hour.
+    pub fn of_row(r: &'a TallyRow) -> Self {
+        ClickDims {
+            at: r.hour,
+            bot: r.bot,
+            status: r.status,
+            country: r.country.as_deref().unwrap_or_default(),
+            referrer: r.referrer_host.as_deref().unwrap_or_default(),
+            device: r.device.as_str(),
+            variant: r.variant,
+        }
+    }
+
     pub fn of(e: &'a ClickEvent) -> Self {
         ClickDims {
             at: e.at,
@@ -498,25 +512,23 @@ impl ClickStore for Db {
 
     async fn record_clicks(
         &self,
-        events: &[Attributed<'_>],
+        claims: &[&str],
+        clicks: &[Attributed<'_>],
         now: i64,
         referrer_cap: u32,
-    ) -> Result<(u64, Vec<Link>), StoreError> {
-        // One id once, even within a batch.
-        let mut ids = HashSet::with_capacity(events.len());
-        let events: Vec<&Attributed<'_>> = events
-            .iter()
-            .filter(|a| ids.insert(a.event.event_id.as_str()))
-            .collect();
-        if events.is_empty() {
-            return Ok((0, Vec::new()));
+    ) -> Result<(HashSet<String>, Vec<Link>), StoreError> {
+        if claims.is_empty() {
+            return Ok((HashSet::new(), Vec::new()));
         }
+        let mut claims = claims.to_vec();
+        claims.sort_unstable();
+        claims.dedup();
         let mut tx = self.begin_write().await?;
         let mut c = tx.conn();
         // Claim the ids: only those nobody claimed before are counted. A concurrent batch
         // holding one of them waits for us on its unique index.
-        let mut fresh: HashSet<String> = HashSet::with_capacity(events.len());
-        for chunk in events.chunks(CHUNK) {
+        let mut fresh: HashSet<String> = HashSet::with_capacity(claims.len());
+        for chunk in claims.chunks(CHUNK) {
             let sql = format!(
                 "INSERT INTO click_seen (event_id, received_at) VALUES {} \
                  ON CONFLICT (event_id) DO NOTHING RETURNING event_id",
@@ -524,19 +536,19 @@ impl ClickStore for Db {
             );
             let args: Vec<Arg<'_>> = chunk
                 .iter()
-                .flat_map(|a| [a.event.event_id.as_str().into(), now.into()])
+                .flat_map(|claim| [(*claim).into(), now.into()])
                 .collect();
             let claimed: Vec<(String,)> = c.fetch_all(&sql, &args).await?;
             fresh.extend(claimed.into_iter().map(|(id,)| id));
         }
         let mut inc = Increments::new(referrer_cap);
-        for a in events.iter().filter(|a| fresh.contains(&a.event.event_id)) {
-            inc.add(a.link_id, a.owner_id, &ClickDims::of(a.event), 1);
+        for a in clicks.iter().filter(|a| fresh.contains(a.claim)) {
+            inc.add(a.link_id, a.owner_id, &a.dims, a.n);
         }
         write_increments(&mut c, &inc).await?;
         let exhausted = exhaust_reached(&mut c, &inc, now).await?;
         tx.commit().await?;
-        Ok((fresh.len() as u64, exhausted))
+        Ok((fresh, exhausted))
     }
 
     async fn add_rollups(&self, inc: &Increments, now: i64) -> Result<Vec<Link>, StoreError> {

@@ -453,6 +453,8 @@ pub trait BanStore: Send + Sync + Debug + 'static {
     async fn lift_ban(&self, ban_id: i64, now: i64) -> Result<LiftOutcome, StoreError>;
     /// Newest first; lifted ones only when asked.
     async fn list_bans(&self, include_lifted: bool) -> Result<Vec<Ban>, StoreError>;
+    /// The denylist the active bans make, under the version of the last ban change.
+    async fn denylist(&self) -> Result<shared::DenylistSnapshot, StoreError>;
 }
 
 /// A link as click ingestion and stats need it.
@@ -464,12 +466,18 @@ pub struct LinkRef {
     pub owner_id: String,
 }
 
-/// An event and the link it is about.
+/// Clicks to count under one claim, and the link they are about: one event (claimed by
+/// its id), or one row of an edge's tally (claimed by the tally's id, with its other
+/// rows). Rows whose claim was taken before are not counted.
 #[derive(Debug, Clone, Copy)]
 pub struct Attributed<'a> {
     pub link_id: u64,
     pub owner_id: &'a str,
-    pub event: &'a shared::clicks::ClickEvent,
+    /// The id counted once: an event's, or a tally's for each of its rows.
+    pub claim: &'a str,
+    pub dims: clicks::ClickDims<'a>,
+    /// Alike clicks: 1 for an event, a row's count for a tally.
+    pub n: i64,
 }
 
 /// Visits and the redirects among them, of people and of bots.
@@ -507,16 +515,18 @@ pub trait ClickStore: Send + Sync + Debug + 'static {
     async fn link_refs(&self, keys: &[shared::RouteKey]) -> Result<Vec<LinkRef>, StoreError>;
     /// The links some ids name.
     async fn link_refs_by_id(&self, ids: &[u64]) -> Result<Vec<LinkRef>, StoreError>;
-    /// Counts the events whose ids were never counted, in one transaction with claiming
-    /// those ids, at most `referrer_cap` distinct referrer hosts per link and hour;
-    /// returns how many were counted, and the links whose visit limit they reached
+    /// Takes the `claims` (event and tally ids) nobody took before and counts the
+    /// `clicks` under them, in one transaction, at most `referrer_cap` distinct referrer
+    /// hosts per link and hour; returns the claims taken now, and the links whose visit
+    /// limit they reached
     /// (marked exhausted and re-published in the same transaction).
     async fn record_clicks(
         &self,
-        events: &[Attributed<'_>],
+        claims: &[&str],
+        clicks: &[Attributed<'_>],
         now: i64,
         referrer_cap: u32,
-    ) -> Result<(u64, Vec<Link>), StoreError>;
+    ) -> Result<(std::collections::HashSet<String>, Vec<Link>), StoreError>;
     /// Adds counts gathered in memory (the origin's own clicks), in one transaction;
     /// the links whose visit limit they reached, as for [`ClickStore::record_clicks`].
     async fn add_rollups(&self, increments: &Increments, now: i64)

@@ -120,14 +120,14 @@ async fn an_edge_batch_counts_once_however_often_it_arrives() {
         assert_eq!(first.status, StatusCode::OK, "{}", first.text);
         assert_eq!(
             first.body,
-            json!({"counted": 4, "duplicates": 0, "unknown_links": 1, "refused": 0}),
+            json!({"counted": 4, "duplicates": 0, "unknown_links": 1, "refused": 0, "dropped": 0}),
             "{}",
             t.kind()
         );
         let replay = api.post_clicks(EDGE_TOKEN, &batch).await;
         assert_eq!(
             replay.body,
-            json!({"counted": 0, "duplicates": 4, "unknown_links": 1, "refused": 0})
+            json!({"counted": 0, "duplicates": 4, "unknown_links": 1, "refused": 0, "dropped": 0})
         );
 
         let stats = api
@@ -271,7 +271,7 @@ async fn bad_batches_are_refused_and_bad_events_not_counted() {
             .await;
         assert_eq!(
             r.body,
-            json!({"counted": 1, "duplicates": 0, "unknown_links": 0, "refused": 4}),
+            json!({"counted": 1, "duplicates": 0, "unknown_links": 0, "refused": 4, "dropped": 0}),
             "{}",
             t.kind()
         );
@@ -280,6 +280,127 @@ async fn bad_batches_are_refused_and_bad_events_not_counted() {
             metrics.contains("hop_clicks_total{result=\"refused\"} 4"),
             "{metrics}"
         );
+        t.cleanup().await;
+    }
+}
+
+/// A row of an edge's tally: `n` alike clicks in the current hour.
+fn row(link: &str, country: &str, bot: bool, status: u16, n: u32) -> Value {
+    json!({
+        "link": link, "version": 1, "hour": now_ms() / 3_600_000 * 3_600_000,
+        "country": country, "referrer_host": "news.example",
+        "device": if bot { "other" } else { "mobile" }, "bot": bot, "status": status, "n": n,
+    })
+}
+
+#[tokio::test]
+async fn an_edge_tally_counts_its_clicks_once_however_often_it_arrives() {
+    for (api, t) in apis_with("clicks-tally", FLAGS).await {
+        let owner = api.key("ana", false).await;
+        let link = api.link(&owner, "viral").await;
+        let limited = api
+            .create(
+                &owner,
+                json!({"target_url": "https://example.com/limited", "code": "limited-t", "max_visits": 100}),
+            )
+            .await;
+        assert_eq!(limited.status, StatusCode::CREATED, "{}", limited.text);
+        let tally = json!({"batch_id": "t-1", "at": now_ms(), "dropped": 7, "rows": [
+            row(&link, "DE", false, 302, 40),
+            row(&link, "US", false, 410, 2),
+            row(&link, "US", true, 302, 3),
+            row("s.example/no-such-link", "US", false, 302, 5),
+            // One window of a viral link past its visit limit.
+            row("s.example/limited-t", "FR", false, 302, 150),
+        ]});
+        // An older edge's single events ride along in the same POST.
+        let batch = json!({"tallies": [tally], "events": [event("e-1", &link, "DE", false, 302)]});
+        let first = api.post_clicks(EDGE_TOKEN, &batch).await;
+        assert_eq!(first.status, StatusCode::OK, "{}", first.text);
+        assert_eq!(
+            first.body,
+            json!({"counted": 196, "duplicates": 0, "unknown_links": 5, "refused": 0, "dropped": 7}),
+            "{}",
+            t.kind()
+        );
+        let replay = api.post_clicks(EDGE_TOKEN, &batch).await;
+        assert_eq!(
+            replay.body,
+            json!({"counted": 0, "duplicates": 196, "unknown_links": 5, "refused": 0, "dropped": 0}),
+            "a tally delivered again counts nothing, its drops included"
+        );
+        let stats = api.get_as(&owner, "/v1/links/s.example/viral/stats").await;
+        assert_eq!(counts(&stats.body["totals"]), (43, 41, 3), "{}", t.kind());
+        assert_eq!(
+            ranked(&stats.body["top"]["countries"]),
+            [(Some("DE".into()), 41), (Some("US".into()), 2)]
+        );
+        assert_eq!(
+            api.read(&owner, "s.example", "limited-t").await.body["exhausted"],
+            true,
+            "a tally's count closes a visit limit like single clicks do"
+        );
+        let metrics = api.metrics().await;
+        for line in [
+            "hop_edge_click_messages_total 2",
+            "hop_edge_clicks_received_total 196",
+            "hop_edge_clicks_dropped_total 7",
+        ] {
+            assert!(metrics.contains(line), "{line} in\n{metrics}");
+        }
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn bad_tallies_are_refused_and_bad_rows_not_counted() {
+    for (api, t) in apis_with(
+        "clicks-bad-tally",
+        &["--edge-token", EDGE_TOKEN, "--click-id-retention-h", "1"],
+    )
+    .await
+    {
+        let owner = api.key("ana", false).await;
+        let link = api.link(&owner, "bad-rows").await;
+        let mut zero = row(&link, "DE", false, 302, 1);
+        zero["n"] = json!(0);
+        let mut mid_hour = row(&link, "DE", false, 302, 4);
+        mid_hour["hour"] = json!(now_ms());
+        let mut huge = row(&link, "DE", false, 302, 1);
+        huge["n"] = json!(10_000_001);
+        let good = row(&link, "DE", false, 302, 6);
+        let old = json!({"batch_id": "old", "at": now_ms() - 2 * 3_600_000, "rows": [row(&link, "DE", false, 302, 9)]});
+        let mixed =
+            json!({"batch_id": "mixed", "at": now_ms(), "rows": [zero, mid_hour, huge, good]});
+        let r = api
+            .post_clicks(EDGE_TOKEN, &json!({"tallies": [old, mixed]}))
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+        assert_eq!(
+            r.body,
+            json!({"counted": 6, "duplicates": 0, "unknown_links": 0, "refused": 10_000_014, "dropped": 0}),
+            "{}",
+            t.kind()
+        );
+        let mut extra = json!({"batch_id": "x", "at": now_ms(), "rows": []});
+        extra["ip"] = json!("203.0.113.9");
+        let r = api
+            .post_clicks(EDGE_TOKEN, &json!({"tallies": [extra]}))
+            .await;
+        assert!(
+            r.status.is_client_error(),
+            "no field beyond the coarse ones: {}",
+            r.text
+        );
+        let many: Vec<Value> = (0..201)
+            .map(|i| json!({"batch_id": format!("m{i}"), "at": now_ms(), "rows": []}))
+            .collect();
+        let r = api.post_clicks(EDGE_TOKEN, &json!({"tallies": many})).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+        assert!(r.body["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("200"));
         t.cleanup().await;
     }
 }

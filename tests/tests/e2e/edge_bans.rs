@@ -4,7 +4,7 @@
 //! reported, not asserted: every ban must simply take effect).
 
 use hop_e2e::{
-    api_key, client, free_port, origin_env_through, wired_edge, Origin, SinkMode, Wired,
+    api_key, client, free_port, origin_env_through, wired_edge, Origin, SinkMode, SinkProxy, Wired,
 };
 use reqwest::StatusCode;
 use serde_json::json;
@@ -91,16 +91,24 @@ async fn fifty_bans_of_codes_and_hosts_block_at_the_edge() {
     report("", &ban_fifty(&w.origin, &w.edge, &w.key).await);
 }
 
-/// The normal lane is stuck (every push of link records hangs): bans travel on the
-/// fast lane and take effect all the same, without waiting for it.
-#[tokio::test]
-async fn bans_block_at_the_edge_while_the_normal_lane_is_stuck() {
+/// An edge, and an origin publishing to it through a sink the test switches, with an
+/// administrator's key (and the directory holding the origin's database).
+async fn publishing_through_a_sink() -> (tempfile::TempDir, hop_e2e::Edge, SinkProxy, Origin, String)
+{
     let dir = tempfile::tempdir().expect("temp dir");
     let origin_port = free_port();
     let edge = wired_edge(origin_port).await;
     let (sink, env) = origin_env_through(dir.path(), &edge).await;
     let admin = api_key(&env, "ops", true);
     let origin = Origin::start(origin_port, &env, dir.path().join("origin.log")).await;
+    (dir, edge, sink, origin, admin)
+}
+
+/// The normal lane is stuck (every push of link records hangs): bans travel on the
+/// fast lane and take effect all the same, without waiting for it.
+#[tokio::test]
+async fn bans_block_at_the_edge_while_the_normal_lane_is_stuck() {
+    let (_dir, edge, sink, origin, admin) = publishing_through_a_sink().await;
     sink.set(SinkMode::StallRecords);
     origin.create_bulk(&admin, targets()).await;
     every_link_redirects(&edge).await;
@@ -114,5 +122,30 @@ async fn bans_block_at_the_edge_while_the_normal_lane_is_stuck() {
             .await
             > 0,
         "the records were indeed never delivered"
+    );
+}
+
+/// KV's copy of the denylist is frozen (every push to the edge is refused): bans still
+/// reach the edge, through the origin's own denylist, which each location asks for about
+/// once a second. Locally the bound is the edge's hold (two seconds at most) plus the
+/// origin's answer; the distribution is printed.
+#[tokio::test]
+async fn bans_block_at_the_edge_while_kv_is_frozen() {
+    let (_dir, edge, sink, origin, admin) = publishing_through_a_sink().await;
+    origin.create_bulk(&admin, targets()).await;
+    every_link_redirects(&edge).await;
+    sink.set(SinkMode::Down);
+    let took = ban_fifty(&origin, &edge, &admin).await;
+    report(" with KV frozen", &took);
+    assert!(
+        origin.metric_sum("hop_outbox_pending{lane=\"fast\"}").await > 0,
+        "KV's denylist was indeed never written"
+    );
+    assert!(
+        origin
+            .metric_sum("hop_edge_denylist_reads_total{result=\"sent\"}")
+            .await
+            >= BANS as u64,
+        "each ban came through the origin's denylist"
     );
 }

@@ -152,10 +152,17 @@ async fn edge_clicks_count_once_when_the_queue_delivers_them_again() {
     // Not clicks: a HEAD, and codes that name no link.
     visit(&edge, reqwest::Method::HEAD, "counted-link", HUMAN_UA).await;
     visit(&edge, reqwest::Method::GET, "no-such-link", HUMAN_UA).await;
+    let visited = Instant::now();
 
     // Every click counted, and the batch whose acknowledgement was lost delivered again
     // (the origin saw its events a second time and counted none of them).
     let s = until(&origin, &key, "counted-link", |s| totals(s) == (5, 5, 2)).await;
+    // Reported, not asserted: the tally's window, the queue's batch and a lost answer's
+    // redelivery all lie on this path.
+    println!(
+        "edge clicks counted {} ms after the last visit",
+        visited.elapsed().as_millis()
+    );
     let deadline = Instant::now() + Duration::from_secs(60);
     while origin
         .metric_sum("hop_clicks_total{result=\"duplicate\"}")
@@ -190,6 +197,35 @@ async fn edge_clicks_count_once_when_the_queue_delivers_them_again() {
         json!([{"value": "desktop", "visits": 5}])
     );
     assert_eq!(s["top"]["statuses"], json!([{"value": "302", "visits": 5}]));
+    // The edge's own answers reached the origin with its clicks, each report once
+    // though its message was delivered twice: seven GETs and a HEAD found, one code
+    // not.
+    let answers = |status: u16| {
+        let origin = &origin;
+        async move {
+            origin
+                .metric_sum(&format!("hop_edge_answers_total{{status=\"{status}\"}}"))
+                .await
+        }
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while answers(302).await < 8 || answers(404).await < 1 {
+        assert!(
+            Instant::now() < deadline,
+            "the edge never reported its answers:\n{}",
+            edge.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // 404s include the harness's readiness probes (`/_hop/ready`): at least the one.
+    assert_eq!(answers(302).await, 8, "each report counted once");
+    assert!(origin.metric_sum("hop_edge_health_reports_total").await >= 1);
+    assert_eq!(
+        origin
+            .metric_sum("hop_edge_faults_total{kind=\"kv_read\"}")
+            .await,
+        0
+    );
     let with_bots = client()
         .get(origin.url("/v1/links/s.example/counted-link/stats?include_bots=true"))
         .bearer_auth(&key)
@@ -272,4 +308,114 @@ fn delivered(log: &str) -> u64 {
             rest.split(' ').next()?.parse::<u64>().ok()
         })
         .sum()
+}
+
+/// The clicks the edge's consumer had acknowledged, and in how many queue messages, by
+/// its log.
+fn deliveries(log: &str) -> (u64, u64) {
+    log.lines()
+        .filter_map(|l| {
+            let rest = &l[l.find("clicks: delivered ")? + "clicks: delivered ".len()..];
+            let mut words = rest.split(' ');
+            let clicks = words.next()?.parse::<u64>().ok()?;
+            let messages = words.nth(2)?.parse::<u64>().ok()?;
+            Some((clicks, messages))
+        })
+        .fold((0, 0), |(c, m), (dc, dm)| (c + dc, m + dm))
+}
+
+/// Clicks travel as tallies: a thousand visits of one hot link take about one queue
+/// message per second of visits (one per isolate and window), not one per visit, and a
+/// thousand visits of a thousand links (each click its own row) a few more; none is
+/// lost. The budgets: at most 5 messages per 1,000 visits of a hot link at
+/// 1,000 a second, at most 50 for visits spread over many links. The figures are
+/// printed; what is asserted is the structure (a message a window, the spread budget)
+/// and that every click arrives.
+#[tokio::test]
+async fn a_thousand_visits_take_a_few_queue_messages_and_lose_no_click() {
+    const VISITS: usize = 1_000;
+    let w = hop_e2e::Wired::start("marketing", false).await;
+    let spread: Vec<String> = (0..VISITS).map(|i| format!("spread-{i}")).collect();
+    let links: Vec<Value> = spread
+        .iter()
+        .map(|code| json!({ "target_url": format!("https://dest.example/{code}"), "code": code }))
+        .chain([json!({ "target_url": "https://dest.example/hot", "code": "hot" })])
+        .collect();
+    for chunk in links.chunks(500) {
+        w.origin.create_bulk(&w.key, chunk.to_vec()).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while w
+        .origin
+        .metric_sum("hop_outbox_pending{lane=\"normal\"}")
+        .await
+        > 0
+    {
+        assert!(Instant::now() < deadline, "never published");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // One visitor's clicks are counted up to 60 a minute: the visits come from 25
+    // loopback addresses per shape (`wrangler dev` takes the visitor's address from the
+    // connection), 40 each.
+    let visitors = |shape: u8| -> Vec<reqwest::Client> {
+        (1..=25)
+            .map(|i| {
+                reqwest::Client::builder()
+                    .redirect(reqwest::redirect::Policy::none())
+                    .local_address(std::net::IpAddr::from([127, 0, shape, i]))
+                    .build()
+                    .expect("a visitor's client")
+            })
+            .collect()
+    };
+    for (shape, codes, visitors) in [
+        ("one hot link", vec!["hot".to_owned(); VISITS], visitors(1)),
+        ("1,000 links, one visit each", spread, visitors(2)),
+    ] {
+        let (clicks_before, messages_before) = deliveries(&w.edge.log());
+        let started = Instant::now();
+        for (n, chunk) in codes.chunks(50).enumerate() {
+            let mut visits = tokio::task::JoinSet::new();
+            for (i, code) in chunk.iter().enumerate() {
+                let req = visitors[(n * 50 + i) % visitors.len()]
+                    .get(w.edge.url(&format!("/{code}")))
+                    .header("host", "s.example")
+                    .header("user-agent", HUMAN_UA);
+                visits.spawn(async move { req.send().await.expect("visit").status() });
+            }
+            while let Some(status) = visits.join_next().await {
+                assert_eq!(status.expect("visit task"), reqwest::StatusCode::FOUND);
+            }
+        }
+        let took = started.elapsed();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let (clicks, messages) = loop {
+            let (clicks, messages) = deliveries(&w.edge.log());
+            if clicks >= clicks_before + VISITS as u64 {
+                break (clicks - clicks_before, messages - messages_before);
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{shape}: {} of {VISITS} clicks delivered:\n{}",
+                clicks - clicks_before,
+                w.edge.log()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        println!(
+            "{shape}: {VISITS} visits in {} ms took {messages} queue messages",
+            took.as_millis()
+        );
+        assert_eq!(clicks, VISITS as u64, "{shape}: every click, once");
+        // A hot link: a message a window (a second) of visits, and a window begun on
+        // either side. Spread: the budget.
+        let most = match shape {
+            "one hot link" => took.as_secs() + 2,
+            _ => 50,
+        };
+        assert!(
+            messages <= most,
+            "{shape}: {messages} messages for {VISITS} visits in {took:?}"
+        );
+    }
 }

@@ -7,6 +7,7 @@ mod edge_bans;
 mod edge_cache;
 mod edge_clicks;
 mod edge_domains;
+mod edge_kv_incident;
 mod edge_memory;
 mod edge_origin;
 mod edge_smoke;
