@@ -220,11 +220,14 @@ pub const CLICKS_PER_VISITOR_MINUTE: u16 = 60;
 
 /// Per-visitor click budgets in a table of fixed size, so a flood from many addresses
 /// costs no more memory than one from a single address (visitors beyond the table share
-/// slots, by a seeded hash). A fixed window per minute: simple, and one visitor can add
+/// slots, by a seeded hash; one whose slot another holds this minute is admitted
+/// uncounted). A fixed window per minute: simple, and one visitor can add
 /// at most twice the budget across a minute's boundary.
 #[derive(Debug, Clone)]
 pub struct VisitorBudget {
-    slots: Vec<(u32, u16)>,
+    /// Each slot: the minute, the clicks counted in it, and whose they are (16 bits of
+    /// the visitor's hash).
+    slots: Vec<(u32, u16, u16)>,
     seed: u64,
 }
 
@@ -233,27 +236,36 @@ impl VisitorBudget {
     /// with a victim's.
     pub fn new(slots: usize, seed: u64) -> Self {
         VisitorBudget {
-            slots: vec![(u32::MAX, 0); slots.max(1)],
+            slots: vec![(u32::MAX, 0, 0); slots.max(1)],
             seed,
         }
     }
 
-    /// Whether `visitor` (its address) may add one more click at `now_s`.
-    pub fn admit(&mut self, visitor: &str, now_s: u64, per_minute: u16) -> bool {
+    /// `visitor`'s slot, and who it is there.
+    fn slot_of(&self, visitor: &str) -> (usize, u16) {
         // FNV-1a, seeded: enough to spread addresses, and small in WebAssembly.
         let mut h = 0xcbf2_9ce4_8422_2325u64 ^ self.seed;
         for b in visitor.bytes() {
             h ^= u64::from(b);
             h = h.wrapping_mul(0x0100_0000_01b3);
         }
-        let len = self.slots.len();
-        let Some((minute, used)) = self.slots.get_mut((h % len as u64) as usize) else {
+        let len = self.slots.len() as u64;
+        ((h % len) as usize, (h >> 48) as u16)
+    }
+
+    /// Whether `visitor` (its address) may add one more click at `now_s`. A visitor
+    /// whose slot another holds this minute is admitted uncounted: never refused for
+    /// the other's clicks.
+    pub fn admit(&mut self, visitor: &str, now_s: u64, per_minute: u16) -> bool {
+        let (at, who) = self.slot_of(visitor);
+        let Some((minute, used, holder)) = self.slots.get_mut(at) else {
             return true;
         };
         let now = u32::try_from(now_s / 60).unwrap_or(u32::MAX);
         if *minute != now {
-            *minute = now;
-            *used = 0;
+            (*minute, *used, *holder) = (now, 0, who);
+        } else if *holder != who {
+            return true;
         }
         if *used >= per_minute {
             return false;
@@ -468,6 +480,25 @@ mod tests {
             budget.admit(&i.to_string(), now, 1);
         }
         assert_eq!(budget.slots.len(), 4096);
+    }
+
+    /// Visitors beyond the table share slots: one whose slot another holds this minute
+    /// is not refused for the other's clicks.
+    #[test]
+    fn a_visitor_sharing_a_slot_is_not_refused_for_the_others_clicks() {
+        let mut budget = VisitorBudget::new(16, 7);
+        let now = 1_800_000_000;
+        let first = "203.0.113.9";
+        let second = (0..1_000)
+            .map(|i| format!("198.51.100.{i}"))
+            .find(|v| budget.slot_of(v).0 == budget.slot_of(first).0)
+            .expect("a neighbour in one of 16 slots");
+        let admitted = (0..100)
+            .filter(|_| budget.admit(first, now, CLICKS_PER_VISITOR_MINUTE))
+            .count();
+        assert_eq!(admitted, usize::from(CLICKS_PER_VISITOR_MINUTE));
+        assert!(budget.admit(&second, now, CLICKS_PER_VISITOR_MINUTE));
+        assert!(!budget.admit(first, now, CLICKS_PER_VISITOR_MINUTE));
     }
 
     #[test]
