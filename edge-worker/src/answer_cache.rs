@@ -26,16 +26,20 @@ use worker::worker_sys::Context;
 /// no visitor's URL is ever one of them.
 const KEY_PATH: &str = "/_hop/answer/";
 
-fn usable(route: &RouteKey) -> bool {
-    !route.domain().ends_with(".workers.dev")
-}
-
 fn key(route: &RouteKey) -> String {
     format!("https://{}{KEY_PATH}{}", route.domain(), route.code())
 }
 
-/// The runtime's default cache; `None` where there is none.
-fn cache() -> Option<Cache> {
+fn usable(host: &str) -> bool {
+    !host.ends_with(".workers.dev")
+}
+
+/// The runtime's default cache for entries under `host`; `None` where there is none,
+/// or where it stores nothing (`workers.dev`). The denylist's location copy uses it too.
+pub(crate) fn cache(host: &str) -> Option<Cache> {
+    if !usable(host) {
+        return None;
+    }
     let caches = Reflect::get(&js_sys::global(), &JsValue::from_str("caches")).ok()?;
     let default = Reflect::get(&caches, &JsValue::from_str("default")).ok()?;
     default.dyn_into::<Cache>().ok()
@@ -44,10 +48,7 @@ fn cache() -> Option<Cache> {
 /// What this location holds about `route`: `Some(Some(record))` for a link, `Some(None)`
 /// for a code the origin did not know, `None` when it holds nothing.
 pub(crate) async fn get(route: &RouteKey) -> Option<Option<EdgeRecord>> {
-    if !usable(route) {
-        return None;
-    }
-    let held = JsFuture::from(cache()?.match_with_str(&key(route)))
+    let held = JsFuture::from(cache(route.domain())?.match_with_str(&key(route)))
         .await
         .map_err(|e| console_error!("cache match for {route}: {e:?}"))
         .ok()?;
@@ -75,13 +76,10 @@ fn entry(answer: Option<&EdgeRecord>) -> Option<(u16, Option<String>)> {
 /// Keeps the origin's answer about `route` for `hold_s` seconds, after the response
 /// (the visitor does not wait for the write); a private link's, never.
 pub(crate) fn put(ctx: &Context, route: &RouteKey, answer: Option<&EdgeRecord>, hold_s: u64) {
-    if !usable(route) {
-        return;
-    }
     let Some((status, body)) = entry(answer) else {
         return;
     };
-    let Some(cache) = cache() else {
+    let Some(cache) = cache(route.domain()) else {
         return;
     };
     let max_age = format!("max-age={hold_s}");
@@ -96,16 +94,27 @@ pub(crate) fn put(ctx: &Context, route: &RouteKey, answer: Option<&EdgeRecord>, 
             return;
         }
     };
-    let write = JsFuture::from(cache.put_with_str(&key(route), &response));
-    let route = route.to_string();
+    put_after(ctx, &cache, &key(route), &response, route.to_string());
+}
+
+/// Puts `response` under `key` after the response to the visitor (inside `waitUntil`:
+/// nobody waits for the write); a failure is logged with `what`.
+pub(crate) fn put_after(
+    ctx: &Context,
+    cache: &Cache,
+    key: &str,
+    response: &Response,
+    what: String,
+) {
+    let write = JsFuture::from(cache.put_with_str(key, response));
     let write = future_to_promise(async move {
         if let Err(e) = write.await {
-            console_error!("caching the answer for {route}: {e:?}");
+            console_error!("caching {what}: {e:?}");
         }
         Ok(JsValue::UNDEFINED)
     });
     if let Err(e) = ctx.wait_until(&write) {
-        console_error!("caching an answer: {e:?}");
+        console_error!("caching: {e:?}");
     }
 }
 
@@ -148,7 +157,7 @@ mod tests {
     fn workers_dev_hosts_skip_the_cache_that_stores_nothing_there() {
         let dev = RouteKey::new("hop.someone.workers.dev", "abc1234").expect("route");
         let own = RouteKey::new("s.example", "abc1234").expect("route");
-        assert!(!usable(&dev));
-        assert!(usable(&own));
+        assert!(!usable(dev.domain()));
+        assert!(usable(own.domain()));
     }
 }

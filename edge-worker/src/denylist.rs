@@ -19,8 +19,8 @@
 //!
 //! A copy never replaces one of a higher version.
 
-use crate::health;
 use crate::kv::Kv;
+use crate::{answer_cache, health};
 use shared::sync::DENY_KEY;
 use shared::tally::Fault;
 use shared::Denylist;
@@ -28,9 +28,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 use wasm_bindgen::{JsCast, JsValue};
-use worker::js_sys::{self, Reflect};
 use worker::wasm_bindgen_futures::{future_to_promise, JsFuture};
-use worker::web_sys::{Cache, Response};
+use worker::web_sys::Response;
 use worker::worker_sys::Context;
 use worker::{console_error, Env};
 
@@ -206,7 +205,7 @@ fn keep(list: Denylist, json: Rc<str>, checked_ms: u64, origin_ms: Option<u64>) 
 
 /// The location's copy, if the origin confirmed it less than [`FRESH_MS`] ago.
 async fn from_location(host: &str, now_ms: u64) -> Option<Rc<Denylist>> {
-    let cache = cache(host)?;
+    let cache = answer_cache::cache(host)?;
     let held = JsFuture::from(cache.match_with_str(&cache_key(host)))
         .await
         .ok()?;
@@ -264,17 +263,6 @@ async fn from_origin(
     Ok(keep(list, json, now_ms, Some(now_ms)))
 }
 
-/// The runtime's default cache, where the Cache API keeps anything (custom domains and
-/// `wrangler dev`; on `workers.dev` it stores nothing, so it is not used there).
-fn cache(host: &str) -> Option<Cache> {
-    if host.ends_with(".workers.dev") {
-        return None;
-    }
-    let caches = Reflect::get(&js_sys::global(), &JsValue::from_str("caches")).ok()?;
-    let default = Reflect::get(&caches, &JsValue::from_str("default")).ok()?;
-    default.dyn_into::<Cache>().ok()
-}
-
 fn cache_key(host: &str) -> String {
     format!("https://{host}{CACHE_PATH}")
 }
@@ -282,7 +270,7 @@ fn cache_key(host: &str) -> String {
 /// Keeps the origin's copy, confirmed at `checked_ms`, in the location's cache for the
 /// location's other isolates (after the response: nobody waits for the write).
 fn to_location(ctx: &Context, host: &str, json: &str, checked_ms: u64) {
-    let Some(cache) = cache(host) else {
+    let Some(cache) = answer_cache::cache(host) else {
         return;
     };
     let checked = checked_ms.to_string();
@@ -294,14 +282,11 @@ fn to_location(ctx: &Context, host: &str, json: &str, checked_ms: u64) {
     let Ok(response) = crate::respond::build(200, headers, Some(json)) else {
         return;
     };
-    let write = JsFuture::from(cache.put_with_str(&cache_key(host), &response));
-    let write = future_to_promise(async move {
-        if let Err(e) = write.await {
-            console_error!("denylist: keeping it in the location's cache: {e:?}");
-        }
-        Ok(JsValue::UNDEFINED)
-    });
-    if let Err(e) = ctx.wait_until(&write) {
-        console_error!("denylist: keeping it in the location's cache: {e:?}");
-    }
+    answer_cache::put_after(
+        ctx,
+        &cache,
+        &cache_key(host),
+        &response,
+        "the denylist".into(),
+    );
 }
