@@ -120,6 +120,12 @@ pub async fn serve_with_metrics(
         let stopped = stop.subscribe();
         tokio::spawn(async move { state.recorder.run(&state.clicks, &state.db, stopped).await })
     };
+    // The edge's clicks, staged as they are acknowledged, folded into the rollups.
+    let folding = {
+        let state = state.clone();
+        let stopped = stop.subscribe();
+        tokio::spawn(async move { clicks::fold::run(&state.db, &state.clicks, stopped).await })
+    };
     // How far this process has written clicks, for the stats' `data_as_of`.
     let reporting = {
         let state = state.clone();
@@ -180,6 +186,7 @@ pub async fn serve_with_metrics(
     let _ = stop.send(true);
     let _ = listening.await;
     let _ = recording.await;
+    let _ = folding.await;
     // Everything held is written (or counted as dropped): nothing is outstanding.
     let _ = reporting.await;
     forget_reports().await;

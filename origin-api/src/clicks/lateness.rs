@@ -46,8 +46,8 @@ fn own(recorder: &Recorder, clicks: &Clicks) -> [Option<i64>; 2] {
 }
 
 /// Up to when (Unix ms, at most `now`) the rollups hold every click that reached an
-/// origin: the earliest outstanding point among this process's own and the other
-/// processes' recent reports.
+/// origin: the earliest outstanding point among this process's own, the other
+/// processes' recent reports, and the edge's clicks staged but not yet folded.
 pub async fn data_as_of<S: ClickStore + ?Sized>(
     store: &S,
     process: &str,
@@ -57,11 +57,13 @@ pub async fn data_as_of<S: ClickStore + ?Sized>(
 ) -> Result<i64, StoreError> {
     let mine = sources_of(process);
     let others = store.click_sources(now - STALE_AFTER_MS).await?;
+    let staged = store.staged_since().await?;
     Ok(others
         .into_iter()
         .filter(|(source, _)| !mine.contains(source))
         .filter_map(|(_, complete_to)| complete_to)
         .chain(own(recorder, clicks).into_iter().flatten())
+        .chain(staged)
         .fold(now, i64::min))
 }
 

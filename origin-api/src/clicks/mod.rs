@@ -3,11 +3,14 @@
 //!
 //! Events arrive from the edge (`POST /v1/edge/clicks`, posted by the worker's queue
 //! consumer, which retries until the origin acknowledges) and from this origin's own
-//! redirect path ([`recorder`]). Both go through [`Clicks::ingest`]: an event is counted
-//! when its id is claimed for the first time, in the same transaction as the rollup
-//! increments, so a retried or replayed batch counts nothing twice.
+//! redirect path ([`recorder`]). The edge's go through [`Clicks::ingest`]: a tally or
+//! event is counted when its id is claimed for the first time, in the same transaction
+//! that stages its clicks, so a retried or replayed batch counts nothing twice; [`fold`]
+//! then adds what is staged to the rollups, many deliveries in one write. The origin's
+//! own are tallied in memory and written by the recorder.
 
 pub mod budget;
+pub mod fold;
 pub mod lateness;
 pub mod recorder;
 pub mod stats;
@@ -106,7 +109,8 @@ impl Clicks {
     /// as an edge before tallies sent them) and tallies (alike clicks, one id a window).
     /// Malformed ones, ones outside the window in which a replay can be recognised, and
     /// ones about no known link are not counted; the receipt says how many clicks of
-    /// each.
+    /// each. Counted clicks are staged, durably: they reach the rollups at the next
+    /// [`fold`].
     pub async fn ingest<S: ClickStore + ?Sized>(
         &self,
         store: &S,
@@ -195,10 +199,13 @@ impl Clicks {
             .map(|e| e.event_id.as_str())
             .chain(tallies_taken.iter().map(|t| t.batch_id.as_str()))
             .collect();
-        let (fresh, exhausted) = store
-            .record_clicks(&claims, &attributed, now, self.referrer_cap)
-            .await?;
-        self.exhausted(&exhausted).await;
+        let made = events
+            .iter()
+            .map(|e| e.at)
+            .chain(tallies_taken.iter().map(|t| t.at))
+            .min()
+            .unwrap_or(now);
+        let fresh = store.stage_clicks(&claims, &attributed, made, now).await?;
         for a in &attributed {
             let n = u64::try_from(a.n).unwrap_or_default();
             if fresh.contains(a.claim) {

@@ -563,15 +563,26 @@ mod tests {
         async fn link_refs_by_id(&self, _: &[u64]) -> Result<Vec<LinkRef>, StoreError> {
             Ok(Vec::new())
         }
-        async fn record_clicks(
+        async fn stage_clicks(
             &self,
             _: &[&str],
             _: &[Attributed<'_>],
             _: i64,
-            _: u32,
-        ) -> Result<(std::collections::HashSet<String>, Vec<crate::model::Link>), StoreError>
-        {
+            _: i64,
+        ) -> Result<std::collections::HashSet<String>, StoreError> {
             Ok(Default::default())
+        }
+        async fn fold_staged(
+            &self,
+            _: u16,
+            _: usize,
+            _: i64,
+            _: u32,
+        ) -> Result<crate::store::Folded, StoreError> {
+            Ok(Default::default())
+        }
+        async fn staged_since(&self) -> Result<Option<i64>, StoreError> {
+            Ok(None)
         }
         async fn human_visits(&self, _: u64) -> Result<u64, StoreError> {
             Ok(0)

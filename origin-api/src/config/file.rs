@@ -23,13 +23,25 @@ pub const SECRET_KEYS: [&str; 5] = [
 ];
 
 /// A configuration file, read and checked against the settings this binary has.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct ConfigFile {
     pub path: PathBuf,
     /// Settings by argument id, each as the flag would take it (a list as its items).
     settings: BTreeMap<String, Vec<String>>,
     /// Secrets by key (`edge_token`, `edge_token_file`).
     secrets: BTreeMap<String, String>,
+}
+
+/// The keys the file sets, never their values: a setting may be the database URL with
+/// its password, and the secrets are secrets.
+impl std::fmt::Debug for ConfigFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConfigFile")
+            .field("path", &self.path)
+            .field("settings", &self.settings.keys().collect::<Vec<_>>())
+            .field("secrets", &self.secrets.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 /// Why a configuration file was refused. Nothing of it is used then.

@@ -469,7 +469,6 @@ impl Source {
 
 /// The command line as parsed with its configuration file, and where each value came
 /// from.
-#[derive(Debug)]
 pub struct Loaded {
     pub cli: Cli,
     pub file: Option<file::ConfigFile>,
@@ -478,6 +477,24 @@ pub struct Loaded {
     pub sources: std::collections::BTreeMap<String, (Option<String>, Source)>,
     /// Per secret key (`edge_token`), where it came from, if set.
     pub secret_sources: std::collections::BTreeMap<&'static str, Source>,
+}
+
+/// Where each setting came from, without the values (`sources` holds the database URL
+/// as given); the settings themselves redact their secrets.
+impl std::fmt::Debug for Loaded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let sources: std::collections::BTreeMap<&str, &Source> = self
+            .sources
+            .iter()
+            .map(|(k, (_, s))| (k.as_str(), s))
+            .collect();
+        f.debug_struct("Loaded")
+            .field("cli", &self.cli)
+            .field("file", &self.file)
+            .field("sources", &sources)
+            .field("secret_sources", &self.secret_sources)
+            .finish()
+    }
 }
 
 /// Why the configuration could not be loaded.
@@ -1037,6 +1054,23 @@ mod tests {
         assert!(both.err().unwrap().to_string().contains("not both"));
         let missing = load_with(&["--database-url-file", "/nonexistent/url"], &[]);
         assert!(missing.err().unwrap().to_string().contains("cannot read"));
+    }
+
+    /// Nothing loaded from a file or the command line shows a secret in `Debug`: not
+    /// the file's tokens, not the database URL among the settings' sources.
+    #[test]
+    fn no_debug_of_what_was_loaded_shows_a_secret() {
+        let (_dir, path) = config_file(
+            "database_url = \"postgres://hop:s3cret-url@db.internal/hop\"\n\
+             edge_token = \"s3cret-edge-token-0123456789abcdef\"\n",
+        );
+        let loaded = load_with(&["--config", &path], &[]).unwrap();
+        let shown = format!("{loaded:?}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(shown.contains("edge_token"), "the keys still show: {shown}");
+        let file = loaded.file.as_ref().expect("the file");
+        let shown = format!("{file:?}");
+        assert!(!shown.contains("s3cret"), "{shown}");
     }
 
     #[test]

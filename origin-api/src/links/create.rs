@@ -131,17 +131,30 @@ async fn deduplicated(
     let registered = lookups.domain(&domain).await?;
     admit_new_link(&domain, registered.as_deref(), creator)?;
     let target = fields::target(&mut lookups, &domain, &req.target_url).await?;
-    let now = now_ms();
     Ok(state
         .db
         .links_to(creator.owner, &domain, &target)
         .await?
         .into_iter()
-        .find(|l| {
-            l.expires_at.is_none_or(|e| e > now)
-                && !l.options.exhausted
-                && l.options.access.is_none()
-        }))
+        .find(is_plain_public))
+}
+
+/// Whether `link` is what a plain create would make: anyone may follow it, to its
+/// target, for good, counted. A link that expires (or has), ends after a visit limit,
+/// sends some visitors elsewhere, shows a page first or counts nothing is weaker than
+/// a `dedupe` without those fields asks for. Cosmetic fields (title, tags, preview,
+/// redirect status) do not matter.
+fn is_plain_public(link: &Link) -> bool {
+    let o = &link.options;
+    link.expires_at.is_none()
+        && o.access.is_none()
+        && o.max_visits.is_none()
+        && !o.exhausted
+        && o.rules.is_empty()
+        && o.split.is_none()
+        && o.expired_url.is_none()
+        && !o.interstitial
+        && !o.no_clicks
 }
 
 /// The first field of `req` that asks for something a plain public link does not give a

@@ -8,7 +8,7 @@ pub use activation::{ActivationPromise, MIN_HEADROOM, SKEW_MARGIN_MS};
 mod bans;
 mod clicks;
 mod domains;
-pub use clicks::{ClickDims, Increments, OTHER_REFERRERS};
+pub use clicks::{ClickDims, Increments, FOLD_PARTS, OTHER_REFERRERS};
 mod links;
 mod outbox;
 mod segments;
@@ -508,6 +508,21 @@ pub struct DimCount {
     pub visits: i64,
 }
 
+/// What one fold of staged clicks added to the rollups.
+#[derive(Debug, Default)]
+pub struct Folded {
+    /// Staged rows folded (each one delivery from the edge).
+    pub rows: usize,
+    /// Clicks they held.
+    pub visits: u64,
+    /// Link-hours written.
+    pub link_hours: usize,
+    /// Whether it stopped at its bound with rows left staged.
+    pub more: bool,
+    /// Links whose visit limit the clicks reached, marked exhausted.
+    pub exhausted: Vec<Link>,
+}
+
 /// Click rollups: hourly counts per link and dimension, with no foreign key to links.
 #[async_trait]
 pub trait ClickStore: Send + Sync + Debug + 'static {
@@ -515,20 +530,34 @@ pub trait ClickStore: Send + Sync + Debug + 'static {
     async fn link_refs(&self, keys: &[shared::RouteKey]) -> Result<Vec<LinkRef>, StoreError>;
     /// The links some ids name.
     async fn link_refs_by_id(&self, ids: &[u64]) -> Result<Vec<LinkRef>, StoreError>;
-    /// Takes the `claims` (event and tally ids) nobody took before and counts the
-    /// `clicks` under them, in one transaction, at most `referrer_cap` distinct referrer
-    /// hosts per link and hour; returns the claims taken now, and the links whose visit
-    /// limit they reached
-    /// (marked exhausted and re-published in the same transaction).
-    async fn record_clicks(
+    /// Takes the `claims` (event and tally ids) nobody took before and stages the
+    /// `clicks` under them, as one row, in one transaction (made no later than `made`,
+    /// Unix ms); returns the claims taken now. Staged clicks reach the rollups when they
+    /// are folded ([`ClickStore::fold_staged`]).
+    async fn stage_clicks(
         &self,
         claims: &[&str],
         clicks: &[Attributed<'_>],
+        made: i64,
+        now: i64,
+    ) -> Result<std::collections::HashSet<String>, StoreError>;
+    /// Adds the staged rows of `part` (of [`FOLD_PARTS`]), oldest first, to the rollups
+    /// and deletes them, in one transaction, at most `referrer_cap` distinct referrer hosts per link and hour;
+    /// stops taking rows once they hold `max_link_hours` link-hours (the rest is left
+    /// for the next fold, [`Folded::more`]), and leaves rows another origin is folding
+    /// to it. Marks the links whose visit limit the clicks reached exhausted and
+    /// re-publishes them in the same transaction.
+    async fn fold_staged(
+        &self,
+        part: u16,
+        max_link_hours: usize,
         now: i64,
         referrer_cap: u32,
-    ) -> Result<(std::collections::HashSet<String>, Vec<Link>), StoreError>;
+    ) -> Result<Folded, StoreError>;
+    /// When the clicks of the oldest staged row were made (Unix ms); `None` when none is.
+    async fn staged_since(&self) -> Result<Option<i64>, StoreError>;
     /// Adds counts gathered in memory (the origin's own clicks), in one transaction;
-    /// the links whose visit limit they reached, as for [`ClickStore::record_clicks`].
+    /// the links whose visit limit they reached, as for [`ClickStore::fold_staged`].
     async fn add_rollups(&self, increments: &Increments, now: i64)
         -> Result<Vec<Link>, StoreError>;
     /// People's visits of a link counted so far (what a visit limit counts).

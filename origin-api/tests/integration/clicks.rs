@@ -129,6 +129,7 @@ async fn an_edge_batch_counts_once_however_often_it_arrives() {
             replay.body,
             json!({"counted": 0, "duplicates": 4, "unknown_links": 1, "refused": 0, "dropped": 0})
         );
+        api.fold_clicks().await;
 
         let stats = api
             .get_as(&owner, "/v1/links/s.example/spring-sale/stats")
@@ -200,10 +201,49 @@ async fn concurrent_deliveries_of_one_batch_count_it_once() {
             })
             .sum();
         assert_eq!(counted, 200, "{}", t.kind());
+        api.fold_clicks().await;
         let stats = api
             .get_as(&owner, "/v1/links/s.example/race-link/stats")
             .await;
         assert_eq!(counts(&stats.body["totals"]), (200, 200, 0), "{}", t.kind());
+        t.cleanup().await;
+    }
+}
+
+/// Origins fold side by side (each runs the fold task): a staged delivery is counted by
+/// exactly one of them, however their folds interleave.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_folds_count_each_staged_delivery_once() {
+    for (api, t) in apis_with("clicks-folds", FLAGS).await {
+        let owner = api.key("ana", false).await;
+        let link = api.link(&owner, "folded").await;
+        // 300 deliveries, staged: three folds' worth each.
+        for d in 0..300 {
+            let events: Vec<Value> = (0..2)
+                .map(|i| event(&format!("fold-{d}-{i}"), &link, "FR", false, 302))
+                .collect();
+            let r = api
+                .post_clicks(EDGE_TOKEN, &json!({ "events": events }))
+                .await;
+            assert_eq!(r.body["counted"], 2, "{}", r.text);
+        }
+        let stats = api.get_as(&owner, "/v1/links/s.example/folded/stats").await;
+        assert_eq!(counts(&stats.body["totals"]).0, 0, "staged, not yet folded");
+        let mut folds = tokio::task::JoinSet::new();
+        for _ in 0..4 {
+            let state = api.state.clone();
+            folds.spawn(async move { state.clicks.fold(&state.db).await });
+        }
+        let folded: u64 = folds
+            .join_all()
+            .await
+            .into_iter()
+            .map(|f| f.expect("fold").visits)
+            .sum();
+        assert_eq!(folded, 600, "{}", t.kind());
+        assert_eq!(api.fold_clicks().await.rows, 0, "nothing left staged");
+        let stats = api.get_as(&owner, "/v1/links/s.example/folded/stats").await;
+        assert_eq!(counts(&stats.body["totals"]), (600, 600, 0), "{}", t.kind());
         t.cleanup().await;
     }
 }
@@ -329,6 +369,7 @@ async fn an_edge_tally_counts_its_clicks_once_however_often_it_arrives() {
             json!({"counted": 0, "duplicates": 196, "unknown_links": 5, "refused": 0, "dropped": 0}),
             "a tally delivered again counts nothing, its drops included"
         );
+        api.fold_clicks().await;
         let stats = api.get_as(&owner, "/v1/links/s.example/viral/stats").await;
         assert_eq!(counts(&stats.body["totals"]), (43, 41, 3), "{}", t.kind());
         assert_eq!(
@@ -548,6 +589,7 @@ async fn stats_belong_to_the_owner_and_outlive_the_link() {
         }
         api.post_clicks(EDGE_TOKEN, &json!({ "events": events }))
             .await;
+        api.fold_clicks().await;
 
         let not_yours = api
             .get_as(&bo, "/v1/links/s.example/big-campaign/stats")
@@ -705,6 +747,8 @@ async fn forged_referrers_cannot_grow_a_links_statistics() {
                 .post_clicks(EDGE_TOKEN, &json!({ "events": events }))
                 .await;
             assert_eq!(res.body["counted"], 300, "{}", res.text);
+            // Each half in a fold of its own: the second finds the first's hosts held.
+            api.fold_clicks().await;
         }
         let hours: Vec<(String,)> =
             t.db.read_all("SELECT CAST(dims AS TEXT) FROM click_hours", &[])
@@ -749,6 +793,7 @@ async fn forged_referrers_cannot_grow_a_links_statistics() {
             .post_clicks(EDGE_TOKEN, &json!({ "events": events }))
             .await;
         assert_eq!(res.body["counted"], 10, "{}", res.text);
+        api.fold_clicks().await;
         let stats = api
             .get_as(&owner, "/v1/links/s.example/forged-refs/stats?top=20")
             .await;

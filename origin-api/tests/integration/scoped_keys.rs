@@ -107,6 +107,7 @@ async fn a_key_limited_to_a_domain_reaches_no_link_elsewhere() {
             .post_json(EDGE_TOKEN, "/v1/edge/clicks", &json!({ "events": events }))
             .await;
         assert!(posted.status.is_success(), "{}", posted.text);
+        api.fold_clicks().await;
 
         for (route, status) in each_link_route(&api, &scoped, BRAND, "spring").await {
             assert_eq!(status, StatusCode::NOT_FOUND, "{}: {route}", t.kind());

@@ -58,7 +58,7 @@ async fn tables(db: &Db) -> Vec<String> {
     names
 }
 
-const TABLES: [&str; 15] = [
+const TABLES: [&str; 16] = [
     "activation_promises",
     "api_keys",
     "bans",
@@ -66,6 +66,7 @@ const TABLES: [&str; 15] = [
     "click_hours",
     "click_seen",
     "click_sources",
+    "click_staged",
     "domain_owners",
     "domains",
     "id_segments",

@@ -524,12 +524,14 @@ async fn a_visit_limit_counts_people_only_and_then_ends_the_link() {
             .post_json(EDGE_TOKEN, "/v1/edge/clicks", &json!({ "events": bots }))
             .await;
         assert_eq!(res.body["counted"], 20, "{}", res.text);
+        api.fold_clicks().await;
         assert_eq!(api.link_view(&token, "two").await["exhausted"], false);
         let people: Vec<Value> = (20..22).map(|i| event(i, false)).collect();
         let res = api
             .post_json(EDGE_TOKEN, "/v1/edge/clicks", &json!({ "events": people }))
             .await;
         assert_eq!(res.body["counted"], 2, "{}", res.text);
+        api.fold_clicks().await;
         assert_eq!(
             api.link_view(&token, "two").await["exhausted"],
             true,
@@ -596,6 +598,7 @@ async fn the_stats_break_a_split_link_s_visits_down_by_variant() {
             res.text
         );
         sent[1] += 5;
+        api.fold_clicks().await;
 
         let stats = api
             .call_as(&token, "GET", "/v1/links/s.example/ab-test/stats")
@@ -964,6 +967,20 @@ async fn dedupe_answers_the_owner_s_live_link_to_the_same_target_and_says_so() {
     }
 }
 
+/// Public links' fields that give a visitor something other than a plain link: an
+/// expiry, a visit limit, rules, a split, an expired page, an interstitial, no counting.
+fn more_than_plain() -> [Value; 7] {
+    [
+        json!({ "expires_at": "2099-01-01T00:00:00Z" }),
+        json!({ "max_visits": 10 }),
+        json!({ "rules": [{ "when": { "device": ["ios"] }, "target_url": "https://shop.example/ios" }] }),
+        json!({ "split": [{ "target_url": "https://a.example/", "weight": 50 }, { "target_url": "https://b.example/", "weight": 50 }] }),
+        json!({ "expired_url": "https://shop.example/over" }),
+        json!({ "interstitial": true }),
+        json!({ "record_clicks": false }),
+    ]
+}
+
 /// `dedupe` never answers a link weaker than the one asked for: with private access, a
 /// password, an expiry, a visit limit, rules, a split, an expired page, an interstitial
 /// or clicks not recorded, it is refused naming `dedupe`, and the public link to the
@@ -979,14 +996,9 @@ async fn dedupe_never_answers_a_weaker_link_than_the_one_asked_for() {
         let asks = [
             json!({ "access": "signed" }),
             json!({ "access": "password", "password": "correct horse" }),
-            json!({ "expires_at": "2099-01-01T00:00:00Z" }),
-            json!({ "max_visits": 10 }),
-            json!({ "rules": [{ "when": { "device": ["ios"] }, "target_url": "https://shop.example/ios" }] }),
-            json!({ "split": [{ "target_url": "https://a.example/", "weight": 50 }, { "target_url": "https://b.example/", "weight": 50 }] }),
-            json!({ "expired_url": "https://shop.example/over" }),
-            json!({ "interstitial": true }),
-            json!({ "record_clicks": false }),
-        ];
+        ]
+        .into_iter()
+        .chain(more_than_plain());
         for ask in asks {
             let mut body = ask.clone();
             body["target_url"] = json!(target);
@@ -1002,6 +1014,40 @@ async fn dedupe_never_answers_a_weaker_link_than_the_one_asked_for() {
             assert!(!res.text.contains(&code), "{}", res.text);
         }
         assert_eq!(api.count("links").await, 1, "{}", t.kind());
+        t.cleanup().await;
+    }
+}
+
+/// The converse: a plain `dedupe` answers only a plain public link. An existing link to
+/// the target that expires, ends after a visit limit, sends some visitors elsewhere,
+/// shows a page first or counts nothing is not what was asked for: a new link is made.
+#[tokio::test]
+async fn dedupe_answers_only_a_plain_public_link() {
+    for (api, t) in apis_with("dedupe-plain", FLAGS).await {
+        let token = api.key("acme", false).await;
+        let target = "https://shop.example/launch";
+        for kind in &more_than_plain() {
+            let mut body = kind.clone();
+            body["target_url"] = json!(target);
+            let made = api.create(&token, body).await;
+            assert_eq!(made.status, StatusCode::CREATED, "{kind}: {}", made.text);
+            let res = api
+                .create(&token, json!({ "target_url": target, "dedupe": true }))
+                .await;
+            assert_eq!(
+                res.status,
+                StatusCode::CREATED,
+                "{}: a link with {kind} answered a plain dedupe: {}",
+                t.kind(),
+                res.text
+            );
+            // The plain link just made is the one the next dedupe finds; start afresh.
+            let code = res.body["code"].as_str().expect("code");
+            let gone = api
+                .call_as(&token, "DELETE", &format!("/v1/links/s.example/{code}"))
+                .await;
+            assert!(gone.status.is_success(), "{}", gone.text);
+        }
         t.cleanup().await;
     }
 }

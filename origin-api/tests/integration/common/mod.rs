@@ -272,6 +272,16 @@ impl Api {
     }
 
     /// `POST path` with a JSON body and `Authorization: Bearer token`.
+    /// Adds the edge's staged clicks to the rollups, as the origin's fold task does
+    /// every second (the router alone runs no background task).
+    pub async fn fold_clicks(&self) -> origin_api::clicks::fold::FoldReport {
+        self.state
+            .clicks
+            .fold(&self.state.db)
+            .await
+            .expect("fold the staged clicks")
+    }
+
     pub async fn post_json(&self, token: &str, path: &str, body: &Value) -> Reply {
         self.send(
             Request::post(path)
