@@ -5,7 +5,7 @@ use crate::access::{without_token, Access};
 use crate::codes::is_plausible_code;
 use crate::denylist::Denylist;
 use crate::domain::{DomainSettings, DomainStatus, RouteKey, DEFAULT_MAX_AGE_S};
-use crate::password::Tried;
+use crate::password::{Form, Tried};
 use crate::preview::{is_previewer, Preview};
 use crate::record::{EdgeRecord, EdgeStatus, RedirectStatus};
 use crate::split::Split;
@@ -614,8 +614,9 @@ impl Decision {
     }
 
     /// A password link's form (403), or the form again with a note.
-    fn password_form(method: Method, status: u16, form: &'static str) -> Self {
-        let mut d = Decision::new(method, Outcome::Private, status, Body::Html(form));
+    fn password_form(method: Method, status: u16, route: &RouteKey, which: Form) -> Self {
+        let form = crate::password::form(route, which);
+        let mut d = Decision::new(method, Outcome::Private, status, Body::Page(form));
         d.headers.push(
             "content-security-policy",
             Cow::Borrowed(crate::password::FORM_POLICY),
@@ -647,12 +648,11 @@ impl Decision {
 
     /// The answer to a password posted to `route`'s form (with the visited `query`).
     pub fn password_tried(route: &RouteKey, query: Option<&str>, tried: Tried) -> Self {
-        use crate::password::{FORM, FORM_LIMITED, FORM_WRONG};
         match tried {
-            Tried::Missing => Decision::password_form(Method::Post, 400, FORM),
-            Tried::Wrong => Decision::password_form(Method::Post, 403, FORM_WRONG),
+            Tried::Missing => Decision::password_form(Method::Post, 400, route, Form::First),
+            Tried::Wrong => Decision::password_form(Method::Post, 403, route, Form::Wrong),
             Tried::Limited(retry_after_s) => {
-                let mut d = Decision::password_form(Method::Post, 429, FORM_LIMITED);
+                let mut d = Decision::password_form(Method::Post, 429, route, Form::Limited);
                 d.headers
                     .push("retry-after", retry_after_s.to_string().into());
                 d
@@ -875,7 +875,7 @@ fn decide_known<'u>(
     if private && !visit.access_granted {
         return match extras.is_some_and(|e| e.password()) {
             // The form; its `POST` is the adapter's to check ([`Decision::password_tried`]).
-            true => Decision::password_form(visit.method, 403, crate::password::FORM),
+            true => Decision::password_form(visit.method, 403, visit.route, Form::First),
             false => Decision::new(visit.method, Outcome::Private, 403, Body::Text(PRIVATE)),
         };
     }
@@ -1977,7 +1977,8 @@ mod tests {
         for method in [Method::Get, Method::Post] {
             let d = at(method, false);
             assert_eq!((d.status, d.outcome), (403, Outcome::Private));
-            assert_eq!(d.body, Body::Html(crate::password::FORM));
+            let form = crate::password::form(&route, Form::First);
+            assert_eq!(d.body, Body::Page(form));
             assert_eq!(
                 d.header("content-security-policy"),
                 Some(crate::password::FORM_POLICY)
@@ -2041,7 +2042,7 @@ mod tests {
         let wrong = Decision::password_tried(&route, None, Tried::Wrong);
         assert_eq!(
             (wrong.status, wrong.body.clone()),
-            (403, Body::Html(crate::password::FORM_WRONG))
+            (403, Body::Page(crate::password::form(&route, Form::Wrong)))
         );
         let limited = Decision::password_tried(&route, None, Tried::Limited(7));
         assert_eq!(

@@ -256,35 +256,53 @@ pub enum Tried {
     Right(String),
 }
 
-macro_rules! form_page {
-    ($note:expr) => {
-        concat!(
-            "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
-            "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">",
-            "<meta name=\"robots\" content=\"noindex\"><title>Password required</title>",
-            "<style>body{font:16px/1.5 system-ui,sans-serif;max-width:24rem;",
-            "margin:15vh auto;padding:0 1rem}input,button{font:inherit;padding:.4rem;",
-            "margin:.3rem 0;width:100%;box-sizing:border-box}.note{color:#a00}</style>",
-            "</head><body><h1>Password required</h1>",
-            "<p>This link is protected. Enter its password to continue.</p>",
-            $note,
-            "<form method=\"post\" autocomplete=\"off\"><label for=\"password\">Password</label>",
-            "<input id=\"password\" type=\"password\" name=\"password\" ",
-            "autocomplete=\"off\" required autofocus>",
-            "<button type=\"submit\">Continue</button></form></body></html>\n"
-        )
-    };
+/// The page up to the form's fields. The form is keyed by link for a password manager:
+/// every link of a domain shares its origin, which is all a manager keys a saved
+/// password by, so the form names its link as the login's username (a hidden field, as
+/// managers' own guidance has it) and a password saved for one link is offered for
+/// that link only, never filled into another's.
+const FORM_HEAD: &str = concat!(
+    "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
+    "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">",
+    "<meta name=\"robots\" content=\"noindex\"><title>Password required</title>",
+    "<style>body{font:16px/1.5 system-ui,sans-serif;max-width:24rem;",
+    "margin:15vh auto;padding:0 1rem}input,button{font:inherit;padding:.4rem;",
+    "margin:.3rem 0;width:100%;box-sizing:border-box}.note{color:#a00}</style>",
+    "</head><body><h1>Password required</h1>",
+    "<p>This link is protected. Enter its password to continue.</p>",
+);
+const FORM_FIELDS: &str = concat!(
+    "<label for=\"password\">Password</label>",
+    "<input id=\"password\" type=\"password\" name=\"password\" ",
+    "autocomplete=\"current-password\" required autofocus>",
+    "<button type=\"submit\">Continue</button></form></body></html>\n"
+);
+
+/// Which form: as first shown, after a wrong password, or once the link's attempts
+/// are used up for now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    First,
+    Wrong,
+    Limited,
 }
 
-/// The form, as first shown.
-pub const FORM: &str = form_page!("");
-/// The form again, after a wrong password.
-pub const FORM_WRONG: &str =
-    form_page!("<p class=\"note\" role=\"alert\">That password is not right.</p>");
-/// The form again, once the link's attempts are used up for now.
-pub const FORM_LIMITED: &str = form_page!(
-    "<p class=\"note\" role=\"alert\">Too many wrong passwords. Wait a minute, then try again.</p>"
-);
+/// The password form of the link `route`.
+pub fn form(route: &RouteKey, which: Form) -> String {
+    let note = match which {
+        Form::First => "",
+        Form::Wrong => "<p class=\"note\" role=\"alert\">That password is not right.</p>",
+        Form::Limited => {
+            "<p class=\"note\" role=\"alert\">Too many wrong passwords. Wait a minute, then try again.</p>"
+        }
+    };
+    format!(
+        "{FORM_HEAD}{note}<form method=\"post\"><input type=\"text\" name=\"link\" \
+         autocomplete=\"username\" value=\"{}\" hidden readonly>{FORM_FIELDS}",
+        crate::preview::escape(route.as_str())
+    )
+}
+
 /// The form's `Content-Security-Policy`: nothing loads, the form posts only to its own
 /// origin, and no other site frames it (to trick a visitor into typing).
 pub const FORM_POLICY: &str =
@@ -422,16 +440,25 @@ mod tests {
 
     #[test]
     fn the_form_loads_nothing_and_names_nothing_of_the_target() {
-        for page in [FORM, FORM_WRONG, FORM_LIMITED] {
+        let route = RouteKey::parse("s.example/7Fk3aQx").expect("route");
+        let other = RouteKey::parse("s.example/other").expect("route");
+        for which in [Form::First, Form::Wrong, Form::Limited] {
+            let page = form(&route, which);
             assert!(page.contains("<form method=\"post\""));
             assert!(!page.contains("src="), "no external asset");
             assert!(!page.contains("http"), "no URL at all");
             // Every link of a domain shares its origin, which is all a password manager
-            // keys a saved password by: the form does not invite one to fill in (nor
-            // to save as a login) the password of one link on another.
-            assert!(page.contains("autocomplete=\"off\""), "{page}");
-            assert!(!page.contains("current-password"), "{page}");
+            // keys a saved password by: the form names its link as the username, so a
+            // password saved for one link is not filled into another's.
+            assert!(
+                page.contains("autocomplete=\"username\" value=\"s.example/7Fk3aQx\""),
+                "{page}"
+            );
+            assert_ne!(page, form(&other, which));
+            assert!(page.contains("autocomplete=\"current-password\""), "{page}");
         }
+        assert!(form(&route, Form::Wrong).contains("not right"));
+        assert!(form(&route, Form::Limited).contains("Too many"));
     }
 
     #[test]
