@@ -199,7 +199,11 @@ pub struct RedirectCache {
     negatives: Arc<quick_cache::sync::Cache<Key, Entry, KeyBytes>>,
     /// Only to run one load per key at a time: a result is dropped from here as soon as
     /// its waiters have it, and kept in `entries`.
-    loads: Cache<String, Entry>,
+    /// With the generation of links it was read under.
+    loads: Cache<String, (Entry, u64)>,
+    /// Moves when every entry is forgotten ([`RedirectCache::forget_all`]): a read begun
+    /// under an older one is not kept.
+    links_generation: Arc<AtomicU64>,
     writes: Arc<[std::sync::Mutex<()>]>,
     settings: Arc<RwLock<HeldSettings>>,
     /// Moves with every change of a domain (here, or elsewhere as announced): a copy of
@@ -248,6 +252,7 @@ impl RedirectCache {
                 KeyBytes,
             )),
             loads: Cache::builder().max_capacity(100_000).build(),
+            links_generation: Arc::default(),
             writes: (0..WRITE_STRIPES)
                 .map(|_| std::sync::Mutex::new(()))
                 .collect(),
@@ -460,6 +465,22 @@ impl RedirectCache {
         entry
     }
 
+    /// As [`Self::put`] for an entry read from the database under `generation`: if
+    /// everything was forgotten since, the entry answers its visitor but is not kept
+    /// (it is put, then taken out, so that a clear between the two cannot miss it).
+    fn put_read(&self, key: &str, entry: Entry, generation: u64) -> Entry {
+        let kept = self.put(key, entry.clone(), false);
+        if self.links_generation.load(Ordering::Acquire) == generation {
+            return kept;
+        }
+        let _write = self.stripe(key);
+        let written = self.front.key(key);
+        self.entries.remove(key);
+        self.negatives.remove(key);
+        self.front.changed(written);
+        entry
+    }
+
     /// Whether a link may exist under `route`: `false` only for a generated code whose
     /// number is past its domain's ceiling under every key version.
     pub async fn may_exist<S: RedirectSource + ?Sized>(
@@ -525,20 +546,22 @@ impl RedirectCache {
             .try_get_with(key.clone(), async {
                 // A load that finished between this visitor's miss and now has put its
                 // entry in place before it was forgotten here: use it, read nothing.
+                let generation = self.links_generation.load(Ordering::Acquire);
                 if let Some(entry) = self.cached(route, Instant::now()) {
-                    return Ok(entry);
+                    return Ok((entry, generation));
                 }
                 self.lookups.inc();
                 let link = store.get_link(route.domain(), route.code()).await?;
                 let found = link.map(|l| self.found(l));
-                Ok::<_, StoreError>(Entry::new(found, self.positive_ttl))
+                Ok::<_, StoreError>((Entry::new(found, self.positive_ttl), generation))
             })
             .await
             .map_err(StoreError::Shared)?;
         // Kept first, then the load forgotten: a visitor arriving in between finds the
         // entry instead of starting a second load. A write this process made while the
         // read was on its way wins over it.
-        let kept = self.put(&key, loaded, false);
+        let (loaded, generation) = loaded;
+        let kept = self.put_read(&key, loaded, generation);
         self.loads.invalidate(&key).await;
         Ok(kept)
     }
@@ -578,10 +601,11 @@ impl RedirectCache {
             return Ok(());
         }
         self.lookups.inc();
+        let generation = self.links_generation.load(Ordering::Acquire);
         match store.get_link(route.domain(), route.code()).await {
             Ok(link) => {
                 let found = link.map(|l| self.found(l));
-                self.put(&key, Entry::new(found, self.positive_ttl), false);
+                self.put_read(&key, Entry::new(found, self.positive_ttl), generation);
                 Ok(())
             }
             Err(e) => {
@@ -596,6 +620,8 @@ impl RedirectCache {
     /// Forgets every entry and the denylist: after a gap in the notifications, anything
     /// held may be stale.
     pub fn forget_all(&self) {
+        // The generation first: a read that puts its entry after the clear sees it moved.
+        self.links_generation.fetch_add(1, Ordering::AcqRel);
         self.entries.clear();
         self.negatives.clear();
         self.front.changed_all();
@@ -624,6 +650,8 @@ mod tests {
     /// Counts loads, and holds each one until released; serves the bans it is given.
     struct Gate {
         loads: AtomicUsize,
+        /// Reads begun (as `loads`), to wait on.
+        reading: watch::Sender<usize>,
         started: watch::Sender<usize>,
         release: Semaphore,
         link: Option<Link>,
@@ -634,6 +662,7 @@ mod tests {
     impl RedirectSource for Gate {
         async fn get_link(&self, _d: &str, _c: &str) -> Result<Option<Link>, StoreError> {
             self.loads.fetch_add(1, Ordering::SeqCst);
+            self.reading.send_modify(|n| *n += 1);
             let _permit = self
                 .release
                 .acquire()
@@ -689,6 +718,7 @@ mod tests {
     fn gate(link: Option<Link>, open: bool) -> Arc<Gate> {
         Arc::new(Gate {
             loads: AtomicUsize::new(0),
+            reading: watch::channel(0).0,
             started: watch::channel(0).0,
             release: Semaphore::new(if open { Semaphore::MAX_PERMITS } else { 0 }),
             link,
@@ -750,6 +780,33 @@ mod tests {
             source.loads.load(Ordering::SeqCst),
             1,
             "reads of the database"
+        );
+    }
+
+    /// A read on its way when everything is forgotten (the notifications had a gap: the
+    /// `LISTEN` connection was lost) answers its visitor but is not kept: it may hold
+    /// what the gap changed since.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_read_on_its_way_when_everything_is_forgotten_is_not_kept() {
+        let cache = RedirectCache::new(100);
+        let source = gate(Some(link(1)), false);
+        let visitor = {
+            let (cache, source) = (cache.clone(), source.clone());
+            tokio::spawn(async move { cache.entry(source.as_ref(), &route("abc1234")).await })
+        };
+        source
+            .reading
+            .subscribe()
+            .wait_for(|&n| n == 1)
+            .await
+            .expect("sender alive");
+        cache.forget_all();
+        source.release.add_permits(Semaphore::MAX_PERMITS);
+        let entry = visitor.await.expect("task").expect("entry");
+        assert_eq!(entry.record.as_ref().map(|r| r.version), Some(1));
+        assert!(
+            cache.cached(&route("abc1234"), Instant::now()).is_none(),
+            "a read from before the gap was kept"
         );
     }
 
