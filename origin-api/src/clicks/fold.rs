@@ -6,8 +6,8 @@
 //! deliveries come twenty a second, each touching thousands of link-hours that the next
 //! one touches again. So the rollups are written here, apart from the acknowledgements:
 //! every [`FOLD_EVERY`], everything staged since the last fold is added in one
-//! transaction, each link-hour written once however many
-//! deliveries touched it. A fold that takes longer than the interval is followed at once
+//! transaction per part, each link-hour written once however many deliveries touched
+//! it. A fold that takes longer than the interval is followed at once
 //! by the next, which then finds more staged and merges more of it: the work per fold
 //! grows slower than the traffic it covers (a link-hour is written once a fold), so the
 //! lag settles instead of growing (`scripts/bench-clicks`, part `tallies`).
@@ -40,19 +40,24 @@ pub struct FoldReport {
     pub link_hours: usize,
 }
 
+impl std::ops::AddAssign for FoldReport {
+    fn add_assign(&mut self, other: FoldReport) {
+        self.rows += other.rows;
+        self.visits += other.visits;
+        self.link_hours += other.link_hours;
+    }
+}
+
 impl Clicks {
     /// Folds everything staged into the rollups, up to [`LINK_HOURS_PER_FOLD`]
-    /// link-hours a transaction, and fences the links whose visit limit was reached. Stops at the first error:
-    /// what is left stays staged for the next fold.
+    /// link-hours a transaction, and fences the links whose visit limit was reached.
+    /// Stops at the first error: what is left stays staged for the next fold.
     pub async fn fold<S: ClickStore + ?Sized>(&self, store: &S) -> Result<FoldReport, StoreError> {
         // The parts side by side: they write disjoint rollup rows.
         let parts = (0..FOLD_PARTS).map(|part| self.fold_part(store, part));
         let mut report = FoldReport::default();
         for part in futures_util::future::join_all(parts).await {
-            let part = part?;
-            report.rows += part.rows;
-            report.visits += part.visits;
-            report.link_hours += part.link_hours;
+            report += part?;
         }
         Ok(report)
     }
@@ -68,9 +73,11 @@ impl Clicks {
                 .fold_staged(part, LINK_HOURS_PER_FOLD, now_ms(), self.referrer_cap)
                 .await?;
             self.exhausted(&folded.exhausted).await;
-            report.rows += folded.rows;
-            report.visits += folded.visits;
-            report.link_hours += folded.link_hours;
+            report += FoldReport {
+                rows: folded.rows,
+                visits: folded.visits,
+                link_hours: folded.link_hours,
+            };
             if !folded.more {
                 return Ok(report);
             }

@@ -145,17 +145,7 @@ impl Increments {
         } else {
             0
         };
-        let h = self
-            .hours
-            .entry((link_id, hour, dims.bot))
-            .or_insert_with(|| HourRow {
-                owner: owner_id.to_owned(),
-                visits: 0,
-                redirects: 0,
-                dims: BTreeMap::new(),
-            });
-        h.visits += n;
-        h.redirects += redirects;
+        let h = self.count(link_id, hour, dims.bot, owner_id, n, redirects);
         let status = dims.status.to_string();
         for (initial, value) in [
             ('c', dims.country),
@@ -169,20 +159,45 @@ impl Increments {
         if let Some(v) = dims.variant {
             *h.dims.entry(dim_key('v', &v.to_string())).or_default() += n;
         }
-        let day = dims.at.div_euclid(DAY_MS) * DAY_MS;
-        let d = self
-            .days
-            .entry((owner_id.to_owned(), day, link_id, dims.bot))
-            .or_default();
-        d.0 += n;
-        d.1 += redirects;
-        self.visits += u64::try_from(n).unwrap_or_default();
     }
 
-    /// As staged ([`ClickStore::stage_clicks`]): each link-hour as
-    /// `[link_id, hour, bot, owner_id, visits, redirects, dims]`; the days follow from
-    /// the hours.
-    /// One body per [`FOLD_PARTS`] part that has any, by the links' ids.
+    /// Adds `visits` and `redirects` to a link-hour and its day, and to the visits
+    /// counted; returns the link-hour, for its dimensions.
+    fn count(
+        &mut self,
+        link: u64,
+        hour: i64,
+        bot: bool,
+        owner: &str,
+        visits: i64,
+        redirects: i64,
+    ) -> &mut HourRow {
+        let day = hour.div_euclid(DAY_MS) * DAY_MS;
+        let d = self
+            .days
+            .entry((owner.to_owned(), day, link, bot))
+            .or_default();
+        d.0 += visits;
+        d.1 += redirects;
+        self.visits += u64::try_from(visits).unwrap_or_default();
+        let h = self
+            .hours
+            .entry((link, hour, bot))
+            .or_insert_with(|| HourRow {
+                owner: owner.to_owned(),
+                visits: 0,
+                redirects: 0,
+                dims: BTreeMap::new(),
+            });
+        h.visits += visits;
+        h.redirects += redirects;
+        h
+    }
+
+    /// The counts as staged ([`ClickStore::stage_clicks`]), one body per [`FOLD_PARTS`]
+    /// part that has any, by the links' ids: each link-hour as
+    /// `[link_id, hour, bot, owner_id, visits, redirects, dims]` (the days follow from
+    /// the hours).
     fn staged(&self) -> Result<Vec<(i64, String)>, StoreError> {
         let mut parts: BTreeMap<i64, Vec<_>> = BTreeMap::new();
         for (&(link, hour, bot), h) in &self.hours {
@@ -212,32 +227,10 @@ impl Increments {
         let rows: Vec<Row> = serde_json::from_str(body)
             .map_err(|e| StoreError::Corrupt(format!("staged clicks: {e}")))?;
         for (link, hour, bot, owner, visits, redirects, dims) in rows {
-            let day = hour.div_euclid(DAY_MS) * DAY_MS;
-            let d = self
-                .days
-                .entry((owner.clone(), day, link, bot))
-                .or_default();
-            d.0 += visits;
-            d.1 += redirects;
-            let h = self
-                .hours
-                .entry((link, hour, bot))
-                .or_insert_with(|| HourRow {
-                    owner,
-                    visits: 0,
-                    redirects: 0,
-                    dims: BTreeMap::new(),
-                });
-            h.visits += visits;
-            h.redirects += redirects;
-            if h.dims.is_empty() {
-                h.dims = dims;
-            } else {
-                for (k, n) in dims {
-                    *h.dims.entry(k).or_default() += n;
-                }
+            let h = self.count(link, hour, bot, &owner, visits, redirects);
+            for (k, n) in dims {
+                *h.dims.entry(k).or_default() += n;
             }
-            self.visits += u64::try_from(visits).unwrap_or_default();
         }
         Ok(())
     }
