@@ -5,7 +5,7 @@
 //! may panic: a panic in WebAssembly poisons the isolate for every later request.
 //!
 //! The handler is exported by hand rather than through `#[event(fetch)]`, for speed
-//! measured in docs/benchmarks.md: it takes the runtime's own request (converting it to
+//! measured in docs/benchmarks/history/edge.md: it takes the runtime's own request (converting it to
 //! `worker::Request` reads `request.cf`, which the runtime builds afresh on each access,
 //! and was the largest single cost of a redirect), and it returns a promise that the
 //! redirect path builds as a chain rather than through an async executor (`redirect`).

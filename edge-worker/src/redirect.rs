@@ -4,7 +4,7 @@
 //! Written as a promise chain rather than an `async fn`. Under wasm-bindgen's executor
 //! every `.await` on a JavaScript promise costs two closures and a `queueMicrotask`, and
 //! starting the task costs another microtask: together the largest part of what the Rust
-//! worker spent beyond a minimal JavaScript one (docs/benchmarks.md). A redirect served
+//! worker spent beyond a minimal JavaScript one (docs/benchmarks/history/edge.md). A redirect served
 //! from KV makes one read, so here it is one `then` with one closure. The rare paths that
 //! need more reads (refreshing the denylist, asking the origin) are plain `async` code.
 

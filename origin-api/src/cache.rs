@@ -762,7 +762,7 @@ mod tests {
         assert_eq!(source.loads.load(Ordering::SeqCst), 1);
     }
 
-    /// Why moka holds the single flight (decisions.md#the-origins-code): when the one
+    /// Why moka holds the single flight (D-214 in docs/decisions/origin-redirect.md): when the one
     /// load fails (the database gone), every visitor waiting on it gets that failure at
     /// once. A single flight that hands the load over to the next waiter instead would
     /// read the database once per visitor, each after the last one's timeout.

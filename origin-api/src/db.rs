@@ -32,7 +32,7 @@ const SQLITE_MMAP_BYTES: u64 = 4 << 30;
 /// The writer connection's page cache, in KiB (SQLite's default is 2 MiB). It is
 /// anonymous memory, held for the process's life: 64 MiB cost a million-link origin a
 /// sixth of its `RssAnon`, and measured no faster than 16 at the rollup writer's work or
-/// the edge's ingestion (`docs/benchmarks.md`); the rollups' pages are mapped besides.
+/// the edge's ingestion (`docs/benchmarks/history/redirect.md`); the rollups' pages are mapped besides.
 const SQLITE_WRITER_CACHE_KIB: u64 = 16 * 1024;
 
 /// SQLite allows one writer at a time. Readers get a pool of their own, so redirects

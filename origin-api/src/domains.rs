@@ -1,5 +1,5 @@
 //! The domain registry's rules: what a registration may say, who sees which domain,
-//! and the default domain registered at startup (docs/decisions.md#domains).
+//! and the default domain registered at startup (D-008 to D-013 in docs/decisions/domains.md).
 
 use crate::error::AppError;
 use crate::keys::valid_owner;
@@ -334,7 +334,7 @@ pub async fn update_domain(
     let current = state.db.domain(name).await?.ok_or(AppError::NotFound)?;
     if current.version != expected {
         return Err(AppError::Stale {
-            current: current.version,
+            current: Some(current.version),
         });
     }
     let mut req = registration_of(&current);
@@ -396,7 +396,7 @@ pub async fn delete_domain(
     let current = state.db.domain(name).await?.ok_or(AppError::NotFound)?;
     if expected.is_some_and(|e| e != current.version) {
         return Err(AppError::Stale {
-            current: current.version,
+            current: Some(current.version),
         });
     }
     if name == state.settings.default_domain {

@@ -12,8 +12,12 @@ use serde::Serialize;
 pub enum AppError {
     #[error("the database is not reachable")]
     Unavailable(#[source] crate::db::DbError),
+    /// A failure of the database (unreachable, or holding what this version cannot read).
     #[error("{0}")]
-    Store(#[from] StoreError),
+    Store(StoreError),
+    /// A failure that is neither the client's nor the database's.
+    #[error("internal error: {0}")]
+    Internal(String),
     #[error("missing or invalid API key: send Authorization: Bearer hop_…")]
     Unauthorized,
     #[error("this endpoint is for the edge worker: send Authorization: Bearer <HOP_EDGE_TOKEN>")]
@@ -44,10 +48,15 @@ pub enum AppError {
     NotConfigured(&'static str),
     #[error("send If-Match with the version you read (its ETag), e.g. If-Match: \"3\"")]
     PreconditionRequired,
-    #[error(
-        "it changed since you read it; it is now at version {current}: read it again and retry"
-    )]
-    Stale { current: u64 },
+    #[error("it changed since you read it{}: read it again and retry", now_at(*.current))]
+    Stale {
+        /// The version there now, when it is known.
+        current: Option<u64>,
+    },
+    #[error("that domain is registered already")]
+    DomainRegistered,
+    #[error("the link's domain changed while the link was being created: send it again")]
+    DomainChanged,
     /// A change that what the domain holds forbids (409).
     #[error("{0}")]
     InUse(String),
@@ -69,6 +78,10 @@ pub enum AppError {
     Busy { retry_after_s: u64 },
 }
 
+fn now_at(current: Option<u64>) -> String {
+    current.map_or_else(String::new, |v| format!("; it is now at version {v}"))
+}
+
 impl AppError {
     pub fn invalid(field: &'static str, detail: impl std::fmt::Display) -> Self {
         AppError::Invalid {
@@ -77,18 +90,30 @@ impl AppError {
         }
     }
 
-    /// The problem document of a client error, for per-item results of a bulk call.
-    pub fn problem(&self) -> serde_json::Value {
-        serde_json::to_value(self.problem_parts()).unwrap_or_default()
+    /// A failure that is neither the client's nor the database's (a value this process
+    /// made that it cannot encode, say): 500, its detail kept for the log.
+    pub fn internal(what: impl std::fmt::Display) -> Self {
+        AppError::Internal(what.to_string())
     }
 
-    fn problem_parts(&self) -> Problem {
-        let status = self.status();
+    /// The problem document of a client error, for per-item results of a bulk call.
+    pub fn problem(&self) -> serde_json::Value {
+        serde_json::to_value(self.problem_of(&self.classify())).unwrap_or_default()
+    }
+
+    fn problem_of(&self, class: &Class) -> Problem {
         Problem {
-            kind: format!("/problems/{}", self.kind()),
-            title: status.canonical_reason().unwrap_or("Error").to_owned(),
-            status: status.as_u16(),
-            detail: self.to_string(),
+            kind: format!("/problems/{}", class.kind),
+            title: class
+                .status
+                .canonical_reason()
+                .unwrap_or("Error")
+                .to_owned(),
+            status: class.status.as_u16(),
+            detail: match class.detail {
+                Detail::Said => self.to_string(),
+                Detail::Hidden(shown) => shown.to_owned(),
+            },
             field: match self {
                 AppError::Invalid { field, .. } => Some((*field).to_owned()),
                 _ => None,
@@ -97,79 +122,118 @@ impl AppError {
     }
 
     pub fn status(&self) -> StatusCode {
+        self.classify().status
+    }
+
+    /// How this error is answered: its status, its problem type, how long to wait before
+    /// retrying, and whether its own words may be shown. The one place that says so, so
+    /// no two of them can disagree.
+    fn classify(&self) -> Class {
+        use StatusCode as S;
+        let class = |status, kind| Class {
+            status,
+            kind,
+            retry_after_s: None,
+            detail: Detail::Said,
+        };
+        let retry = |status, kind, retry_after_s: u64| Class {
+            retry_after_s: Some(retry_after_s),
+            ..class(status, kind)
+        };
         match self {
-            AppError::Unavailable(_)
-            | AppError::NotConfigured(_)
-            | AppError::NotReady
-            | AppError::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
-            AppError::Store(e) if e.is_unavailable() => StatusCode::SERVICE_UNAVAILABLE,
-            AppError::Taken { .. } | AppError::InUse(_) | AppError::CodeSpaceFull { .. } => {
-                StatusCode::CONFLICT
+            AppError::Unavailable(_) | AppError::NotReady => {
+                class(S::SERVICE_UNAVAILABLE, "unavailable")
             }
-            AppError::Store(e) if matches!(e.inner(), StoreError::Taken) => StatusCode::CONFLICT,
-            AppError::Store(e)
-                if matches!(
-                    e.inner(),
-                    StoreError::Registered | StoreError::DomainChanged
-                ) =>
-            {
-                StatusCode::CONFLICT
+            AppError::Store(e) => match e.inner() {
+                // Its own words say when to retry, and nothing internal.
+                StoreError::ActivationFull { retry_after_s } => {
+                    retry(S::SERVICE_UNAVAILABLE, "unavailable", *retry_after_s)
+                }
+                StoreError::Unavailable(_) => Class {
+                    detail: Detail::Hidden(UNAVAILABLE_DETAIL),
+                    ..retry(
+                        S::SERVICE_UNAVAILABLE,
+                        "unavailable",
+                        UNAVAILABLE_RETRY_AFTER_S,
+                    )
+                },
+                // Internals stay in the log.
+                _ => Class {
+                    detail: Detail::Hidden(INTERNAL_DETAIL),
+                    ..class(S::INTERNAL_SERVER_ERROR, "internal")
+                },
+            },
+            AppError::Internal(_) => Class {
+                detail: Detail::Hidden(INTERNAL_DETAIL),
+                ..class(S::INTERNAL_SERVER_ERROR, "internal")
+            },
+            AppError::NotConfigured(_) => class(S::SERVICE_UNAVAILABLE, "not-configured"),
+            AppError::Busy { retry_after_s } => {
+                retry(S::SERVICE_UNAVAILABLE, "busy", *retry_after_s)
             }
-            AppError::Stale { .. } => StatusCode::PRECONDITION_FAILED,
-            AppError::Store(e) if matches!(e.inner(), StoreError::Stale) => {
-                StatusCode::PRECONDITION_FAILED
-            }
-            AppError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            AppError::Taken { .. } => class(S::CONFLICT, "code-taken"),
+            AppError::InUse(_) => class(S::CONFLICT, "domain-in-use"),
+            AppError::CodeSpaceFull { .. } => class(S::CONFLICT, "code-space-full"),
+            AppError::DomainRegistered => class(S::CONFLICT, "domain-registered"),
+            AppError::DomainChanged => class(S::CONFLICT, "domain-changed"),
+            AppError::Stale { .. } => class(S::PRECONDITION_FAILED, "stale-version"),
             AppError::Unauthorized | AppError::EdgeUnauthorized | AppError::MetricsUnauthorized => {
-                StatusCode::UNAUTHORIZED
+                class(S::UNAUTHORIZED, "unauthorized")
             }
-            AppError::NotHere(_) => StatusCode::NOT_FOUND,
-            AppError::Forbidden(_) => StatusCode::FORBIDDEN,
-            AppError::NotFound | AppError::BanNotFound => StatusCode::NOT_FOUND,
-            AppError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            AppError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            AppError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            AppError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            AppError::PreconditionRequired => StatusCode::PRECONDITION_REQUIRED,
-            AppError::Deleted => StatusCode::GONE,
-            AppError::RateLimited { .. } | AppError::TooManyFailures { .. } => {
-                StatusCode::TOO_MANY_REQUESTS
+            AppError::NotHere(_) | AppError::NotFound | AppError::BanNotFound => {
+                class(S::NOT_FOUND, "not-found")
+            }
+            AppError::Forbidden(_) => class(S::FORBIDDEN, "forbidden"),
+            AppError::Invalid { .. } => class(S::UNPROCESSABLE_ENTITY, "invalid-field"),
+            AppError::BadRequest(_) => class(S::BAD_REQUEST, "bad-request"),
+            AppError::TooLarge { .. } => class(S::PAYLOAD_TOO_LARGE, "too-large"),
+            AppError::UnsupportedMediaType(_) => {
+                class(S::UNSUPPORTED_MEDIA_TYPE, "unsupported-media-type")
+            }
+            AppError::PreconditionRequired => {
+                class(S::PRECONDITION_REQUIRED, "precondition-required")
+            }
+            AppError::Deleted => class(S::GONE, "deleted"),
+            AppError::RateLimited { retry_after_s, .. }
+            | AppError::TooManyFailures { retry_after_s } => {
+                retry(S::TOO_MANY_REQUESTS, "rate-limited", *retry_after_s)
             }
         }
     }
+}
 
-    fn kind(&self) -> &'static str {
-        match self {
-            AppError::Unavailable(_) | AppError::NotReady => "unavailable",
-            AppError::Store(e) if e.is_unavailable() => "unavailable",
-            AppError::NotConfigured(_) => "not-configured",
-            AppError::Busy { .. } => "busy",
-            AppError::Taken { .. } => "code-taken",
-            AppError::InUse(_) => "domain-in-use",
-            AppError::CodeSpaceFull { .. } => "code-space-full",
-            AppError::Store(e) if matches!(e.inner(), StoreError::Taken) => "code-taken",
-            AppError::Store(e) if matches!(e.inner(), StoreError::Registered) => {
-                "domain-registered"
-            }
-            AppError::Store(e) if matches!(e.inner(), StoreError::DomainChanged) => {
-                "domain-changed"
-            }
-            AppError::Stale { .. } => "stale-version",
-            AppError::Store(e) if matches!(e.inner(), StoreError::Stale) => "stale-version",
-            AppError::Store(_) => "internal",
-            AppError::Unauthorized | AppError::EdgeUnauthorized | AppError::MetricsUnauthorized => {
-                "unauthorized"
-            }
-            AppError::NotHere(_) => "not-found",
-            AppError::Forbidden(_) => "forbidden",
-            AppError::NotFound | AppError::BanNotFound => "not-found",
-            AppError::Invalid { .. } => "invalid-field",
-            AppError::BadRequest(_) => "bad-request",
-            AppError::TooLarge { .. } => "too-large",
-            AppError::UnsupportedMediaType(_) => "unsupported-media-type",
-            AppError::PreconditionRequired => "precondition-required",
-            AppError::Deleted => "deleted",
-            AppError::RateLimited { .. } | AppError::TooManyFailures { .. } => "rate-limited",
+/// See [`AppError::classify`].
+struct Class {
+    status: StatusCode,
+    /// The problem type: `/problems/<kind>`.
+    kind: &'static str,
+    retry_after_s: Option<u64>,
+    detail: Detail,
+}
+
+/// Whether an error's own words are its answer's detail.
+enum Detail {
+    Said,
+    /// What is said instead; the error itself goes to the log.
+    Hidden(&'static str),
+}
+
+const UNAVAILABLE_DETAIL: &str = "the database cannot answer now; retry shortly";
+const INTERNAL_DETAIL: &str = "an internal error occurred; it has been logged";
+
+/// A store's outcome that is an answer to the request (taken, stale, registered) becomes
+/// that answer; every other store error is the database's.
+impl From<StoreError> for AppError {
+    fn from(e: StoreError) -> Self {
+        match e.inner() {
+            StoreError::Taken => AppError::Taken {
+                route: "that code".to_owned(),
+            },
+            StoreError::Stale => AppError::Stale { current: None },
+            StoreError::Registered => AppError::DomainRegistered,
+            StoreError::DomainChanged => AppError::DomainChanged,
+            StoreError::HoldsLinks => AppError::InUse(e.to_string()),
+            _ => AppError::Store(e),
         }
     }
 }
@@ -195,55 +259,43 @@ pub struct Problem {
 
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
-        let status = self.status();
-        let detail = if status.is_server_error() {
-            tracing::error!(error = %self, source = ?std::error::Error::source(&self), "request failed");
-            match &self {
-                AppError::Store(e) if matches!(e.inner(), StoreError::ActivationFull { .. }) => {
-                    e.to_string()
-                }
-                AppError::Store(e) if e.is_unavailable() => {
-                    "the database cannot answer now; retry shortly".to_owned()
-                }
-                // Internals stay in the log.
-                AppError::Store(_) => "an internal error occurred; it has been logged".to_owned(),
-                _ => self.to_string(),
-            }
-        } else {
-            self.to_string()
-        };
-        let problem = Problem {
-            detail,
-            ..self.problem_parts()
-        };
-        let body = serde_json::to_string(&problem).unwrap_or_default();
+        let class = self.classify();
+        let body = serde_json::to_string(&self.problem_of(&class)).unwrap_or_default();
         let mut res = (
-            status,
+            class.status,
             [(header::CONTENT_TYPE, "application/problem+json")],
             body,
         )
             .into_response();
-        match &self {
-            AppError::RateLimited { retry_after_s, .. }
-            | AppError::TooManyFailures { retry_after_s }
-            | AppError::Busy { retry_after_s } => {
-                res.headers_mut()
-                    .insert(header::RETRY_AFTER, (*retry_after_s).into());
-            }
-            AppError::Store(e) if e.is_unavailable() => {
-                let wait = match e.inner() {
-                    StoreError::ActivationFull { retry_after_s } => *retry_after_s,
-                    _ => UNAVAILABLE_RETRY_AFTER_S,
-                };
-                res.headers_mut().insert(header::RETRY_AFTER, wait.into());
-            }
-            _ => {}
+        if let Some(wait) = class.retry_after_s {
+            res.headers_mut().insert(header::RETRY_AFTER, wait.into());
         }
         // For `hop_api_refusals_total`: the layer that counts responses reads it.
-        res.extensions_mut().insert(Refusal(self.kind()));
+        res.extensions_mut().insert(Refusal(class.kind));
+        // What the answer hides, for the layer that logs it (`routes::observe`).
+        if class.status.is_server_error() {
+            res.extensions_mut().insert(Failure(failure_text(&self)));
+        }
         res
     }
 }
+
+/// An error and its sources, as one line for the log.
+fn failure_text(e: &AppError) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// A server-side failure carried in its response's extensions, for the observing layer to
+/// log with the route it happened on: the answer itself says nothing internal.
+#[derive(Debug, Clone)]
+pub struct Failure(pub String);
 
 /// Why a request was refused, as its problem type names it (`code-taken`, `banned`, …),
 /// carried in the response's extensions to the layer that counts refusals.
@@ -282,5 +334,99 @@ impl From<QueryRejection> for AppError {
             field: "query",
             detail: rejection.body_text(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(e: AppError) -> (StatusCode, serde_json::Value, Response) {
+        let res = e.into_response();
+        let problem = res
+            .extensions()
+            .get::<Refusal>()
+            .map(|r| serde_json::json!({ "type": format!("/problems/{}", r.0) }))
+            .unwrap_or_default();
+        (res.status(), problem, res)
+    }
+
+    #[test]
+    fn an_internal_failure_is_logged_not_shown_and_is_not_blamed_on_the_database() {
+        let e = AppError::internal("writing a PNG: out of memory");
+        assert_eq!(e.problem()["detail"], INTERNAL_DETAIL);
+        assert_eq!(e.problem()["type"], "/problems/internal");
+        let (status, _, res) = answer(e);
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        let Failure(logged) = res.extensions().get::<Failure>().expect("left for the log");
+        assert!(logged.contains("out of memory"), "{logged}");
+        assert!(!logged.contains("database"), "{logged}");
+    }
+
+    #[test]
+    fn a_store_outcome_is_answered_as_the_outcome_whichever_way_it_arrives() {
+        let shared = |e| StoreError::Shared(std::sync::Arc::new(e));
+        for (e, status, kind) in [
+            (StoreError::Taken, StatusCode::CONFLICT, "code-taken"),
+            (
+                shared(StoreError::Taken),
+                StatusCode::CONFLICT,
+                "code-taken",
+            ),
+            (
+                StoreError::Stale,
+                StatusCode::PRECONDITION_FAILED,
+                "stale-version",
+            ),
+            (
+                StoreError::Registered,
+                StatusCode::CONFLICT,
+                "domain-registered",
+            ),
+            (
+                StoreError::DomainChanged,
+                StatusCode::CONFLICT,
+                "domain-changed",
+            ),
+            (
+                StoreError::HoldsLinks,
+                StatusCode::CONFLICT,
+                "domain-in-use",
+            ),
+            (
+                StoreError::Unavailable("gone".into()),
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+            ),
+            (
+                StoreError::Corrupt("x".into()),
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+            ),
+        ] {
+            let e = AppError::from(e);
+            assert_eq!(e.status(), status, "{e}");
+            assert_eq!(e.problem()["type"], format!("/problems/{kind}"), "{e}");
+            let (answered, refusal, res) = answer(e);
+            assert_eq!(answered, status);
+            assert_eq!(refusal["type"], format!("/problems/{kind}"));
+            // Only a server-side failure is left for the log, and it alone says retry.
+            assert_eq!(
+                res.extensions().get::<Failure>().is_some(),
+                status.is_server_error()
+            );
+            assert_eq!(
+                res.headers().contains_key(header::RETRY_AFTER),
+                status == StatusCode::SERVICE_UNAVAILABLE
+            );
+        }
+    }
+
+    #[test]
+    fn a_stale_write_names_the_version_there_when_it_is_known() {
+        let known = AppError::Stale { current: Some(4) }.to_string();
+        assert!(known.contains("it is now at version 4"), "{known}");
+        let unknown = AppError::Stale { current: None }.to_string();
+        assert!(!unknown.contains("version"), "{unknown}");
     }
 }

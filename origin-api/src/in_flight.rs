@@ -5,7 +5,7 @@
 //! A counter rather than a semaphore: nothing here ever waits for a slot, and tower's
 //! global concurrency limit returned each permit under its semaphore's waiter-list
 //! mutex, the last lock every redirect took once the redirect cache had a front per
-//! thread (`docs/benchmarks.md`).
+//! thread (`docs/benchmarks/history/redirect.md`).
 
 use axum::extract::Request;
 use axum::response::Response;

@@ -11,6 +11,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+pub mod poll;
+pub use poll::{poll, Poll};
+
 /// How long a process may take to start answering HTTP before the test gives up.
 const START_TIMEOUT: Duration = Duration::from_secs(90);
 
@@ -77,7 +80,7 @@ impl Process {
 
     /// What the process printed so far.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
+        read_log(&self.log)
     }
 
     /// Waits until `url` answers HTTP at all, failing early if the process exits.
@@ -88,27 +91,24 @@ impl Process {
     /// As [`Process::wait_until_answering`], with its own time limit.
     pub async fn wait_until_answering_within(&mut self, url: &str, limit: Duration) {
         let client = client();
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!(
-                    "{} exited with {status} before answering:\n{}",
-                    self.name,
-                    self.log()
-                );
-            }
-            if client.get(url).send().await.is_ok() {
-                return;
-            }
-            if Instant::now() > deadline {
-                panic!(
-                    "{} did not answer {url} within {limit:?}:\n{}",
-                    self.name,
-                    self.log()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        // Apart, so that the probe may reap the child while the explanation reads the log.
+        let (name, log, child) = (&self.name, &self.log, &mut self.child);
+        poll(format!("{name} answers {url}"))
+            .within(limit)
+            .every(Duration::from_millis(100))
+            .explain(|| read_log(log))
+            .until_true(|| {
+                // A process that exited will never answer: failing early.
+                if let Ok(Some(status)) = child.try_wait() {
+                    panic!(
+                        "{name} exited with {status} before answering:\n{}",
+                        read_log(log)
+                    );
+                }
+                let answer = client.get(url).send();
+                async move { answer.await.is_ok() }
+            })
+            .await
     }
 
     fn signal_group(&self, signal: Signal) {
@@ -118,6 +118,11 @@ impl Process {
             let _ = killpg(Pid::from_raw(pid), signal);
         }
     }
+}
+
+/// What a process printed to `log` so far.
+fn read_log(log: &Path) -> String {
+    std::fs::read_to_string(log).unwrap_or_default()
 }
 
 impl Process {
@@ -138,6 +143,8 @@ impl Process {
     /// then kills whatever is left of the group.
     pub fn stop(&mut self) {
         self.signal_group(Signal::SIGTERM);
+        // A grace period, not a wait for something that must happen (whatever is left is
+        // killed after it), and in `Drop`, synchronous: not a `poll`.
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline {
             if matches!(self.child.try_wait(), Ok(Some(_))) {
@@ -336,18 +343,35 @@ impl Edge {
     }
 }
 
-/// The origin binary `scripts/test` builds (`cargo build -p origin-api`).
+/// The origin binary, built by the first test that asks for it in this run
+/// (`cargo build -p origin-api --bin hop-origin`, the command `scripts/test` runs too): a
+/// test never runs a binary older than the tree it tests. A build with nothing to do
+/// takes about a second.
 fn origin_binary() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("target"));
-    let bin = target.join("debug/hop-origin");
-    assert!(
-        bin.exists(),
-        "{} is missing: run `cargo build -p origin-api` (scripts/test does)",
-        bin.display()
-    );
-    bin
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let target = std::env::var_os("CARGO_TARGET_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| repo_root().join("target"));
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let status = Command::new(cargo)
+                .args([
+                    "build",
+                    "--locked",
+                    "-p",
+                    "origin-api",
+                    "--bin",
+                    "hop-origin",
+                ])
+                .current_dir(repo_root())
+                .env("CARGO_TARGET_DIR", &target)
+                .status()
+                .expect("run cargo build");
+            assert!(status.success(), "cargo build -p origin-api failed");
+            target.join("debug/hop-origin")
+        })
+        .clone()
 }
 
 /// A running `hop-origin serve` on a free port.
@@ -603,24 +627,31 @@ pub fn api_key(env: &[(&str, String)], owner: &str, admin: bool) -> String {
 /// Waits (up to a minute) until the origin at `origin` reports `{domain}/{code}` as
 /// published to the edge.
 pub async fn wait_published(origin: &str, key: &str, domain: &str, code: &str) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let link: serde_json::Value = client()
-            .get(format!("{origin}/v1/links/{domain}/{code}"))
-            .bearer_auth(key)
-            .send()
-            .await
-            .expect("read")
-            .json()
-            .await
-            .expect("link");
-        if link["edge"]["state"] == "published" {
-            assert!(link["edge"]["visible_everywhere_by"].is_string(), "{link}");
-            return;
-        }
-        assert!(Instant::now() < deadline, "{code} never published: {link}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let url = format!("{origin}/v1/links/{domain}/{code}");
+    // The link as last read, for the failure message.
+    let last = std::sync::Mutex::new(serde_json::Value::Null);
+    let link = poll(format!("{code} is published"))
+        .within(Duration::from_secs(60))
+        .every(Duration::from_millis(50))
+        .explain(|| last.lock().unwrap_or_else(|e| e.into_inner()).to_string())
+        .until(|| async {
+            let link: serde_json::Value = client()
+                .get(&url)
+                .bearer_auth(key)
+                .send()
+                .await
+                .expect("read")
+                .json()
+                .await
+                .expect("link");
+            if link["edge"]["state"] == "published" {
+                return Some(link);
+            }
+            *last.lock().unwrap_or_else(|e| e.into_inner()) = link;
+            None
+        })
+        .await;
+    assert!(link["edge"]["visible_everywhere_by"].is_string(), "{link}");
 }
 
 /// Whether a push (its JSON body) carries a link record (`"key":"l:…"`).

@@ -430,11 +430,8 @@ pub fn issue(
         }
     };
     let route = link.route_key();
-    let token = token(access, &route, expires_s).ok_or_else(|| {
-        AppError::Store(crate::store::StoreError::Corrupt(format!(
-            "link {route}: its secret is not hex"
-        )))
-    })?;
+    let token = token(access, &route, expires_s)
+        .ok_or_else(|| AppError::Internal(format!("link {route}: its secret is not hex")))?;
     Ok(IssuedToken {
         url: format!("https://{route}?t={token}"),
         token,

@@ -260,9 +260,9 @@ pub async fn create_bulk(
         } => match &fingerprint {
             Some(fp) => replay(fp, request_hash, response).map(BulkOutcome::Replayed),
             // Without a key nothing is recorded, so nothing is replayed.
-            None => Err(AppError::Store(StoreError::Corrupt(
+            None => Err(AppError::Internal(
                 "a bulk create without an idempotency key was answered a replay".into(),
-            ))),
+            )),
         },
     }
 }

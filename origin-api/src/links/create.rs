@@ -356,7 +356,7 @@ fn codec(state: &AppState, settings: &DomainSettings) -> Result<(CodeCodec, u32)
         .code_key_version
         .unwrap_or_else(|| keys.current_version());
     let codec = CodeCodec::new(keys, key_version, settings.codes)
-        .map_err(|e| AppError::Store(StoreError::Corrupt(e.to_string())))?;
+        .map_err(|e| AppError::Internal(e.to_string()))?;
     Ok((codec, key_version))
 }
 
@@ -383,7 +383,7 @@ async fn assign_code(
         }
         let code = codec
             .code_for(number)
-            .map_err(|e| AppError::Store(StoreError::Corrupt(e.to_string())))?;
+            .map_err(|e| AppError::Internal(e.to_string()))?;
         if !is_reserved(&code) {
             return Ok((link_id, code, Some(number)));
         }

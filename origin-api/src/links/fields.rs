@@ -236,11 +236,8 @@ pub(crate) async fn access(
     mode: super::AccessMode,
     password: Option<&super::Password>,
 ) -> Result<Option<shared::access::Access>, AppError> {
-    let no_randomness = |e: getrandom::Error| {
-        AppError::Store(crate::store::StoreError::Corrupt(format!(
-            "no randomness for a link secret: {e}"
-        )))
-    };
+    let no_randomness =
+        |e: getrandom::Error| AppError::Internal(format!("no randomness for a link secret: {e}"));
     match (mode, password) {
         (super::AccessMode::Password, None) => Err(AppError::invalid(
             "password",

@@ -144,11 +144,7 @@ fn png(code: &QrCode, margin: u32, size: u32) -> Result<Vec<u8>, AppError> {
         }
     }
     let mut out = Vec::new();
-    let failed = |e: png::EncodingError| {
-        AppError::Store(crate::store::StoreError::Corrupt(format!(
-            "writing a PNG: {e}"
-        )))
-    };
+    let failed = |e: png::EncodingError| AppError::Internal(format!("writing a PNG: {e}"));
     let mut encoder = png::Encoder::new(&mut out, px, px);
     encoder.set_color(png::ColorType::Grayscale);
     encoder.set_depth(png::BitDepth::Eight);

@@ -164,11 +164,6 @@ pub async fn update_link(
     if current.status == LinkState::Deleted {
         return Err(AppError::Deleted);
     }
-    if current.version != expected {
-        return Err(AppError::Stale {
-            current: current.version,
-        });
-    }
     let now = now_ms();
     let mut next = current.clone();
     let mut lookups = Lookups::new(state);
@@ -255,6 +250,14 @@ pub async fn update_link(
             Some(max) => state.db.human_visits(next.link_id).await? >= max,
         };
     }
+    // The version is compared once the changes are known to be valid: a change that can
+    // never be made is refused as such (422), whichever version it names, and is not
+    // sent back to be read again and retried in vain (412).
+    if current.version != expected {
+        return Err(AppError::Stale {
+            current: Some(current.version),
+        });
+    }
     write(state, next, expected, now).await
 }
 
@@ -271,7 +274,7 @@ pub async fn delete_link(
     let expected = expected.unwrap_or(current.version);
     if current.version != expected {
         return Err(AppError::Stale {
-            current: current.version,
+            current: Some(current.version),
         });
     }
     let mut next = current;
@@ -298,8 +301,7 @@ async fn write(
                 .db
                 .get_link(&next.domain, &next.code)
                 .await?
-                .map(|l| l.version)
-                .unwrap_or_default();
+                .map(|l| l.version);
             Err(AppError::Stale { current })
         }
         Err(e) => Err(e.into()),

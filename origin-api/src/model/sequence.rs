@@ -1,7 +1,7 @@
 //! The numbered sequences of `id_segments`: one numbers links (`link_id`, the internal
 //! key, for every link), and one per domain numbers that domain's generated codes, so
 //! that each domain's code space is its own: a domain of five-character codes is not
-//! used up by the links of the others (ARCHITECTURE §3, docs/decisions.md#per-domain-sequences).
+//! used up by the links of the others (D-014 in docs/decisions/codes-and-ids.md).
 
 use shared::CodeSpace;
 

@@ -128,7 +128,7 @@ pub(crate) async fn denylist(
             .into_response());
     }
     let body = serde_json::to_string(&deny.to_snapshot())
-        .map_err(|e| crate::store::StoreError::Corrupt(format!("writing the denylist: {e}")))?;
+        .map_err(|e| AppError::internal(format!("writing the denylist: {e}")))?;
     Ok((
         StatusCode::OK,
         [

@@ -60,11 +60,8 @@ pub(crate) async fn create(
             with_location(res, &link.domain, &link.code)
         }
         Created::Replayed(json) => {
-            let view: LinkView = serde_json::from_str(&json).map_err(|e| {
-                AppError::Store(crate::store::StoreError::Corrupt(format!(
-                    "idempotency response: {e}"
-                )))
-            })?;
+            let view: LinkView = serde_json::from_str(&json)
+                .map_err(|e| AppError::Internal(format!("idempotency response: {e}")))?;
             let mut res = (StatusCode::CREATED, Json(&view)).into_response();
             let h = res.headers_mut();
             h.insert("idempotent-replayed", HeaderValue::from_static("true"));

@@ -171,7 +171,7 @@ impl App for Origin {
     ///
     /// Only what may wait counts against the in-flight cap: an answer from memory holds
     /// nothing while it is made, and under overload it is the one that should go on
-    /// being given (`docs/decisions.md`).
+    /// being given (D-109 in `docs/decisions/security.md`).
     fn answer(
         self,
         req: axum::http::Request<Incoming>,

@@ -1,6 +1,6 @@
 //! The API's own metrics: how long each route takes, what it answers, and why it refuses.
 
-use crate::error::Refusal;
+use crate::error::{Failure, Refusal};
 use crate::metrics::{ReasonLabel, ResponseLabel, RouteLabel};
 use crate::state::AppState;
 use axum::extract::{MatchedPath, Request, State};
@@ -8,7 +8,8 @@ use axum::middleware::Next;
 use axum::response::Response;
 
 /// Times the call and counts its answer under the route's template, its refusal reason
-/// (from the [`Refusal`] an error leaves on its response), and a replayed create.
+/// (from the [`Refusal`] an error leaves on its response), and a replayed create; logs a
+/// server-side failure (the [`Failure`] its answer does not show) with its route.
 pub(crate) async fn observe(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let started = std::time::Instant::now();
     let route = req
@@ -17,6 +18,9 @@ pub(crate) async fn observe(State(state): State<AppState>, req: Request, next: N
         .map_or_else(|| "(unmatched)".to_owned(), |p| p.as_str().to_owned());
     let method = req.method().as_str().to_owned();
     let res = next.run(req).await;
+    if let Some(Failure(what)) = res.extensions().get::<Failure>() {
+        tracing::error!(%route, %method, status = res.status().as_u16(), error = %what, "request failed");
+    }
     let m = &state.metrics;
     m.api_seconds
         .get_or_create(&RouteLabel {

@@ -101,7 +101,7 @@ pub(crate) async fn posted(
                 .passwords
                 .attempt(&form.access, &form.route, client, &body, now_ms())
                 .await
-                .map_err(|e| AppError::Store(crate::store::StoreError::Corrupt(e)))?;
+                .map_err(AppError::Internal)?;
             Ok::<_, AppError>(Decision::password_tried(&form.route, query, tried))
         })
         .await

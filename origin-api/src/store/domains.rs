@@ -192,18 +192,6 @@ impl DomainRow {
     }
 }
 
-/// Whether `e` is the registry's primary key refusing a second row for a domain.
-fn is_registered(e: &sqlx::Error) -> bool {
-    let Some(d) = e.as_database_error() else {
-        return false;
-    };
-    d.is_unique_violation()
-        && match d.constraint() {
-            Some(name) => name == "domains_pkey",
-            None => d.message().contains("domains.domain"),
-        }
-}
-
 /// A domain's allowed hosts as stored (JSON text) and its version as a BIGINT.
 fn encoded(d: &Domain) -> Result<(Option<String>, i64), StoreError> {
     let hosts = d
@@ -307,19 +295,15 @@ impl DomainStore for Db {
             ..d.clone()
         };
         let (hosts, version) = encoded(d)?;
-        let inserted = c
-            .execute(
-                &format!(
-                    "INSERT INTO domains ({COLUMNS}) VALUES ({})",
-                    list_placeholders(1, 17)
-                ),
-                &row_args(d, &hosts, version),
-            )
-            .await;
-        match inserted {
-            Err(e) if is_registered(&e) => return Err(StoreError::Registered),
-            other => other.map_err(StoreError::from_write)?,
-        };
+        c.execute(
+            &format!(
+                "INSERT INTO domains ({COLUMNS}) VALUES ({})",
+                list_placeholders(1, 17)
+            ),
+            &row_args(d, &hosts, version),
+        )
+        .await
+        .map_err(StoreError::from_write)?;
         write_owners(&mut c, d).await?;
         // The domain's own code sequence, so the heartbeat dates its codes at the edge
         // before its first generated link. A name registered again goes on numbering.

@@ -327,10 +327,9 @@ async fn insert_one(c: &mut Conn<'_>, row: &NewLinkRow<'_>) -> Result<(), StoreE
         "INSERT INTO links ({INSERT_COLUMNS}) VALUES {}",
         values_placeholders(1, 1, INSERT_ARGS)
     );
-    match c.execute(&sql, &row.args()).await {
-        Err(e) if is_route_taken(&e) => return Err(StoreError::Taken),
-        other => other.map_err(StoreError::from_write)?,
-    };
+    c.execute(&sql, &row.args())
+        .await
+        .map_err(StoreError::from_write)?;
     write_other_hosts(c, row.link_id, &row.other_hosts, false).await?;
     let route = link.route_key();
     let payload = link.edge_record(banned).to_json();
@@ -393,27 +392,6 @@ async fn insert_chunk(
     }
     Ok(went_in)
 }
-
-/// Whether `e` is the `(domain, code)` unique index refusing a second link: the only
-/// conflict that means "this code is taken". Any other (a primary key reused, say, as
-/// when two processes were handed the same ids) is a fault, not the caller's.
-fn is_route_taken(e: &sqlx::Error) -> bool {
-    let Some(d) = e.as_database_error() else {
-        return false;
-    };
-    if !d.is_unique_violation() {
-        return false;
-    }
-    match d.constraint() {
-        // PostgreSQL names the constraint.
-        Some(name) => name == ROUTE_CONSTRAINT,
-        // SQLite names the columns in its message.
-        None => d.message().contains("links.domain, links.code"),
-    }
-}
-
-/// PostgreSQL's name for `UNIQUE (domain, code)` on `links`.
-const ROUTE_CONSTRAINT: &str = "links_domain_code_key";
 
 pub(super) fn to_i64(v: u64, what: &str) -> Result<i64, StoreError> {
     i64::try_from(v)

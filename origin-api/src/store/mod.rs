@@ -13,6 +13,7 @@ mod links;
 mod outbox;
 mod segments;
 pub mod sql;
+mod unique;
 
 pub use crate::model::sequence::LINK_SEQUENCE;
 /// Where the outbox gauges stop counting: a scrape costs the same however large the
@@ -101,11 +102,14 @@ impl From<sqlx::Error> for StoreError {
 }
 
 impl StoreError {
-    /// A failed write: a unique violation becomes [`StoreError::Conflict`].
+    /// A failed write: a unique index's refusal becomes what it means
+    /// ([`unique::refused`]), anything else a database failure.
     pub(crate) fn from_write(e: sqlx::Error) -> Self {
-        match e.as_database_error() {
-            Some(d) if d.is_unique_violation() => StoreError::Conflict(d.message().to_owned()),
-            _ => StoreError::from(e),
+        match unique::refused(&e) {
+            Some(unique::Refused::Route) => StoreError::Taken,
+            Some(unique::Refused::Domain) => StoreError::Registered,
+            Some(unique::Refused::Other(message)) => StoreError::Conflict(message),
+            None => StoreError::from(e),
         }
     }
 

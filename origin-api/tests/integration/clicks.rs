@@ -5,9 +5,11 @@
 use crate::common::{apis_with, Api, Reply};
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
+use hop_e2e::poll;
 use origin_api::model::time::now_ms;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 const EDGE_TOKEN: &str = "edge-click-token";
 const FLAGS: &[&str] = &[
@@ -839,14 +841,11 @@ async fn a_full_tally_is_written_sooner_and_loses_nothing() {
                     .record(Clicked::Link(link), now, 302, visitor.clone());
             }
             // The next batch once this one is in the tally (a shard holds 16,384 keys).
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-            while state.recorder.untaken() > 0 {
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "the tally stopped taking clicks"
-                );
-                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-            }
+            poll("the tally takes the batch's clicks")
+                .within(Duration::from_secs(30))
+                .every(Duration::from_millis(5))
+                .until_true(|| async { state.recorder.untaken() == 0 })
+                .await;
         }
         // Two full windows are written while the third is still open: long before a
         // window's time would have closed them (a window stays open 10 s at least).
@@ -858,14 +857,11 @@ async fn a_full_tally_is_written_sooner_and_loses_nothing() {
                 .expect("totals");
             totals.visits + totals.bots
         };
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while counted().await < 2 * 14_336 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "full windows were not written"
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
+        poll("two full windows are written")
+            .within(Duration::from_secs(30))
+            .every(Duration::from_millis(20))
+            .until_true(|| async { counted().await >= 2 * 14_336 })
+            .await;
         stop.send(true).expect("writer alive");
         writer.await.expect("writer");
         let totals = state

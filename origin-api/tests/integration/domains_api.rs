@@ -4,6 +4,7 @@
 
 use crate::common::{apis, settings, TestDb};
 use axum::http::StatusCode;
+use hop_e2e::poll;
 use origin_api::store::DomainStore;
 use serde_json::{json, Value};
 
@@ -684,19 +685,16 @@ async fn a_domains_settings_decide_the_origins_own_redirect() {
         );
 
         // Once the alias has expired, its visitors go to the domain's page for it.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        let expired = loop {
-            let res = api.visit("GET", host, "/SALE").await;
-            if res.status != StatusCode::FOUND || res.headers["location"] != "https://acme.example/"
-            {
-                break res;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the alias never expired"
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-        };
+        let expired = poll("the alias expires")
+            .within(std::time::Duration::from_secs(10))
+            .every(std::time::Duration::from_millis(200))
+            .until(|| async {
+                let res = api.visit("GET", host, "/SALE").await;
+                let still = res.status == StatusCode::FOUND
+                    && res.headers["location"] == "https://acme.example/";
+                (!still).then_some(res)
+            })
+            .await;
         assert_eq!(expired.status, StatusCode::FOUND, "{}", expired.text);
         assert_eq!(
             expired.headers["location"],

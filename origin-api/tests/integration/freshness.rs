@@ -4,32 +4,36 @@
 
 use crate::common::{Api, TestDb};
 use axum::http::StatusCode;
+use hop_e2e::poll;
 use serde_json::json;
+use std::cell::RefCell;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 /// Waits (up to 10 s, far below the cache's 60 s) until `origin` redirects `code` to
 /// `target`; returns how long that took.
 async fn until_redirects(origin: &Api, code: &str, target: &str) -> Duration {
+    // The last answer, for the failure message.
+    let last = RefCell::new(String::new());
     let started = Instant::now();
-    loop {
-        let r = origin.visit("GET", "s.example", &format!("/{code}")).await;
-        let location = r
-            .headers
-            .get("location")
-            .and_then(|l| l.to_str().ok())
-            .unwrap_or_default()
-            .to_owned();
-        if location == target {
-            return started.elapsed();
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "{code} still answers {} {location:?}, not {target}",
-            r.status
-        );
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+    poll(format!("{code} redirects to {target}"))
+        .within(Duration::from_secs(10))
+        .every(Duration::from_millis(2))
+        .explain(|| format!("it still answers {}", last.borrow()))
+        .until_true(|| async {
+            let r = origin.visit("GET", "s.example", &format!("/{code}")).await;
+            let location = r
+                .headers
+                .get("location")
+                .and_then(|l| l.to_str().ok())
+                .unwrap_or_default()
+                .to_owned();
+            let done = location == target;
+            *last.borrow_mut() = format!("{} {location:?}", r.status);
+            done
+        })
+        .await;
+    started.elapsed()
 }
 
 async fn patch(api: &Api, token: &str, code: &str, version: u64, target: &str) {
@@ -61,10 +65,13 @@ async fn a_change_through_one_origin_reaches_the_others_cache_at_once() {
     // B remembers an alias as unknown; A creates it; B finds it at once.
     let unknown = b.visit("GET", "s.example", "/fresh-one").await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND);
-    // (B listens before A writes: wait for its first connection.)
-    while b.state.metrics.freshness_connects.get() == 0 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    // (B listens before A writes: wait for its first connection.) This wait had no
+    // deadline: 30 s is generous for a connection to the test's own database.
+    poll("B listens")
+        .within(Duration::from_secs(30))
+        .every(Duration::from_millis(5))
+        .until_true(|| async { b.state.metrics.freshness_connects.get() > 0 })
+        .await;
     let created = a
         .create(
             &token,
@@ -98,14 +105,13 @@ async fn a_change_through_one_origin_reaches_the_others_cache_at_once() {
         )
         .await;
     assert_eq!(ban.status, StatusCode::CREATED, "{}", ban.text);
-    let started = Instant::now();
-    while b.visit("GET", "s.example", "/fresh-one").await.status != StatusCode::FORBIDDEN {
-        assert!(
-            started.elapsed() < Duration::from_secs(4),
-            "the ban never reached B before its 5 s re-read"
-        );
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+    poll("the ban reaches B before its 5 s re-read")
+        .within(Duration::from_secs(4))
+        .every(Duration::from_millis(2))
+        .until_true(|| async {
+            b.visit("GET", "s.example", "/fresh-one").await.status == StatusCode::FORBIDDEN
+        })
+        .await;
 
     // The notification connection is cut: B forgets what it holds, since it could have
     // missed a change meanwhile (here, one made behind every origin's back).
@@ -119,9 +125,13 @@ async fn a_change_through_one_origin_reaches_the_others_cache_at_once() {
          WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()",
     )
     .await;
-    while b.state.metrics.freshness_connects.get() == connects {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    // This wait had no deadline: 30 s is generous for B to notice the cut and connect
+    // again.
+    poll("B listens again")
+        .within(Duration::from_secs(30))
+        .every(Duration::from_millis(5))
+        .until_true(|| async { b.state.metrics.freshness_connects.get() != connects })
+        .await;
     // The cache is forgotten once B listens again, not before: by then a new
     // connection is listening.
     let listening_now: Vec<(i64,)> = a
@@ -163,9 +173,13 @@ async fn a_domain_changed_through_one_origin_is_obeyed_by_the_other_at_once() {
         )
         .await;
     assert_eq!(link.status, StatusCode::CREATED, "{}", link.text);
-    while b.state.metrics.freshness_connects.get() == 0 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    // This wait had no deadline: 30 s is generous for a connection to the test's own
+    // database.
+    poll("B listens")
+        .within(Duration::from_secs(30))
+        .every(Duration::from_millis(5))
+        .until_true(|| async { b.state.metrics.freshness_connects.get() > 0 })
+        .await;
     // B holds the domain's settings now.
     assert_eq!(
         b.visit("GET", "go.example", "/kept").await.status,
@@ -185,14 +199,13 @@ async fn a_domain_changed_through_one_origin_is_obeyed_by_the_other_at_once() {
         )
         .await;
     assert_eq!(changed.status, StatusCode::OK, "{}", changed.text);
-    let started = Instant::now();
-    while b.visit("GET", "go.example", "/kept").await.status != StatusCode::NOT_FOUND {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "the other origin still serves the disabled domain (its cache holds settings 60 s)"
-        );
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+    poll("the other origin stops serving the disabled domain (its cache holds settings 60 s)")
+        .within(Duration::from_secs(10))
+        .every(Duration::from_millis(2))
+        .until_true(|| async {
+            b.visit("GET", "go.example", "/kept").await.status == StatusCode::NOT_FOUND
+        })
+        .await;
     stop.send(true).expect("stop");
     listening.await.expect("listener");
     t.cleanup().await;

@@ -3,6 +3,7 @@
 //! attack; each assertion is what the attacker gets instead of the origin's resources.
 
 use crate::common::{app_state_with, TestDb};
+use hop_e2e::poll;
 use origin_api::AppState;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -163,19 +164,15 @@ async fn past_the_in_flight_cap_a_request_gets_503_at_once() {
     let (_, token) = s.key().await;
     let holder = hold_a_slot(&s, &token).await;
     // Whatever comes next waits for no one: 503 and when to come back.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let res = loop {
-        let res = reqwest::get(s.url("/abc1234")).await.expect("an answer");
-        if res.status() == 503 {
-            break res;
-        }
-        // The holder's head may not have been read yet: ask again until it has.
-        assert!(
-            std::time::Instant::now() < deadline,
-            "past the cap, requests were still served"
-        );
-        tokio::task::yield_now().await;
-    };
+    // The holder's head may not have been read yet: ask again (at once) until it has.
+    let res = poll("past the cap, a request gets 503")
+        .within(Duration::from_secs(10))
+        .every(Duration::ZERO)
+        .until(|| async {
+            let res = reqwest::get(s.url("/abc1234")).await.expect("an answer");
+            (res.status() == 503).then_some(res)
+        })
+        .await;
     assert_eq!(
         res.headers().get("retry-after").map(|v| v.as_bytes()),
         Some(&b"1"[..])
@@ -183,13 +180,16 @@ async fn past_the_in_flight_cap_a_request_gets_503_at_once() {
     assert_eq!(res.text().await.expect("body"), origin_api::server::BUSY);
     // Once the holder goes, the slot is free again.
     drop(holder);
-    let res = loop {
-        let res = reqwest::get(s.url("/healthz")).await.expect("an answer");
-        if res.status() != 503 {
-            break res;
-        }
-        tokio::task::yield_now().await;
-    };
+    // This wait had no deadline: the test's own bound for the cap filling (10 s) is
+    // generous for a slot freed by a closed connection.
+    let res = poll("the slot is free again")
+        .within(Duration::from_secs(10))
+        .every(Duration::ZERO)
+        .until(|| async {
+            let res = reqwest::get(s.url("/healthz")).await.expect("an answer");
+            (res.status() != 503).then_some(res)
+        })
+        .await;
     assert_eq!(res.status(), 200);
     t.cleanup().await;
 }
@@ -221,19 +221,18 @@ async fn past_the_in_flight_cap_a_link_held_in_memory_is_still_served() {
     assert_eq!(res.status(), 302);
     // The only slot is taken.
     let holder = hold_a_slot(&s, &token).await;
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let res = client
-            .get(s.url("/healthz"))
-            .send()
-            .await
-            .expect("an answer");
-        if res.status() == 503 {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "the cap never filled");
-        tokio::task::yield_now().await;
-    }
+    poll("the cap fills")
+        .within(Duration::from_secs(10))
+        .every(Duration::ZERO)
+        .until_true(|| async {
+            let res = client
+                .get(s.url("/healthz"))
+                .send()
+                .await
+                .expect("an answer");
+            res.status() == 503
+        })
+        .await;
     // The cap is full, and the link in memory is served all the same.
     let res = client.get(s.url("/kept-link")).send().await.expect("visit");
     assert_eq!(res.status(), 302);

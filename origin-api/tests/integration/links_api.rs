@@ -583,6 +583,23 @@ async fn patch_needs_the_current_version_and_bumps_it() {
             )
             .await;
         assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+        // A change that can never be made is refused as such whichever version it names:
+        // sent back as stale (412), it would be read again and retried in vain.
+        for invalid in [
+            json!({ "split": [{ "target_url": "https://a.example/", "weight": 2_147_483_648u64 }] }),
+            json!({ "title": "t".repeat(10_000) }),
+            json!({ "status": "deleted" }),
+        ] {
+            let bad = api
+                .patch(&token, "s.example/promo", Some("\"7\""), invalid.clone())
+                .await;
+            assert_eq!(
+                bad.status,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "{invalid}: {}",
+                bad.text
+            );
+        }
 
         let res = api
             .patch(&token, "s.example/promo", Some("\"1\""), change)

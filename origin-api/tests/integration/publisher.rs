@@ -138,16 +138,16 @@ async fn pending(db: &Db) -> Vec<OutboxRow> {
 
 /// Polls `done` every few milliseconds for up to 30 s: for what a test cannot be told
 /// directly (another task's progress through the database).
-async fn eventually<F, Fut>(what: &str, mut done: F)
+async fn eventually<F, Fut>(what: &str, done: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !done().await {
-        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    hop_e2e::poll(what)
+        .within(Duration::from_secs(30))
+        .every(Duration::from_millis(5))
+        .until_true(done)
+        .await
 }
 
 struct Setup {

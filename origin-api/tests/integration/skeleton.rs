@@ -5,13 +5,13 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 
 use crate::common::{settings, TestDb};
-use hop_e2e::Process;
+use hop_e2e::{poll, Process};
 use http_body_util::BodyExt;
 use origin_api::config::Settings;
 use origin_api::db::Db;
 use origin_api::{prepare, routes, AppState};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tower::ServiceExt;
 
 fn sqlite_in(dir: &tempfile::TempDir, name: &str) -> Settings {
@@ -129,14 +129,14 @@ async fn health_and_readiness() {
     // the last check, reused for a second, is older than that).
     db.close().await;
     assert_eq!(get(state.clone(), "/healthz").await.0, StatusCode::OK);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let (status, content_type, body) = loop {
-        let answer = get(state.clone(), "/readyz").await;
-        if answer.0 != StatusCode::OK || Instant::now() > deadline {
-            break answer;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let (status, content_type, body) = poll("readiness fails without the database")
+        .within(Duration::from_secs(10))
+        .every(Duration::from_millis(50))
+        .until(|| async {
+            let answer = get(state.clone(), "/readyz").await;
+            (answer.0 != StatusCode::OK).then_some(answer)
+        })
+        .await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(content_type.as_deref(), Some("application/problem+json"));
     let problem: serde_json::Value = serde_json::from_str(&body).expect("problem JSON");

@@ -4,7 +4,8 @@
 //! reported, not asserted: every ban must simply take effect).
 
 use hop_e2e::{
-    api_key, client, free_port, origin_env_through, wired_edge, Origin, SinkMode, SinkProxy, Wired,
+    api_key, client, free_port, origin_env_through, poll, wired_edge, Origin, SinkMode, SinkProxy,
+    Wired,
 };
 use reqwest::StatusCode;
 use serde_json::json;
@@ -29,15 +30,14 @@ async fn ban_fifty(origin: &Origin, edge: &hop_e2e::Edge, admin: &str) -> Vec<Du
             .await
             .expect("ban");
         assert_eq!(res.status(), StatusCode::CREATED);
+        let code = format!("ban-me-{i}");
         let returned = Instant::now();
-        while edge.visit(&format!("ban-me-{i}")).await.status() != StatusCode::FORBIDDEN {
-            assert!(
-                returned.elapsed() < Duration::from_secs(15),
-                "ban {i} never took effect:\n{}",
-                origin.log()
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        poll(format!("ban {i} takes effect at the edge"))
+            .within(Duration::from_secs(15))
+            .every(Duration::from_millis(5))
+            .explain(|| origin.log())
+            .until_true(|| async { edge.visit(&code).await.status() == StatusCode::FORBIDDEN })
+            .await;
         took.push(returned.elapsed());
     }
     took.sort();
@@ -60,19 +60,18 @@ fn report(what: &str, took: &[Duration]) {
 /// told to come back (503) before it redirects.
 async fn every_link_redirects(edge: &hop_e2e::Edge) {
     for i in 0..BANS {
-        let since = Instant::now();
-        loop {
-            let status = edge.visit(&format!("ban-me-{i}")).await.status();
-            if status == StatusCode::FOUND {
-                break;
-            }
-            assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "ban-me-{i}");
-            assert!(
-                since.elapsed() < Duration::from_secs(10),
-                "ban-me-{i} never redirected"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let code = format!("ban-me-{i}");
+        poll(format!("{code} redirects"))
+            .within(Duration::from_secs(10))
+            .every(Duration::from_millis(50))
+            .until_true(|| async {
+                let status = edge.visit(&code).await.status();
+                if status != StatusCode::FOUND {
+                    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{code}");
+                }
+                status == StatusCode::FOUND
+            })
+            .await;
     }
 }
 

@@ -8,10 +8,11 @@ use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use hop_e2e::{
-    api_key, client, free_port, origin_env, serve_in_background, wait_published, wired_edge_to,
-    Edge, Origin,
+    api_key, client, free_port, origin_env, poll, serve_in_background, wait_published,
+    wired_edge_to, Edge, Origin,
 };
 use serde_json::{json, Value};
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -103,19 +104,21 @@ fn totals(stats: &Value) -> (i64, i64, i64) {
 
 /// Polls the origin until `done` holds (at most a minute: the queue's retries back off).
 async fn until<F: Fn(&Value) -> bool>(origin: &Origin, key: &str, code: &str, done: F) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let s = stats(origin, key, code).await;
-        if done(&s) {
-            return s;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "clicks never arrived: {s}\n{}",
-            origin.log()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    // The stats as last read, for the failure message.
+    let last = RefCell::new(Value::Null);
+    poll("the clicks arrive")
+        .within(Duration::from_secs(60))
+        .every(Duration::from_millis(100))
+        .explain(|| format!("{}\n{}", last.borrow(), origin.log()))
+        .until(|| async {
+            let s = stats(origin, key, code).await;
+            if done(&s) {
+                return Some(s);
+            }
+            *last.borrow_mut() = s;
+            None
+        })
+        .await
 }
 
 /// The stats once everything acknowledged by `since` is in the rollups: their
@@ -177,19 +180,17 @@ async fn edge_clicks_count_once_when_the_queue_delivers_them_again() {
         "edge clicks counted {} ms after the last visit",
         visited.elapsed().as_millis()
     );
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while origin
-        .metric_sum("hop_clicks_total{result=\"duplicate\"}")
-        .await
-        == 0
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the lost batch was never delivered again:\n{}",
-            edge.log()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    poll("the lost batch is delivered again")
+        .within(Duration::from_secs(60))
+        .every(Duration::from_millis(100))
+        .explain(|| edge.log())
+        .until_true(|| async {
+            origin
+                .metric_sum("hop_clicks_total{result=\"duplicate\"}")
+                .await
+                > 0
+        })
+        .await;
     assert!(click_posts.load(Ordering::SeqCst) >= 2);
     assert_eq!(
         totals(&stats(&origin, &key, "counted-link").await),
@@ -222,15 +223,12 @@ async fn edge_clicks_count_once_when_the_queue_delivers_them_again() {
                 .await
         }
     };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while answers(302).await < 8 || answers(404).await < 1 {
-        assert!(
-            Instant::now() < deadline,
-            "the edge never reported its answers:\n{}",
-            edge.log()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    poll("the edge reports its answers")
+        .within(Duration::from_secs(60))
+        .every(Duration::from_millis(100))
+        .explain(|| edge.log())
+        .until_true(|| async { answers(302).await >= 8 && answers(404).await >= 1 })
+        .await;
     // 404s include the harness's readiness probes (`/_hop/ready`): at least the one.
     assert_eq!(answers(302).await, 8, "each report counted once");
     assert!(origin.metric_sum("hop_edge_health_reports_total").await >= 1);
@@ -297,15 +295,12 @@ async fn with_the_origin_down_redirects_go_on_and_clicks_arrive_when_it_returns(
     // Quiescence: the queue has had every one of the 20 events acknowledged, so nothing
     // more can arrive (a batch the first origin counted but died before answering was
     // delivered again, and counted as a duplicate). Only then are the counts final.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while delivered(&edge.log()) < 20 {
-        assert!(
-            Instant::now() < deadline,
-            "the queue never drained: {}",
-            edge.log()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    poll("the queue drains")
+        .within(Duration::from_secs(60))
+        .every(Duration::from_millis(100))
+        .explain(|| edge.log())
+        .until_true(|| async { delivered(&edge.log()) >= 20 })
+        .await;
     assert_eq!(delivered(&edge.log()), 20, "each event acknowledged once");
     // Acknowledged is staged; the fold adds it to the rollups within a second or so.
     let drained = OffsetDateTime::now_utc();
@@ -360,16 +355,16 @@ async fn a_thousand_visits_take_a_few_queue_messages_and_lose_no_click() {
     for chunk in links.chunks(500) {
         w.origin.create_bulk(&w.key, chunk.to_vec()).await;
     }
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while w
-        .origin
-        .metric_sum("hop_outbox_pending{lane=\"normal\"}")
-        .await
-        > 0
-    {
-        assert!(Instant::now() < deadline, "never published");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    poll("every link is published")
+        .within(Duration::from_secs(120))
+        .every(Duration::from_millis(100))
+        .until_true(|| async {
+            w.origin
+                .metric_sum("hop_outbox_pending{lane=\"normal\"}")
+                .await
+                == 0
+        })
+        .await;
     // One visitor's clicks are counted up to 60 a minute: the visits come from 25
     // loopback addresses per shape (`wrangler dev` takes the visitor's address from the
     // connection), 40 each.
@@ -404,20 +399,26 @@ async fn a_thousand_visits_take_a_few_queue_messages_and_lose_no_click() {
             }
         }
         let took = started.elapsed();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let (clicks, messages) = loop {
-            let (clicks, messages) = deliveries(&w.edge.log());
-            if clicks >= clicks_before + VISITS as u64 {
-                break (clicks - clicks_before, messages - messages_before);
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{shape}: {} of {VISITS} clicks delivered:\n{}",
-                clicks - clicks_before,
-                w.edge.log()
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        };
+        let (clicks, messages) = poll(format!("{shape}: every click is delivered"))
+            .within(Duration::from_secs(60))
+            .every(Duration::from_millis(100))
+            .explain(|| {
+                let log = w.edge.log();
+                let (clicks, _) = deliveries(&log);
+                format!(
+                    "{} of {VISITS} clicks delivered:\n{log}",
+                    clicks - clicks_before
+                )
+            })
+            .until(|| async {
+                let (clicks, messages) = deliveries(&w.edge.log());
+                if clicks >= clicks_before + VISITS as u64 {
+                    Some((clicks - clicks_before, messages - messages_before))
+                } else {
+                    None
+                }
+            })
+            .await;
         println!(
             "{shape}: {VISITS} visits in {} ms took {messages} queue messages",
             took.as_millis()

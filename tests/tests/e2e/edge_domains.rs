@@ -6,11 +6,12 @@
 //! link created on a domain the edge knows nothing of yet still redirects, through the
 //! fallback.
 
-use hop_e2e::{client, Wired};
+use hop_e2e::{client, poll, Wired};
 use reqwest::header::{CACHE_CONTROL, LOCATION};
 use reqwest::StatusCode;
 use serde_json::json;
-use std::time::{Duration, Instant};
+use std::cell::RefCell;
+use std::time::Duration;
 
 /// The longest a change may take to reach the edge here: the publisher's push, the
 /// worker's hold of a domain's settings, with room for a loaded machine.
@@ -34,21 +35,21 @@ async fn until(
     what: &str,
     done: impl Fn(&reqwest::Response) -> bool,
 ) -> reqwest::Response {
-    let start = Instant::now();
-    loop {
-        let res = visit(w, host, path).await;
-        if done(&res) {
-            return res;
-        }
-        assert!(
-            start.elapsed() < DEADLINE,
-            "{what}: still {} {:?} after {DEADLINE:?}\n{}",
-            res.status(),
-            res.headers(),
-            w.edge.log()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    // The last answer, for the failure message.
+    let last = RefCell::new(String::new());
+    poll(what)
+        .within(DEADLINE)
+        .every(Duration::from_millis(200))
+        .explain(|| format!("still {}\n{}", last.borrow(), w.edge.log()))
+        .until(|| async {
+            let res = visit(w, host, path).await;
+            if done(&res) {
+                return Some(res);
+            }
+            *last.borrow_mut() = format!("{} {:?}", res.status(), res.headers());
+            None
+        })
+        .await
 }
 
 fn header(res: &reqwest::Response, name: reqwest::header::HeaderName) -> &str {

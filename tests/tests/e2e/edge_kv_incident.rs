@@ -4,12 +4,14 @@
 //! links stay refused, and a code the origin does not know is 404, never a redirect; and
 //! the edge's health reports tell the origin about the failed reads.
 
-use hop_e2e::{api_key, client, free_port, origin_env, repo_root, Origin, Process, EDGE_TOKEN};
+use hop_e2e::{
+    api_key, client, free_port, origin_env, poll, repo_root, Origin, Process, EDGE_TOKEN,
+};
 use reqwest::header::LOCATION;
 use reqwest::StatusCode;
 use serde_json::json;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The worker of `tests/fixtures/kv-down.mjs`, asking the origin on `origin_port`.
 async fn edge_with_kv_down(origin_port: u16, log: std::path::PathBuf) -> (Process, String) {
@@ -105,19 +107,17 @@ async fn with_kv_down_known_links_keep_redirecting_and_the_edge_reports_it() {
     assert!(asked <= 10, "the origin was asked {asked} times");
 
     // The edge told the origin that it could not read KV.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while origin
-        .metric_sum("hop_edge_faults_total{kind=\"kv_read\"}")
-        .await
-        < 40
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the edge never reported its failed reads:\n{}",
-            edge.log()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    poll("the edge reports its failed reads")
+        .within(Duration::from_secs(60))
+        .every(Duration::from_millis(100))
+        .explain(|| edge.log())
+        .until_true(|| async {
+            origin
+                .metric_sum("hop_edge_faults_total{kind=\"kv_read\"}")
+                .await
+                >= 40
+        })
+        .await;
     println!(
         "KV down: 50 visits answered, the origin asked {asked} times, {} failed reads reported",
         origin

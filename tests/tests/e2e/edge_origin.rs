@@ -8,7 +8,7 @@
 //! gets 503 with Retry-After.
 
 use hop_e2e::{
-    api_key, client, free_port, origin_env, random_codes, wait_published, wired_edge, Origin,
+    api_key, client, free_port, origin_env, poll, random_codes, wait_published, wired_edge, Origin,
     Wired, SYNC_TOKEN,
 };
 use reqwest::header::{LOCATION, RETRY_AFTER};
@@ -127,14 +127,14 @@ async fn a_published_link_comes_from_kv_and_an_edit_replaces_it_while_an_older_p
     assert_eq!(patched.status(), StatusCode::OK);
     // Timed from the API's answer to the edge's new answer, for the table of bounds
     // (docs/operating.md, "What each promise rests on"): reported, not asserted.
-    let returned = std::time::Instant::now();
-    while edge.visit("second-link").await.headers()[LOCATION] != "https://dest.example/second-v2" {
-        assert!(
-            returned.elapsed() < std::time::Duration::from_secs(30),
-            "the edit never reached the edge"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
+    let returned = Instant::now();
+    poll("the edit reaches the edge")
+        .within(Duration::from_secs(30))
+        .every(Duration::from_millis(5))
+        .until_true(|| async {
+            edge.visit("second-link").await.headers()[LOCATION] == "https://dest.example/second-v2"
+        })
+        .await;
     println!(
         "an edit reached the edge {} ms after the API answered",
         returned.elapsed().as_millis()
@@ -222,11 +222,11 @@ async fn tombstones_bans_and_expiry_reach_the_edge_and_hold_with_the_origin_dead
         .await
         .expect("ban");
     assert_eq!(banned.status(), StatusCode::CREATED);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while edge.visit("banned-link").await.status() != StatusCode::FORBIDDEN {
-        assert!(Instant::now() < deadline, "the ban never reached the edge");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    poll("the ban reaches the edge")
+        .within(Duration::from_secs(10))
+        .every(Duration::from_millis(20))
+        .until_true(|| async { edge.visit("banned-link").await.status() == StatusCode::FORBIDDEN })
+        .await;
 
     // The origin dies: KV links still redirect, bans still block, tombstones still
     // answer 410, and a code that may be new gets 503.

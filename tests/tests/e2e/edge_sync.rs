@@ -1,7 +1,7 @@
 //! `POST /_hop/sync` on the real worker under `wrangler dev`: the origin's publisher
 //! writes KV through it, authenticated, and never turns a key back to an older version.
 
-use hop_e2e::{client, Edge};
+use hop_e2e::{client, poll, Edge};
 use reqwest::header::LOCATION;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -103,14 +103,11 @@ async fn pushes_are_authenticated_written_and_never_turned_back() {
     )
     .await;
     assert_eq!(reply["written"], json!(["deny"]));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while edge.visit("spring-sale").await.status() != StatusCode::FORBIDDEN {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the ban never took effect"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    poll("the ban takes effect")
+        .within(std::time::Duration::from_secs(10))
+        .every(std::time::Duration::from_millis(50))
+        .until_true(|| async { edge.visit("spring-sale").await.status() == StatusCode::FORBIDDEN })
+        .await;
 
     let (status, _) = client()
         .post(edge.url("/_hop/sync"))

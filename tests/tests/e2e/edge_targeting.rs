@@ -3,12 +3,14 @@
 //! request, splits by weight, link-preview crawlers shown the card, interstitials and a
 //! link's own expired page.
 
-use hop_e2e::{client, wait_published, Wired};
+use hop_e2e::{client, poll, wait_published, Wired};
 use reqwest::header::{
     ACCEPT_LANGUAGE, CONTENT_TYPE, COOKIE, LOCATION, RETRY_AFTER, SET_COOKIE, USER_AGENT,
 };
 use reqwest::StatusCode;
 use serde_json::json;
+use std::cell::{Cell, RefCell};
+use std::time::Duration;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
@@ -195,15 +197,19 @@ async fn an_interstitial_names_the_destination_and_an_ended_link_goes_to_its_own
         }),
     )
     .await;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        let to = location(&w, &ended, &[]).await;
-        if to == "https://shop.example/ended" {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "never ended: {to}");
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
+    // Where it went last, for the failure message.
+    let last = RefCell::new(String::new());
+    poll("the link ends")
+        .within(Duration::from_secs(30))
+        .every(Duration::from_millis(200))
+        .explain(|| format!("still going to {}", last.borrow()))
+        .until_true(|| async {
+            let to = location(&w, &ended, &[]).await;
+            let ended_now = to == "https://shop.example/ended";
+            *last.borrow_mut() = to;
+            ended_now
+        })
+        .await;
 }
 
 /// `max_visits: 5` ignores twenty crawler visits, then ends after five people's. The
@@ -231,20 +237,24 @@ async fn a_visit_limit_ignores_crawlers_and_ends_the_link_at_the_edge() {
         );
     }
     let reached = std::time::Instant::now();
-    let mut overshoot = 0;
-    loop {
-        let res = visit(&w, &code, &[(USER_AGENT, DESKTOP)]).await;
-        match res.status() {
-            StatusCode::FOUND => overshoot += 1,
-            StatusCode::GONE => break,
-            other => panic!("a visit past the limit got {other}"),
-        }
-        assert!(
-            reached.elapsed() < std::time::Duration::from_secs(60),
-            "still redirecting a minute after the limit ({overshoot} visits over)"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let overshoot = Cell::new(0);
+    poll("the edge ends the link past its limit")
+        .within(Duration::from_secs(60))
+        .every(Duration::from_millis(50))
+        .explain(|| format!("still redirecting ({} visits over)", overshoot.get()))
+        .until_true(|| async {
+            let res = visit(&w, &code, &[(USER_AGENT, DESKTOP)]).await;
+            match res.status() {
+                StatusCode::FOUND => {
+                    overshoot.set(overshoot.get() + 1);
+                    false
+                }
+                StatusCode::GONE => true,
+                other => panic!("a visit past the limit got {other}"),
+            }
+        })
+        .await;
+    let overshoot = overshoot.get();
     println!(
         "visit limit: {overshoot} visits over the limit, the edge ended the link {} ms after the limit was reached",
         reached.elapsed().as_millis()
@@ -294,38 +304,41 @@ async fn the_stats_count_each_edge_visit_under_the_variant_it_got() {
     let mut expected = vec![("0".to_owned(), a), ("1".to_owned(), b)];
     expected.retain(|(_, n)| *n > 0);
     expected.sort_by_key(|(_, n)| -n);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        let stats: serde_json::Value = client()
-            .get(w.origin.url(&format!("/v1/links/s.example/{code}/stats")))
-            .bearer_auth(&w.key)
-            .send()
-            .await
-            .expect("stats")
-            .json()
-            .await
-            .expect("stats body");
-        let by_variant: Vec<(String, i64)> = stats["top"]["variants"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .map(|r| {
-                        let value = r["value"].as_str().unwrap_or_default().to_owned();
-                        (value, r["visits"].as_i64().unwrap_or_default())
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        if by_variant.iter().map(|(_, n)| n).sum::<i64>() == VISITS as i64 {
-            assert_eq!(by_variant, expected, "{stats}");
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "clicks never all arrived: {stats}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
+    // The stats as last read, for the failure message.
+    let last = RefCell::new(serde_json::Value::Null);
+    let (by_variant, stats) = poll("the clicks all arrive")
+        .within(Duration::from_secs(60))
+        .every(Duration::from_millis(200))
+        .explain(|| last.borrow().to_string())
+        .until(|| async {
+            let stats: serde_json::Value = client()
+                .get(w.origin.url(&format!("/v1/links/s.example/{code}/stats")))
+                .bearer_auth(&w.key)
+                .send()
+                .await
+                .expect("stats")
+                .json()
+                .await
+                .expect("stats body");
+            let by_variant: Vec<(String, i64)> = stats["top"]["variants"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .map(|r| {
+                            let value = r["value"].as_str().unwrap_or_default().to_owned();
+                            (value, r["visits"].as_i64().unwrap_or_default())
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            if by_variant.iter().map(|(_, n)| n).sum::<i64>() == VISITS as i64 {
+                return Some((by_variant, stats));
+            }
+            *last.borrow_mut() = stats;
+            None
+        })
+        .await;
+    assert_eq!(by_variant, expected, "{stats}");
 }
 
 /// A signed link at the edge: 403 without a token, 302 with one the origin issued
@@ -372,19 +385,17 @@ async fn a_signed_link_opens_at_the_edge_only_with_an_unexpired_token() {
     // A token of two seconds opens it, then stops.
     let short: serde_json::Value = issue(2).await.expect("issue").json().await.expect("token");
     let path = format!("{code}?t={}", short["token"].as_str().expect("token"));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        let status = visit(&w, &path, &[]).await.status();
-        if status == StatusCode::FORBIDDEN {
-            break;
-        }
-        assert_eq!(status, StatusCode::FOUND);
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the token never expired"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
+    poll("the token expires")
+        .within(Duration::from_secs(30))
+        .every(Duration::from_millis(200))
+        .until_true(|| async {
+            let status = visit(&w, &path, &[]).await.status();
+            if status != StatusCode::FORBIDDEN {
+                assert_eq!(status, StatusCode::FOUND);
+            }
+            status == StatusCode::FORBIDDEN
+        })
+        .await;
 }
 
 /// A password link at the edge: the form, a wrong password, the right one (hashed by

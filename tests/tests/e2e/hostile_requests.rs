@@ -3,7 +3,7 @@
 //! private addresses and back to the shortener, deceptive text, oversized bodies,
 //! request smuggling, path tricks, forged sync pushes. Each gets its exact answer.
 
-use hop_e2e::{client, wait_published, Origin, Wired, SYNC_TOKEN};
+use hop_e2e::{client, poll, wait_published, Origin, Wired, SYNC_TOKEN};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -257,15 +257,12 @@ async fn one_visitors_flood_is_answered_but_counted_only_up_to_its_budget() {
     // (the queue delivers in order).
     let res = visit("marker-link", "198.51.100.5").await.expect("visit");
     assert_eq!(res.status(), 302);
-    let deadline = std::time::Instant::now() + Duration::from_secs(90);
-    while counted(&origin, &key, "marker-link").await < 1 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the marker's click never arrived:\n{}",
-            edge.log()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    poll("the marker's click arrives")
+        .within(Duration::from_secs(90))
+        .every(Duration::from_millis(200))
+        .explain(|| edge.log())
+        .until_true(|| async { counted(&origin, &key, "marker-link").await >= 1 })
+        .await;
     let flood = counted(&origin, &key, "flooded-link").await;
     let budget = i64::from(shared::clicks::CLICKS_PER_VISITOR_MINUTE);
     println!("150 visits from one address: {flood} counted (budget {budget} a minute, {windows} minute(s))");

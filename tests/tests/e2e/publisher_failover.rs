@@ -3,11 +3,12 @@
 //! and its edits; the standby takes the lease over and the edge ends with every link at
 //! its newest version (the worker never lets a key go back to an older one).
 
-use hop_e2e::{api_key, client, free_port, origin_env, Edge, Origin, SYNC_TOKEN};
+use hop_e2e::{api_key, client, free_port, origin_env, poll, Edge, Origin, SYNC_TOKEN};
 use reqwest::header::LOCATION;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use std::time::{Duration, Instant};
+use std::cell::Cell;
+use std::time::Duration;
 
 const LINKS: usize = 2_000;
 
@@ -18,11 +19,11 @@ async fn the_standby_takes_over_when_the_leader_dies_mid_batch() {
     let env = origin_env(dir.path(), Some(&edge));
     let key = api_key(&env, "e2e", false);
     let leader = Origin::start(free_port(), &env, dir.path().join("a.log")).await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while leader.metric("hop_publisher_leader").await != 1 {
-        assert!(Instant::now() < deadline, "the first origin never led");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    poll("the first origin leads")
+        .within(Duration::from_secs(30))
+        .every(Duration::from_millis(50))
+        .until_true(|| async { leader.metric("hop_publisher_leader").await == 1 })
+        .await;
     let standby = Origin::start(free_port(), &env, dir.path().join("b.log")).await;
     assert_eq!(standby.metric("hop_publisher_leader").await, 0);
 
@@ -51,21 +52,26 @@ async fn the_standby_takes_over_when_the_leader_dies_mid_batch() {
     );
 
     // The standby takes the lease once it lapses and delivers everything.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let lag = standby.metric("hop_publisher_lag_milliseconds").await;
-        let leads = standby.metric("hop_publisher_leader").await;
-        let pending = standby.metric_sum("hop_outbox_pending").await;
-        if leads == 1 && pending == 0 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the standby did not finish (leader {leads}, lag {lag} ms, pending {pending}):\n{}",
-            standby.log()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    // What the standby said last (leader, lag in ms, pending), for the failure message.
+    let last = Cell::new((0, 0, 0));
+    poll("the standby finishes")
+        .within(Duration::from_secs(120))
+        .every(Duration::from_millis(200))
+        .explain(|| {
+            let (leads, lag, pending) = last.get();
+            format!(
+                "leader {leads}, lag {lag} ms, pending {pending}\n{}",
+                standby.log()
+            )
+        })
+        .until_true(|| async {
+            let lag = standby.metric("hop_publisher_lag_milliseconds").await;
+            let leads = standby.metric("hop_publisher_leader").await;
+            let pending = standby.metric_sum("hop_outbox_pending").await;
+            last.set((leads, lag, pending));
+            leads == 1 && pending == 0
+        })
+        .await;
     // Every link is at the edge, at its newest version.
     for i in (0..LINKS).step_by(7) {
         let res = client()

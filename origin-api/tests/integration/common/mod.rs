@@ -69,6 +69,11 @@ impl TestDb {
         let probe = sqlx::postgres::PgPoolOptions::new().acquire_timeout(Duration::from_secs(3));
         let admin = match probe.connect(&admin_url).await {
             Ok(pool) => pool,
+            // The README's test command finds or starts a server and requires it: there a
+            // missing server is a failure, not a skip.
+            Err(e) if postgres_required() => {
+                panic!("{test}: no PostgreSQL at {admin_url} ({e}), and HOP_TEST_REQUIRE_POSTGRES is set")
+            }
             Err(e) => {
                 eprintln!("NOTICE: {test}: skipping PostgreSQL, no server at {admin_url} ({e})");
                 return None;
@@ -435,4 +440,10 @@ pub async fn publisher_claim(db: &Db) -> origin_api::store::LeaseClaim<'static> 
         holder: "p",
         epoch: lease.epoch,
     }
+}
+
+/// Whether a test that needs PostgreSQL must fail without it (`HOP_TEST_REQUIRE_POSTGRES=1`,
+/// set by `scripts/test`) rather than skip with a notice.
+pub fn postgres_required() -> bool {
+    std::env::var("HOP_TEST_REQUIRE_POSTGRES").is_ok_and(|v| v == "1")
 }
