@@ -6,12 +6,13 @@
 //! (10 s by default), so a valid key's requests need no read at all and never wait behind an
 //! attacker's failures, wherever those come from.
 
+use crate::api_keys::parse_token;
+use crate::db::Db;
 use crate::error::AppError;
-use crate::keys::parse_token;
 use crate::model::{ApiKey, Creator};
-use crate::state::AppState;
+use crate::proxies::Proxies;
 use crate::store::{LinkStore, StoreError};
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRef, FromRequestParts};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use std::collections::HashMap;
@@ -27,6 +28,15 @@ const KEYS_HELD: usize = 10_000;
 /// table is the same size whatever the number of attackers.
 const SLOTS: usize = 16_384;
 
+/// Authentication: its own pool (guessed keys wait only behind each other), the
+/// failures per client and the keys that verified, and whose forwarding headers count.
+#[derive(Debug)]
+pub struct Auth {
+    pub db: Db,
+    pub guard: AuthGuard,
+    pub proxies: Proxies,
+}
+
 /// The owner a request acts for.
 #[derive(Debug, Clone)]
 pub struct Caller {
@@ -37,10 +47,14 @@ pub struct Caller {
     pub domains: Option<Vec<String>>,
 }
 
-impl FromRequestParts<AppState> for Caller {
+impl<S: Send + Sync> FromRequestParts<S> for Caller
+where
+    Arc<Auth>: FromRef<S>,
+{
     type Rejection = AppError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, AppError> {
+        let auth = Arc::<Auth>::from_ref(state);
         let token = parts
             .headers
             .get(AUTHORIZATION)
@@ -50,21 +64,21 @@ impl FromRequestParts<AppState> for Caller {
             .ok_or(AppError::Unauthorized)?;
         // A malformed token costs nothing to refuse.
         let (key_id, secret) = parse_token(token).ok_or(AppError::Unauthorized)?;
-        let guard = &state.auth;
+        let guard = &auth.guard;
         let key = match guard.held(key_id) {
             // A held key that verifies passes whoever else is failing.
             Some(key) if key.verifies(secret) => key,
             held => {
-                let client = state
+                let client = auth
                     .proxies
-                    .client_ip(crate::client::peer(parts), &parts.headers);
+                    .client_ip(crate::proxies::peer(parts), &parts.headers);
                 guard.admit(client)?;
                 let found = match held {
                     // A wrong secret for a held key: refused without a read.
                     Some(_) => None,
                     None => {
                         guard
-                            .held_or_read(key_id, || state.auth_db.find_key(key_id))
+                            .held_or_read(key_id, || auth.db.find_key(key_id))
                             .await?
                     }
                 };
@@ -264,7 +278,7 @@ mod tests {
     use super::*;
 
     fn key(id: &str) -> ApiKey {
-        crate::keys::issue("ana", id, &crate::keys::Grant::default(), 0)
+        crate::api_keys::issue("ana", id, &crate::api_keys::Grant::default(), 0)
             .expect("issue")
             .0
     }

@@ -3,9 +3,12 @@
 //! by every edge location within seconds) and the affected links' records, re-published
 //! marked `banned` (normal lane), so the two channels converge.
 
+use crate::cache::RedirectCache;
+use crate::db::Db;
 use crate::error::AppError;
 use crate::model::time::rfc3339;
 use crate::model::{Ban, BanTarget};
+use crate::store::{BanStore, LiftOutcome};
 use serde::{Deserialize, Serialize};
 use shared::codes::is_plausible_code;
 
@@ -168,5 +171,48 @@ mod tests {
         let mut blank = req("host", None, None, Some("evil.example"));
         blank.reason = "  ".into();
         assert!(blank.target("s").is_err());
+    }
+}
+
+/// Bans: made, listed and lifted by admins. Each change reaches this origin's redirect at
+/// once (the cache forgets its denylist) and the edge through the outbox.
+#[derive(Debug)]
+pub struct Bans {
+    pub db: Db,
+    pub cache: RedirectCache,
+    /// What a code ban names when it names no domain.
+    pub default_domain: String,
+}
+
+impl Bans {
+    /// Bans what `req` names, on behalf of `created_by`.
+    pub async fn create(&self, req: &CreateBan, created_by: &str) -> Result<Ban, AppError> {
+        let target = req.target(&self.default_domain)?;
+        let ban = self
+            .db
+            .insert_ban(
+                &target,
+                req.reason.trim(),
+                created_by,
+                crate::model::time::now_ms(),
+            )
+            .await?;
+        self.cache.bans_changed();
+        Ok(ban)
+    }
+
+    /// The active bans, or all of them.
+    pub async fn list(&self, all: bool) -> Result<Vec<Ban>, AppError> {
+        Ok(self.db.list_bans(all).await?)
+    }
+
+    /// Lifts ban `id` (lifting a lifted one changes nothing).
+    pub async fn lift(&self, id: i64) -> Result<(), AppError> {
+        let outcome = self.db.lift_ban(id, crate::model::time::now_ms()).await?;
+        self.cache.bans_changed();
+        match outcome {
+            LiftOutcome::Lifted(_) | LiftOutcome::AlreadyLifted => Ok(()),
+            LiftOutcome::NotFound => Err(AppError::BanNotFound),
+        }
     }
 }

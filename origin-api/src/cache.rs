@@ -20,6 +20,7 @@
 //!   serves most ([`front`]), so that a hot link's visits share no lock and no counter.
 
 mod front;
+pub mod served;
 
 use crate::ceiling::Ceilings;
 use crate::model::Link;
@@ -212,7 +213,7 @@ pub struct RedirectCache {
     deny: Arc<DenyMemo>,
     front: Arc<front::Fronts>,
     ceilings: Ceilings,
-    served: Arc<crate::served::ServedDomains>,
+    served: Arc<crate::cache::served::ServedDomains>,
     owners: Owners,
     /// Links read from the database on a miss.
     lookups: prometheus_client::metrics::counter::Counter,
@@ -281,7 +282,7 @@ impl RedirectCache {
     }
 
     /// Whether this origin serves `domain` (holds a link on it or its settings); an
-    /// unknown host costs no read ([`crate::served`]).
+    /// unknown host costs no read ([`crate::cache::served`]).
     pub async fn serves<S: RedirectSource + ?Sized>(
         &self,
         store: &S,

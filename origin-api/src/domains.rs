@@ -1,12 +1,14 @@
 //! The domain registry's rules: what a registration may say, who sees which domain,
 //! and the default domain registered at startup (D-008 to D-013 in docs/decisions/domains.md).
 
+use crate::api_keys::valid_owner;
+use crate::cache::RedirectCache;
+use crate::db::Db;
 use crate::error::AppError;
-use crate::keys::valid_owner;
+use crate::links::TargetPolicy;
 use crate::links::{on_allowed_host, present, redirect_url, Lookups};
 use crate::model::time::{now_ms, rfc3339};
 use crate::model::{Creator, Domain, DomainAccess, DomainStatus, Refusal};
-use crate::state::AppState;
 use crate::store::{DomainStore, LinkStore, StoreError};
 use serde::{Deserialize, Serialize};
 use shared::{normalize_short_domain, Alphabet, CodeSpace, RedirectStatus};
@@ -126,10 +128,32 @@ impl Domain {
     }
 }
 
+/// The domain registry: registering, changing and removing the short domains.
+#[derive(Debug)]
+pub struct Domains {
+    /// The API's pool.
+    pub db: Db,
+    /// Told at once of every change, for this origin's own redirect.
+    pub cache: RedirectCache,
+    /// What the domain's own pages (not found, root, expired) must pass.
+    pub policy: TargetPolicy,
+}
+
+impl Domains {
+    /// Registers the domain `req` describes: every field checked, then stored; this
+    /// origin's redirect hears of it at once, the others through the database.
+    pub async fn register(&self, req: &CreateDomain) -> Result<Domain, AppError> {
+        let mut domain = req.domain(self, crate::model::time::now_ms()).await?;
+        domain.version = self.db.insert_domain(&domain).await?;
+        self.cache.domains_changed();
+        Ok(domain)
+    }
+}
+
 impl CreateDomain {
     /// The domain this request registers, every field checked; each refusal names its
     /// field.
-    pub async fn domain(&self, state: &AppState, now: i64) -> Result<Domain, AppError> {
+    pub async fn domain(&self, state: &Domains, now: i64) -> Result<Domain, AppError> {
         let name =
             normalize_short_domain(&self.domain).map_err(|e| AppError::invalid("domain", e))?;
         let access = match (self.shared, self.owners.is_empty()) {
@@ -233,7 +257,7 @@ impl CreateDomain {
             normal.dedup();
             d.allowed_target_hosts = Some(normal);
         }
-        let mut lookups = Lookups::new(state);
+        let mut lookups = Lookups::new(&state.db, &state.policy);
         for (field, raw, slot) in [
             (
                 "not_found_url",
@@ -326,7 +350,7 @@ fn registration_of(d: &Domain) -> CreateDomain {
 /// Changes the domain `name` from version `expected` by `patch`, by the rules of a
 /// registration (each field checked again); the domain as it is now.
 pub async fn update_domain(
-    state: &AppState,
+    state: &Domains,
     name: &str,
     expected: u64,
     patch: UpdateDomain,
@@ -389,7 +413,7 @@ pub async fn update_domain(
 /// Removes the domain `name` when no link lives on it and it is not the default
 /// domain; at version `expected` when one is given.
 pub async fn delete_domain(
-    state: &AppState,
+    state: &Domains,
     name: &str,
     expected: Option<u64>,
 ) -> Result<(), AppError> {
@@ -399,7 +423,7 @@ pub async fn delete_domain(
             current: Some(current.version),
         });
     }
-    if name == state.settings.default_domain {
+    if name == state.policy.default_domain {
         return Err(AppError::InUse(format!(
             "{name} is this origin's --default-domain: links created without a domain go there"
         )));

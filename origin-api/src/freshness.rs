@@ -14,8 +14,9 @@
 //! otherwise. SQLite has one process
 //! per file, so it needs none of this.
 
+use crate::cache::RedirectCache;
 use crate::db::Db;
-use crate::state::AppState;
+use crate::metrics::Metrics;
 use crate::store::{BANS_CHANNEL, DOMAINS_CHANNEL, LINKS_CHANNEL};
 use sqlx::postgres::PgListener;
 use std::time::Duration;
@@ -70,7 +71,16 @@ trait Follower {
     async fn notified(&self, channel: &str, payload: &str);
 }
 
-impl Follower for AppState {
+/// What following other origins' changes reaches: the database to listen on, and this
+/// origin's redirect cache, which each notification corrects.
+#[derive(Debug)]
+pub struct Freshness {
+    pub db: Db,
+    pub cache: RedirectCache,
+    pub metrics: Metrics,
+}
+
+impl Follower for Freshness {
     fn listening(&self) {
         // Whatever was held may have changed while nobody listened.
         self.cache.forget_all();
@@ -83,7 +93,7 @@ impl Follower for AppState {
 }
 
 /// Listens until `stop` turns true (returns at once on SQLite).
-pub async fn listen(state: AppState, stop: watch::Receiver<bool>) {
+pub async fn listen(state: std::sync::Arc<Freshness>, stop: watch::Receiver<bool>) {
     let Db::Postgres(pool) = &state.db else {
         return;
     };
@@ -91,7 +101,7 @@ pub async fn listen(state: AppState, stop: watch::Receiver<bool>) {
         pool: pool.clone(),
         listener: None,
     };
-    follow(feed, &state, stop).await;
+    follow(feed, state.as_ref(), stop).await;
 }
 
 /// The loop: listen (with backoff), then hand each notification to the follower until
@@ -139,7 +149,7 @@ async fn follow(mut feed: impl Feed, follower: &impl Follower, mut stop: watch::
     }
 }
 
-async fn handle(state: &AppState, channel: &str, payload: &str) {
+async fn handle(state: &Freshness, channel: &str, payload: &str) {
     match channel {
         LINKS_CHANNEL => {
             let Some((version, key)) = payload.split_once(' ') else {

@@ -3,8 +3,9 @@
 //! delivered outbox rows after `--outbox-retention` (the newest delivered row of each
 //! key stays). Also the per-key rate budgets of idle keys.
 
+use crate::db::Db;
 use crate::links::IDEMPOTENCY_TTL_MS;
-use crate::state::AppState;
+use crate::ratelimit::CreateLimit;
 use crate::store::{ClickStore, LinkStore, OutboxStore, StoreError};
 use std::time::Duration;
 
@@ -19,9 +20,21 @@ pub struct Swept {
     pub outbox_rows: u64,
 }
 
+/// What the sweep reaches.
+#[derive(Debug)]
+pub struct Housekeeping {
+    pub db: Db,
+    /// The per-key budgets, whose idle keys are forgotten.
+    pub create_limit: CreateLimit,
+    /// How long click event ids are kept (`--click-id-retention-h`).
+    pub click_retention_ms: i64,
+    /// How long delivered outbox rows are kept (`--outbox-retention`).
+    pub outbox_retention: Duration,
+}
+
 /// Removes what is past its time at `now` (Unix ms). Each part goes on if another fails;
 /// the first failure is returned after all ran.
-pub async fn sweep(state: &AppState, now: i64) -> Result<Swept, StoreError> {
+pub async fn sweep(state: &Housekeeping, now: i64) -> Result<Swept, StoreError> {
     state.create_limit.shrink();
     let mut swept = Swept::default();
     let mut first_error = None;
@@ -35,13 +48,13 @@ pub async fn sweep(state: &AppState, now: i64) -> Result<Swept, StoreError> {
     }
     match state
         .db
-        .forget_click_ids(now - state.clicks.retention_ms())
+        .forget_click_ids(now - state.click_retention_ms)
         .await
     {
         Ok(n) => swept.click_ids = n,
         Err(e) => first_error = first_error.or(Some(e)),
     }
-    let retention = i64::try_from(state.settings.outbox_retention.as_millis()).unwrap_or(i64::MAX);
+    let retention = i64::try_from(state.outbox_retention.as_millis()).unwrap_or(i64::MAX);
     match state
         .db
         .prune_delivered(now.saturating_sub(retention))
@@ -57,7 +70,7 @@ pub async fn sweep(state: &AppState, now: i64) -> Result<Swept, StoreError> {
 }
 
 /// Sweeps every [`EVERY`] until aborted.
-pub async fn run(state: AppState) {
+pub async fn run(state: std::sync::Arc<Housekeeping>) {
     let mut every = tokio::time::interval(EVERY);
     loop {
         every.tick().await;

@@ -12,20 +12,22 @@ use std::path::{Path, PathBuf};
 
 /// Bottom first. A module may use its own layer and those below.
 const LAYERS: &[(&str, &[&str])] = &[
-    ("model", &["model", "ids"]),
+    ("model", &["model", "random_ids"]),
     (
         "foundation",
-        &["config", "owners", "retry", "client", "metrics", "keys"],
+        &[
+            "config", "owners", "retry", "proxies", "metrics", "api_keys",
+        ],
     ),
     (
         "infrastructure",
-        &["db", "store", "cache", "ceiling", "segments", "served"],
+        &["db", "store", "cache", "ceiling", "segments"],
     ),
     (
         "services",
         &[
             "error",
-            "state",
+            "redirects",
             "ratelimit",
             "auth",
             "links",
@@ -40,6 +42,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "interface",
         &[
+            "app",
             "routes",
             "server",
             "in_flight",

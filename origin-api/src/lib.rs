@@ -1,39 +1,39 @@
 //! Hop's origin: the control plane (links, bans, publishing to the edge) and a complete
 //! shortener on its own, on SQLite or PostgreSQL.
 
+pub mod api_keys;
+pub mod app;
 pub mod auth;
 pub mod bans;
 pub mod cache;
 pub mod ceiling;
 pub mod cli;
 pub mod clicks;
-pub mod client;
 pub mod config;
 pub mod db;
 pub mod domains;
 pub mod error;
 pub mod freshness;
 pub mod housekeeping;
-pub mod ids;
 pub mod in_flight;
-pub mod keys;
 #[cfg(test)]
 mod layers;
 pub mod links;
 pub mod metrics;
 pub mod model;
 pub mod owners;
+pub mod proxies;
 pub mod publisher;
+pub mod random_ids;
 pub mod ratelimit;
+pub mod redirects;
 pub mod retry;
 pub mod routes;
 pub mod segments;
-pub mod served;
 pub mod server;
-pub mod state;
 pub mod store;
 
-pub use state::AppState;
+pub use app::AppState;
 
 use config::Settings;
 use db::Db;
@@ -115,48 +115,25 @@ pub async fn serve_with_metrics(
     let publishing = publisher(&state)?.map(|p| tokio::spawn(p.run(stopped)));
     // The origin's own clicks are written in the background, and what is queued at
     // shutdown is written before the process exits.
-    let recording = {
-        let state = state.clone();
-        let stopped = stop.subscribe();
-        tokio::spawn(async move { state.recorder.run(&state.clicks, &state.db, stopped).await })
-    };
+    let clicks = state.clicks.clone();
+    let recording = tokio::spawn({
+        let (c, stop) = (clicks.clone(), stop.subscribe());
+        async move { c.record(stop).await }
+    });
     // The edge's clicks, staged as they are acknowledged, folded into the rollups.
-    let folding = {
-        let state = state.clone();
-        let stopped = stop.subscribe();
-        tokio::spawn(async move { clicks::fold::run(&state.db, &state.clicks, stopped).await })
-    };
+    let folding = tokio::spawn({
+        let (c, stop) = (clicks.clone(), stop.subscribe());
+        async move { c.fold(stop).await }
+    });
     // How far this process has written clicks, for the stats' `data_as_of`.
-    let reporting = {
-        let state = state.clone();
-        let stopped = stop.subscribe();
-        tokio::spawn(async move {
-            let s = &state;
-            clicks::lateness::run(
-                &s.db,
-                &s.process,
-                &s.recorder,
-                &s.clicks,
-                &s.metrics,
-                stopped,
-            )
-            .await
-        })
-    };
-    let forget_reports = {
-        let state = state.clone();
-        move || async move {
-            let sources = clicks::lateness::sources_of(&state.process);
-            let store: &dyn store::ClickStore = &state.db;
-            if let Err(e) = store.forget_click_sources(&sources).await {
-                tracing::warn!(error = %e, "forgetting this process's click reports failed");
-            }
-        }
-    };
+    let reporting = tokio::spawn({
+        let (c, metrics, stop) = (clicks.clone(), state.metrics.clone(), stop.subscribe());
+        async move { c.report(&metrics, stop).await }
+    });
     // On PostgreSQL, other origins' changes reach this one's cache as they commit.
-    let listening = tokio::spawn(freshness::listen(state.clone(), stop.subscribe()));
+    let listening = tokio::spawn(freshness::listen(state.freshness.clone(), stop.subscribe()));
     // Once a minute, what is past its time is forgotten (housekeeping).
-    let sweeper = tokio::spawn(housekeeping::run(state.clone()));
+    let sweeper = tokio::spawn(housekeeping::run(state.housekeeping.clone()));
     let limits = server::Limits {
         header_read_timeout: std::time::Duration::from_secs(state.settings.header_read_timeout),
         max_connections: state.settings.max_connections as usize,
@@ -189,7 +166,7 @@ pub async fn serve_with_metrics(
     let _ = folding.await;
     // Everything held is written (or counted as dropped): nothing is outstanding.
     let _ = reporting.await;
-    forget_reports().await;
+    clicks.forget_reports().await;
     if let Some(task) = publishing {
         let _ = task.await;
     }

@@ -5,7 +5,7 @@ use origin_api::model::time::now_ms;
 use origin_api::model::time::rfc3339;
 use origin_api::model::DomainAccess;
 use origin_api::store::{DomainStore, LinkStore, OutboxStore};
-use origin_api::{cli, domains, keys, prepare, serve_with_metrics, AppState};
+use origin_api::{api_keys, app, cli, domains, prepare, serve_with_metrics, AppState};
 use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
 
@@ -75,11 +75,11 @@ async fn run(loaded: Loaded) -> Result<(), Box<dyn std::error::Error>> {
             admin,
             domains,
         }) => {
-            let grant = keys::Grant {
+            let grant = api_keys::Grant {
                 admin,
                 domains: domains::scope_of_new_key(&db, &domains).await?,
             };
-            let (key, token) = keys::issue(&owner, &name, &grant, now_ms())?;
+            let (key, token) = api_keys::issue(&owner, &name, &grant, now_ms())?;
             db.insert_key(&key).await?;
             println!("key id: {}", key.key_id);
             println!(
@@ -106,9 +106,9 @@ async fn run(loaded: Loaded) -> Result<(), Box<dyn std::error::Error>> {
             settings: more,
         }) => {
             let request = domains::cli_request(&domain, shared, &owner, more.as_deref())?;
-            let state = AppState::new(db.clone(), settings.clone());
-            let d = request.domain(&state, now_ms()).await?;
-            db.insert_domain(&d).await?;
+            let d = app::domains_only(db.clone(), &settings)
+                .register(&request)
+                .await?;
             println!("registered {}", d.domain);
         }
         Command::Domains(DomainsCommand::Set {
@@ -117,18 +117,18 @@ async fn run(loaded: Loaded) -> Result<(), Box<dyn std::error::Error>> {
         }) => {
             let change = domains::cli_change(&changes)?;
             let name = shared::normalize_short_domain(&domain)?;
-            let state = AppState::new(db.clone(), settings.clone());
+            let registry = app::domains_only(db.clone(), &settings);
             let current = db
                 .domain(&name)
                 .await?
                 .ok_or_else(|| format!("{name} is not registered"))?;
-            let d = domains::update_domain(&state, &name, current.version, change).await?;
+            let d = domains::update_domain(&registry, &name, current.version, change).await?;
             println!("changed {} (v{})", d.domain, d.version);
         }
         Command::Domains(DomainsCommand::Remove { domain }) => {
             let name = shared::normalize_short_domain(&domain)?;
-            let state = AppState::new(db.clone(), settings.clone());
-            match domains::delete_domain(&state, &name, None).await {
+            let registry = app::domains_only(db.clone(), &settings);
+            match domains::delete_domain(&registry, &name, None).await {
                 Err(origin_api::error::AppError::NotFound) => {
                     return Err(format!("{name} is not registered").into())
                 }

@@ -2,7 +2,7 @@
 //! page at a time through the API's keyset pagination (so links created meanwhile
 //! neither shift nor repeat what is written).
 
-use super::client::{ApiClient, ClientError};
+use super::api_client::{ApiClient, ClientError};
 use crate::config::ExportFormat;
 use crate::links::LinkView;
 use indicatif::ProgressBar;

@@ -20,9 +20,9 @@
 //! secret, is made readable by its owner only; it lives beside a file that holds the
 //! passwords in the clear.
 
-use super::client::{ApiClient, ClientError};
+use super::api_client::{ApiClient, ClientError};
 use crate::links::{BulkResult, CreateLink};
-use crate::model::key::{hmac_sha256, sha256_hex};
+use crate::model::api_key::{hmac_sha256, sha256_hex};
 use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 use shared::access::hex_decode;
@@ -144,7 +144,10 @@ impl Fingerprints {
     /// What stands in for `password` in a fingerprint.
     fn password(&self, password: &str) -> Option<String> {
         let secret = self.secret.as_ref()?;
-        Some(crate::ids::hex(&hmac_sha256(secret, password.as_bytes())))
+        Some(crate::random_ids::hex(&hmac_sha256(
+            secret,
+            password.as_bytes(),
+        )))
     }
 
     /// A row's fingerprint: its cells, its password replaced.
@@ -215,13 +218,13 @@ impl Journal {
             detail,
         };
         if !path.exists() {
-            let secret = crate::ids::random_bytes::<32>()
+            let secret = crate::random_ids::random_bytes::<32>()
                 .map_err(|e| bad(format!("no randomness for the journal's secret: {e}")))?;
             let header = JournalHeader {
                 hop_import: JOURNAL_VERSION,
                 import_id: random_id(),
                 origin: origin.to_owned(),
-                secret: Some(crate::ids::hex(&secret)),
+                secret: Some(crate::random_ids::hex(&secret)),
             };
             let mut options = OpenOptions::new();
             options.write(true).create_new(true);
@@ -495,10 +498,10 @@ fn problem_text(problem: &serde_json::Value) -> String {
 /// 128 random bits as hex.
 fn random_id() -> String {
     // Without randomness, fall back to the clock: ids only need to differ per import.
-    crate::ids::random_hex::<16>().unwrap_or_else(|_| {
+    crate::random_ids::random_hex::<16>().unwrap_or_else(|_| {
         let mut bytes = [0u8; 16];
         bytes[..8].copy_from_slice(&crate::model::time::now_ms().to_le_bytes());
-        crate::ids::hex(&bytes)
+        crate::random_ids::hex(&bytes)
     })
 }
 

@@ -3,19 +3,19 @@
 //! remote production origin as well as a local one. Also `config check`, which reads the
 //! configuration and only looks at the database.
 
-pub mod client;
+pub mod api_client;
 pub mod config_check;
 pub mod export;
 pub mod import;
 
 use crate::config::{ApiArgs, ExportArgs, ImportArgs};
-use client::ApiClient;
+use api_client::ApiClient;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::net::SocketAddr;
 use std::time::Duration;
 
 /// The origin a command talks to: `--origin-url`, else the address of `--listen`.
-pub fn origin_url(api: &ApiArgs, listen: SocketAddr) -> Result<url::Url, client::ClientError> {
+pub fn origin_url(api: &ApiArgs, listen: SocketAddr) -> Result<url::Url, api_client::ClientError> {
     if let Some(url) = &api.origin_url {
         return Ok(url.clone());
     }
@@ -24,20 +24,20 @@ pub fn origin_url(api: &ApiArgs, listen: SocketAddr) -> Result<url::Url, client:
         addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
     }
     url::Url::parse(&format!("http://{addr}/"))
-        .map_err(|e| client::ClientError::Setup(format!("{addr}: {e}")))
+        .map_err(|e| api_client::ClientError::Setup(format!("{addr}: {e}")))
 }
 
 fn connect(
     api: &ApiArgs,
     listen: SocketAddr,
-) -> Result<(ApiClient, url::Url), client::ClientError> {
+) -> Result<(ApiClient, url::Url), api_client::ClientError> {
     use secrecy::ExposeSecret;
     let base = origin_url(api, listen)?;
     let from_env = crate::config::read_secret(&|name| std::env::var(name).ok(), "HOP_API_KEY")
-        .map_err(|e| client::ClientError::Setup(e.to_string()))?
+        .map_err(|e| api_client::ClientError::Setup(e.to_string()))?
         .map(secrecy::SecretString::from);
     let key = api.api_key.clone().or(from_env).ok_or_else(|| {
-        client::ClientError::Setup("set HOP_API_KEY (or HOP_API_KEY_FILE) to an API key".into())
+        api_client::ClientError::Setup("set HOP_API_KEY (or HOP_API_KEY_FILE) to an API key".into())
     })?;
     let client = ApiClient::new(
         base.clone(),

@@ -13,8 +13,11 @@ pub mod budget;
 pub mod fold;
 pub mod lateness;
 pub mod recorder;
+mod service;
 pub mod stats;
 pub mod tally;
+
+pub use service::ClickService;
 
 use crate::metrics::{Metrics, SourceLabel};
 use crate::store::{Attributed, ClickDims, ClickStore, LinkRef, StoreError};

@@ -17,7 +17,7 @@ type HmacSha256 = Hmac<Sha256>;
 /// replaces stops opening the link.
 pub fn new_signed() -> Result<Access, getrandom::Error> {
     Ok(Access::Signed {
-        key: crate::ids::random_hex::<SECRET_BYTES>()?,
+        key: crate::random_ids::random_hex::<SECRET_BYTES>()?,
     })
 }
 
@@ -31,7 +31,7 @@ pub fn token(access: &Access, route: &str, expires_s: i64) -> Option<String> {
     mac.update(signed_message(route, expires_s).as_bytes());
     Some(format!(
         "{expires_s}.{}",
-        crate::ids::hex(&mac.finalize().into_bytes())
+        crate::random_ids::hex(&mac.finalize().into_bytes())
     ))
 }
 
@@ -61,12 +61,12 @@ const SALT_BYTES: usize = 16;
 /// every visitor let in under the password it replaces must give the new one.
 /// Hashes `typed` with a new salt: slow on purpose, so only through [`Hashing::run`].
 pub fn new_password(typed: &str) -> Result<Access, getrandom::Error> {
-    let salt = crate::ids::random_bytes::<SALT_BYTES>()?;
+    let salt = crate::random_ids::random_bytes::<SALT_BYTES>()?;
     Ok(Access::Password {
-        salt: crate::ids::hex(&salt),
-        hash: crate::ids::hex(&pbkdf2(typed.as_bytes(), &salt, password::ITERATIONS)),
+        salt: crate::random_ids::hex(&salt),
+        hash: crate::random_ids::hex(&pbkdf2(typed.as_bytes(), &salt, password::ITERATIONS)),
         iterations: password::ITERATIONS,
-        key: crate::ids::random_hex::<SECRET_BYTES>()?,
+        key: crate::random_ids::random_hex::<SECRET_BYTES>()?,
     })
 }
 
@@ -227,7 +227,7 @@ mod tests {
     #[test]
     fn the_hash_is_plain_pbkdf2_hmac_sha256() {
         assert_eq!(
-            crate::ids::hex(&pbkdf2(b"passwd", b"salt", 1)),
+            crate::random_ids::hex(&pbkdf2(b"passwd", b"salt", 1)),
             "55ac046e56e3089fec1691c22544b605f94185216dde0465e68b9d57c20dacbc"
         );
     }
@@ -340,7 +340,7 @@ mod tests {
         let mut mac = HmacSha256::new_from_slice(b"Jefe").unwrap();
         mac.update(b"what do ya want for nothing?");
         assert_eq!(
-            crate::ids::hex(&mac.finalize().into_bytes()),
+            crate::random_ids::hex(&mac.finalize().into_bytes()),
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
         );
     }

@@ -7,11 +7,11 @@ use super::create::{
 };
 use super::fingerprint::Fingerprint;
 use super::lookups::Lookups;
+use super::Links;
 use super::{CreateLink, Link, LinkView};
 use crate::error::AppError;
 use crate::model::time::now_ms;
 use crate::model::Creator;
-use crate::state::AppState;
 use crate::store::{BulkInsert, DomainAt, IdempotencyKey, LinkStore, StoreError};
 use serde::{Deserialize, Serialize};
 
@@ -120,11 +120,11 @@ struct Judged {
 
 /// Judges every item; only client errors stay per item, anything else fails the call.
 async fn judge(
-    state: &AppState,
+    state: &Links,
     creator: &Creator<'_>,
     items: &[BulkItem],
 ) -> Result<Judged, AppError> {
-    let mut lookups = Lookups::new(state);
+    let mut lookups = Lookups::new(&state.db, &state.settings.policy);
     let mut judged = Judged {
         slots: Vec::with_capacity(items.len()),
         ready: Vec::new(),
@@ -183,7 +183,7 @@ impl Judged {
 
 /// Creates the batch for `creator`'s owner.
 pub async fn create_bulk(
-    state: &AppState,
+    state: &Links,
     creator: &Creator<'_>,
     body: BulkCreate,
     key: Option<&str>,

@@ -5,12 +5,12 @@
 use super::fields;
 use super::fingerprint::Fingerprint;
 use super::lookups::Lookups;
+use super::Links;
 use super::{CreateLink, Link, LinkState};
 use crate::domains::admit_new_link;
 use crate::error::AppError;
 use crate::model::time::now_ms;
 use crate::model::Creator;
-use crate::state::AppState;
 use crate::store::{IdempotencyKey, Idempotent, LinkStore, StoreError};
 use shared::codes::{is_reserved, validate_alias};
 use shared::{normalize_short_domain, CodeCodec, CodeKind, CodeSpace, DomainSettings};
@@ -43,7 +43,7 @@ pub fn check_idempotency_key(key: &str) -> Result<&str, AppError> {
 /// Creates a link for `creator`'s owner from a request body, at most once per
 /// idempotency key.
 pub async fn create_link_once(
-    state: &AppState,
+    state: &Links,
     creator: &Creator<'_>,
     req: CreateLink,
     idempotency_key: Option<&str>,
@@ -70,7 +70,7 @@ pub async fn create_link_once(
     if let Some(existing) = deduplicated(state, creator, &req).await? {
         return Ok(Created::Existing(Box::new(existing)));
     }
-    let mut lookups = Lookups::new(state);
+    let mut lookups = Lookups::new(&state.db, &state.settings.policy);
     let link = prepare_link(state, &mut lookups, creator, &req).await?;
     let response = serde_json::to_string(&link.view()).unwrap_or_default();
     match state
@@ -101,7 +101,7 @@ pub async fn create_link_once(
 /// links there). A request that asks for more than a plain public link is refused: the
 /// link found would be weaker than the one asked for.
 async fn deduplicated(
-    state: &AppState,
+    state: &Links,
     creator: &Creator<'_>,
     req: &CreateLink,
 ) -> Result<Option<Link>, AppError> {
@@ -125,9 +125,9 @@ async fn deduplicated(
     }
     let domain = match &req.domain {
         Some(d) => normalize_short_domain(d).map_err(|e| AppError::invalid("domain", e))?,
-        None => state.settings.default_domain.clone(),
+        None => state.settings.policy.default_domain.clone(),
     };
-    let mut lookups = Lookups::new(state);
+    let mut lookups = Lookups::new(&state.db, &state.settings.policy);
     let registered = lookups.domain(&domain).await?;
     admit_new_link(&domain, registered.as_deref(), creator)?;
     let target = fields::target(&mut lookups, &domain, &req.target_url).await?;
@@ -197,11 +197,11 @@ pub(super) fn replay(
 
 /// Creates a link for `creator`'s owner from a request body.
 pub async fn create_link(
-    state: &AppState,
+    state: &Links,
     creator: &Creator<'_>,
     req: CreateLink,
 ) -> Result<Link, AppError> {
-    let mut lookups = Lookups::new(state);
+    let mut lookups = Lookups::new(&state.db, &state.settings.policy);
     let link = prepare_link(state, &mut lookups, creator, &req).await?;
     match state.db.insert_link(&link, &lookups.judged_by()).await {
         Ok(()) => {
@@ -220,7 +220,7 @@ pub async fn create_link(
 /// 409 when the code is taken. Any other collision (an id handed out twice) is a fault
 /// of the system, never of the request: a 500, logged and counted in
 /// `hop_write_conflicts_total`.
-pub(crate) fn write_failed(state: &AppState, route: &str, e: StoreError) -> AppError {
+pub(crate) fn write_failed(state: &Links, route: &str, e: StoreError) -> AppError {
     if let StoreError::Conflict(detail) = &e {
         count_conflict(state, route, detail);
     }
@@ -239,7 +239,7 @@ pub(crate) fn answer(route: &str, e: StoreError) -> AppError {
 }
 
 /// Logs and counts a write that collided with a row that is not its route key.
-pub(crate) fn count_conflict(state: &AppState, route: &str, detail: &str) {
+pub(crate) fn count_conflict(state: &Links, route: &str, detail: &str) {
     state.metrics.write_conflicts.inc();
     tracing::error!(%route, %detail,
         "a link write collided with a row that is not its route key");
@@ -263,7 +263,7 @@ pub(crate) fn generated_taken(link: &Link, e: StoreError) -> StoreError {
 /// What follows a committed create: visitors of this origin see the link at once (it
 /// replaces any "unknown" the redirect cache held), and it is counted. The cache holds
 /// the record unmarked: the redirect checks bans against the live denylist.
-pub(crate) async fn stored(state: &AppState, link: &Link) {
+pub(crate) async fn stored(state: &Links, link: &Link) {
     state.cache.fence(link).await;
     state.metrics.links_created.inc();
 }
@@ -271,7 +271,7 @@ pub(crate) async fn stored(state: &AppState, link: &Link) {
 /// Validates the request and allocates the link's id and code, storing nothing. (Whether
 /// a ban covers the new link is decided by the store, inside the write.)
 pub(crate) async fn prepare_link(
-    state: &AppState,
+    state: &Links,
     lookups: &mut Lookups<'_>,
     creator: &Creator<'_>,
     req: &CreateLink,
@@ -279,7 +279,7 @@ pub(crate) async fn prepare_link(
     let now = now_ms();
     let domain = match &req.domain {
         Some(d) => normalize_short_domain(d).map_err(|e| AppError::invalid("domain", e))?,
-        None => state.settings.default_domain.clone(),
+        None => state.settings.policy.default_domain.clone(),
     };
     let registered = lookups.domain(&domain).await?;
     admit_new_link(&domain, registered.as_deref(), creator)?;
@@ -297,7 +297,7 @@ pub(crate) async fn prepare_link(
     };
     let title = fields::title(req.title.clone())?;
     let tags = fields::tags(req.tags.clone().unwrap_or_default())?;
-    let options = fields::options(lookups, &domain, req).await?;
+    let options = fields::options(lookups, &state.passwords.hashing, &domain, req).await?;
 
     // Validate a custom alias before spending an id on it.
     let alias = match &req.code {
@@ -342,10 +342,9 @@ pub(crate) async fn prepare_link(
 
 /// The codec that turns ids into this domain's generated codes, under the key that
 /// makes codes (`--code-key-version`, else the newest), and that key's version.
-fn codec(state: &AppState, settings: &DomainSettings) -> Result<(CodeCodec, u32), AppError> {
+fn codec(state: &Links, settings: &DomainSettings) -> Result<(CodeCodec, u32), AppError> {
     let keys = state
         .settings
-        .secrets
         .permutation_keys
         .as_ref()
         .ok_or(AppError::NotConfigured(
@@ -363,13 +362,13 @@ fn codec(state: &AppState, settings: &DomainSettings) -> Result<(CodeCodec, u32)
 /// The new link's id and its code: the alias when one was asked for, else the first
 /// generated code of the domain's own sequence that is not reserved, with its number.
 async fn assign_code(
-    state: &AppState,
+    state: &Links,
     domain: &str,
     space: &CodeSpace,
     alias: Option<String>,
     codec: &CodeCodec,
 ) -> Result<(u64, String, Option<u64>), AppError> {
-    let link_id = state.allocator.next_id().await?;
+    let link_id = state.ids.next_id().await?;
     if let Some(code) = alias {
         return Ok((link_id, code, None));
     }

@@ -79,7 +79,7 @@ pub(crate) async fn redirect_url(
     raw: &str,
 ) -> Result<String, AppError> {
     let target = validate_target(raw).map_err(|e| AppError::invalid(field, e))?;
-    let settings = &lookups.state().settings;
+    let settings = lookups.policy();
     if let Some(why) = target.non_public() {
         if !settings
             .allow_target_hosts
@@ -98,7 +98,7 @@ pub(crate) async fn redirect_url(
     }
     if target
         .ip()
-        .is_some_and(|ip| crate::client::reaches_listener(settings.listen, ip, target.port()))
+        .is_some_and(|ip| crate::proxies::reaches_listener(settings.listen, ip, target.port()))
     {
         return Err(AppError::invalid(
             field,
@@ -201,6 +201,7 @@ pub(crate) async fn preview(
 /// The options a create asks for, validated.
 pub(crate) async fn options(
     lookups: &mut Lookups<'_>,
+    hashing: &super::access::Hashing,
     domain: &str,
     asked: &super::CreateLink,
 ) -> Result<LinkOptions, AppError> {
@@ -223,7 +224,6 @@ pub(crate) async fn options(
     }
     options.max_visits = asked.max_visits.map(max_visits).transpose()?;
     let mode = asked.access.unwrap_or(super::AccessMode::Public);
-    let hashing = &lookups.state().passwords.hashing;
     options.access = access(hashing, mode, asked.password.as_ref()).await?;
     Ok(options)
 }

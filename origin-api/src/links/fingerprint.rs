@@ -7,9 +7,9 @@
 //! alone then cannot be used to test guesses of the passwords in it, as a plain SHA-256
 //! could, at billions of guesses a second.
 
+use super::Links;
 use crate::error::AppError;
-use crate::model::key::hmac_sha256 as hmac;
-use crate::state::AppState;
+use crate::model::api_key::hmac_sha256 as hmac;
 use serde::Serialize;
 use subtle::ConstantTimeEq;
 
@@ -24,10 +24,9 @@ pub(crate) struct Fingerprint {
 
 impl Fingerprint {
     /// The fingerprint of `body` (as its JSON), under this deployment's key.
-    pub(crate) fn of<T: Serialize>(state: &AppState, body: &T) -> Result<Self, AppError> {
+    pub(crate) fn of<T: Serialize>(state: &Links, body: &T) -> Result<Self, AppError> {
         let root = state
             .settings
-            .secrets
             .permutation_keys
             .as_ref()
             .and_then(|ring| ring.oldest())
@@ -37,7 +36,7 @@ impl Fingerprint {
         let body = serde_json::to_string(body).unwrap_or_default();
         let key = hmac(root.as_bytes(), LABEL);
         Ok(Fingerprint {
-            keyed: crate::ids::hex(&hmac(&key, body.as_bytes())),
+            keyed: crate::random_ids::hex(&hmac(&key, body.as_bytes())),
             body,
         })
     }
@@ -52,6 +51,6 @@ impl Fingerprint {
     /// a retry across the upgrade meets one; it is compared, never stored again).
     pub(crate) fn matches(&self, recorded: &str) -> bool {
         bool::from(recorded.as_bytes().ct_eq(self.keyed.as_bytes()))
-            || recorded == crate::model::key::sha256_hex(&self.body)
+            || recorded == crate::model::api_key::sha256_hex(&self.body)
     }
 }

@@ -2,32 +2,36 @@
 //! are Hop's own, the active bans — read once per request (or per bulk batch) and then
 //! answered from memory.
 
+use super::TargetPolicy;
+use crate::db::Db;
 use crate::model::Domain;
-use crate::state::AppState;
 use crate::store::{BanStore, DomainAt, DomainStore, LinkStore, StoreError};
 use shared::Denylist;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 pub(crate) struct Lookups<'a> {
-    state: &'a AppState,
+    db: &'a Db,
+    policy: &'a TargetPolicy,
     deny: Option<Denylist>,
     domains: HashMap<String, Option<Arc<Domain>>>,
     own: HashMap<String, bool>,
 }
 
 impl<'a> Lookups<'a> {
-    pub(crate) fn new(state: &'a AppState) -> Self {
+    pub(crate) fn new(db: &'a Db, policy: &'a TargetPolicy) -> Self {
         Lookups {
-            state,
+            db,
+            policy,
             deny: None,
             domains: HashMap::new(),
             own: HashMap::new(),
         }
     }
 
-    pub(crate) fn state(&self) -> &'a AppState {
-        self.state
+    /// The rules the URLs judged with these lookups pass.
+    pub(crate) fn policy(&self) -> &'a TargetPolicy {
+        self.policy
     }
 
     /// The registry's row for `domain`, if it is registered.
@@ -35,7 +39,7 @@ impl<'a> Lookups<'a> {
         if let Some(d) = self.domains.get(domain) {
             return Ok(d.clone());
         }
-        let d = self.state.db.domain(domain).await?.map(Arc::new);
+        let d = self.db.domain(domain).await?.map(Arc::new);
         self.domains.insert(domain.to_owned(), d.clone());
         Ok(d)
     }
@@ -56,13 +60,13 @@ impl<'a> Lookups<'a> {
     /// Whether `host` is a short domain of this shortener or under one: the default one
     /// or any registered.
     pub(crate) async fn is_own_domain(&mut self, host: &str) -> Result<bool, StoreError> {
-        if shared::denylist::host_is_or_is_under(host, &self.state.settings.default_domain) {
+        if shared::denylist::host_is_or_is_under(host, &self.policy.default_domain) {
             return Ok(true);
         }
         if let Some(&own) = self.own.get(host) {
             return Ok(own);
         }
-        let own = self.state.db.is_own_domain(host).await?;
+        let own = self.db.is_own_domain(host).await?;
         self.own.insert(host.to_owned(), own);
         Ok(own)
     }
@@ -70,9 +74,7 @@ impl<'a> Lookups<'a> {
     /// The active bans, as a denylist.
     pub(crate) async fn deny(&mut self) -> Result<&Denylist, StoreError> {
         if self.deny.is_none() {
-            self.deny = Some(crate::model::denylist(
-                &self.state.db.list_bans(false).await?,
-            ));
+            self.deny = Some(crate::model::denylist(&self.db.list_bans(false).await?));
         }
         Ok(self.deny.get_or_insert_with(Denylist::default))
     }

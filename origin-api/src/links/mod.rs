@@ -10,7 +10,10 @@ mod lookups;
 pub(crate) use lookups::Lookups;
 pub mod access;
 pub mod qr;
+mod service;
 mod update;
+
+pub use service::{LinkSettings, Links, TargetPolicy};
 
 pub use bulk::{
     create_bulk, BulkCreate, BulkItem, BulkOutcome, BulkResponse, BulkResult, MAX_BULK,

@@ -4,11 +4,11 @@
 
 use super::fields;
 use super::lookups::Lookups;
+use super::Links;
 use super::{Link, LinkState};
 use crate::error::AppError;
 use crate::model::time::now_ms;
 use crate::model::{Creator, Refusal};
-use crate::state::AppState;
 use crate::store::{ClickStore, DomainStore, LinkStore, StoreError};
 use serde::{Deserialize, Deserializer, Serialize};
 use shared::preview::Preview;
@@ -120,7 +120,7 @@ pub enum Intent {
 /// owner holds elsewhere). To [`Intent::Change`] it, the domain must still admit the
 /// owner and not be disabled (403: such links are read and delete only).
 pub async fn owned_link(
-    state: &AppState,
+    db: &crate::db::Db,
     caller: &Creator<'_>,
     domain: &str,
     code: &str,
@@ -130,20 +130,15 @@ pub async fn owned_link(
     if !caller.reaches(&domain) {
         return Err(AppError::NotFound);
     }
-    let settings = state.db.domain_settings(&domain).await?;
+    let settings = db.domain_settings(&domain).await?;
     let code = settings.canonical_code(code);
-    let link = state
-        .db
+    let link = db
         .get_link(&domain, &code)
         .await?
         .filter(|l| l.owner_id == caller.owner)
         .ok_or(AppError::NotFound)?;
     if intent == Intent::Change {
-        let refused = state
-            .db
-            .domain(&domain)
-            .await?
-            .and_then(|d| d.refuses(caller));
+        let refused = db.domain(&domain).await?.and_then(|d| d.refuses(caller));
         if let Some(Refusal::Disabled | Refusal::NotTheOwners) = refused {
             return Err(AppError::Forbidden(
                 "this link's domain no longer admits its owner, or is disabled: \
@@ -156,7 +151,7 @@ pub async fn owned_link(
 
 /// Applies `changes` to the link if it is still at `expected` version.
 pub async fn update_link(
-    state: &AppState,
+    state: &Links,
     current: Link,
     expected: u64,
     changes: UpdateLink,
@@ -166,7 +161,7 @@ pub async fn update_link(
     }
     let now = now_ms();
     let mut next = current.clone();
-    let mut lookups = Lookups::new(state);
+    let mut lookups = Lookups::new(&state.db, &state.settings.policy);
     if let Some(target) = &changes.target_url {
         next.target_url = fields::target(&mut lookups, &next.domain, target).await?;
     }
@@ -264,7 +259,7 @@ pub async fn update_link(
 /// Tombstones the link: status `deleted`, version bumped, code kept forever. Deleting a
 /// tombstone changes nothing.
 pub async fn delete_link(
-    state: &AppState,
+    state: &Links,
     current: Link,
     expected: Option<u64>,
 ) -> Result<(), AppError> {
@@ -282,12 +277,7 @@ pub async fn delete_link(
     write(state, next, expected, now_ms()).await.map(drop)
 }
 
-async fn write(
-    state: &AppState,
-    mut next: Link,
-    expected: u64,
-    now: i64,
-) -> Result<Link, AppError> {
+async fn write(state: &Links, mut next: Link, expected: u64, now: i64) -> Result<Link, AppError> {
     next.updated_at = now;
     match state.db.update_link(&next, expected).await {
         Ok(written) => {

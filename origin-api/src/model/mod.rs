@@ -3,14 +3,14 @@
 //! nothing else of the origin, so the store can depend on it without depending on the
 //! services above (`tests/layers.rs` checks the direction).
 
+pub mod api_key;
 pub mod ban;
 pub mod domain;
-pub mod key;
 pub mod link;
 pub mod sequence;
 pub mod time;
 
+pub use api_key::ApiKey;
 pub use ban::{denylist, denylist_snapshot, Ban, BanTarget};
 pub use domain::{Creator, Domain, DomainAccess, DomainStatus, Refusal};
-pub use key::ApiKey;
 pub use link::{Link, LinkOptions, LinkState, ListFilter, Published, KV_PROPAGATION_MS};

@@ -211,7 +211,7 @@ impl Publisher {
         metrics: Metrics,
         timings: Timings,
     ) -> Self {
-        let random = crate::ids::random_bytes::<8>();
+        let random = crate::random_ids::random_bytes::<8>();
         Publisher {
             store,
             sink,

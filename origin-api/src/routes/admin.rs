@@ -3,9 +3,9 @@
 use super::links::ApiQuery;
 use super::openapi::AdminOnly;
 use crate::auth::Caller;
+use crate::db::Db;
 use crate::error::{AppError, Problem};
 use crate::model::time::rfc3339;
-use crate::state::AppState;
 use crate::store::{FailedRow, OutboxStore};
 use axum::extract::State;
 use axum::Json;
@@ -80,7 +80,7 @@ impl From<FailedRow> for FailedView {
     ),
     security(("api_key" = [])))]
 pub(crate) async fn outbox(
-    State(state): State<AppState>,
+    State(db): State<Db>,
     caller: Caller,
     ApiQuery(q): ApiQuery<OutboxQuery>,
 ) -> Result<Json<FailedPage>, AppError> {
@@ -98,8 +98,7 @@ pub(crate) async fn outbox(
             format!("1 to {MAX_OUTBOX_PAGE}"),
         ));
     }
-    let mut rows = state
-        .db
+    let mut rows = db
         .failed_rows(q.after.unwrap_or(0), i64::from(limit) + 1)
         .await?;
     let next_after = (rows.len() > limit as usize).then(|| {

@@ -4,15 +4,13 @@ use super::body::ApiJson;
 use super::links::{ApiPath, ApiQuery};
 use super::openapi::AdminOnly;
 use crate::auth::Caller;
-use crate::bans::{BanView, CreateBan};
+use crate::bans::{BanView, Bans, CreateBan};
 use crate::error::{AppError, Problem};
-use crate::model::time::now_ms;
-use crate::state::AppState;
-use crate::store::{BanStore, LiftOutcome};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde::Deserialize;
+use std::sync::Arc;
 
 fn admin(caller: &Caller) -> Result<(), AppError> {
     caller.require_admin("bans need an admin key (keys create --admin)")
@@ -26,18 +24,13 @@ fn admin(caller: &Caller) -> Result<(), AppError> {
     ),
     security(("api_key" = [])))]
 pub(crate) async fn create(
-    State(state): State<AppState>,
+    State(state): State<Arc<Bans>>,
     caller: Caller,
     ApiJson(body): ApiJson<CreateBan>,
 ) -> Result<(StatusCode, Json<BanView>), AppError> {
     admin(&caller)?;
-    let target = body.target(&state.settings.default_domain)?;
     let created_by = format!("{}/{}", caller.owner_id, caller.key_id);
-    let ban = state
-        .db
-        .insert_ban(&target, body.reason.trim(), &created_by, now_ms())
-        .await?;
-    state.cache.bans_changed();
+    let ban = state.create(&body, &created_by).await?;
     tracing::info!(ban = ban.ban_id, by = %created_by, "ban created");
     Ok((StatusCode::CREATED, Json(ban.view())))
 }
@@ -56,12 +49,12 @@ pub(crate) struct ListBans {
     responses((status = 200, description = "The bans", body = Vec<BanView>), AdminOnly),
     security(("api_key" = [])))]
 pub(crate) async fn list(
-    State(state): State<AppState>,
+    State(state): State<Arc<Bans>>,
     caller: Caller,
     ApiQuery(q): ApiQuery<ListBans>,
 ) -> Result<Json<Vec<BanView>>, AppError> {
     admin(&caller)?;
-    let bans = state.db.list_bans(q.all).await?;
+    let bans = state.list(q.all).await?;
     Ok(Json(bans.iter().map(|b| b.view()).collect()))
 }
 
@@ -73,15 +66,11 @@ pub(crate) async fn list(
     ),
     security(("api_key" = [])))]
 pub(crate) async fn lift(
-    State(state): State<AppState>,
+    State(state): State<Arc<Bans>>,
     caller: Caller,
     ApiPath(id): ApiPath<i64>,
 ) -> Result<StatusCode, AppError> {
     admin(&caller)?;
-    let outcome = state.db.lift_ban(id, now_ms()).await?;
-    state.cache.bans_changed();
-    match outcome {
-        LiftOutcome::Lifted(_) | LiftOutcome::AlreadyLifted => Ok(StatusCode::NO_CONTENT),
-        LiftOutcome::NotFound => Err(AppError::BanNotFound),
-    }
+    state.lift(id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

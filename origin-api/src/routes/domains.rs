@@ -5,17 +5,17 @@ use super::body::ApiJson;
 use super::links::ApiPath;
 use super::openapi::{AdminOnly, IfMatchHonoured, IfMatchRequired, NotRegistered};
 use crate::auth::Caller;
+use crate::domains::Domains;
 use crate::domains::{delete_domain, update_domain, CreateDomain, DomainView, UpdateDomain};
 use crate::error::{AppError, Problem};
 use crate::links::parse_if_match;
-use crate::model::time::now_ms;
 use crate::model::Domain;
-use crate::state::AppState;
 use crate::store::DomainStore;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::Json;
+use std::sync::Arc;
 
 /// A domain with its `ETag` (the version).
 fn domain_response(status: StatusCode, d: &Domain) -> Response {
@@ -38,14 +38,12 @@ fn admin_target(caller: &Caller, what: &'static str, raw: &str) -> Result<String
     ),
     security(("api_key" = [])))]
 pub(crate) async fn create(
-    State(state): State<AppState>,
+    State(state): State<Arc<Domains>>,
     caller: Caller,
     ApiJson(body): ApiJson<CreateDomain>,
 ) -> Result<Response, AppError> {
     caller.require_admin("registering domains needs an admin key (keys create --admin)")?;
-    let mut domain = body.domain(&state, now_ms()).await?;
-    domain.version = state.db.insert_domain(&domain).await?;
-    state.cache.domains_changed();
+    let domain = state.register(&body).await?;
     tracing::info!(domain = %domain.domain, by = %caller.key_id, "domain registered");
     Ok(domain_response(StatusCode::CREATED, &domain))
 }
@@ -56,7 +54,7 @@ pub(crate) async fn create(
     responses((status = 200, description = "The domains, by name", body = Vec<DomainView>)),
     security(("api_key" = [])))]
 pub(crate) async fn list(
-    State(state): State<AppState>,
+    State(state): State<Arc<Domains>>,
     caller: Caller,
 ) -> Result<Json<Vec<DomainView>>, AppError> {
     let mut domains = if caller.admin {
@@ -76,7 +74,7 @@ pub(crate) async fn list(
     ),
     security(("api_key" = [])))]
 pub(crate) async fn read(
-    State(state): State<AppState>,
+    State(state): State<Arc<Domains>>,
     caller: Caller,
     ApiPath(name): ApiPath<String>,
 ) -> Result<Response, AppError> {
@@ -102,7 +100,7 @@ pub(crate) async fn read(
     ),
     security(("api_key" = [])))]
 pub(crate) async fn update(
-    State(state): State<AppState>,
+    State(state): State<Arc<Domains>>,
     caller: Caller,
     ApiPath(name): ApiPath<String>,
     headers: HeaderMap,
@@ -131,7 +129,7 @@ pub(crate) async fn update(
     ),
     security(("api_key" = [])))]
 pub(crate) async fn delete(
-    State(state): State<AppState>,
+    State(state): State<Arc<Domains>>,
     caller: Caller,
     ApiPath(name): ApiPath<String>,
     headers: HeaderMap,

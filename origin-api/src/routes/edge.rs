@@ -3,28 +3,47 @@
 
 use super::body::{ApiJson, CLICKS_BODY_LIMIT};
 use super::links::ApiPath;
+use crate::cache::RedirectCache;
+use crate::clicks::Clicks;
+use crate::db::Db;
 use crate::error::{AppError, Problem};
-use crate::state::AppState;
-use axum::extract::{FromRequestParts, State};
+use crate::metrics::Metrics;
+use axum::extract::{FromRef, FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use secrecy::SecretString;
 use shared::clicks::{ClickBatch, ClickReceipt, MAX_CLICK_BATCH};
 use shared::tally::MAX_TALLIES_PER_POST;
 use shared::{EdgeStatus, RouteKey};
+use std::sync::Arc;
+
+/// What the edge's endpoints reach: the API's pool, the redirect cache (the edge's
+/// questions are answered from the origin's own), the clicks' ingestion, and the token.
+#[derive(Debug)]
+pub struct Edge {
+    pub db: Db,
+    pub cache: RedirectCache,
+    pub metrics: Metrics,
+    pub counts: Arc<Clicks>,
+    /// `HOP_EDGE_TOKEN`: without it, the endpoints answer 503.
+    pub edge_token: Option<SecretString>,
+}
 
 /// A request carrying the edge token. Checked before the body is read, so a caller
 /// without the token learns nothing about what the endpoints accept.
 pub(crate) struct EdgeCaller;
 
-impl FromRequestParts<AppState> for EdgeCaller {
+impl<S: Send + Sync> FromRequestParts<S> for EdgeCaller
+where
+    Arc<Edge>: FromRef<S>,
+{
     type Rejection = AppError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
-        let Some(expected) = state
-            .settings
-            .secrets
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, AppError> {
+        let edge = Arc::<Edge>::from_ref(state);
+        let Some(expected) = edge
             .edge_token
             .as_ref()
             .map(secrecy::ExposeSecret::expose_secret)
@@ -59,7 +78,7 @@ impl FromRequestParts<AppState> for EdgeCaller {
     ),
     security(("edge_token" = [])))]
 pub(crate) async fn resolve(
-    State(state): State<AppState>,
+    State(state): State<Arc<Edge>>,
     _edge: EdgeCaller,
     ApiPath((domain, code)): ApiPath<(String, String)>,
 ) -> Result<Response, AppError> {
@@ -105,7 +124,7 @@ pub(crate) async fn resolve(
     ),
     security(("edge_token" = [])))]
 pub(crate) async fn denylist(
-    State(state): State<AppState>,
+    State(state): State<Arc<Edge>>,
     _edge: EdgeCaller,
     headers: axum::http::HeaderMap,
 ) -> Result<Response, AppError> {
@@ -155,7 +174,7 @@ pub(crate) async fn denylist(
     ),
     security(("edge_token" = [])))]
 pub(crate) async fn clicks(
-    State(state): State<AppState>,
+    State(state): State<Arc<Edge>>,
     _edge: EdgeCaller,
     ApiJson(batch): ApiJson<ClickBatch, CLICKS_BODY_LIMIT>,
 ) -> Result<Json<ClickReceipt>, AppError> {
@@ -172,7 +191,7 @@ pub(crate) async fn clicks(
         )));
     }
     let receipt = state
-        .clicks
+        .counts
         .ingest(
             &state.db,
             &batch.events,

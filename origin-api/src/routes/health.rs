@@ -1,13 +1,31 @@
 //! Liveness, readiness and metrics.
 
+use crate::db::{Db, Readiness};
 use crate::error::{AppError, Problem};
+use crate::metrics::Metrics;
 use crate::metrics::{LaneLabel, SegmentLabel, SequenceLabel};
 use crate::model::time::now_ms;
-use crate::state::AppState;
+use crate::segments::{CodeSequences, SegmentAllocator};
 use crate::store::LinkStore;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
+use secrecy::SecretString;
+use std::sync::Arc;
+
+/// What liveness, readiness and the metrics read: the API's pool, the id sequences (their
+/// gauges), and the metrics token.
+#[derive(Debug)]
+pub struct Health {
+    pub db: Db,
+    pub readiness: Readiness,
+    pub metrics: Metrics,
+    /// Numbers links.
+    pub ids: SegmentAllocator,
+    pub codes: CodeSequences,
+    /// `HOP_METRICS_TOKEN`: lets a scraper read `/metrics` on the public listener.
+    pub metrics_token: Option<SecretString>,
+}
 
 /// Liveness: the process answers. Never touches the database, so a slow database does
 /// not get a healthy process restarted.
@@ -22,7 +40,7 @@ pub(crate) async fn healthz() -> &'static str {
 #[utoipa::path(get, path = "/readyz", operation_id = "readyz", tag = "operations",
     responses((status = 200, description = "Ready", body = String, content_type = "text/plain"),
         (status = 503, description = "The database does not answer", body = Problem, content_type = "application/problem+json")))]
-pub(crate) async fn readyz(State(state): State<AppState>) -> Result<&'static str, AppError> {
+pub(crate) async fn readyz(State(state): State<Arc<Health>>) -> Result<&'static str, AppError> {
     if state.readiness.check(&state.db).await {
         Ok("ready\n")
     } else {
@@ -34,11 +52,11 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Result<&'static str
 /// how many links exist and how fast they are made, which the code permutation exists
 /// to hide.
 pub(crate) async fn metrics_public(
-    State(state): State<AppState>,
+    State(state): State<Arc<Health>>,
     headers: axum::http::HeaderMap,
 ) -> Result<axum::response::Response, AppError> {
     use secrecy::ExposeSecret;
-    let Some(expected) = state.settings.secrets.metrics_token.as_ref() else {
+    let Some(expected) = state.metrics_token.as_ref() else {
         return Err(AppError::NotHere(
             "/metrics is served on the metrics listener (--metrics-listen), or here with HOP_METRICS_TOKEN",
         ));
@@ -61,7 +79,9 @@ pub(crate) async fn metrics_public(
         (status = 401, description = "on the public listener: not the metrics token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "on the public listener: no metrics token is configured", body = Problem, content_type = "application/problem+json")),
     security(("metrics_token" = [])))]
-pub(crate) async fn metrics(State(state): State<AppState>) -> Result<impl IntoResponse, AppError> {
+pub(crate) async fn metrics(
+    State(state): State<Arc<Health>>,
+) -> Result<impl IntoResponse, AppError> {
     let m = &state.metrics;
     let now = now_ms();
     for backlog in state.db.outbox_pending().await? {
@@ -82,7 +102,7 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> Result<impl IntoRe
                 .map_or(0.0, |at| (now - at).max(0) as f64 / 1_000.0),
         );
     }
-    for alloc in std::iter::once(state.allocator.clone()).chain(state.codes.allocators()) {
+    for alloc in std::iter::once(state.ids.clone()).chain(state.codes.allocators()) {
         let Some((current, next)) = alloc.remaining() else {
             continue;
         };

@@ -6,18 +6,19 @@ use crate::auth::Caller;
 use crate::error::{AppError, Problem};
 use crate::links::access::{IssueToken, IssuedToken};
 use crate::links::qr::QrParams;
+use crate::links::Links;
 use crate::links::{
     self, check_idempotency_key, create_link_once, delete_link, owned_link, parse_if_match,
     update_link, BulkCreate, BulkOutcome, BulkResponse, CreateLink, Created, Intent, LinkView,
     ListParams, Page, UpdateLink,
 };
 use crate::model::{Link, ListFilter};
-use crate::state::AppState;
 use crate::store::LinkStore;
 use axum::extract::{FromRequestParts, State};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use std::sync::Arc;
 
 /// A link with its `ETag` (the version) and status.
 fn link_response(status: StatusCode, link: &Link) -> Response {
@@ -40,7 +41,7 @@ fn link_response(status: StatusCode, link: &Link) -> Response {
     ),
     security(("api_key" = [])))]
 pub(crate) async fn create(
-    State(state): State<AppState>,
+    State(state): State<Arc<Links>>,
     caller: Caller,
     headers: HeaderMap,
     ApiJson(body): ApiJson<CreateLink>,
@@ -84,7 +85,7 @@ pub(crate) async fn create(
     ),
     security(("api_key" = [])))]
 pub(crate) async fn create_bulk(
-    State(state): State<AppState>,
+    State(state): State<Arc<Links>>,
     caller: Caller,
     headers: HeaderMap,
     ApiJson(body): ApiJson<BulkCreate, BULK_BODY_LIMIT>,
@@ -145,7 +146,7 @@ pub(crate) struct ApiPath<T>(pub(crate) T);
     ),
     security(("api_key" = [])))]
 pub(crate) async fn list(
-    State(state): State<AppState>,
+    State(state): State<Arc<Links>>,
     caller: Caller,
     ApiQuery(params): ApiQuery<ListParams>,
 ) -> Result<Json<Page<LinkView>>, AppError> {
@@ -166,12 +167,12 @@ pub(crate) async fn list(
     ),
     security(("api_key" = [])))]
 pub(crate) async fn read(
-    State(state): State<AppState>,
+    State(state): State<Arc<Links>>,
     caller: Caller,
     ApiPath((domain, code)): ApiPath<(String, String)>,
 ) -> Result<Response, AppError> {
     let link = owned_link(
-        &state,
+        &state.db,
         &caller.creator(),
         &domain,
         &code,
@@ -195,7 +196,7 @@ pub(crate) async fn read(
     ),
     security(("api_key" = [])))]
 pub(crate) async fn update(
-    State(state): State<AppState>,
+    State(state): State<Arc<Links>>,
     caller: Caller,
     ApiPath((domain, code)): ApiPath<(String, String)>,
     headers: HeaderMap,
@@ -206,7 +207,7 @@ pub(crate) async fn update(
         state.password_changes.take(&caller.key_id, 1)?;
     }
     let expected = parse_if_match(headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok()))?;
-    let current = owned_link(&state, &caller.creator(), &domain, &code, Intent::Change).await?;
+    let current = owned_link(&state.db, &caller.creator(), &domain, &code, Intent::Change).await?;
     let link = update_link(&state, current, expected, changes).await?;
     Ok(link_response(StatusCode::OK, &link))
 }
@@ -221,7 +222,7 @@ pub(crate) async fn update(
     ),
     security(("api_key" = [])))]
 pub(crate) async fn delete(
-    State(state): State<AppState>,
+    State(state): State<Arc<Links>>,
     caller: Caller,
     ApiPath((domain, code)): ApiPath<(String, String)>,
     headers: HeaderMap,
@@ -231,7 +232,7 @@ pub(crate) async fn delete(
         Some(v) => Some(parse_if_match(v.to_str().ok())?),
     };
     let current = owned_link(
-        &state,
+        &state.db,
         &caller.creator(),
         &domain,
         &code,
@@ -252,13 +253,13 @@ pub(crate) async fn delete(
     ),
     security(("api_key" = [])))]
 pub(crate) async fn qr(
-    State(state): State<AppState>,
+    State(state): State<Arc<Links>>,
     caller: Caller,
     ApiPath((domain, code)): ApiPath<(String, String)>,
     ApiQuery(params): ApiQuery<QrParams>,
 ) -> Result<Response, AppError> {
     let link = owned_link(
-        &state,
+        &state.db,
         &caller.creator(),
         &domain,
         &code,
@@ -290,12 +291,12 @@ pub(crate) async fn qr(
     ),
     security(("api_key" = [])))]
 pub(crate) async fn issue_token(
-    State(state): State<AppState>,
+    State(state): State<Arc<Links>>,
     caller: Caller,
     ApiPath((domain, code)): ApiPath<(String, String)>,
     ApiJson(asked): ApiJson<IssueToken>,
 ) -> Result<Response, AppError> {
-    let link = owned_link(&state, &caller.creator(), &domain, &code, Intent::Change).await?;
+    let link = owned_link(&state.db, &caller.creator(), &domain, &code, Intent::Change).await?;
     let issued = crate::links::access::issue(&link, &asked, crate::model::time::now_ms())?;
     Ok((StatusCode::CREATED, Json(issued)).into_response())
 }

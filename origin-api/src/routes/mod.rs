@@ -4,17 +4,18 @@ mod admin;
 mod bans;
 mod body;
 mod domains;
-mod edge;
-mod health;
+pub mod edge;
+pub mod health;
 mod links;
 mod observe;
 pub mod openapi;
 mod redirect;
 mod stats;
 
+use crate::app::AppState;
 use crate::in_flight::InFlightLayer;
+use crate::redirects::Redirects;
 use crate::server::App;
-use crate::state::AppState;
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::{get, post};
@@ -132,7 +133,8 @@ pub struct Origin(Arc<OriginParts>);
 #[derive(Debug)]
 struct OriginParts {
     router: Router,
-    state: AppState,
+    /// What a visit reaches.
+    redirects: Arc<Redirects>,
     /// The router's cap: visits and API calls count against the same one.
     in_flight: InFlightLayer,
 }
@@ -141,8 +143,8 @@ impl Origin {
     pub fn new(state: AppState) -> Self {
         let in_flight = in_flight(&state);
         Origin(Arc::new(OriginParts {
-            router: router_under(state.clone(), in_flight.clone()),
-            state,
+            redirects: state.redirects.clone(),
+            router: router_under(state, in_flight.clone()),
             in_flight,
         }))
     }
@@ -191,10 +193,10 @@ impl App for Origin {
             return Either::Right(Box::pin(async move {
                 let _slot = slot;
                 let body = axum::body::Body::new(body);
-                redirect::posted(&origin.state, parts, body, Some(peer)).await
+                redirect::posted(&origin.redirects, parts, body, Some(peer)).await
             }));
         }
-        if let Some(answered) = redirect::answer_held(&origin.state, &parts, Some(peer)) {
+        if let Some(answered) = redirect::answer_held(&origin.redirects, &parts, Some(peer)) {
             return Either::Left(ready(answered));
         }
         let Some(slot) = origin.in_flight.enter() else {
@@ -202,7 +204,7 @@ impl App for Origin {
         };
         Either::Right(Box::pin(async move {
             let _slot = slot;
-            redirect::answer(&origin.state, parts, Some(peer)).await
+            redirect::answer(&origin.redirects, parts, Some(peer)).await
         }))
     }
 }

@@ -1,8 +1,8 @@
 //! The API's own metrics: how long each route takes, what it answers, and why it refuses.
 
+use crate::app::AppState;
 use crate::error::{Failure, Refusal};
 use crate::metrics::{ReasonLabel, ResponseLabel, RouteLabel};
-use crate::state::AppState;
 use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;
 use axum::response::Response;

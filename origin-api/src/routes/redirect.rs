@@ -5,7 +5,7 @@ use crate::clicks::tally::{Clicked, Reduced};
 use crate::error::AppError;
 use crate::metrics::RedirectPath;
 use crate::model::time::now_ms;
-use crate::state::AppState;
+use crate::redirects::Redirects;
 use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::request::Parts;
@@ -19,6 +19,7 @@ use shared::{
 };
 use std::borrow::Cow;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 /// Answers every path the API does not claim.
 #[utoipa::path(get, path = "/{code}", operation_id = "redirect", tag = "redirect",
@@ -35,9 +36,9 @@ use std::net::SocketAddr;
         (status = 410, description = "Expired or deleted"),
         (status = 503, description = "The database cannot answer now; see Retry-After"),
     ))]
-pub(crate) async fn redirect(State(state): State<AppState>, req: Request) -> Response {
+pub(crate) async fn redirect(State(state): State<Arc<Redirects>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
-    let peer = crate::client::peer(&parts);
+    let peer = crate::proxies::peer(&parts);
     if parts.method == axum::http::Method::POST {
         return posted(&state, parts, body, peer).await;
     }
@@ -72,7 +73,7 @@ pub(crate) fn password_form() {}
 /// A `POST` to `/{code}`: a password link's form, answered by checking the password
 /// (`shared::password`); 405 for any other link.
 pub(crate) async fn posted(
-    state: &AppState,
+    state: &Redirects,
     parts: Parts,
     body: axum::body::Body,
     peer: Option<SocketAddr>,
@@ -119,7 +120,7 @@ pub(crate) async fn posted(
 
 /// The answer to a visit, from its request's head and the client's address: from
 /// memory when it holds all the visit needs, else through the reads it takes.
-pub(crate) async fn visit(state: &AppState, parts: Parts, peer: Option<SocketAddr>) -> Response {
+pub(crate) async fn visit(state: &Redirects, parts: Parts, peer: Option<SocketAddr>) -> Response {
     if let Some(answered) = answer_held(state, &parts, peer) {
         return answered;
     }
@@ -133,7 +134,7 @@ pub(crate) async fn visit(state: &AppState, parts: Parts, peer: Option<SocketAdd
 /// was 2.6 KB, copied twice on every visit on its way into hyper. `None`: [`answer`]
 /// it, which may read.
 pub(crate) fn answer_held(
-    state: &AppState,
+    state: &Redirects,
     parts: &Parts,
     peer: Option<SocketAddr>,
 ) -> Option<Response> {
@@ -156,7 +157,7 @@ pub(crate) fn answer_held(
 }
 
 /// The answer to a visit, reading what memory does not hold.
-pub(crate) async fn answer(state: &AppState, parts: Parts, peer: Option<SocketAddr>) -> Response {
+pub(crate) async fn answer(state: &Redirects, parts: Parts, peer: Option<SocketAddr>) -> Response {
     let started = std::time::Instant::now();
     let (method, headers, uri) = (parts.method, parts.headers, parts.uri);
     let method = shared::Method::parse(method.as_str());
@@ -200,7 +201,7 @@ pub(crate) async fn answer(state: &AppState, parts: Parts, peer: Option<SocketAd
 
 /// The response to `decision`, counted and timed.
 fn answered(
-    state: &AppState,
+    state: &Redirects,
     decision: Decision,
     path: RedirectPath,
     started: std::time::Instant,
@@ -217,7 +218,7 @@ pub(crate) const REDIRECT_TIMEOUT: std::time::Duration = std::time::Duration::fr
 /// Queues the click, when the visit was one, for the background writer: the response
 /// does not wait for it.
 fn record_click(
-    state: &AppState,
+    state: &Redirects,
     decision: &Decision,
     clicked: Clicked,
     at: i64,
@@ -256,7 +257,7 @@ enum Host {
     Malformed,
 }
 
-fn host_of(state: &AppState, headers: &HeaderMap) -> Host {
+fn host_of(state: &Redirects, headers: &HeaderMap) -> Host {
     let default = state.settings.default_domain.as_str();
     match headers.get(header::HOST).map(|h| h.to_str()) {
         None => Host::Default,
@@ -276,7 +277,7 @@ fn host_of(state: &AppState, headers: &HeaderMap) -> Host {
 
 /// `GET|HEAD /` from memory alone: the domain's `root_url` (unless a host ban covers
 /// it), or 404; `None` where it would read.
-fn root_held(state: &AppState, method: shared::Method, headers: &HeaderMap) -> Option<Decision> {
+fn root_held(state: &Redirects, method: shared::Method, headers: &HeaderMap) -> Option<Decision> {
     let now = std::time::Instant::now();
     let settings = match host_of(state, headers) {
         Host::Default => state
@@ -292,11 +293,11 @@ fn root_held(state: &AppState, method: shared::Method, headers: &HeaderMap) -> O
 /// `GET|HEAD /`: the domain's `root_url`, or 404 (a host this origin does not serve
 /// costs no read).
 async fn root(
-    state: &AppState,
+    state: &Redirects,
     method: shared::Method,
     headers: &HeaderMap,
 ) -> Result<Decision, AppError> {
-    let db = &state.redirect_db;
+    let db = &state.db;
     let host;
     let domain = match host_of(state, headers) {
         Host::Default => state.settings.default_domain.as_str(),
@@ -318,7 +319,7 @@ async fn root(
 /// [`resolve`] from memory alone; `None` where it would read (the settings or the
 /// denylist expired, an entry not held, a domain other than the default).
 fn resolve_held(
-    state: &AppState,
+    state: &Redirects,
     method: shared::Method,
     headers: &HeaderMap,
     peer: Option<SocketAddr>,
@@ -343,7 +344,7 @@ fn resolve_held(
         None if deny.blocks_code(&route) => None,
         // A generated code past the id ceiling: no such link. One that may exist is read.
         None => {
-            let keys = state.settings.secrets.permutation_keys.as_ref();
+            let keys = state.settings.permutation_keys.as_ref();
             match state.cache.may_exist_held(keys, &settings, &route)? {
                 false => None,
                 true => return None,
@@ -361,7 +362,7 @@ fn resolve_held(
 }
 
 async fn resolve(
-    state: &AppState,
+    state: &Redirects,
     method: shared::Method,
     headers: &HeaderMap,
     peer: Option<SocketAddr>,
@@ -369,7 +370,7 @@ async fn resolve(
     query: Option<&str>,
 ) -> Result<Decided, AppError> {
     // A host this origin does not serve is not found without a read.
-    let db = &state.redirect_db;
+    let db = &state.db;
     let host;
     let domain = match host_of(state, headers) {
         Host::Default => state.settings.default_domain.as_str(),
@@ -400,7 +401,7 @@ async fn resolve(
             .cache
             .may_exist(
                 db,
-                state.settings.secrets.permutation_keys.as_ref(),
+                state.settings.permutation_keys.as_ref(),
                 &settings,
                 &route,
             )
@@ -422,7 +423,7 @@ async fn resolve(
 
 /// Where a visit's client headers come from, read only for a record that needs them.
 struct Asked<'a> {
-    state: &'a AppState,
+    state: &'a Redirects,
     headers: &'a HeaderMap,
     peer: Option<SocketAddr>,
 }

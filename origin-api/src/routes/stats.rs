@@ -4,12 +4,14 @@ use super::links::{ApiPath, ApiQuery};
 use super::openapi::NoSuchLink;
 use crate::auth::Caller;
 use crate::clicks::stats::{link_stats, owner_stats, LinkStats, OwnerStats, Range, StatsParams};
+use crate::clicks::ClickService;
 use crate::error::{AppError, Problem};
+use crate::links::Links;
 use crate::links::{owned_link, Intent};
 use crate::model::time::now_ms;
-use crate::state::AppState;
 use axum::extract::State;
 use axum::Json;
+use std::sync::Arc;
 
 /// `GET /v1/links/{domain}/{code}/stats`: a link's visits over time and its top
 /// countries, referrers, devices and statuses. Deleted links keep their history.
@@ -22,22 +24,23 @@ use axum::Json;
     ),
     security(("api_key" = [])))]
 pub(crate) async fn link(
-    State(state): State<AppState>,
+    State(clicks): State<Arc<ClickService>>,
+    State(links): State<Arc<Links>>,
     caller: Caller,
     ApiPath((domain, code)): ApiPath<(String, String)>,
     ApiQuery(params): ApiQuery<StatsParams>,
 ) -> Result<Json<LinkStats>, AppError> {
     let range = Range::new(&params, now_ms())?;
     let link = owned_link(
-        &state,
+        &links.db,
         &caller.creator(),
         &domain,
         &code,
         Intent::ReadOrDelete,
     )
     .await?;
-    let as_of = data_as_of(&state).await?;
-    Ok(Json(link_stats(&state.db, &link, range, as_of).await?))
+    let as_of = clicks.data_as_of().await?;
+    Ok(Json(link_stats(&clicks.db, &link, range, as_of).await?))
 }
 
 /// `GET /v1/stats`: the caller's totals and most visited links.
@@ -49,26 +52,13 @@ pub(crate) async fn link(
     ),
     security(("api_key" = [])))]
 pub(crate) async fn owner(
-    State(state): State<AppState>,
+    State(clicks): State<Arc<ClickService>>,
     caller: Caller,
     ApiQuery(params): ApiQuery<StatsParams>,
 ) -> Result<Json<OwnerStats>, AppError> {
     let range = Range::new(&params, now_ms())?;
-    let as_of = data_as_of(&state).await?;
+    let as_of = clicks.data_as_of().await?;
     Ok(Json(
-        owner_stats(&state.db, &caller.creator(), range, as_of).await?,
+        owner_stats(&clicks.db, &caller.creator(), range, as_of).await?,
     ))
-}
-
-/// Up to when the counts about to be read are complete: taken before they are read, so
-/// every click before it is in what the read sees.
-async fn data_as_of(state: &AppState) -> Result<i64, AppError> {
-    Ok(crate::clicks::lateness::data_as_of(
-        &state.db,
-        &state.process,
-        &state.recorder,
-        &state.clicks,
-        crate::model::time::now_ms(),
-    )
-    .await?)
 }

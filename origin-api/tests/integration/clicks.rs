@@ -234,7 +234,7 @@ async fn concurrent_folds_count_each_staged_delivery_once() {
         let mut folds = tokio::task::JoinSet::new();
         for _ in 0..4 {
             let state = api.state.clone();
-            folds.spawn(async move { state.clicks.fold(&state.db).await });
+            folds.spawn(async move { state.clicks.counts.fold(&state.db).await });
         }
         let folded: u64 = folds
             .join_all()
@@ -473,8 +473,9 @@ async fn one_visitor_counts_at_most_its_budget_of_clicks_at_the_origin() {
         api.visit_from("198.51.100.9:40000", "GET", "/limited-1", HUMAN_UA, "")
             .await;
         api.state
+            .clicks
             .recorder
-            .flush(&api.state.clicks, &api.state.db)
+            .flush(&api.state.clicks.counts, &api.state.db)
             .await;
         let stats = api
             .get_as(&owner, "/v1/links/s.example/limited-1/stats")
@@ -516,8 +517,9 @@ async fn the_origins_own_redirects_are_counted_as_clicks() {
         api.visit_as("HEAD", "/own-path", HUMAN_UA, "").await;
         api.visit_as("GET", "/no-such-code", HUMAN_UA, "").await;
         api.state
+            .clicks
             .recorder
-            .flush(&api.state.clicks, &api.state.db)
+            .flush(&api.state.clicks.counts, &api.state.db)
             .await;
 
         let stats = api
@@ -557,8 +559,9 @@ async fn with_recording_off_the_origins_redirects_count_nothing() {
             StatusCode::FOUND
         );
         api.state
+            .clicks
             .recorder
-            .flush(&api.state.clicks, &api.state.db)
+            .flush(&api.state.clicks.counts, &api.state.db)
             .await;
         let stats = api
             .get_as(&owner, "/v1/links/s.example/quiet-link/stats")
@@ -825,7 +828,13 @@ async fn a_full_tally_is_written_sooner_and_loses_nothing() {
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let writer = tokio::spawn({
             let state = state.clone();
-            async move { state.recorder.run(&state.clicks, &state.db, stopped).await }
+            async move {
+                state
+                    .clicks
+                    .recorder
+                    .run(&state.clicks.counts, &state.db, stopped)
+                    .await
+            }
         });
         let owner = state.cache.owners().intern("ana");
         let now = now_ms();
@@ -837,6 +846,7 @@ async fn a_full_tally_is_written_sooner_and_loses_nothing() {
                     owner,
                 };
                 state
+                    .clicks
                     .recorder
                     .record(Clicked::Link(link), now, 302, visitor.clone());
             }
@@ -844,7 +854,7 @@ async fn a_full_tally_is_written_sooner_and_loses_nothing() {
             poll("the tally takes the batch's clicks")
                 .within(Duration::from_secs(30))
                 .every(Duration::from_millis(5))
-                .until_true(|| async { state.recorder.untaken() == 0 })
+                .until_true(|| async { state.clicks.recorder.untaken() == 0 })
                 .await;
         }
         // Two full windows are written while the third is still open: long before a

@@ -326,25 +326,31 @@ async fn housekeeping_forgets_idempotency_keys_after_a_day_and_prunes_delivered_
 
         // An hour later nothing is due.
         assert_eq!(
-            sweep(&api.state, now + 3_600_000).await.expect("sweep"),
+            sweep(&api.state.housekeeping, now + 3_600_000)
+                .await
+                .expect("sweep"),
             Swept::default()
         );
         assert_eq!(api.count("idempotency").await, 1);
         // After a day the key is forgotten; after the retention (7 days) the older row goes.
         let day = 24 * 3_600_000;
-        let swept = sweep(&api.state, now + day + 1).await.expect("sweep");
+        let swept = sweep(&api.state.housekeeping, now + day + 1)
+            .await
+            .expect("sweep");
         assert_eq!(
             (swept.idempotency_keys, swept.outbox_rows),
             (1, 0),
             "{}",
             t.kind()
         );
-        let swept = sweep(&api.state, now + 8 * day).await.expect("sweep");
+        let swept = sweep(&api.state.housekeeping, now + 8 * day)
+            .await
+            .expect("sweep");
         assert_eq!(swept.outbox_rows, 1, "{}", t.kind());
         // The newest delivered row of the key stays, and still fences a late older row.
         assert_eq!(api.count("outbox WHERE kind = 'link'").await, 1);
         assert_eq!(
-            sweep(&api.state, now + 30 * day)
+            sweep(&api.state.housekeeping, now + 30 * day)
                 .await
                 .expect("sweep")
                 .outbox_rows,

@@ -4,7 +4,7 @@
 
 use crate::common::{apis_with, Api};
 use axum::http::StatusCode;
-use origin_api::model::key::sha256_hex;
+use origin_api::model::api_key::sha256_hex;
 use serde_json::{json, Value};
 
 /// The fingerprints the `idempotency` table holds.
@@ -135,7 +135,7 @@ async fn password_hashing_is_gated_and_bounded_everywhere() {
         for patch in patches {
             assert_eq!(patch.await.expect("task"), StatusCode::OK, "{}", t.kind());
         }
-        let gate = &api.state.passwords.hashing;
+        let gate = &api.state.links.passwords.hashing;
         assert!(
             gate.peak() <= gate.size(),
             "{} hashes ran at once; the gate allows {}",

@@ -60,7 +60,10 @@ async fn a_change_through_one_origin_reaches_the_others_cache_at_once() {
         state: crate::common::app_state(&t),
     };
     let (stop, stopped) = watch::channel(false);
-    let listening = tokio::spawn(origin_api::freshness::listen(b.state.clone(), stopped));
+    let listening = tokio::spawn(origin_api::freshness::listen(
+        b.state.freshness.clone(),
+        stopped,
+    ));
     let token = a.key("acme", false).await;
     // B remembers an alias as unknown; A creates it; B finds it at once.
     let unknown = b.visit("GET", "s.example", "/fresh-one").await;
@@ -156,7 +159,10 @@ async fn a_domain_changed_through_one_origin_is_obeyed_by_the_other_at_once() {
     };
     let (a, b) = (Api::of(&t), Api::of(&t));
     let (stop, stopped) = watch::channel(false);
-    let listening = tokio::spawn(origin_api::freshness::listen(b.state.clone(), stopped));
+    let listening = tokio::spawn(origin_api::freshness::listen(
+        b.state.freshness.clone(),
+        stopped,
+    ));
     let admin = a.key("ops", true).await;
     let made = a
         .post_json(

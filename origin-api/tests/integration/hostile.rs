@@ -42,7 +42,7 @@ impl Served {
     /// A new API key of `acme`: its record (for its id) and its token.
     async fn key(&self) -> (origin_api::model::ApiKey, String) {
         let (k, token) =
-            origin_api::keys::issue("acme", "k", &origin_api::keys::Grant::default(), 0)
+            origin_api::api_keys::issue("acme", "k", &origin_api::api_keys::Grant::default(), 0)
                 .expect("key");
         origin_api::store::LinkStore::insert_key(&self.state.db, &k)
             .await
@@ -397,7 +397,7 @@ enum Held {
 async fn a_visit_that_cannot_get_a_connection_is_told_to_retry() {
     let t = TestDb::sqlite().await;
     let s = serve(&t, &[]).await;
-    let origin_api::db::Db::Sqlite(pools) = &s.state.redirect_db else {
+    let origin_api::db::Db::Sqlite(pools) = &s.state.redirects.db else {
         unreachable!("a SQLite test");
     };
     let mut held = Vec::new();
@@ -443,9 +443,9 @@ async fn hosts_this_origin_does_not_serve_cost_no_database_read() {
         assert_eq!(visit("other.example".into(), "/on-other").await, Some(302));
         // ...and from then on, no visit on any other host reaches the database: with the
         // redirect path's pool closed, they are all still answered.
-        if let origin_api::db::Db::Sqlite(p) = &s.state.redirect_db {
+        if let origin_api::db::Db::Sqlite(p) = &s.state.redirects.db {
             p.read.close().await;
-        } else if let origin_api::db::Db::Postgres(p) = &s.state.redirect_db {
+        } else if let origin_api::db::Db::Postgres(p) = &s.state.redirects.db {
             p.close().await;
         }
         for i in 0..200 {
@@ -823,7 +823,8 @@ async fn a_request_whose_body_never_comes_is_cut_off_when_busy_too_long() {
     let t = TestDb::sqlite().await;
     let state = app_state_with(&t, &[]);
     let (k, token) =
-        origin_api::keys::issue("acme", "k", &origin_api::keys::Grant::default(), 0).expect("key");
+        origin_api::api_keys::issue("acme", "k", &origin_api::api_keys::Grant::default(), 0)
+            .expect("key");
     origin_api::store::LinkStore::insert_key(&state.db, &k)
         .await
         .expect("insert key");

@@ -3,11 +3,11 @@
 
 use crate::common::{app_state, TestDb};
 use indicatif::ProgressBar;
-use origin_api::cli::client::ApiClient;
+use origin_api::api_keys;
+use origin_api::cli::api_client::ApiClient;
 use origin_api::cli::export::{export, ExportOptions};
 use origin_api::cli::import::{import, ImportError, ImportOptions, Summary};
 use origin_api::config::ExportFormat;
-use origin_api::keys;
 use origin_api::model::time::now_ms;
 use origin_api::store::LinkStore;
 use std::collections::{HashMap, HashSet};
@@ -40,8 +40,8 @@ async fn serve(t: &TestDb, owner: &str) -> Served {
         .expect("test setup");
     let origin = format!("http://{}/", listener.local_addr().expect("test setup"));
     let state = app_state(t);
-    let (key, token) =
-        keys::issue(owner, "import", &keys::Grant::default(), now_ms()).expect("test setup");
+    let (key, token) = api_keys::issue(owner, "import", &api_keys::Grant::default(), now_ms())
+        .expect("test setup");
     state.db.insert_key(&key).await.expect("test setup");
     let server = tokio::spawn(async move {
         origin_api::serve(listener, state, std::future::pending())
@@ -278,7 +278,7 @@ async fn export_shows_only_the_keys_owner_and_tombstones_on_request() {
         .await
         .unwrap()
         .unwrap();
-    origin_api::links::delete_link(&state, link, None)
+    origin_api::links::delete_link(&state.links, link, None)
         .await
         .unwrap();
 

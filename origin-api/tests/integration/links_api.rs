@@ -4,7 +4,7 @@
 use crate::common::{apis, apis_with, Api, Reply, TestDb};
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
-use origin_api::keys;
+use origin_api::api_keys;
 use origin_api::model::time::now_ms;
 use origin_api::store::LinkStore;
 use serde_json::{json, Value};
@@ -343,7 +343,7 @@ async fn only_live_keys_are_accepted() {
             api.create(&token, body.clone()).await.status,
             StatusCode::CREATED
         );
-        let (key_id, _) = keys::parse_token(&token).expect("token");
+        let (key_id, _) = api_keys::parse_token(&token).expect("token");
         assert!(api
             .state
             .db

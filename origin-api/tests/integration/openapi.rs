@@ -5,7 +5,7 @@ use crate::common::TestDb;
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use http_body_util::BodyExt;
-use origin_api::keys;
+use origin_api::api_keys;
 use origin_api::model::time::now_ms;
 use origin_api::store::LinkStore;
 use serde_json::{json, Value};
@@ -124,7 +124,7 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
     );
 
     // The documented shapes are the served ones, field for field.
-    let (key, token) = keys::issue("o", "t", &keys::Grant::default(), now_ms()).unwrap();
+    let (key, token) = api_keys::issue("o", "t", &api_keys::Grant::default(), now_ms()).unwrap();
     state.db.insert_key(&key).await.unwrap();
     let create = |body: Value| {
         Request::post("/v1/links")
@@ -147,7 +147,8 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
     let (status, summary) = call(&state, req).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(keys_of(&summary), properties(&doc, "OwnerStats"));
-    let (admin, admin_token) = keys::issue("ops", "t", &keys::Grant::admin(), now_ms()).unwrap();
+    let (admin, admin_token) =
+        api_keys::issue("ops", "t", &api_keys::Grant::admin(), now_ms()).unwrap();
     state.db.insert_key(&admin).await.unwrap();
     let req = Request::post("/v1/domains")
         .header(header::AUTHORIZATION, format!("Bearer {admin_token}"))

@@ -13,7 +13,7 @@ use origin_api::store::{
     ActivationPromise, FailedRow, Lease, LeaseClaim, LinkStore, OutboxRow, OutboxStore, RowFailure,
     StoreError,
 };
-use origin_api::{keys, links, metrics::Metrics, AppState};
+use origin_api::{api_keys, links, metrics::Metrics, AppState};
 use serde_json::{json, Value};
 use shared::sync::{judge, Refusal, SyncItem, SyncReply};
 use std::collections::{HashMap, HashSet};
@@ -176,7 +176,7 @@ fn setup(t: &TestDb) -> Setup {
 
 async fn create(s: &Setup, body: Value) -> origin_api::model::Link {
     let req: links::CreateLink = serde_json::from_value(body).expect("body");
-    match links::create_link_once(&s.state, &Creator::owner(&s.owner), req, None)
+    match links::create_link_once(&s.state.links, &Creator::owner(&s.owner), req, None)
         .await
         .expect("create")
     {
@@ -192,7 +192,7 @@ async fn edit(
     changes: Value,
 ) -> origin_api::model::Link {
     let changes: links::UpdateLink = serde_json::from_value(changes).expect("changes");
-    links::update_link(&s.state, link.clone(), link.version, changes)
+    links::update_link(&s.state.links, link.clone(), link.version, changes)
         .await
         .expect("update")
 }
@@ -228,7 +228,8 @@ async fn creates_edits_and_bans_reach_the_edge_coalesced_with_the_fast_lane_firs
         }
         assert_eq!(current.version, 3);
         // A ban, on the fast lane.
-        let (admin, _) = keys::issue("ops", "t", &keys::Grant::admin(), now_ms()).expect("key");
+        let (admin, _) =
+            api_keys::issue("ops", "t", &api_keys::Grant::admin(), now_ms()).expect("key");
         s.state.db.insert_key(&admin).await.expect("key");
         let ban = origin_api::model::BanTarget::Host {
             host: "evil.example".into(),
@@ -746,7 +747,7 @@ async fn a_push_stalled_past_the_lease_never_lands_after_the_standbys_and_the_st
                     json!({ "target_url": "https://dest.example/v1", "code": code }),
                 )
                 .expect("body");
-                links::create_link(&state, &Creator::owner("acme"), req)
+                links::create_link(&state.links, &Creator::owner("acme"), req)
                     .await
                     .expect("create")
             };
@@ -782,7 +783,7 @@ async fn a_push_stalled_past_the_lease_never_lands_after_the_standbys_and_the_st
                 let changes: links::UpdateLink =
                     serde_json::from_value(json!({ "target_url": "https://dest.example/v2" }))
                         .expect("changes");
-                links::update_link(&state, link.clone(), 1, changes)
+                links::update_link(&state.links, link.clone(), 1, changes)
                     .await
                     .expect("v2")
             };
@@ -795,7 +796,9 @@ async fn a_push_stalled_past_the_lease_never_lands_after_the_standbys_and_the_st
                 a_metrics.publisher_leader.get() == 0
             })
             .await;
-            links::delete_link(&state, v2, None).await.expect("v3");
+            links::delete_link(&state.links, v2, None)
+                .await
+                .expect("v3");
 
             // B takes over once A's lease lapses by the database's clock.
             let b_metrics = Metrics::default();
@@ -979,7 +982,7 @@ async fn a_request_refused_for_one_item_is_split_until_that_item_stands_alone() 
                 json!({ "target_url": format!("https://dest.example/{i}"), "code": format!("bad-{i}") }),
             )
             .expect("body");
-            links::create_link(&state, &Creator::owner("acme"), req)
+            links::create_link(&state.links, &Creator::owner("acme"), req)
                 .await
                 .expect("create");
         }
@@ -1082,7 +1085,7 @@ async fn a_ban_reaches_the_edge_while_the_normal_lane_is_stuck() {
                 json!({ "target_url": format!("https://dest.example/{i}"), "code": format!("stuck-{i}") }),
             )
             .expect("body");
-            links::create_link(&state, &Creator::owner("acme"), req)
+            links::create_link(&state.links, &Creator::owner("acme"), req)
                 .await
                 .expect("create");
         }
@@ -1136,7 +1139,7 @@ async fn the_activation_meta_is_pushed_again_on_a_heartbeat_and_states_its_promi
         );
         let req: links::CreateLink =
             serde_json::from_value(json!({ "target_url": "https://dest.example/" })).expect("body");
-        links::create_link(&state, &Creator::owner("acme"), req)
+        links::create_link(&state.links, &Creator::owner("acme"), req)
             .await
             .expect("create");
         publisher.step().await.expect("step");
@@ -1159,7 +1162,7 @@ async fn the_activation_meta_is_pushed_again_on_a_heartbeat_and_states_its_promi
                 json!({ "target_url": "https://dest.example/b", "domain": "b.example" }),
             )
             .expect("body");
-            links::create_link(&state, &Creator::owner("acme"), req)
+            links::create_link(&state.links, &Creator::owner("acme"), req)
                 .await
                 .expect("create");
         }

@@ -20,7 +20,7 @@ const ROUNDS: usize = 200;
 async fn create(state: &AppState, code: &str, target: &str) -> Link {
     let req: links::CreateLink =
         serde_json::from_value(json!({ "target_url": target, "code": code })).expect("body");
-    links::create_link(state, &Creator::owner("acme"), req)
+    links::create_link(&state.links, &Creator::owner("acme"), req)
         .await
         .expect("create")
 }
@@ -30,14 +30,14 @@ async fn create(state: &AppState, code: &str, target: &str) -> Link {
 async fn retarget(state: &AppState, code: &str, target: &str) {
     let acme = Creator::owner("acme");
     let Ok(current) =
-        links::owned_link(state, &acme, "s.example", code, links::Intent::Change).await
+        links::owned_link(&state.db, &acme, "s.example", code, links::Intent::Change).await
     else {
         return;
     };
     let changes: links::UpdateLink =
         serde_json::from_value(json!({ "target_url": target })).expect("changes");
     let version = current.version;
-    let _ = links::update_link(state, current, version, changes).await;
+    let _ = links::update_link(&state.links, current, version, changes).await;
 }
 
 /// The newest outbox row of `s.example/{code}`, and every version the key's rows carry.
@@ -142,7 +142,7 @@ async fn a_create_racing_a_ban_of_its_host_is_marked_or_refused() {
             .expect("body");
             let (ban, created) = tokio::join!(
                 state.db.insert_ban(&host, "race", "ops/t", now_ms()),
-                links::create_link(&state, &acme, req),
+                links::create_link(&state.links, &acme, req),
             );
             ban.expect("ban");
             match created {
@@ -186,17 +186,18 @@ async fn a_first_link_and_a_change_of_its_domain_never_both_win() {
                 serde_json::from_value(json!({"alphabet": "base36", "case_insensitive": true}))
                     .expect("change");
             let removed = round % 2 == 1;
-            let (created, changed) = tokio::join!(links::create_link(&state, &acme, req), async {
-                if removed {
-                    origin_api::domains::delete_domain(&state, &name, None)
-                        .await
-                        .map(|_| ())
-                } else {
-                    origin_api::domains::update_domain(&state, &name, 1, change)
-                        .await
-                        .map(|_| ())
-                }
-            });
+            let (created, changed) =
+                tokio::join!(links::create_link(&state.links, &acme, req), async {
+                    if removed {
+                        origin_api::domains::delete_domain(&state.domains, &name, None)
+                            .await
+                            .map(|_| ())
+                    } else {
+                        origin_api::domains::update_domain(&state.domains, &name, 1, change)
+                            .await
+                            .map(|_| ())
+                    }
+                });
             // Both may succeed only in that order: a link created after the case rule
             // changed has its code folded.
             if let (Ok(link), Ok(())) = (&created, &changed) {

@@ -4,7 +4,7 @@
 
 use crate::common::{apis_with, Api};
 use axum::http::StatusCode;
-use origin_api::keys::{self, Grant, KeyError};
+use origin_api::api_keys::{self, Grant, KeyError};
 use origin_api::model::time::now_ms;
 use origin_api::store::LinkStore;
 use serde_json::{json, Value};
@@ -292,11 +292,12 @@ async fn an_admin_key_is_never_limited_to_a_domain() {
         domains: vec!["s.example".into()],
     };
     assert!(matches!(
-        keys::issue("ops", "both", &grant, 0),
+        api_keys::issue("ops", "both", &grant, 0),
         Err(KeyError::AdminLimited)
     ));
     for (api, t) in apis_with("scoped-admin", &[]).await {
-        let (mut key, token) = keys::issue("ops", "old", &Grant::admin(), now_ms()).expect("issue");
+        let (mut key, token) =
+            api_keys::issue("ops", "old", &Grant::admin(), now_ms()).expect("issue");
         key.scopes = "links,admin,domain:s.example".into();
         api.state.db.insert_key(&key).await.expect("store key");
         let ban = api

@@ -228,7 +228,7 @@ fn keys_create_prints_the_secret_alone_on_the_last_line_and_keys_revoke_revokes(
     let (ok, stdout, stderr) = run(&["keys", "create", "--owner", "acme", "--admin"]);
     assert!(ok, "{stderr}");
     let token = stdout.lines().last().expect("a last line");
-    let (key_id, _) = origin_api::keys::parse_token(token).expect("the last line is the token");
+    let (key_id, _) = origin_api::api_keys::parse_token(token).expect("the last line is the token");
     assert!(stdout.contains(&format!("key id: {key_id}")), "{stdout}");
 
     assert!(run(&["keys", "revoke", key_id]).0);

@@ -388,8 +388,9 @@ impl Api {
     /// Writes the origin's own clicks counted so far, as its writer task would.
     async fn write_clicks(&self) {
         self.state
+            .clicks
             .recorder
-            .flush(&self.state.clicks, &self.state.db)
+            .flush(&self.state.clicks.counts, &self.state.db)
             .await;
     }
 

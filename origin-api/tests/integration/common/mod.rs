@@ -7,9 +7,9 @@ use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use clap::Parser;
 use http_body_util::BodyExt;
+use origin_api::api_keys;
 use origin_api::config::{Cli, Settings};
 use origin_api::db::Db;
-use origin_api::keys;
 use origin_api::model::time::now_ms;
 use origin_api::store::LinkStore;
 use origin_api::AppState;
@@ -234,10 +234,10 @@ impl Api {
     }
 
     pub async fn key(&self, owner: &str, admin: bool) -> String {
-        let (key, token) = keys::issue(
+        let (key, token) = api_keys::issue(
             owner,
             "test",
-            &keys::Grant {
+            &api_keys::Grant {
                 admin,
                 ..Default::default()
             },
@@ -250,11 +250,11 @@ impl Api {
 
     /// A key of `owner` limited to `domains` (`keys create --domain`).
     pub async fn key_limited_to(&self, owner: &str, domains: &[&str]) -> String {
-        let grant = keys::Grant {
+        let grant = api_keys::Grant {
             admin: false,
             domains: domains.iter().map(|d| (*d).to_owned()).collect(),
         };
-        let (key, token) = keys::issue(owner, "limited", &grant, now_ms()).expect("issue");
+        let (key, token) = api_keys::issue(owner, "limited", &grant, now_ms()).expect("issue");
         self.state.db.insert_key(&key).await.expect("store key");
         token
     }
@@ -282,6 +282,7 @@ impl Api {
     pub async fn fold_clicks(&self) -> origin_api::clicks::fold::FoldReport {
         self.state
             .clicks
+            .counts
             .fold(&self.state.db)
             .await
             .expect("fold the staged clicks")

@@ -4,9 +4,9 @@
 //! A token reads `hop_<key_id>_<secret>`: the id finds the row, the secret is checked
 //! against its hash in constant time.
 
-use crate::ids::random_hex;
-use crate::model::key::{hash_secret, SCOPE_ADMIN, SCOPE_DOMAIN_PREFIX, SCOPE_LINKS};
+use crate::model::api_key::{hash_secret, SCOPE_ADMIN, SCOPE_DOMAIN_PREFIX, SCOPE_LINKS};
 use crate::model::ApiKey;
+use crate::random_ids::random_hex;
 
 /// Why a key could not be made.
 #[derive(Debug, thiserror::Error)]

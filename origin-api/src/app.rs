@@ -1,0 +1,295 @@
+//! The composition root: the one place that builds the origin from its configuration.
+//!
+//! Each service is a value holding only what it uses, with settings of its own type
+//! (no service reads the command line's [`Settings`]); the handlers get theirs through
+//! axum's `FromRef`, so a handler names the one service it calls. What several services
+//! share (the API's pool, the redirect cache, the metrics, the id sequences) is made here
+//! once and handed to each: those are handles, cheap to clone.
+
+use crate::auth::{Auth, AuthGuard};
+use crate::bans::Bans;
+use crate::cache::RedirectCache;
+use crate::ceiling;
+use crate::clicks::{recorder::Recorder, ClickService, Clicks};
+use crate::config::Settings;
+use crate::db::{self, Db};
+use crate::domains::Domains;
+use crate::freshness::Freshness;
+use crate::housekeeping::Housekeeping;
+use crate::links::access::PasswordGate;
+use crate::links::{LinkSettings, Links, TargetPolicy};
+use crate::metrics::Metrics;
+use crate::proxies::Proxies;
+use crate::ratelimit::CreateLimit;
+use crate::redirects::{RedirectSettings, Redirects};
+use crate::routes::edge::Edge;
+use crate::routes::health::Health;
+use crate::segments::{CodeSequences, SegmentAllocator, DEFAULT_SEGMENT_MAX_AGE};
+use axum::extract::FromRef;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The whole origin, as the router holds it. Cloned for every request (axum's `State`),
+/// so it is one `Arc`: cloning the parts themselves cost the redirect path a dozen
+/// atomic operations and a few string copies per request.
+#[derive(Debug, Clone)]
+pub struct AppState(Arc<AppParts>);
+
+impl std::ops::Deref for AppState {
+    type Target = AppParts;
+    fn deref(&self) -> &AppParts {
+        &self.0
+    }
+}
+
+/// The services, and what the server and the background tasks need besides.
+#[derive(Debug)]
+pub struct AppParts {
+    pub links: Arc<Links>,
+    pub domains: Arc<Domains>,
+    pub bans: Arc<Bans>,
+    pub redirects: Arc<Redirects>,
+    pub auth: Arc<Auth>,
+    pub clicks: Arc<ClickService>,
+    pub health: Arc<Health>,
+    pub edge: Arc<Edge>,
+    pub freshness: Arc<Freshness>,
+    pub housekeeping: Arc<Housekeeping>,
+    /// The API's, the publisher's and the background tasks' pool.
+    pub db: Db,
+    pub cache: RedirectCache,
+    pub metrics: Metrics,
+    /// The configuration, for the server (its limits) and the publisher; no service
+    /// reads it.
+    pub settings: Settings,
+}
+
+impl AppState {
+    /// The origin over a migrated database: every service, built from `settings`.
+    pub fn new(db: Db, settings: Settings) -> Self {
+        build(db, settings)
+    }
+
+    /// Closes every pool (the API's, the redirect path's, authentication's).
+    pub async fn close_db(&self) {
+        self.redirects.db.close().await;
+        self.auth.db.close().await;
+        self.db.close().await;
+    }
+}
+
+/// Connections of the redirect path's pool.
+pub const REDIRECT_CONNECTIONS: u32 = 8;
+/// PATCHes that set a password, per key and second (bursts of twice as many): each is a
+/// PBKDF2, and the hashing gate is shared with every visitor of a password link.
+pub const PASSWORD_CHANGES_PER_S: std::num::NonZeroU32 = std::num::NonZeroU32::new(10).unwrap();
+/// Connections of authentication's pool.
+pub const AUTH_CONNECTIONS: u32 = 2;
+/// How long the redirect path and authentication wait for a connection before the
+/// request is answered 503: a visitor is better told to retry than kept waiting.
+pub const POOL_WAIT: Duration = Duration::from_secs(2);
+
+/// Builds the origin: the one place where the configuration becomes services.
+pub fn build(db: Db, settings: Settings) -> AppState {
+    let metrics = Metrics::default();
+    let cache = RedirectCache::counting(
+        settings.redirect_cache_entries,
+        Duration::from_secs(settings.redirect_cache_ttl),
+        metrics.redirect_lookups.clone(),
+    );
+    let codes = code_sequences(&db, &cache, &metrics);
+    let ids = SegmentAllocator::with_counters(
+        Arc::new(db.clone()),
+        crate::store::LINK_SEQUENCE,
+        crate::model::sequence::DEFAULT_STEP,
+        DEFAULT_SEGMENT_MAX_AGE,
+        metrics.segments_fetched.clone(),
+        metrics.ids_wasted.clone(),
+    );
+    let proxies = Proxies::new(
+        settings.trusted_proxies.clone(),
+        settings.client_ip_header.clone(),
+        settings.country_header.clone(),
+    );
+    let passwords = Arc::new(PasswordGate::default());
+    let create_limit = CreateLimit::new(settings.create_rate);
+    let clicks = Arc::new(
+        Clicks::new(
+            settings.click_id_retention_h,
+            settings.referrers_per_hour,
+            metrics.clone(),
+        )
+        .fencing(cache.clone()),
+    );
+    let recorder = Arc::new(Recorder::new(
+        settings.record_clicks,
+        usize::try_from(settings.click_tally_mib << 20).unwrap_or(usize::MAX),
+        cache.owners().clone(),
+        metrics.clone(),
+    ));
+    let secrets = &settings.secrets;
+    let policy = target_policy(&settings);
+    let links = Links {
+        db: db.clone(),
+        ids: ids.clone(),
+        codes: codes.clone(),
+        cache: cache.clone(),
+        metrics: metrics.clone(),
+        create_limit: create_limit.clone(),
+        password_changes: CreateLimit::counting("changes passwords", PASSWORD_CHANGES_PER_S),
+        passwords: passwords.clone(),
+        settings: LinkSettings {
+            policy: policy.clone(),
+            permutation_keys: secrets.permutation_keys.clone(),
+            code_key_version: settings.code_key_version,
+        },
+    };
+    let redirects = Redirects {
+        db: db.with_own_pool(REDIRECT_CONNECTIONS, POOL_WAIT),
+        cache: cache.clone(),
+        metrics: metrics.clone(),
+        proxies: proxies.clone(),
+        recorder: recorder.clone(),
+        passwords,
+        settings: RedirectSettings {
+            default_domain: settings.default_domain.clone(),
+            permutation_keys: secrets.permutation_keys.clone(),
+        },
+    };
+    let auth = Auth {
+        db: db.with_own_pool(AUTH_CONNECTIONS, POOL_WAIT),
+        guard: AuthGuard::new(
+            settings.auth_failures_per_minute,
+            Duration::from_secs(settings.key_hold),
+        ),
+        proxies,
+    };
+    let clicks = ClickService {
+        db: db.clone(),
+        counts: clicks,
+        recorder,
+        process: process_id(),
+    };
+    let health = Health {
+        db: db.clone(),
+        readiness: db::Readiness::default(),
+        metrics: metrics.clone(),
+        ids,
+        codes: codes.clone(),
+        metrics_token: secrets.metrics_token.clone(),
+    };
+    let edge = Edge {
+        db: db.clone(),
+        cache: cache.clone(),
+        metrics: metrics.clone(),
+        counts: clicks.counts.clone(),
+        edge_token: secrets.edge_token.clone(),
+    };
+    let housekeeping = Housekeeping {
+        db: db.clone(),
+        create_limit,
+        click_retention_ms: clicks.counts.retention_ms(),
+        outbox_retention: settings.outbox_retention,
+    };
+    let freshness = Freshness {
+        db: db.clone(),
+        cache: cache.clone(),
+        metrics: metrics.clone(),
+    };
+    AppState(Arc::new(AppParts {
+        links: Arc::new(links),
+        domains: Arc::new(domains(&db, &cache, &settings)),
+        bans: Arc::new(Bans {
+            db: db.clone(),
+            cache: cache.clone(),
+            default_domain: settings.default_domain.clone(),
+        }),
+        redirects: Arc::new(redirects),
+        auth: Arc::new(auth),
+        clicks: Arc::new(clicks),
+        health: Arc::new(health),
+        edge: Arc::new(edge),
+        freshness: Arc::new(freshness),
+        housekeeping: Arc::new(housekeeping),
+        db,
+        cache,
+        metrics,
+        settings,
+    }))
+}
+
+/// Only what registering and changing domains needs (`hop-origin domains add|set|remove`):
+/// the API's pool, and a cache that nothing reads (the serving origins hear of the change
+/// through the database).
+pub fn domains_only(db: Db, settings: &Settings) -> Domains {
+    domains(&db, &RedirectCache::new(1), settings)
+}
+
+fn domains(db: &Db, cache: &RedirectCache, settings: &Settings) -> Domains {
+    Domains {
+        db: db.clone(),
+        cache: cache.clone(),
+        policy: target_policy(settings),
+    }
+}
+
+fn target_policy(settings: &Settings) -> TargetPolicy {
+    TargetPolicy {
+        default_domain: settings.default_domain.clone(),
+        allow_target_hosts: settings.allow_target_hosts.clone(),
+        listen: settings.listen,
+    }
+}
+
+/// Each domain's code sequence, raising the ceiling of what the cache may call
+/// possibly-new as it goes.
+fn code_sequences(db: &Db, cache: &RedirectCache, metrics: &Metrics) -> CodeSequences {
+    CodeSequences::new(
+        Arc::new(ceiling::Raising {
+            source: db.clone(),
+            ceilings: cache.ceilings().clone(),
+        }),
+        DEFAULT_SEGMENT_MAX_AGE,
+        metrics.segments_fetched.clone(),
+        metrics.ids_wasted.clone(),
+    )
+}
+
+/// 16 random hex digits; the time and process id if the system has no randomness.
+fn process_id() -> String {
+    let mut bytes = [0u8; 8];
+    match getrandom::getrandom(&mut bytes) {
+        Ok(()) => bytes.iter().map(|b| format!("{b:02x}")).collect(),
+        Err(_) => format!("{:x}-{}", crate::model::time::now_ms(), std::process::id()),
+    }
+}
+
+/// Each service from the root, for the handlers that take it (`State<Arc<Links>>`).
+macro_rules! services_from_the_root {
+    ($($field:ident: $service:ty),* $(,)?) => {$(
+        impl FromRef<AppState> for Arc<$service> {
+            fn from_ref(state: &AppState) -> Self {
+                state.$field.clone()
+            }
+        }
+    )*};
+}
+
+services_from_the_root!(
+    links: Links,
+    domains: Domains,
+    bans: Bans,
+    redirects: Redirects,
+    auth: Auth,
+    clicks: ClickService,
+    health: Health,
+    edge: Edge,
+);
+
+/// The API's pool, for a handler that reads the database and nothing else (the outbox's
+/// dead letters).
+impl FromRef<AppState> for Db {
+    fn from_ref(state: &AppState) -> Self {
+        state.db.clone()
+    }
+}

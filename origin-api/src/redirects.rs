@@ -1,0 +1,37 @@
+//! What the redirect path holds: its own pool, the redirect cache, the click recorder and
+//! the password gate. A visit reaches nothing else, and no API call reaches its pool
+//! ([`crate::db::Db::with_own_pool`]): a flood of visits cannot take the API's
+//! connections, nor the API a visitor's. The path itself is `routes::redirect`.
+
+use crate::cache::RedirectCache;
+use crate::clicks::recorder::Recorder;
+use crate::db::Db;
+use crate::links::access::PasswordGate;
+use crate::metrics::Metrics;
+use crate::proxies::Proxies;
+use shared::KeyRing;
+use std::sync::Arc;
+
+/// The redirect path's service.
+#[derive(Debug)]
+pub struct Redirects {
+    /// The redirect path's own pool.
+    pub db: Db,
+    pub cache: RedirectCache,
+    pub metrics: Metrics,
+    /// Which peers' forwarding headers are believed.
+    pub proxies: Proxies,
+    pub recorder: Arc<Recorder>,
+    /// Password links' attempts: counted per link, hashed a few at a time.
+    pub passwords: Arc<PasswordGate>,
+    pub settings: RedirectSettings,
+}
+
+/// What the redirect path reads of the configuration.
+#[derive(Debug, Clone)]
+pub struct RedirectSettings {
+    /// The domain a visit on an unknown `Host` (or none) is answered for.
+    pub default_domain: String,
+    /// Tell a code that may be new from one that cannot exist without a read.
+    pub permutation_keys: Option<KeyRing>,
+}
