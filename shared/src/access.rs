@@ -5,18 +5,22 @@
 //!   secret of the link's own that changes whenever the link is set to signed access
 //!   again (which revokes every token issued before);
 //! - *password*: the visitor types the link's password into a form (`crate::password`);
-//!   success is remembered for that link alone by a cookie that has the same shape as a
-//!   token, signed with another message, so neither can stand in for the other.
+//!   success is remembered for that link alone by a cookie ([`COOKIE`]) that has the
+//!   same shape as a token, signed with another message ([`cookie_message`]), so neither
+//!   can stand in for the other.
 //!
 //! What is signed and how a token reads are here, shared; the MAC itself is computed
 //! by each side's own crypto (the edge's WebCrypto, which compares in constant time
 //! and costs the WebAssembly nothing; the origin's `hmac`).
 
-use crate::domain::RouteKey;
+use crate::route::RouteKey;
 use serde::{Deserialize, Serialize};
 
 /// The query parameter that carries a token.
 pub const TOKEN_PARAM: &str = "t";
+/// The password cookie's name (`crate::password`). Its path is the link's own, so each
+/// link has its own.
+pub const COOKIE: &str = "hop_pass";
 /// The longest a token may be read: an expiry and a 64-digit MAC, with room.
 const MAX_TOKEN: usize = 96;
 /// Bytes of a link's secret.
@@ -51,6 +55,12 @@ pub fn signed_message(route: &str, expires_s: i64) -> String {
     format!("hop-link-token-v1\n{route}\n{expires_s}")
 }
 
+/// The bytes a password cookie's MAC covers: unlike a token's, so that a cookie is never
+/// a token nor a token a cookie.
+pub fn cookie_message(route: &RouteKey, expires_s: i64) -> String {
+    format!("hop-link-password-v1\n{}\n{expires_s}", route.as_str())
+}
+
 /// A token as a visit presents it: its expiry (Unix seconds) and its MAC (hex).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Presented<'q> {
@@ -69,11 +79,9 @@ impl<'q> Presented<'q> {
     /// The password cookie in a visit's `Cookie` header, read as [`Presented::find`]
     /// reads a token.
     pub fn in_cookie(cookie: Option<&'q str>, now_s: i64) -> Option<Presented<'q>> {
-        let raw = cookie?.split(';').find_map(|pair| {
-            pair.trim()
-                .strip_prefix(crate::password::COOKIE)?
-                .strip_prefix('=')
-        })?;
+        let raw = cookie?
+            .split(';')
+            .find_map(|pair| pair.trim().strip_prefix(COOKIE)?.strip_prefix('='))?;
         Presented::parse(raw, now_s)
     }
 
@@ -141,7 +149,7 @@ impl Challenge {
             }
             Access::Password { key, .. } => {
                 let presented = Presented::in_cookie(cookie, now_s)?;
-                let message = crate::password::cookie_message(route, presented.expires_s);
+                let message = cookie_message(route, presented.expires_s);
                 (presented, key, message)
             }
         };
@@ -251,10 +259,7 @@ mod tests {
         let c = Challenge::of(&password, &route, None, Some(&cookie), now).unwrap();
         assert_eq!(c.key, vec![0xab]);
         assert_eq!(c.mac, vec![0x0f; 32]);
-        assert_eq!(
-            c.message,
-            crate::password::cookie_message(&route, 1_800_000_100)
-        );
+        assert_eq!(c.message, cookie_message(&route, 1_800_000_100));
         // Signed differently from a token: neither stands in for the other.
         let token = Presented {
             expires_s: 1_800_000_100,

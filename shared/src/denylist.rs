@@ -1,6 +1,6 @@
 //! The denylist: banned codes and banned target hosts, published as one small snapshot.
 
-use crate::domain::RouteKey;
+use crate::route::RouteKey;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 

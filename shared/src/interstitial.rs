@@ -9,7 +9,7 @@
 //! that mix scripts: telling scripts apart needs Unicode's script tables, which would
 //! cost the edge's WebAssembly more than the rest of this page.
 
-use crate::preview::escape;
+use crate::html::escape;
 use crate::visit_url::VisitUrl;
 
 /// The host of `target` as the page shows it: `(readable, punycode)`, the second only

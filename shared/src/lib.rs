@@ -5,30 +5,39 @@
 //!
 //! - [`alphabet`] and [`codes`]: generated codes as fixed-length numbers, custom aliases;
 //! - [`permutation`]: the keyed bijection from `link_id` to code;
-//! - [`domain`]: domain normalization, per-domain settings, route keys;
+//! - [`domain`]: domain normalization, per-domain settings; [`route`]: route keys;
 //! - [`record`] and [`denylist`]: what the edge stores in KV;
 //! - [`target`]: target URL validation and the visitor's query merge;
 //! - [`visit_url`]: the parts of a visited URL, read off the runtime's serialization;
-//! - [`decision`]: the response to a visit;
+//! - [`agent`]: what a user agent says (device, bot, link-preview crawler);
+//! - [`decision`]: the response to a visit, of the types in [`answer`]; the pages it may
+//!   answer with instead of a redirect are drawn by modules below it ([`password`],
+//!   [`preview`], [`interstitial`]);
 //! - [`clicks`]: the click event a visit reports, reduced to coarse dimensions;
 //! - [`tally`]: alike clicks counted where they happen, sent a window at a time.
 //!
-//! No I/O happens here.
+//! No I/O happens here, and no file imports one that imports it back, however
+//! indirectly (`tests/tests/architecture.rs` checks).
 
 pub mod access;
 pub mod activation;
+pub mod agent;
 pub mod alphabet;
+pub mod answer;
 pub mod clicks;
 pub mod codes;
 pub mod decision;
 pub mod denylist;
 pub mod domain;
 pub mod fallback;
+mod html;
 pub mod interstitial;
+mod page;
 pub mod password;
 pub mod permutation;
 pub mod preview;
 pub mod record;
+pub mod route;
 pub mod split;
 pub mod sync;
 pub mod tally;

@@ -10,12 +10,12 @@
 //! is a 303 back to the short URL, whose `GET` then decides as for any visit. So the
 //! `POST` never carries the target, and the click is counted once, by the `GET`.
 
+pub use crate::access::{cookie_message, COOKIE};
 use crate::access::{hex_decode, Access};
-use crate::domain::RouteKey;
+use crate::html::escape;
+use crate::route::RouteKey;
 use subtle::ConstantTimeEq;
 
-/// The cookie's name. Its path is the link's own, so each link has its own.
-pub const COOKIE: &str = "hop_pass";
 /// How long a visitor who gave the password is let in without giving it again.
 pub const COOKIE_TTL_S: i64 = 3600;
 /// PBKDF2 rounds for a new password: the most the Workers runtime computes (it refuses
@@ -66,12 +66,6 @@ impl Client {
     pub fn named(header: Option<&str>) -> Client {
         Client::of(header.and_then(|h| h.trim().parse().ok()))
     }
-}
-
-/// The bytes a password cookie's MAC covers: unlike a token's, so that a cookie is
-/// never a token nor a token a cookie.
-pub fn cookie_message(route: &RouteKey, expires_s: i64) -> String {
-    format!("hop-link-password-v1\n{}\n{expires_s}", route.as_str())
 }
 
 /// The `Set-Cookie` value that lets the visitor into `route` until `expires_s`:
@@ -299,7 +293,7 @@ pub fn form(route: &RouteKey, which: Form) -> String {
     format!(
         "{FORM_HEAD}{note}<form method=\"post\"><input type=\"text\" name=\"link\" \
          autocomplete=\"username\" value=\"{}\" hidden readonly>{FORM_FIELDS}",
-        crate::preview::escape(route.as_str())
+        escape(route.as_str())
     )
 }
 

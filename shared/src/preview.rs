@@ -2,60 +2,14 @@
 //! Graph and Twitter tags and a refresh to the target, instead of a bare redirect, so a
 //! link shared in a chat shows the title, description and image its owner chose.
 
+pub use crate::agent::{is_previewer, PREVIEWERS};
+use crate::html::escape;
 use serde::{Deserialize, Serialize};
 
 /// The longest title, and description, a preview may have (in bytes); longer is
 /// refused, not cut.
 pub const MAX_TITLE: usize = 200;
 pub const MAX_DESCRIPTION: usize = 500;
-
-/// The user-agent markers of link-preview crawlers (lower case). They fetch a link once
-/// when it is shared, to show a card; they are not visitors, and are counted as bots.
-/// Kept to crawlers that read Open Graph or Twitter tags, matched by markers unlikely in
-/// a browser's agent; search engines are not here (they follow the redirect). Apple's
-/// iMessage and Signal present themselves as facebookexternalhit or WhatsApp, Teams as
-/// SkypeUriPreview.
-pub const PREVIEWERS: &[&str] = &[
-    "facebookexternalhit",
-    "facebookcatalog",
-    "meta-externalagent",
-    "twitterbot",
-    "slackbot",
-    "slack-imgproxy",
-    "linkedinbot",
-    "discordbot",
-    "whatsapp",
-    "telegrambot",
-    "skypeuripreview",
-    "microsoftpreview",
-    "pinterestbot",
-    "redditbot",
-    "embedly",
-    "iframely",
-    "vkshare",
-    "mastodon",
-    "bluesky",
-    "cardyb",
-    "google-pagerenderer",
-    // Snapchat's crawler; its in-app browser says `Snapchat/…`, and is a person.
-    "snap url preview",
-    "viber",
-    // LINE's crawler; its in-app browser says `Line/…`, and is a person.
-    "line-poker",
-    "kakaotalk-scrap",
-    "mattermost",
-];
-
-/// Whether a user agent is a link-preview crawler.
-pub fn is_previewer(user_agent: &str) -> bool {
-    let ua = crate::clicks::head(user_agent, crate::clicks::MAX_UA_BYTES).to_ascii_lowercase();
-    names_previewer(&ua)
-}
-
-/// [`is_previewer`] for an agent already cut and lowercased.
-pub(crate) fn names_previewer(lowercase_ua: &str) -> bool {
-    PREVIEWERS.iter().any(|m| lowercase_ua.contains(m))
-}
 
 /// What a link shows when it is shared.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -148,71 +102,10 @@ impl Preview {
     }
 }
 
-/// Text safe inside an HTML attribute or element.
-pub(crate) fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
-
-    #[test]
-    fn the_chat_apps_crawlers_are_previewers_and_browsers_and_search_engines_are_not() {
-        for ua in [
-            "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)",
-            "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)",
-            "Twitterbot/1.0",
-            "Mozilla/5.0 (compatible; Discordbot/2.0; +https://discordapp.com)",
-            "WhatsApp/2.23.20.0",
-            "TelegramBot (like TwitterBot)",
-            "LinkedInBot/1.0 (compatible; Mozilla/5.0; Apache-HttpClient +http://www.linkedin.com)",
-        ] {
-            assert!(is_previewer(ua), "{ua}");
-        }
-        for ua in [
-            "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 Mobile/15E148 Safari/604.1",
-            "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
-            "curl/8.5.0",
-            "",
-            // In-app browsers are people: LINE's and Snapchat's name their app.
-            "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 Safari Line/13.17.0",
-            "Mozilla/5.0 (Linux; Android 13; SM-S911B) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/116.0 Mobile Safari/537.36 Line/13.16.1/IAB",
-            "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/120.0 Mobile Safari/537.36 Snapchat/12.70.0.40 (like Safari/604.1)",
-        ] {
-            assert!(!is_previewer(ua), "{ua}");
-        }
-        // Their crawlers are previewers.
-        for ua in [
-            "facebookexternalhit/1.1;line-poker/1.0",
-            "Mozilla/5.0 (compatible; Snap URL Preview Service; bot; snapchat; https://developers.snap.com/robots)",
-        ] {
-            assert!(is_previewer(ua), "{ua}");
-        }
-    }
-
-    /// Previewers are never counted as people, whatever their agent looks like.
-    #[test]
-    fn every_previewer_is_classified_a_bot() {
-        for marker in PREVIEWERS {
-            let ua =
-                format!("Mozilla/5.0 (Windows NT 10.0) AppleWebKit/537.36 {marker} Safari/537.36");
-            assert!(is_previewer(&ua), "{ua}");
-            assert!(crate::clicks::classify_user_agent(&ua).1, "{ua}");
-        }
-    }
 
     #[test]
     fn the_page_carries_the_tags_and_the_refresh_with_everything_escaped() {

@@ -17,7 +17,8 @@
 //! status, its faults by kind, its location and the age of its denylist, so the edge's
 //! own state reaches the origin's metrics without a channel of its own.
 
-use crate::clicks::{ClickEvent, Device};
+use crate::agent::Device;
+use crate::clicks::event::ClickEvent;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -443,7 +444,7 @@ impl Outbox {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clicks::Visitor;
+    use crate::clicks::event::Visitor;
     use proptest::prelude::*;
 
     fn event(link: &str, at: i64, status: u16, country: Option<&str>) -> ClickEvent {

@@ -1,74 +1,32 @@
-//! Click events: what a visit reports about itself, coarse by construction.
+//! Click events: what a visit reports about itself, coarse by construction, and how the
+//! edge sends them to the origin.
 //!
 //! The edge and the origin's own redirect path build events with the same functions, so
 //! a click counts the same wherever it was answered. Nothing here can hold a visitor's
 //! IP address, user agent or full referrer: [`Visitor::describe`] reduces them to a
 //! country code, a referrer host, a device class and a bot flag before anything is kept
 //! or sent (ARCHITECTURE §8).
+//!
+//! The event itself is `event`'s (re-exported here), below the tally that counts alike
+//! events ([`crate::tally`]); this module has what carries both to the origin (the
+//! batch, the receipt) and what decides which visits are clicks at all.
 
-use crate::decision::{Method, Outcome};
+pub use crate::agent::{classify_user_agent, Device, MAX_UA_BYTES};
+use crate::answer::{Method, Outcome};
+use crate::tally::ClickTally;
 use serde::{Deserialize, Serialize};
+
+pub(crate) mod event;
+
+pub use event::{
+    country_code, referrer_host, referrer_site, ClickEvent, Visitor, MAX_EVENT_ID_LEN,
+    MAX_REFERRER_READ,
+};
 
 /// Where the edge posts batches of events on the origin.
 pub const CLICKS_PATH: &str = "/v1/edge/clicks";
 /// Events per `POST /v1/edge/clicks` at most.
 pub const MAX_CLICK_BATCH: usize = 1_000;
-/// The longest event id accepted (a UUID is 36 characters).
-pub const MAX_EVENT_ID_LEN: usize = 64;
-/// User agents are looked at up to this many bytes; real ones are shorter.
-pub const MAX_UA_BYTES: usize = 512;
-/// The longest referrer host kept (a DNS name's limit).
-const MAX_HOST_LEN: usize = 253;
-
-/// The kind of device a visit came from, as far as its user agent tells.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Device {
-    Desktop,
-    Mobile,
-    Tablet,
-    /// No user agent, or one naming no known platform (TVs, consoles, tools).
-    Other,
-}
-
-impl Device {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Device::Desktop => "desktop",
-            Device::Mobile => "mobile",
-            Device::Tablet => "tablet",
-            Device::Other => "other",
-        }
-    }
-}
-
-/// The coarse facts about who visited: all that is ever kept of a visitor.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Visitor {
-    /// ISO 3166-1 alpha-2, uppercase (Cloudflare's `cf.country`; `T1` is Tor).
-    pub country: Option<String>,
-    /// The referring page's host, lowercased, without `www.`.
-    pub referrer_host: Option<String>,
-    pub device: Device,
-    pub bot: bool,
-}
-
-impl Visitor {
-    /// Reduces what a request says about its sender to the kept dimensions.
-    pub fn describe(
-        user_agent: Option<&str>,
-        referer: Option<&str>,
-        country: Option<&str>,
-    ) -> Self {
-        let (device, bot) = classify_user_agent(user_agent.unwrap_or_default());
-        Visitor {
-            country: country.and_then(country_code),
-            referrer_host: referer.and_then(referrer_host),
-            device,
-            bot,
-        }
-    }
-}
 
 /// Whether a visit answered with `outcome` is a click on a link: a `GET` that found a
 /// link, or a banned code (which is one, even when its record is gone). Unknown codes are
@@ -85,106 +43,6 @@ pub fn counts_as_click(method: Method, outcome: Outcome) -> bool {
         )
 }
 
-/// One click, as the edge sends it and the origin ingests it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ClickEvent {
-    /// Unique per visit, made where the visit was answered; ingestion counts an id once.
-    pub event_id: String,
-    /// The route key, `domain/code`.
-    pub link: String,
-    /// The version of the record the answer came from; absent when there was none (a
-    /// banned code whose record is gone).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<u64>,
-    /// When the visit was answered, Unix milliseconds.
-    pub at: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub country: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub referrer_host: Option<String>,
-    pub device: Device,
-    pub bot: bool,
-    /// The status the visitor got.
-    pub status: u16,
-    /// The split variant the visit was sent to (its index), when the link has a split.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub variant: Option<u8>,
-}
-
-impl ClickEvent {
-    /// The event for a visit to `link` answered with `status` at `at` (Unix ms).
-    pub fn new(
-        event_id: String,
-        link: String,
-        version: Option<u64>,
-        at: i64,
-        status: u16,
-        visitor: Visitor,
-    ) -> Self {
-        ClickEvent {
-            event_id,
-            link,
-            version,
-            at,
-            country: visitor.country,
-            referrer_host: visitor.referrer_host,
-            device: visitor.device,
-            bot: visitor.bot,
-            status,
-            variant: None,
-        }
-    }
-
-    /// The event, saying which split variant the visit got.
-    pub fn with_variant(self, variant: Option<u8>) -> Self {
-        ClickEvent { variant, ..self }
-    }
-
-    /// Why this event cannot be counted, if it cannot. A sender may be out of date or
-    /// hostile: every field is checked against what `describe` can produce.
-    pub fn problem(&self) -> Option<&'static str> {
-        let id_ok = !self.event_id.is_empty()
-            && self.event_id.len() <= MAX_EVENT_ID_LEN
-            && self
-                .event_id
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-        if !id_ok {
-            return Some("event_id must be 1 to 64 letters, digits, '-' or '_'");
-        }
-        if crate::RouteKey::parse(&self.link).is_none() {
-            return Some("link must be a route key, domain/code");
-        }
-        if !(100..=599).contains(&self.status) {
-            return Some("status must be an HTTP status");
-        }
-        if self
-            .country
-            .as_deref()
-            .is_some_and(|c| country_code(c).as_deref() != Some(c))
-        {
-            return Some("country must be two uppercase letters or digits");
-        }
-        if self.referrer_host.as_deref().is_some_and(|h| {
-            h.is_empty()
-                || h.len() > MAX_HOST_LEN
-                || !h
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-._[]:".contains(&b))
-        }) {
-            return Some("referrer_host must be a lowercase host name");
-        }
-        if self
-            .variant
-            .is_some_and(|v| usize::from(v) >= crate::split::MAX_VARIANTS)
-        {
-            return Some("variant must be the index of a split's variant");
-        }
-        None
-    }
-}
-
 /// A batch of queue messages, as posted to [`CLICKS_PATH`]: tallies, and single events
 /// (what an edge sent before it tallied, still in its queue during an upgrade).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -193,7 +51,7 @@ pub struct ClickBatch {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<ClickEvent>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tallies: Vec<crate::tally::ClickTally>,
+    pub tallies: Vec<ClickTally>,
 }
 
 /// What the origin did with a batch, in clicks.
@@ -275,128 +133,6 @@ impl VisitorBudget {
     }
 }
 
-/// `cf.country` (or `CF-IPCountry`) when it is a code: two ASCII letters or digits
-/// (`T1` is Tor, `XX` unknown), uppercased.
-pub fn country_code(raw: &str) -> Option<String> {
-    let raw = raw.trim();
-    (raw.len() == 2 && raw.bytes().all(|b| b.is_ascii_alphanumeric()))
-        .then(|| raw.to_ascii_uppercase())
-}
-
-/// The most of a `Referer` that is ever read: a scheme, `://`, a DNS name and a port
-/// fit. A reduction that reads no further can be remembered under this prefix.
-pub const MAX_REFERRER_READ: usize = 320;
-
-/// The part of a `Referer` that names its site: up to the end of its authority. `None`
-/// when that is longer than [`MAX_REFERRER_READ`] (no valid host is that long).
-pub fn referrer_site(referer: &str) -> Option<&str> {
-    let referer = referer.trim_start();
-    // Bytes: what is searched for is ASCII, so each match is at a character boundary;
-    // a substring searcher cost recording a click more than the rest of this function.
-    // Nothing past the bound is read (a header of kilobytes is not scanned to its end):
-    // a site that reaches it is too long whatever follows.
-    let bytes = referer.as_bytes();
-    let within = &bytes[..bytes.len().min(MAX_REFERRER_READ + 1)];
-    let mut from = 0;
-    let after_scheme = loop {
-        let colon = from + within[from..].iter().position(|&b| b == b':')?;
-        if bytes[colon + 1..].starts_with(b"//") {
-            break colon + 3;
-        }
-        from = colon + 1;
-    };
-    let end = match within
-        .get(after_scheme..)?
-        .iter()
-        .position(|b| matches!(b, b'/' | b'?' | b'#'))
-    {
-        Some(i) => after_scheme + i,
-        None if bytes.len() <= MAX_REFERRER_READ => bytes.len(),
-        None => return None,
-    };
-    Some(referer[..end].trim_end())
-}
-
-/// The host of a `Referer` header, and nothing else of it: lowercased, without a leading
-/// `www.`, for http(s) referrers only (an app's `android-app://…` names no site). Only
-/// [`referrer_site`] is read.
-pub fn referrer_host(referer: &str) -> Option<String> {
-    let url = url::Url::parse(referrer_site(referer)?).ok()?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return None;
-    }
-    let host = url.host_str()?.trim_end_matches('.');
-    let host = host.strip_prefix("www.").unwrap_or(host);
-    (!host.is_empty() && host.len() <= MAX_HOST_LEN).then(|| host.to_ascii_lowercase())
-}
-
-/// Words in a user agent that mark an automated client: crawlers, link previewers,
-/// monitors, HTTP libraries and headless browsers.
-const BOT_MARKERS: &[&str] = &[
-    "bot",
-    "crawl",
-    "spider",
-    "slurp",
-    "preview",
-    "facebookexternalhit",
-    "facebookcatalog",
-    "embedly",
-    "whatsapp",
-    "headless",
-    "lighthouse",
-    "pingdom",
-    "uptime",
-    "monitor",
-    "curl/",
-    "wget/",
-    "python",
-    "go-http-client",
-    "java/",
-    "okhttp",
-    "axios",
-    "node-fetch",
-    "httpclient",
-    "libwww",
-    "scrapy",
-    "phantomjs",
-];
-
-/// The device class and bot flag of a user agent, by a compact rule set rather than a
-/// full parser (which would cost the edge's WebAssembly far more than these few hundred
-/// bytes; docs/analytics.md). A client is a bot when it names itself one of
-/// [`BOT_MARKERS`], or does not present itself as a browser at all: every browser's agent
-/// starts `Mozilla/` (or `Opera/`, for old Opera), and an empty agent is a script.
-pub fn classify_user_agent(ua: &str) -> (Device, bool) {
-    let ua = head(ua, MAX_UA_BYTES).to_ascii_lowercase();
-    let browser = ua.starts_with("mozilla/") || ua.starts_with("opera/");
-    // Link-preview crawlers are bots whatever they call themselves (several present a
-    // browser's agent with the app's name in it).
-    let bot = !browser
-        || BOT_MARKERS.iter().any(|m| ua.contains(m))
-        || crate::preview::names_previewer(&ua);
-    let has = |s: &str| ua.contains(s);
-    let device = if has("ipad") || has("tablet") || (has("android") && !has("mobile")) {
-        Device::Tablet
-    } else if has("mobi") || has("iphone") || has("ipod") || has("android") || has("phone") {
-        Device::Mobile
-    } else if has("windows nt") || has("macintosh") || has("cros") || has("x11") || has("linux") {
-        Device::Desktop
-    } else {
-        Device::Other
-    };
-    (device, bot)
-}
-
-/// At most the first `max` bytes of a header value, cut at a character boundary: what
-/// is read of values a client controls.
-pub(crate) fn head(value: &str, max: usize) -> &str {
-    let mut end = value.len().min(max);
-    while !value.is_char_boundary(end) {
-        end -= 1;
-    }
-    &value[..end]
-}
-
 /// How long the edge waits before it sends a refused batch of clicks again: `base_s`
 /// doubled for each attempt after the first, at most `max_s` (a down origin is not
 /// hammered, and a batch is never put off for hours).
@@ -410,6 +146,9 @@ pub fn retry_delay_s(base_s: u32, attempts: u32, max_s: u32) -> u32 {
 mod tests {
     use super::*;
 
+    const CHROME_WINDOWS: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36";
+    const SAFARI_IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1";
+
     #[test]
     fn retry_delays_double_from_the_base_up_to_the_cap() {
         let delays: Vec<u32> = (0..=8).map(|a| retry_delay_s(5, a, 300)).collect();
@@ -420,49 +159,6 @@ mod tests {
         assert_eq!(retry_delay_s(0, 9, 300), 0);
     }
     use proptest::prelude::*;
-
-    const CHROME_WINDOWS: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36";
-    const SAFARI_IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1";
-    const CHROME_ANDROID: &str = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile Safari/537.36";
-    const ANDROID_TABLET: &str = "Mozilla/5.0 (Linux; Android 13; SM-X710) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36";
-    const IPAD: &str = "Mozilla/5.0 (iPad; CPU OS 16_6 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/16.6 Mobile/15E148 Safari/604.1";
-    const FIREFOX_LINUX: &str =
-        "Mozilla/5.0 (X11; Linux x86_64; rv:125.0) Gecko/20100101 Firefox/125.0";
-    const SAFARI_MAC: &str = "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_4) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Safari/605.1.15";
-
-    #[test]
-    fn browsers_are_people_on_their_devices() {
-        for (ua, device) in [
-            (CHROME_WINDOWS, Device::Desktop),
-            (FIREFOX_LINUX, Device::Desktop),
-            (SAFARI_MAC, Device::Desktop),
-            (SAFARI_IPHONE, Device::Mobile),
-            (CHROME_ANDROID, Device::Mobile),
-            (ANDROID_TABLET, Device::Tablet),
-            (IPAD, Device::Tablet),
-        ] {
-            assert_eq!(classify_user_agent(ua), (device, false), "{ua}");
-        }
-    }
-
-    #[test]
-    fn crawlers_previewers_and_tools_are_bots() {
-        for ua in [
-            "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
-            "Mozilla/5.0 (Linux; Android 6.0.1; Nexus 5X Build/MMB29P) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile Safari/537.36 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
-            "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)",
-            "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)",
-            "WhatsApp/2.23.20.0",
-            "TelegramBot (like TwitterBot)",
-            "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/124.0.0.0 Safari/537.36",
-            "curl/8.5.0",
-            "python-requests/2.31.0",
-            "Go-http-client/1.1",
-            "",
-        ] {
-            assert!(classify_user_agent(ua).1, "{ua:?} should be a bot");
-        }
-    }
 
     #[test]
     fn a_visitor_adds_at_most_its_budget_a_minute() {

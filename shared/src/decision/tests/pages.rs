@@ -1,0 +1,130 @@
+//! Pages instead of a redirect: social previews for crawlers, and interstitials.
+
+use super::*;
+
+#[test]
+fn a_previewer_gets_the_preview_page_and_a_browser_the_redirect() {
+    let rec = EdgeRecord {
+        preview: Some(Preview {
+            title: Some("Spring sale".into()),
+            ..Preview::default()
+        }),
+        ..active("https://shop.example/spring")
+    };
+    let none = Denylist::default();
+    let d = run_as(&rec, ua(SLACKBOT), None, 0, &none);
+    assert_eq!((d.status, d.outcome), (200, Outcome::Redirect));
+    assert_eq!(d.header("content-type"), Some("text/html; charset=utf-8"));
+    let page = d.body.text().unwrap();
+    assert!(
+        page.contains(r#"<meta property="og:title" content="Spring sale">"#),
+        "{page}"
+    );
+    assert!(page.contains(r#"<meta property="og:url" content="https://s.example/7Fk3aQx">"#));
+    assert!(page.contains("url=https://shop.example/spring"));
+    assert_eq!(d.header("vary"), Some(VARY));
+    let d = run_as(&rec, ua(IPHONE), None, 0, &none);
+    assert_eq!(
+        (d.status, d.header("location")),
+        (302, Some("https://shop.example/spring"))
+    );
+    // A link without a preview redirects previewers like anyone.
+    let d = run_as(
+        &active("https://shop.example/"),
+        ua(SLACKBOT),
+        None,
+        0,
+        &none,
+    );
+    assert_eq!(d.status, 302);
+}
+
+#[test]
+fn an_interstitial_link_shows_where_it_goes_instead_of_redirecting() {
+    let rec = EdgeRecord {
+        interstitial: true,
+        ..active("https://xn--bcher-kva.example/x")
+    };
+    let d = run_as(&rec, ua(DESKTOP), None, 0, &Denylist::default());
+    assert_eq!((d.status, d.header("location")), (200, None));
+    let page = d.body.text().unwrap();
+    assert!(page.contains("bücher.example"), "{page}");
+    assert!(page.contains(r#"href="https://xn--bcher-kva.example/x""#));
+    // A banned target is blocked before any page names it.
+    let d = run_as(
+        &rec,
+        ua(DESKTOP),
+        None,
+        0,
+        &deny(&[], &["xn--bcher-kva.example"]),
+    );
+    assert_eq!(d.status, 403);
+}
+
+#[test]
+fn a_domain_of_untrusted_targets_shows_every_link_s_interstitial() {
+    let warned = DomainSettings {
+        interstitial: true,
+        ..DomainSettings::default()
+    };
+    let rec = active("https://shop.example/x");
+    let d = run_on(Some(&rec), Method::Get, None, &Denylist::default(), &warned);
+    assert_eq!((d.status, d.header("location")), (200, None));
+    assert!(d.body.text().unwrap_or_default().contains("shop.example"));
+    // The setting travels in the domain's config, and an edge that predates it
+    // reads the config all the same.
+    let json = serde_json::to_string(&warned).unwrap();
+    assert!(json.contains(r#""interstitial":true"#), "{json}");
+    assert!(!serde_json::to_string(&DomainSettings::default())
+        .unwrap()
+        .contains("interstitial"));
+}
+
+/// On a domain of untrusted targets, a preview never carries a visitor past the
+/// interstitial: people (in-app browsers of LINE and Snapchat among them) get the
+/// interstitial, and a known crawler gets the preview's tags without the refresh to
+/// the target (one that only claims to be a crawler gets no way past either).
+#[test]
+fn a_domain_s_interstitial_wins_over_a_preview_for_anyone_but_a_crawler() {
+    let warned = DomainSettings {
+        interstitial: true,
+        ..DomainSettings::default()
+    };
+    let rec = EdgeRecord {
+        preview: Some(Preview {
+            title: Some("Spring sale".into()),
+            ..Preview::default()
+        }),
+        ..active("https://shop.example/x")
+    };
+    let route = route();
+    let decide_for = |agent: &str| {
+        let visit = Visit {
+            client: ua(agent),
+            ..visit(&route, Method::Get, None)
+        };
+        decide(&visit, Some(&rec), &Denylist::default(), &warned)
+    };
+    for person in [
+        IPHONE,
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 Safari Line/13.17.0",
+        "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/120.0 Mobile Safari/537.36 Snapchat/12.70.0.40 (like Safari/604.1)",
+    ] {
+        let d = decide_for(person);
+        let page = d.body.text().unwrap_or_default().to_owned();
+        assert_eq!((d.status, d.header("location")), (200, None), "{person}");
+        assert!(!page.contains("og:title"), "{person}: the preview, not the interstitial");
+        assert!(!page.contains("http-equiv=\"refresh\""), "{person}: {page}");
+    }
+    let d = decide_for(SLACKBOT);
+    let page = d.body.text().unwrap_or_default();
+    assert!(page.contains(r#"content="Spring sale""#), "{page}");
+    assert!(!page.contains("http-equiv=\"refresh\""), "{page}");
+    // Without the interstitial, the crawler's page still refreshes to the target.
+    let plain = run_as(&rec, ua(SLACKBOT), None, 0, &Denylist::default());
+    assert!(plain
+        .body
+        .text()
+        .unwrap_or_default()
+        .contains("url=https://shop.example/x"));
+}
