@@ -16,8 +16,6 @@ pub mod error;
 pub mod freshness;
 pub mod housekeeping;
 pub mod in_flight;
-#[cfg(test)]
-mod layers;
 pub mod links;
 pub mod metrics;
 pub mod model;
