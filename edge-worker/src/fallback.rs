@@ -1,4 +1,4 @@
-//! Asking the origin about codes KV does not hold yet (ARCHITECTURE §6.4).
+//! Asking the origin about codes KV does not hold yet (docs/architecture.md, "The activation window").
 //!
 //! KV lags behind the origin, so a link created a moment ago is missing here. Only codes
 //! that may be new are asked about: a generated code whose number lies in its domain's

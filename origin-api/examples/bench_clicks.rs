@@ -15,7 +15,7 @@
 use axum::http::HeaderValue;
 use origin_api::cache::LinkTag;
 use origin_api::clicks::recorder::{Recorder, Reduced};
-use origin_api::clicks::stats::{link_stats, owner_stats, Granularity, Range};
+use origin_api::clicks::stats::{link_stats, owner_stats, Range};
 use origin_api::clicks::tally::Clicked;
 use origin_api::clicks::Clicks;
 use origin_api::db::Db;
@@ -24,6 +24,7 @@ use origin_api::model::time::now_ms;
 use origin_api::owners::Owners;
 use origin_api::store::sql::{values_placeholders, Arg};
 use origin_api::store::{ClickDims, ClickStore, Increments, LinkRef, LinkStore};
+use origin_api::views::stats::Granularity;
 use shared::clicks::{ClickEvent, Device};
 use shared::tally::{ClickTally, Tally, TallyRow};
 use shared::RouteKey;

@@ -19,12 +19,15 @@
 //! - Each worker thread keeps its own copy of the settings, the denylist and the links it
 //!   serves most ([`front`]), so that a hot link's visits share no lock and no counter.
 
+mod entry;
 mod front;
 pub mod served;
 
+pub use entry::{Entry, LinkTag, DENYLIST_TTL, SETTINGS_TTL};
+
 use crate::ceiling::Ceilings;
 use crate::model::Link;
-use crate::owners::{OwnerId, Owners};
+use crate::owners::Owners;
 use crate::store::{BanStore, LinkStore, SegmentSource, StoreError};
 use moka::future::Cache;
 use shared::{CodeKind, Denylist, DomainSettings, EdgeRecord, KeyRing, PreparedRecord, RouteKey};
@@ -38,32 +41,6 @@ use std::time::{Duration, Instant};
 pub const POSITIVE_TTL: Duration = Duration::from_secs(60);
 /// How long an unknown code is remembered as unknown.
 pub const NEGATIVE_TTL: Duration = Duration::from_secs(10);
-/// Domain settings change rarely.
-pub const SETTINGS_TTL: Duration = Duration::from_secs(60);
-/// How long other processes' ban changes may take to reach this one's redirects.
-pub const DENYLIST_TTL: Duration = Duration::from_secs(5);
-
-/// What the redirect path knows about one route key. Held by value in the cache's
-/// table and cloned on every read: a copy and a reference count on the target's text,
-/// where an `Arc` of the entry was one more allocation to reach (a cache miss per visit
-/// at a million links).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
-    /// The link's record, its target parsed once here rather than on every visit;
-    /// `None`: no such link.
-    pub record: Option<PreparedRecord>,
-    /// Which link it is and whose, so that a click on it is counted without a read.
-    pub link: Option<LinkTag>,
-    expires: Instant,
-}
-
-/// A link as a click needs it: its id and its owner.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct LinkTag {
-    pub id: u64,
-    pub owner: OwnerId,
-}
-
 /// `d` give or take up to a tenth, so that entries loaded together do not all expire
 /// (and come back to the database) in the same instant.
 fn jittered(d: Duration) -> Duration {

@@ -22,8 +22,6 @@ pub enum DbError {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error(transparent)]
     Query(#[from] sqlx::Error),
-    #[error("cannot register the default domain: {0}")]
-    Register(Box<crate::store::StoreError>),
 }
 
 /// How much of a SQLite file is mapped into memory (address space, not memory: pages are

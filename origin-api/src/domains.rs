@@ -6,127 +6,14 @@ use crate::cache::RedirectCache;
 use crate::db::Db;
 use crate::error::AppError;
 use crate::links::TargetPolicy;
-use crate::links::{on_allowed_host, present, redirect_url, Lookups};
-use crate::model::time::{now_ms, rfc3339};
-use crate::model::{Creator, Domain, DomainAccess, DomainStatus, Refusal};
+use crate::links::{on_allowed_host, redirect_url, Lookups};
+use crate::model::time::now_ms;
+use crate::model::{Domain, DomainAccess, DomainStatus};
 use crate::store::{DomainStore, LinkStore, StoreError};
-use serde::{Deserialize, Serialize};
+use crate::views::domains::{
+    CreateDomain, UpdateDomain, MAX_CODE_LENGTH, MAX_LIST, MAX_MAX_AGE_S, MIN_CODE_LENGTH,
+};
 use shared::{normalize_short_domain, Alphabet, CodeSpace, RedirectStatus};
-
-/// Generated codes are at least this long: a shorter space runs out within days.
-pub const MIN_CODE_LENGTH: i64 = 4;
-/// And at most this long (the database's bound).
-pub const MAX_CODE_LENGTH: i64 = 10;
-/// The longest a visitor's browser may keep a redirect: the longest a ban, a delete or
-/// an edit can take to reach a visitor who clicked before it.
-pub const MAX_MAX_AGE_S: i64 = 3_600;
-/// The most owners, and the most allowed target hosts, one domain lists.
-pub const MAX_LIST: usize = 100;
-
-/// The body of `POST /v1/domains`: either `"shared": true` or a list of `owners`, and
-/// any settings, each defaulting to what a domain nobody configured does.
-#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CreateDomain {
-    /// The host name visitors use, e.g. `go.example`.
-    pub domain: String,
-    /// Any API key may create links on it.
-    #[serde(default)]
-    pub shared: bool,
-    /// The owners whose keys may create links on it (when not shared).
-    #[serde(default)]
-    pub owners: Vec<String>,
-    /// `base62` (default), `base58` or `base36`.
-    #[serde(default)]
-    pub alphabet: Option<String>,
-    /// Characters of a generated code: 4 to 10 (default 7).
-    #[serde(default)]
-    pub code_length: Option<i64>,
-    /// Codes and aliases match in any case (needs `base36`).
-    #[serde(default)]
-    pub case_insensitive: Option<bool>,
-    /// Links forward the visitor's query unless they say otherwise.
-    #[serde(default)]
-    pub forward_query: Option<bool>,
-    /// Every link shows its interstitial (the destination and a link to continue)
-    /// instead of redirecting at once: a domain for untrusted targets.
-    #[serde(default)]
-    pub interstitial: Option<bool>,
-    /// 301, 302 (default), 307 or 308, for links that do not choose.
-    #[serde(default)]
-    pub default_redirect: Option<i64>,
-    /// How long a browser may keep a redirect: 0 to 3600 seconds (default 60).
-    #[serde(default)]
-    pub max_age_s: Option<i64>,
-    /// Where a visitor of a code with no link goes instead of a 404.
-    #[serde(default)]
-    pub not_found_url: Option<String>,
-    /// Where a visitor of `/` goes.
-    #[serde(default)]
-    pub root_url: Option<String>,
-    /// Where a visitor of an expired link goes instead of a 410.
-    #[serde(default)]
-    pub expired_url: Option<String>,
-    /// The only hosts (with their subdomains) links on it may point at.
-    #[serde(default)]
-    pub allowed_target_hosts: Option<Vec<String>>,
-    /// `active` (default) or `disabled`.
-    #[serde(default)]
-    pub status: Option<String>,
-}
-
-/// A domain as the API shows it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
-pub struct DomainView {
-    pub domain: String,
-    pub shared: bool,
-    /// Empty when shared.
-    pub owners: Vec<String>,
-    pub status: String,
-    pub alphabet: String,
-    pub code_length: u8,
-    pub case_insensitive: bool,
-    pub forward_query: bool,
-    pub interstitial: bool,
-    pub default_redirect: u16,
-    pub max_age_s: u32,
-    pub not_found_url: Option<String>,
-    pub root_url: Option<String>,
-    pub expired_url: Option<String>,
-    pub allowed_target_hosts: Option<Vec<String>>,
-    pub version: u64,
-    pub created_at: String,
-    pub updated_at: String,
-}
-
-impl Domain {
-    pub fn view(&self) -> DomainView {
-        let (shared, owners) = match &self.access {
-            DomainAccess::Shared => (true, vec![]),
-            DomainAccess::Owners(o) => (false, o.clone()),
-        };
-        DomainView {
-            domain: self.domain.clone(),
-            shared,
-            owners,
-            status: self.settings.status.as_str().to_owned(),
-            alphabet: self.settings.codes.alphabet().name().to_owned(),
-            code_length: self.settings.codes.length(),
-            case_insensitive: self.settings.case_insensitive,
-            forward_query: self.settings.forward_query,
-            interstitial: self.settings.interstitial,
-            default_redirect: self.settings.default_redirect.code(),
-            max_age_s: self.settings.max_age_s,
-            not_found_url: self.settings.not_found_url.clone(),
-            root_url: self.settings.root_url.clone(),
-            expired_url: self.settings.expired_url.clone(),
-            allowed_target_hosts: self.allowed_target_hosts.clone(),
-            version: self.version,
-            created_at: rfc3339(self.created_at),
-            updated_at: rfc3339(self.updated_at),
-        }
-    }
-}
 
 /// The domain registry: registering, changing and removing the short domains.
 #[derive(Debug)]
@@ -279,47 +166,6 @@ impl CreateDomain {
         }
         Ok(d)
     }
-}
-
-/// The body of `PATCH /v1/domains/{domain}`: any of the fields of a registration but
-/// the name; `null` clears a URL or the allowed hosts. The code shape (`alphabet`,
-/// `code_length`, `case_insensitive`) is fixed once a link lives on the domain.
-#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct UpdateDomain {
-    #[serde(default)]
-    pub shared: Option<bool>,
-    /// Replaces the owners (with `"shared": false` for a shared domain).
-    #[serde(default)]
-    pub owners: Option<Vec<String>>,
-    #[serde(default)]
-    pub alphabet: Option<String>,
-    #[serde(default)]
-    pub code_length: Option<i64>,
-    #[serde(default)]
-    pub case_insensitive: Option<bool>,
-    #[serde(default)]
-    pub forward_query: Option<bool>,
-    #[serde(default)]
-    pub interstitial: Option<bool>,
-    #[serde(default)]
-    pub default_redirect: Option<i64>,
-    #[serde(default)]
-    pub max_age_s: Option<i64>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
-    pub not_found_url: Option<Option<String>>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
-    pub root_url: Option<Option<String>>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
-    pub expired_url: Option<Option<String>>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<Vec<String>>)]
-    pub allowed_target_hosts: Option<Option<Vec<String>>>,
-    #[serde(default)]
-    pub status: Option<String>,
 }
 
 /// The registration that says what `d` is, every field set.
@@ -479,38 +325,6 @@ pub fn cli_change(changes: &str) -> Result<UpdateDomain, String> {
         return Err("--settings takes a JSON object".into());
     }
     serde_json::from_value(body).map_err(|e| format!("--settings: {e}"))
-}
-
-/// Refuses a new link on `name` that the registry does not allow `creator`: 422 naming
-/// the field when the domain is not registered or takes no links, 403 when it is
-/// another owner's or outside the key's domains.
-pub(crate) fn admit_new_link(
-    name: &str,
-    domain: Option<&Domain>,
-    creator: &Creator<'_>,
-) -> Result<(), AppError> {
-    let Some(domain) = domain else {
-        return Err(AppError::invalid(
-            "domain",
-            format!(
-                "{name} is not a registered domain: an operator registers it first \
-                 (POST /v1/domains, or hop-origin domains add)"
-            ),
-        ));
-    };
-    match domain.refuses(creator) {
-        None => Ok(()),
-        Some(Refusal::Disabled) => Err(AppError::invalid(
-            "domain",
-            format!("{name} is disabled: it takes no new links"),
-        )),
-        Some(Refusal::NotTheOwners) => Err(AppError::Forbidden(
-            "this domain belongs to other owners: this key may not create links on it",
-        )),
-        Some(Refusal::OutsideTheKeysDomains) => Err(AppError::Forbidden(
-            "this key is limited to other domains (keys create --domain)",
-        )),
-    }
 }
 
 /// The domains a new key is to be limited to (`keys create --domain`), each normalized

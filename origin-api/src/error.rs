@@ -2,10 +2,10 @@
 //! a person can act on. Server-side failures are logged and answered without internals.
 
 use crate::store::StoreError;
+pub use crate::views::problem::Problem;
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
 
 /// An error a handler returns; it knows its status and says what went wrong.
 #[derive(Debug, thiserror::Error)]
@@ -240,22 +240,6 @@ impl From<StoreError> for AppError {
 
 /// What a 503 for an unreachable database tells the client to wait, in seconds.
 pub const UNAVAILABLE_RETRY_AFTER_S: u64 = 2;
-
-/// An error as the API answers it (RFC 9457, `application/problem+json`).
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct Problem {
-    /// `/problems/<kind>`, stable: branch on this, not on `detail`.
-    #[serde(rename = "type")]
-    #[schema(example = "/problems/invalid")]
-    pub kind: String,
-    pub title: String,
-    pub status: u16,
-    /// What went wrong and what to do about it, for a person.
-    pub detail: String,
-    /// The request field at fault, when one is.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub field: Option<String>,
-}
 
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {

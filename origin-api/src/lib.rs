@@ -12,8 +12,10 @@ pub mod clicks;
 pub mod config;
 pub mod db;
 pub mod domains;
+pub mod edge;
 pub mod error;
 pub mod freshness;
+pub mod health;
 pub mod housekeeping;
 pub mod in_flight;
 pub mod links;
@@ -30,6 +32,7 @@ pub mod routes;
 pub mod segments;
 pub mod server;
 pub mod store;
+pub mod views;
 
 pub use app::AppState;
 
@@ -38,11 +41,20 @@ use db::Db;
 use std::sync::Arc;
 use tokio::net::TcpListener;
 
+/// Why the origin could not be made ready to serve.
+#[derive(Debug, thiserror::Error)]
+pub enum PrepareError {
+    #[error(transparent)]
+    Db(#[from] db::DbError),
+    #[error("cannot register the default domain: {0}")]
+    Register(#[source] store::StoreError),
+}
+
 /// Connects to the database and applies migrations.
-pub async fn prepare(settings: &Settings) -> Result<Db, db::DbError> {
+pub async fn prepare(settings: &Settings) -> Result<Db, PrepareError> {
     let db = Db::connect(settings.database_url.expose()).await?;
     db.migrate().await?;
-    let register = |e| db::DbError::Register(Box::new(e));
+    let register = PrepareError::Register;
     domains::register_if_missing(&db, &settings.default_domain)
         .await
         .map_err(register)?;

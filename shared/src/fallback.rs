@@ -1,8 +1,9 @@
-//! The edge's bookkeeping for codes KV does not hold yet (ARCHITECTURE §6.4), kept
-//! apart from the worker's I/O so that it is tested here, natively: how many undatable
-//! codes one isolate may ask the origin about per second, and how long an isolate keeps
-//! what it read (the activation meta, the denylist, the origin's answers). Whether a code is worth
-//! asking about at all is [`crate::activation::may_be_new`].
+//! The edge's bookkeeping for codes KV does not hold yet (docs/architecture.md, "The
+//! activation window"), kept apart from the worker's I/O so that it is tested here,
+//! natively: how many undatable codes one isolate may ask the origin about per second, and
+//! how long an isolate keeps what it read (the activation meta, the denylist, the origin's
+//! answers). Whether a code is worth asking about at all is
+//! [`crate::activation::may_be_new`].
 //!
 //! Times are Unix milliseconds, passed in: the worker reads its clock once per visit.
 

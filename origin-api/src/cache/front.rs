@@ -15,7 +15,7 @@
 //! is read *before* the shared cache is, so a write that lands between the two leaves
 //! the copy already stale.
 
-use super::Entry;
+use super::entry::{Entry, DENYLIST_TTL, SETTINGS_TTL};
 use shared::{Denylist, DomainSettings, RouteKey};
 use std::cell::RefCell;
 use std::hash::BuildHasher;
@@ -200,7 +200,7 @@ impl Fronts {
         generation: u64,
         at: Instant,
     ) {
-        let until = at + super::SETTINGS_TTL;
+        let until = at + SETTINGS_TTL;
         self.with(|front| {
             front.settings.retain(|(d, ..)| **d != *domain);
             if front.settings.len() >= DOMAINS {
@@ -224,7 +224,7 @@ impl Fronts {
     /// Keeps a copy of `deny`, the shared denylist read `at` under `generation`, until
     /// that copy expires.
     pub(super) fn keep_denylist(&self, deny: &Denylist, generation: u64, at: Instant) {
-        let until = at + super::DENYLIST_TTL;
+        let until = at + DENYLIST_TTL;
         self.with(|front| front.deny = Some((Arc::new(deny.clone()), generation, until)));
     }
 }
@@ -232,7 +232,7 @@ impl Fronts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::{DENYLIST_TTL, SETTINGS_TTL};
+    use crate::cache::entry::{DENYLIST_TTL, SETTINGS_TTL};
     use std::time::Duration;
 
     /// A shared copy read `age` ago.

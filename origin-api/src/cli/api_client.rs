@@ -5,7 +5,7 @@
 //! caller allows. Retrying a create is safe only because every create it sends carries an
 //! `Idempotency-Key`; anything else the origin refuses is reported as it said it.
 
-use crate::links::{BulkResponse, LinkView, Page};
+use crate::views::links::{BulkResponse, LinkView, Page};
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use reqwest::{RequestBuilder, StatusCode};
 use secrecy::{ExposeSecret, SecretString};

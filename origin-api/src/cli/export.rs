@@ -4,7 +4,7 @@
 
 use super::api_client::{ApiClient, ClientError};
 use crate::config::ExportFormat;
-use crate::links::LinkView;
+use crate::views::links::LinkView;
 use indicatif::ProgressBar;
 use std::io::Write;
 
@@ -168,9 +168,9 @@ fn csv_row(link: &LinkView) -> Vec<String> {
         link.max_visits.map(|n| n.to_string()).unwrap_or_default(),
         link.exhausted.to_string(),
         match link.access {
-            crate::links::AccessMode::Public => "public",
-            crate::links::AccessMode::Signed => "signed",
-            crate::links::AccessMode::Password => "password",
+            crate::views::links::AccessMode::Public => "public",
+            crate::views::links::AccessMode::Signed => "signed",
+            crate::views::links::AccessMode::Password => "password",
         }
         .to_owned(),
     ]

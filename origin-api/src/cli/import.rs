@@ -21,8 +21,8 @@
 //! passwords in the clear.
 
 use super::api_client::{ApiClient, ClientError};
-use crate::links::{BulkResult, CreateLink};
 use crate::model::api_key::{hmac_sha256, sha256_hex};
+use crate::views::links::{BulkResult, CreateLink};
 use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 use shared::access::hex_decode;
@@ -169,7 +169,7 @@ impl Fingerprints {
             .map(|l| {
                 let mut l = (*l).clone();
                 if let Some(keyed) = l.password.as_ref().and_then(|p| self.password(p.expose())) {
-                    l.password = Some(crate::links::Password::new(keyed));
+                    l.password = Some(crate::views::links::Password::new(keyed));
                 }
                 l
             })
@@ -610,9 +610,9 @@ fn row_body(
             .transpose()?,
         access: cell("access")
             .map(|v| match v.to_ascii_lowercase().as_str() {
-                "public" => Ok(crate::links::AccessMode::Public),
-                "signed" => Ok(crate::links::AccessMode::Signed),
-                "password" => Ok(crate::links::AccessMode::Password),
+                "public" => Ok(crate::views::links::AccessMode::Public),
+                "signed" => Ok(crate::views::links::AccessMode::Signed),
+                "password" => Ok(crate::views::links::AccessMode::Password),
                 _ => Err(format!(
                     "access: {v:?} is neither public, signed nor password"
                 )),
@@ -620,7 +620,7 @@ fn row_body(
             .transpose()?,
         // An export carries no password (nor its hash): a password link's row needs its
         // password added, or the origin refuses the row and says why.
-        password: cell("password").map(crate::links::Password::new),
+        password: cell("password").map(crate::views::links::Password::new),
         // Imports go in bulk, where dedupe is refused.
         dedupe: None,
     })
@@ -674,7 +674,7 @@ mod tests {
         )
         .unwrap();
         let body = rows[0].body.as_ref().unwrap();
-        assert_eq!(body.access, Some(crate::links::AccessMode::Password));
+        assert_eq!(body.access, Some(crate::views::links::AccessMode::Password));
         assert_eq!(
             body.password.as_ref().map(|p| p.expose()),
             Some("correct horse")

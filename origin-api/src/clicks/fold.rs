@@ -15,7 +15,7 @@
 //! Exactly once: a staged row is counted by the transaction that deletes it. Several
 //! origins fold side by side on PostgreSQL, each skipping the rows another holds.
 
-use super::Clicks;
+use super::ingest::Clicks;
 use crate::metrics::SourceLabel;
 use crate::model::time::now_ms;
 use crate::store::{ClickStore, StoreError, FOLD_PARTS};

@@ -18,15 +18,12 @@
 //! (the consumer cannot reach the origin). The queue's own backlog and dead-letter queue
 //! are Cloudflare's to report (`docs/runbook.md`).
 
+use super::ingest::Clicks;
 use super::recorder::Recorder;
-use super::Clicks;
 use crate::metrics::{Metrics, SourceLabel};
 use crate::store::{ClickStore, StoreError};
 use std::time::Duration;
 
-/// A batch from the edge whose oldest event is older than this on arrival came late:
-/// the queue was holding clicks back.
-pub const LATE_AFTER_MS: i64 = 60_000;
 /// How often a process reports how far it has written.
 pub const REPORT_EVERY: Duration = Duration::from_secs(10);
 /// A report older than this is a process that stopped without saying so: ignored.

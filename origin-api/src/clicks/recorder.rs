@@ -15,8 +15,8 @@
 //! written), and a database down for longer than the retries, are dropped and counted
 //! in `hop_clicks_dropped_total`.
 
+use super::ingest::Clicks;
 use super::tally::{Clicked, Closed, Count, Key, Shard, Shards, Window};
-use super::Clicks;
 use crate::metrics::Metrics;
 use crate::model::time::now_ms;
 use crate::owners::Owners;

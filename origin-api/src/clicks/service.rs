@@ -2,8 +2,8 @@
 //! process's recorder and the edge's lateness, and the background tasks write and fold
 //! through the same parts.
 
+use super::ingest::Clicks;
 use super::recorder::Recorder;
-use super::Clicks;
 use crate::db::Db;
 use crate::metrics::Metrics;
 use crate::store::{ClickStore, StoreError};

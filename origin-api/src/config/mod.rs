@@ -1,6 +1,6 @@
 //! Command line, environment and configuration file: every setting is a flag with an
-//! environment variable of the same meaning (ARCHITECTURE §11), so scripts and
-//! containers configure alike, and a key of the same name in `--config FILE`
+//! environment variable of the same meaning (docs/architecture.md, "Configuration names"),
+//! so scripts and containers configure alike, and a key of the same name in `--config FILE`
 //! ([`file`]).
 
 pub mod file;

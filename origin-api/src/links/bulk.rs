@@ -7,91 +7,15 @@ use super::create::{
 };
 use super::fingerprint::Fingerprint;
 use super::lookups::Lookups;
-use super::Links;
-use super::{CreateLink, Link, LinkView};
+use super::service::Links;
 use crate::error::AppError;
 use crate::model::time::now_ms;
 use crate::model::Creator;
+use crate::model::Link;
 use crate::store::{BulkInsert, DomainAt, IdempotencyKey, LinkStore, StoreError};
-use serde::{Deserialize, Serialize};
-
-/// The most links one bulk call may carry.
-pub const MAX_BULK: usize = 10_000;
-
-/// Links with a password one bulk call may carry (each costs a PBKDF2).
-pub const MAX_BULK_PASSWORDS: usize = 100;
-
-/// The body of `POST /v1/links/bulk`. Items are parsed one by one, so that one bad item
-/// is reported in its place instead of refusing the batch.
-#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct BulkCreate {
-    /// 1 to 10,000 create bodies.
-    #[schema(value_type = Vec<super::CreateLink>)]
-    pub links: Vec<BulkItem>,
-}
-
-/// One item of a bulk create, parsed straight into its type as the body is read: only
-/// the item's own text is held meanwhile, never the batch as a tree of JSON values
-/// (which took 5 to 10 times the body's size).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BulkItem {
-    /// Boxed: a create body is a few hundred bytes, and most of a batch's items are
-    /// valid; the list holds pointers.
-    Valid(Box<CreateLink>),
-    /// Why the item does not fit a create body.
-    Invalid(String),
-}
-
-impl<'de> Deserialize<'de> for BulkItem {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let raw = Box::<serde_json::value::RawValue>::deserialize(d)?;
-        Ok(match serde_json::from_str::<CreateLink>(raw.get()) {
-            Ok(link) => BulkItem::Valid(Box::new(link)),
-            Err(e) => {
-                // The position is within the item, not the body: say only what is wrong.
-                let text = e.to_string();
-                let what = text.rfind(" at line ").map_or(&*text, |i| &text[..i]);
-                BulkItem::Invalid(what.to_owned())
-            }
-        })
-    }
-}
-
-impl Serialize for BulkItem {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            BulkItem::Valid(link) => link.serialize(s),
-            BulkItem::Invalid(why) => {
-                use serde::ser::SerializeMap;
-                let mut map = s.serialize_map(Some(1))?;
-                map.serialize_entry("invalid", why)?;
-                map.end()
-            }
-        }
-    }
-}
-
-/// One item's outcome.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
-#[serde(untagged)]
-pub enum BulkResult {
-    Ok {
-        ok: bool,
-        link: Box<LinkView>,
-    },
-    Err {
-        ok: bool,
-        #[schema(value_type = crate::error::Problem)]
-        error: serde_json::Value,
-    },
-}
-
-/// The answer to a bulk call.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
-pub struct BulkResponse {
-    pub results: Vec<BulkResult>,
-}
+use crate::views::links::{
+    BulkCreate, BulkItem, BulkResponse, BulkResult, MAX_BULK, MAX_BULK_PASSWORDS,
+};
 
 /// What a bulk call produced: fresh results, or the recorded answer of the earlier call
 /// with the same idempotency key (JSON).

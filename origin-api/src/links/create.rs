@@ -5,13 +5,14 @@
 use super::fields;
 use super::fingerprint::Fingerprint;
 use super::lookups::Lookups;
-use super::Links;
-use super::{CreateLink, Link, LinkState};
-use crate::domains::admit_new_link;
+use super::service::Links;
 use crate::error::AppError;
 use crate::model::time::now_ms;
 use crate::model::Creator;
+use crate::model::{Domain, Refusal};
+use crate::model::{Link, LinkState};
 use crate::store::{IdempotencyKey, Idempotent, LinkStore, StoreError};
+use crate::views::links::CreateLink;
 use shared::codes::{is_reserved, validate_alias};
 use shared::{normalize_short_domain, CodeCodec, CodeKind, CodeSpace, DomainSettings};
 
@@ -162,7 +163,8 @@ fn is_plain_public(link: &Link) -> bool {
 fn asks_more_than_a_plain_link(req: &CreateLink) -> Option<&'static str> {
     let asked = [
         (
-            req.access.is_some_and(|a| a != super::AccessMode::Public),
+            req.access
+                .is_some_and(|a| a != crate::views::links::AccessMode::Public),
             "access",
         ),
         (req.password.is_some(), "password"),
@@ -386,5 +388,37 @@ async fn assign_code(
         if !is_reserved(&code) {
             return Ok((link_id, code, Some(number)));
         }
+    }
+}
+
+/// Refuses a new link on `name` that the registry does not allow `creator`: 422 naming
+/// the field when the domain is not registered or takes no links, 403 when it is
+/// another owner's or outside the key's domains.
+pub(crate) fn admit_new_link(
+    name: &str,
+    domain: Option<&Domain>,
+    creator: &Creator<'_>,
+) -> Result<(), AppError> {
+    let Some(domain) = domain else {
+        return Err(AppError::invalid(
+            "domain",
+            format!(
+                "{name} is not a registered domain: an operator registers it first \
+                 (POST /v1/domains, or hop-origin domains add)"
+            ),
+        ));
+    };
+    match domain.refuses(creator) {
+        None => Ok(()),
+        Some(Refusal::Disabled) => Err(AppError::invalid(
+            "domain",
+            format!("{name} is disabled: it takes no new links"),
+        )),
+        Some(Refusal::NotTheOwners) => Err(AppError::Forbidden(
+            "this domain belongs to other owners: this key may not create links on it",
+        )),
+        Some(Refusal::OutsideTheKeysDomains) => Err(AppError::Forbidden(
+            "this key is limited to other domains (keys create --domain)",
+        )),
     }
 }

@@ -2,9 +2,10 @@
 //! names the field and says what to send instead.
 
 use super::lookups::Lookups;
-use super::{parse_rfc3339, MAX_TAGS, MAX_TAG_CHARS, MAX_TITLE_CHARS};
 use crate::error::AppError;
+use crate::model::time::parse_rfc3339;
 use crate::model::LinkOptions;
+use crate::views::links::{MAX_TAGS, MAX_TAG_CHARS, MAX_TITLE_CHARS};
 use shared::preview::Preview;
 use shared::split::{Split, Variant};
 use shared::targeting::{normalize_rules, Rule, RuleError, MAX_RULES};
@@ -203,7 +204,7 @@ pub(crate) async fn options(
     lookups: &mut Lookups<'_>,
     hashing: &super::access::Hashing,
     domain: &str,
-    asked: &super::CreateLink,
+    asked: &crate::views::links::CreateLink,
 ) -> Result<LinkOptions, AppError> {
     let mut options = LinkOptions {
         interstitial: asked.interstitial.unwrap_or(false),
@@ -223,7 +224,9 @@ pub(crate) async fn options(
         options.expired_url = Some(link_url(lookups, domain, "expired_url", url).await?);
     }
     options.max_visits = asked.max_visits.map(max_visits).transpose()?;
-    let mode = asked.access.unwrap_or(super::AccessMode::Public);
+    let mode = asked
+        .access
+        .unwrap_or(crate::views::links::AccessMode::Public);
     options.access = access(hashing, mode, asked.password.as_ref()).await?;
     Ok(options)
 }
@@ -233,17 +236,17 @@ pub(crate) async fn options(
 /// takes a while, on purpose; 503 when the gate's line is full).
 pub(crate) async fn access(
     hashing: &super::access::Hashing,
-    mode: super::AccessMode,
-    password: Option<&super::Password>,
+    mode: crate::views::links::AccessMode,
+    password: Option<&crate::views::links::Password>,
 ) -> Result<Option<shared::access::Access>, AppError> {
     let no_randomness =
         |e: getrandom::Error| AppError::Internal(format!("no randomness for a link secret: {e}"));
     match (mode, password) {
-        (super::AccessMode::Password, None) => Err(AppError::invalid(
+        (crate::views::links::AccessMode::Password, None) => Err(AppError::invalid(
             "password",
             "a link with \"access\": \"password\" needs its password",
         )),
-        (super::AccessMode::Password, Some(password)) => {
+        (crate::views::links::AccessMode::Password, Some(password)) => {
             shared::password::check_new(password.expose())
                 .map_err(|e| AppError::invalid("password", e))?;
             let password = password.clone();
@@ -260,8 +263,8 @@ pub(crate) async fn access(
             "password",
             "only a link with \"access\": \"password\" takes a password",
         )),
-        (super::AccessMode::Public, None) => Ok(None),
-        (super::AccessMode::Signed, None) => {
+        (crate::views::links::AccessMode::Public, None) => Ok(None),
+        (crate::views::links::AccessMode::Signed, None) => {
             super::access::new_signed().map(Some).map_err(no_randomness)
         }
     }

@@ -7,7 +7,7 @@
 //! alone then cannot be used to test guesses of the passwords in it, as a plain SHA-256
 //! could, at billions of guesses a second.
 
-use super::Links;
+use super::service::Links;
 use crate::error::AppError;
 use crate::model::api_key::hmac_sha256 as hmac;
 use serde::Serialize;

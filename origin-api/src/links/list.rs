@@ -3,33 +3,8 @@
 //! while others are created.
 
 use crate::error::AppError;
-use crate::model::{Creator, Link, LinkState, ListFilter};
-use serde::{Deserialize, Serialize};
-
-/// Links per page unless the caller asks otherwise.
-pub const DEFAULT_PAGE: u32 = 50;
-/// The largest page.
-pub const MAX_PAGE: u32 = 1000;
-
-/// The query of `GET /v1/links`.
-#[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct ListParams {
-    pub domain: Option<String>,
-    pub tag: Option<String>,
-    /// Without it, tombstones are left out.
-    pub status: Option<LinkState>,
-    pub cursor: Option<String>,
-    pub limit: Option<u32>,
-}
-
-/// One page.
-#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct Page<T> {
-    pub items: Vec<T>,
-    pub next_cursor: Option<String>,
-}
+use crate::model::{Creator, Link, ListFilter};
+use crate::views::links::{ListParams, Page, DEFAULT_PAGE, MAX_PAGE};
 
 impl ListFilter {
     /// The listing `params` ask for, of `caller`'s links: only on the domains its key is

@@ -2,7 +2,7 @@
 //! are Hop's own, the active bans — read once per request (or per bulk batch) and then
 //! answered from memory.
 
-use super::TargetPolicy;
+use super::service::TargetPolicy;
 use crate::db::Db;
 use crate::model::Domain;
 use crate::store::{BanStore, DomainAt, DomainStore, LinkStore, StoreError};

@@ -4,85 +4,13 @@
 
 use super::fields;
 use super::lookups::Lookups;
-use super::Links;
-use super::{Link, LinkState};
+use super::service::Links;
 use crate::error::AppError;
 use crate::model::time::now_ms;
 use crate::model::{Creator, Refusal};
+use crate::model::{Link, LinkState};
 use crate::store::{ClickStore, DomainStore, LinkStore, StoreError};
-use serde::{Deserialize, Deserializer, Serialize};
-use shared::preview::Preview;
-use shared::split::Variant;
-use shared::targeting::Rule;
-
-/// The body of `PATCH /v1/links/{domain}/{code}`. Absent fields stay as they are;
-/// `expires_at`, `title`, `rules`, `split`, `preview` and `expired_url` may be set to
-/// `null` to clear them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct UpdateLink {
-    #[serde(default)]
-    pub target_url: Option<String>,
-    /// RFC 3339; `null` removes the expiry.
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
-    pub expires_at: Option<Option<String>>,
-    #[serde(default)]
-    pub redirect: Option<u16>,
-    /// `active` or `disabled`; deleting is `DELETE`.
-    #[serde(default)]
-    pub status: Option<LinkState>,
-    /// `null` removes the title.
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
-    pub title: Option<Option<String>>,
-    #[serde(default)]
-    pub tags: Option<Vec<String>>,
-    #[serde(default)]
-    pub forward_query: Option<bool>,
-    /// The whole list, replacing the link's; `null` or `[]` removes every rule.
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<Vec<Rule>>)]
-    pub rules: Option<Option<Vec<Rule>>>,
-    /// `null` removes the split.
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<Vec<Variant>>)]
-    pub split: Option<Option<Vec<Variant>>>,
-    /// `null` removes the preview.
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<Preview>)]
-    pub preview: Option<Option<Preview>>,
-    /// `null` removes the link's own page for when it has expired.
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
-    pub expired_url: Option<Option<String>>,
-    #[serde(default)]
-    pub interstitial: Option<bool>,
-    #[serde(default)]
-    pub record_clicks: Option<bool>,
-    /// `null` removes the limit. Raising it past the visits counted (or removing it)
-    /// brings an exhausted link back.
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<u64>)]
-    pub max_visits: Option<Option<u64>>,
-    /// `signed` (again) gives the link a new secret, revoking every token issued
-    /// before; `password` (with `password`) asks visitors for a password; `public` opens
-    /// it to anyone with its code.
-    #[serde(default)]
-    pub access: Option<super::AccessMode>,
-    /// A new password, for a link that has or is given `"access": "password"`: visitors
-    /// let in under the old one must give it.
-    #[serde(default)]
-    #[schema(value_type = Option<String>, format = Password)]
-    pub password: Option<super::Password>,
-}
-
-/// Tells "absent" (`None`) from "null" (`Some(None)`).
-pub(crate) fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
-    d: D,
-) -> Result<Option<Option<T>>, D::Error> {
-    Option::<T>::deserialize(d).map(Some)
-}
+use crate::views::links::UpdateLink;
 
 /// Parses `If-Match: "<version>"`.
 pub fn parse_if_match(value: Option<&str>) -> Result<u64, AppError> {
@@ -225,7 +153,7 @@ pub async fn update_link(
         (Some(mode), _) => Some(mode),
         // A new password for a link that has one.
         (None, Some(shared::access::Access::Password { .. })) if changes.password.is_some() => {
-            Some(super::AccessMode::Password)
+            Some(crate::views::links::AccessMode::Password)
         }
         (None, _) => None,
     };

@@ -85,7 +85,7 @@ impl Default for Timings {
         Timings {
             lease_ttl: Duration::from_secs(10),
             renew_every: Duration::from_secs(1),
-            push_deadline: Duration::from_secs(4),
+            push_deadline: sink::PUSH_DEADLINE,
             margin: Duration::from_secs(1),
             idle_poll: Duration::from_millis(50),
             max_backoff: Duration::from_secs(30),

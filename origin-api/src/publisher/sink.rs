@@ -6,6 +6,10 @@ use secrecy::{ExposeSecret, SecretString};
 use shared::sync::{Refusal, SyncBatch, SyncItem, SyncReply, MAX_SYNC_ITEMS, SYNC_PATH};
 use std::time::Duration;
 
+/// The longest one push (one request to the sink) may take by default; it is abandoned
+/// then ([`super::Timings::push_deadline`] says so to the publisher).
+pub const PUSH_DEADLINE: Duration = Duration::from_secs(4);
+
 /// Why a push was not acknowledged; the publisher retries it.
 #[derive(Debug, thiserror::Error)]
 pub enum SinkError {
@@ -51,7 +55,7 @@ impl WorkerSync {
             .join(SYNC_PATH)
             .map_err(|e| SinkError::Unreachable(format!("{edge}: {e}")))?;
         let http = reqwest::Client::builder()
-            .timeout(super::Timings::default().push_deadline)
+            .timeout(PUSH_DEADLINE)
             .build()
             .map_err(|e| SinkError::Unreachable(e.to_string()))?;
         Ok(WorkerSync {
@@ -148,7 +152,7 @@ impl KvBulk {
         ))
         .map_err(|e| SinkError::Unreachable(format!("KV bulk URL: {e}")))?;
         let http = reqwest::Client::builder()
-            .timeout(super::Timings::default().push_deadline)
+            .timeout(PUSH_DEADLINE)
             .build()
             .map_err(|e| SinkError::Unreachable(e.to_string()))?;
         Ok(KvBulk {

@@ -1,7 +1,7 @@
 //! `/v1/admin/*`: what an operator looks at. Admin keys only.
 
-use super::links::ApiQuery;
-use super::openapi::AdminOnly;
+use super::body::ApiQuery;
+use super::responses::AdminOnly;
 use crate::auth::Caller;
 use crate::db::Db;
 use crate::error::{AppError, Problem};

@@ -1,11 +1,12 @@
 //! `/v1/bans`: trust & safety. Admin keys only.
 
 use super::body::ApiJson;
-use super::links::{ApiPath, ApiQuery};
-use super::openapi::AdminOnly;
+use super::body::{ApiPath, ApiQuery};
+use super::responses::AdminOnly;
 use crate::auth::Caller;
-use crate::bans::{BanView, Bans, CreateBan};
+use crate::bans::Bans;
 use crate::error::{AppError, Problem};
+use crate::views::bans::{BanView, CreateBan};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;

@@ -2,8 +2,10 @@
 //! document that names it.
 
 use crate::error::AppError;
-use axum::extract::{FromRequest, Request};
+use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::header;
+use axum::http::StatusCode;
+use axum::response::Response;
 use serde::de::DeserializeOwned;
 
 /// Bodies of single-object calls (a link, a change, a ban): the largest valid link is
@@ -70,4 +72,28 @@ fn is_json(value: Option<&axum::http::HeaderValue>) -> bool {
         || essence
             .strip_prefix("application/")
             .is_some_and(|sub| sub.ends_with("+json"))
+}
+
+/// Query strings whose rejections are problem documents.
+#[derive(Debug, FromRequestParts)]
+#[from_request(via(axum::extract::Query), rejection(AppError))]
+pub(crate) struct ApiQuery<T>(pub(crate) T);
+
+/// Path parameters whose rejections (an id that is not a number) are problem documents.
+#[derive(Debug, FromRequestParts)]
+#[from_request(via(axum::extract::Path), rejection(AppError))]
+pub(crate) struct ApiPath<T>(pub(crate) T);
+
+/// `body` as JSON with `status`, its `ETag` the quoted `version`.
+pub(crate) fn versioned<T: serde::Serialize>(
+    status: StatusCode,
+    body: &T,
+    version: u64,
+) -> Response {
+    use axum::response::IntoResponse;
+    let mut res = (status, axum::Json(body)).into_response();
+    if let Ok(etag) = axum::http::HeaderValue::from_str(&format!("\"{version}\"")) {
+        res.headers_mut().insert(axum::http::header::ETAG, etag);
+    }
+    res
 }

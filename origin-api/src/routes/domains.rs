@@ -2,15 +2,16 @@
 //! domains it may create links on.
 
 use super::body::ApiJson;
-use super::links::ApiPath;
-use super::openapi::{AdminOnly, IfMatchHonoured, IfMatchRequired, NotRegistered};
+use super::body::ApiPath;
+use super::responses::{AdminOnly, IfMatchHonoured, IfMatchRequired, NotRegistered};
 use crate::auth::Caller;
 use crate::domains::Domains;
-use crate::domains::{delete_domain, update_domain, CreateDomain, DomainView, UpdateDomain};
+use crate::domains::{delete_domain, update_domain};
 use crate::error::{AppError, Problem};
 use crate::links::parse_if_match;
 use crate::model::Domain;
 use crate::store::DomainStore;
+use crate::views::domains::{CreateDomain, DomainView, UpdateDomain};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::Response;
@@ -19,7 +20,7 @@ use std::sync::Arc;
 
 /// A domain with its `ETag` (the version).
 fn domain_response(status: StatusCode, d: &Domain) -> Response {
-    super::versioned(status, &d.view(), d.version)
+    super::body::versioned(status, &d.view(), d.version)
 }
 
 /// The domain a change names, for an admin key only (`what` says which change).

@@ -1,35 +1,18 @@
 //! `/v1/edge/*`: what the edge worker asks the origin. Authenticated by the edge token
 //! (`HOP_EDGE_TOKEN`, the worker's `ORIGIN_TOKEN`), not by an API key.
 
-use super::body::{ApiJson, CLICKS_BODY_LIMIT};
-use super::links::ApiPath;
-use crate::cache::RedirectCache;
-use crate::clicks::Clicks;
-use crate::db::Db;
+use super::body::{ApiJson, ApiPath, CLICKS_BODY_LIMIT};
+use crate::edge::Edge;
 use crate::error::{AppError, Problem};
-use crate::metrics::Metrics;
 use axum::extract::{FromRef, FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use secrecy::SecretString;
 use shared::clicks::{ClickBatch, ClickReceipt, MAX_CLICK_BATCH};
 use shared::tally::MAX_TALLIES_PER_POST;
 use shared::{EdgeStatus, RouteKey};
 use std::sync::Arc;
-
-/// What the edge's endpoints reach: the API's pool, the redirect cache (the edge's
-/// questions are answered from the origin's own), the clicks' ingestion, and the token.
-#[derive(Debug)]
-pub struct Edge {
-    pub db: Db,
-    pub cache: RedirectCache,
-    pub metrics: Metrics,
-    pub counts: Arc<Clicks>,
-    /// `HOP_EDGE_TOKEN`: without it, the endpoints answer 503.
-    pub edge_token: Option<SecretString>,
-}
 
 /// A request carrying the edge token. Checked before the body is read, so a caller
 /// without the token learns nothing about what the endpoints accept.

@@ -1,31 +1,14 @@
 //! Liveness, readiness and metrics.
 
-use crate::db::{Db, Readiness};
 use crate::error::{AppError, Problem};
-use crate::metrics::Metrics;
+use crate::health::Health;
 use crate::metrics::{LaneLabel, SegmentLabel, SequenceLabel};
 use crate::model::time::now_ms;
-use crate::segments::{CodeSequences, SegmentAllocator};
 use crate::store::LinkStore;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
-use secrecy::SecretString;
 use std::sync::Arc;
-
-/// What liveness, readiness and the metrics read: the API's pool, the id sequences (their
-/// gauges), and the metrics token.
-#[derive(Debug)]
-pub struct Health {
-    pub db: Db,
-    pub readiness: Readiness,
-    pub metrics: Metrics,
-    /// Numbers links.
-    pub ids: SegmentAllocator,
-    pub codes: CodeSequences,
-    /// `HOP_METRICS_TOKEN`: lets a scraper read `/metrics` on the public listener.
-    pub metrics_token: Option<SecretString>,
-}
 
 /// Liveness: the process answers. Never touches the database, so a slow database does
 /// not get a healthy process restarted.

@@ -1,7 +1,7 @@
 //! `/v1/links`: the marketers' API.
 
-use super::body::{ApiJson, BULK_BODY_LIMIT};
-use super::openapi::{IfMatchHonoured, IfMatchRequired, NoSuchLink, ReadAndDeleteOnly};
+use super::body::{ApiJson, ApiPath, ApiQuery, BULK_BODY_LIMIT};
+use super::responses::{IfMatchHonoured, IfMatchRequired, NoSuchLink, ReadAndDeleteOnly};
 use crate::auth::Caller;
 use crate::error::{AppError, Problem};
 use crate::links::access::{IssueToken, IssuedToken};
@@ -9,12 +9,14 @@ use crate::links::qr::QrParams;
 use crate::links::Links;
 use crate::links::{
     self, check_idempotency_key, create_link_once, delete_link, owned_link, parse_if_match,
-    update_link, BulkCreate, BulkOutcome, BulkResponse, CreateLink, Created, Intent, LinkView,
-    ListParams, Page, UpdateLink,
+    update_link, BulkOutcome, Created, Intent,
 };
 use crate::model::{Link, ListFilter};
 use crate::store::LinkStore;
-use axum::extract::{FromRequestParts, State};
+use crate::views::links::{
+    BulkCreate, BulkResponse, CreateLink, LinkView, ListParams, Page, UpdateLink,
+};
+use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -22,7 +24,7 @@ use std::sync::Arc;
 
 /// A link with its `ETag` (the version) and status.
 fn link_response(status: StatusCode, link: &Link) -> Response {
-    super::versioned(status, &link.view(), link.version)
+    super::body::versioned(status, &link.view(), link.version)
 }
 
 /// `POST /v1/links`, with an optional `Idempotency-Key`.
@@ -126,16 +128,6 @@ fn with_location(mut res: Response, domain: &str, code: &str) -> Response {
     }
     res
 }
-
-/// Query strings whose rejections are problem documents.
-#[derive(Debug, FromRequestParts)]
-#[from_request(via(axum::extract::Query), rejection(AppError))]
-pub(crate) struct ApiQuery<T>(pub(crate) T);
-
-/// Path parameters whose rejections (an id that is not a number) are problem documents.
-#[derive(Debug, FromRequestParts)]
-#[from_request(via(axum::extract::Path), rejection(AppError))]
-pub(crate) struct ApiPath<T>(pub(crate) T);
 
 /// `GET /v1/links?domain=&tag=&status=&cursor=&limit=`: the caller's links, newest first.
 #[utoipa::path(get, path = "/v1/links", operation_id = "list_links", tag = "links", params(ListParams),

@@ -4,12 +4,13 @@ mod admin;
 mod bans;
 mod body;
 mod domains;
-pub mod edge;
-pub mod health;
+mod edge;
+mod health;
 mod links;
 mod observe;
 pub mod openapi;
 mod redirect;
+mod responses;
 mod stats;
 
 use crate::app::AppState;
@@ -58,16 +59,6 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 pub fn router(state: AppState) -> Router {
     let in_flight = in_flight(&state);
     router_under(state, in_flight)
-}
-
-/// `body` as JSON with `status`, its `ETag` the quoted `version`.
-fn versioned<T: serde::Serialize>(status: StatusCode, body: &T, version: u64) -> Response {
-    use axum::response::IntoResponse;
-    let mut res = (status, axum::Json(body)).into_response();
-    if let Ok(etag) = axum::http::HeaderValue::from_str(&format!("\"{version}\"")) {
-        res.headers_mut().insert(axum::http::header::ETAG, etag);
-    }
-    res
 }
 
 /// At most `--max-in-flight` requests at once over every route; the next is answered

@@ -1,14 +1,15 @@
 //! `/v1/links/{domain}/{code}/stats` and `/v1/stats`: what marketers' links did.
 
-use super::links::{ApiPath, ApiQuery};
-use super::openapi::NoSuchLink;
+use super::body::{ApiPath, ApiQuery};
+use super::responses::NoSuchLink;
 use crate::auth::Caller;
-use crate::clicks::stats::{link_stats, owner_stats, LinkStats, OwnerStats, Range, StatsParams};
+use crate::clicks::stats::{link_stats, owner_stats, Range};
 use crate::clicks::ClickService;
 use crate::error::{AppError, Problem};
 use crate::links::Links;
 use crate::links::{owned_link, Intent};
 use crate::model::time::now_ms;
+use crate::views::stats::{LinkStats, OwnerStats, StatsParams};
 use axum::extract::State;
 use axum::Json;
 use std::sync::Arc;

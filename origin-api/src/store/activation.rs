@@ -1,5 +1,6 @@
-//! The activation window as promises the origin keeps (ARCHITECTURE §6.4), one series
-//! per domain's code sequence (`code:{domain}`, [`crate::model::sequence`]).
+//! The activation window as promises the origin keeps (docs/architecture.md, "The
+//! activation window"), one series per domain's code sequence (`code:{domain}`,
+//! [`crate::model::sequence`]).
 //!
 //! A meta tells the edge: "numbers in `[low, high + headroom)` may belong to this
 //! domain's links KV does not hold yet; no other number will be issued before `at +
@@ -20,8 +21,8 @@
 //!   (62^7 ≈ 3.5 × 10^12), where a random code falls in the window about 3 times in a
 //!   million.
 
-use super::outbox::fenced;
-use super::{db_now_sql, LeaseClaim, StoreError};
+use super::contract::{db_now_sql, LeaseClaim, StoreError};
+use super::fencing::fenced;
 use crate::db::Db;
 use crate::model::sequence::{domain_of_sequence, DEFAULT_STEP};
 use serde::Deserialize;

@@ -3,10 +3,10 @@
 //! includes everything committed before it — (3) writes the new snapshot to the fast
 //! lane, and (4) re-publishes every affected link with its version bumped.
 
-use super::links::{ban_lock, to_i64, BanLock, LinkRow, SELECT_COLUMNS};
+use super::contract::{BanStore, LiftOutcome, StoreError};
+use super::link_rows::{to_i64, LinkRow, SELECT_COLUMNS};
 use super::outbox::{insert_outbox, link_row, OutboxInsert};
 use super::sql::Conn;
-use super::{BanStore, LiftOutcome, StoreError};
 use crate::db::Db;
 use crate::model::{denylist_snapshot, Ban, BanTarget, Link, LinkState};
 use async_trait::async_trait;
@@ -75,8 +75,11 @@ pub(super) async fn active_bans(c: &mut Conn<'_>) -> Result<Vec<Ban>, StoreError
 /// the change to the other origins on PostgreSQL.
 async fn propagate(c: &mut Conn<'_>, target: &BanTarget, now: i64) -> Result<(), StoreError> {
     if c.is_postgres() {
-        c.execute("SELECT pg_notify($1, '')", &[super::BANS_CHANNEL.into()])
-            .await?;
+        c.execute(
+            "SELECT pg_notify($1, '')",
+            &[super::contract::BANS_CHANNEL.into()],
+        )
+        .await?;
     }
     let (version,): (i64,) = c.fetch_one(ADVANCE_DENY, &[now.into()]).await?;
     let active = active_bans(c).await?;
@@ -241,4 +244,31 @@ impl BanStore for Db {
         let version = version.map_or(0, |(v,)| u64::try_from(v).unwrap_or_default());
         Ok(denylist_snapshot(version, &active))
     }
+}
+
+/// The advisory lock that orders ban changes against link writes on PostgreSQL: a
+/// write of a link holds it shared while it decides whether a ban covers the link, and a
+/// ban or lift holds it exclusively, so that each sees the other whole or not at all.
+/// (SQLite has one writer at a time, which orders them already.)
+const BAN_LOCK: i64 = 0x686f_705f_6261_6e73; // "hop_bans"
+
+/// How a transaction holds [`BAN_LOCK`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum BanLock {
+    /// A link write deciding its ban mark.
+    Shared,
+    /// A ban or a lift.
+    Exclusive,
+}
+
+/// Takes the ban lock for the rest of the transaction, on PostgreSQL.
+pub(super) async fn ban_lock(c: &mut Conn<'_>, how: BanLock) -> Result<(), StoreError> {
+    if c.is_postgres() {
+        let sql = match how {
+            BanLock::Shared => "SELECT pg_advisory_xact_lock_shared($1)",
+            BanLock::Exclusive => "SELECT pg_advisory_xact_lock($1)",
+        };
+        c.execute(sql, &[BAN_LOCK.into()]).await?;
+    }
+    Ok(())
 }

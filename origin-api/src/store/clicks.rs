@@ -1,8 +1,9 @@
 //! Click rollups: counting new events exactly once, and reading the counts back.
 
-use super::links::{update_one, LinkRow, SELECT_COLUMNS};
+use super::contract::StoreError;
+use super::link_rows::{LinkRow, SELECT_COLUMNS};
+use super::links::update_one;
 use super::sql::{insert_rows, list_placeholders, values_placeholders, Arg, Conn};
-use super::{Attributed, ClickStore, DimCount, Folded, LinkRef, Rollup, StoreError, Totals};
 use crate::db::Db;
 use crate::model::Link;
 use async_trait::async_trait;
@@ -10,6 +11,184 @@ use shared::clicks::ClickEvent;
 use shared::tally::TallyRow;
 use shared::RouteKey;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Debug;
+
+/// A link as click ingestion and stats need it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkRef {
+    pub link_id: u64,
+    pub domain: String,
+    pub code: String,
+    pub owner_id: String,
+}
+
+/// Clicks to count under one claim, and the link they are about: one event (claimed by
+/// its id), or one row of an edge's tally (claimed by the tally's id, with its other
+/// rows). Rows whose claim was taken before are not counted.
+#[derive(Debug, Clone, Copy)]
+pub struct Attributed<'a> {
+    pub link_id: u64,
+    pub owner_id: &'a str,
+    /// The id counted once: an event's, or a tally's for each of its rows.
+    pub claim: &'a str,
+    pub dims: ClickDims<'a>,
+    /// Alike clicks: 1 for an event, a row's count for a tally.
+    pub n: i64,
+}
+
+/// Visits and the redirects among them, of people and of bots.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub visits: i64,
+    pub redirects: i64,
+    pub bots: i64,
+    pub bot_redirects: i64,
+}
+
+/// One bucket's counts for bots or for people.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rollup {
+    /// Unix ms of the bucket's start.
+    pub start: i64,
+    pub bot: bool,
+    pub visits: i64,
+    pub redirects: i64,
+}
+
+/// Visits with one value of one dimension (`country`, `referrer`, `device`, `status`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DimCount {
+    pub dim: String,
+    /// Empty when unknown (no country, no referrer).
+    pub value: String,
+    pub visits: i64,
+}
+
+/// What one fold of staged clicks added to the rollups.
+#[derive(Debug, Default)]
+pub struct Folded {
+    /// Staged rows folded (each one delivery from the edge).
+    pub rows: usize,
+    /// Clicks they held.
+    pub visits: u64,
+    /// Link-hours written.
+    pub link_hours: usize,
+    /// Whether it stopped at its bound with rows left staged.
+    pub more: bool,
+    /// Links whose visit limit the clicks reached, marked exhausted.
+    pub exhausted: Vec<Link>,
+}
+
+/// Click rollups: hourly counts per link and dimension, with no foreign key to links.
+#[async_trait]
+pub trait ClickStore: Send + Sync + Debug + 'static {
+    /// The links some route keys name (tombstones included); unknown keys are absent.
+    async fn link_refs(&self, keys: &[shared::RouteKey]) -> Result<Vec<LinkRef>, StoreError>;
+    /// The links some ids name.
+    async fn link_refs_by_id(&self, ids: &[u64]) -> Result<Vec<LinkRef>, StoreError>;
+    /// Takes the `claims` (event and tally ids) nobody took before and stages the
+    /// `clicks` under them, as one row, in one transaction (made no later than `made`,
+    /// Unix ms); returns the claims taken now. Staged clicks reach the rollups when they
+    /// are folded ([`ClickStore::fold_staged`]).
+    async fn stage_clicks(
+        &self,
+        claims: &[&str],
+        clicks: &[Attributed<'_>],
+        made: i64,
+        now: i64,
+    ) -> Result<std::collections::HashSet<String>, StoreError>;
+    /// Adds the staged rows of `part` (of [`FOLD_PARTS`]), oldest first, to the rollups
+    /// and deletes them, in one transaction, at most `referrer_cap` distinct referrer hosts per link and hour;
+    /// stops taking rows once they hold `max_link_hours` link-hours (the rest is left
+    /// for the next fold, [`Folded::more`]), and leaves rows another origin is folding
+    /// to it. Marks the links whose visit limit the clicks reached exhausted and
+    /// re-publishes them in the same transaction.
+    async fn fold_staged(
+        &self,
+        part: u16,
+        max_link_hours: usize,
+        now: i64,
+        referrer_cap: u32,
+    ) -> Result<Folded, StoreError>;
+    /// When the clicks of the oldest staged row were made (Unix ms); `None` when none is.
+    async fn staged_since(&self) -> Result<Option<i64>, StoreError>;
+    /// Adds counts gathered in memory (the origin's own clicks), in one transaction;
+    /// the links whose visit limit they reached, as for [`ClickStore::fold_staged`].
+    async fn add_rollups(&self, increments: &Increments, now: i64)
+        -> Result<Vec<Link>, StoreError>;
+    /// People's visits of a link counted so far (what a visit limit counts).
+    async fn human_visits(&self, link_id: u64) -> Result<u64, StoreError>;
+    /// Forgets the ids of events received before `before` (Unix ms); returns how many.
+    async fn forget_click_ids(&self, before: i64) -> Result<u64, StoreError>;
+    /// Records, for each `(source, complete_to)`, how far that source has written its
+    /// clicks (`None`: nothing outstanding), as of `at`; forgets sources not reported
+    /// since `forget_before` (processes gone).
+    async fn report_click_sources(
+        &self,
+        sources: &[(String, Option<i64>)],
+        at: i64,
+        forget_before: i64,
+    ) -> Result<(), StoreError>;
+    /// The sources reported since `since`, and how far each has written.
+    async fn click_sources(&self, since: i64) -> Result<Vec<(String, Option<i64>)>, StoreError>;
+    /// Forgets these sources (a process shutting down, having written all it held).
+    async fn forget_click_sources(&self, sources: &[String]) -> Result<(), StoreError>;
+    /// A link's counts in `[from, to)` per bucket of `bucket_ms` and bot flag, oldest
+    /// first; empty buckets are absent.
+    async fn click_series(
+        &self,
+        link: u64,
+        from: i64,
+        to: i64,
+        bucket_ms: i64,
+    ) -> Result<Vec<Rollup>, StoreError>;
+    /// A link's visits in `[from, to)` per dimension value, most first.
+    /// The `top` most visited values of each dimension of a link in `[from, to)`.
+    async fn click_dims(
+        &self,
+        link: u64,
+        from: i64,
+        to: i64,
+        include_bots: bool,
+        top: i64,
+    ) -> Result<Vec<DimCount>, StoreError>;
+    /// An owner's most visited links in `[from, to)` (only those on `domains`, unless
+    /// it is empty).
+    async fn owner_top_links(
+        &self,
+        owner: &str,
+        domains: &[String],
+        from: i64,
+        to: i64,
+        include_bots: bool,
+        limit: i64,
+    ) -> Result<Vec<(u64, Totals)>, StoreError>;
+    /// All of an owner's visits in `[from, to)` (only to links on `domains`, unless it
+    /// is empty).
+    async fn owner_totals(
+        &self,
+        owner: &str,
+        domains: &[String],
+        from: i64,
+        to: i64,
+    ) -> Result<Totals, StoreError>;
+}
+
+/// What one visit (or `n` alike) adds to the rollups.
+#[derive(Debug, Clone, Copy)]
+pub struct ClickDims<'a> {
+    /// Unix ms.
+    pub at: i64,
+    pub bot: bool,
+    pub status: u16,
+    /// Empty when unknown.
+    pub country: &'a str,
+    /// Empty when there was none.
+    pub referrer: &'a str,
+    pub device: &'static str,
+    /// The split variant the visit got, if the link has a split.
+    pub variant: Option<u8>,
+}
 
 /// Rows per multi-row statement: well under both databases' limits on bound values.
 const CHUNK: usize = 500;
@@ -81,22 +260,6 @@ fn dim_key(initial: char, value: &str) -> String {
 /// Whether a `dims` key is a referrer host (not the absence of one).
 fn is_referrer_host(key: &str) -> bool {
     key.len() > 2 && key.starts_with("r:")
-}
-
-/// What one visit (or `n` alike) adds to the rollups.
-#[derive(Debug, Clone, Copy)]
-pub struct ClickDims<'a> {
-    /// Unix ms.
-    pub at: i64,
-    pub bot: bool,
-    pub status: u16,
-    /// Empty when unknown.
-    pub country: &'a str,
-    /// Empty when there was none.
-    pub referrer: &'a str,
-    pub device: &'static str,
-    /// The split variant the visit got, if the link has a split.
-    pub variant: Option<u8>,
 }
 
 impl<'a> ClickDims<'a> {

@@ -1,9 +1,9 @@
 //! The domain registry: a row of `domains` per registered domain, its owners in
 //! `domain_owners` when it is not shared.
 
+use super::contract::{DomainAt, DomainStore, StoreError};
 use super::outbox::{insert_outbox, OutboxInsert};
 use super::sql::{list_placeholders, Arg, Conn};
-use super::{DomainAt, DomainStore, StoreError};
 use crate::db::Db;
 use crate::model::sequence::{code_sequence, code_step};
 use crate::model::time::now_ms;
@@ -121,7 +121,7 @@ async fn send_config(
     if c.is_postgres() {
         c.execute(
             "SELECT pg_notify($1, $2)",
-            &[super::DOMAINS_CHANNEL.into(), domain.into()],
+            &[super::contract::DOMAINS_CHANNEL.into(), domain.into()],
         )
         .await?;
     }

@@ -1,94 +1,18 @@
 //! Links, keys, domains and bans in SQL. The unique index on `(domain, code)` is the
 //! only arbiter of who gets a code: inserts never check first.
 
-use super::bans::active_bans;
+use super::bans::{active_bans, ban_lock, BanLock};
+use super::contract::{
+    Backlog, BulkInsert, DomainAt, IdempotencyKey, Idempotent, LinkStore, StoreError,
+};
 use super::domains::{check_domains, SettingsRow};
+use super::link_rows::{to_i64, LinkRow, SELECT_COLUMNS};
 use super::outbox::{insert_outbox, link_row, OutboxInsert};
 use super::sql::{list_placeholders, values_placeholders, Arg, Conn};
-use super::{Backlog, BulkInsert, DomainAt, IdempotencyKey, Idempotent, LinkStore, StoreError};
 use crate::db::Db;
-use crate::model::{ApiKey, Link, LinkOptions, LinkState, ListFilter, Published};
+use crate::model::{ApiKey, Link, ListFilter};
 use async_trait::async_trait;
-use shared::{CodeKind, DomainSettings, RedirectStatus};
-
-/// What a read selects: the written columns and what the publisher recorded.
-pub(super) const SELECT_COLUMNS: &str = "link_id, domain, code, target_url, owner_id, status, redirect_status, \
-     expires_at, version, key_version, code_kind, forward_query, title, tags, created_at, updated_at, \
-     published_version, published_at, code_number, options";
-
-#[derive(sqlx::FromRow)]
-pub(super) struct LinkRow {
-    link_id: i64,
-    domain: String,
-    code: String,
-    target_url: String,
-    owner_id: String,
-    status: String,
-    redirect_status: i64,
-    expires_at: Option<i64>,
-    version: i64,
-    key_version: Option<i64>,
-    code_kind: String,
-    forward_query: bool,
-    title: Option<String>,
-    tags: String,
-    created_at: i64,
-    updated_at: i64,
-    published_version: Option<i64>,
-    published_at: Option<i64>,
-    code_number: Option<i64>,
-    options: Option<String>,
-}
-
-impl TryFrom<LinkRow> for Link {
-    type Error = StoreError;
-    fn try_from(r: LinkRow) -> Result<Self, StoreError> {
-        let corrupt = |what: &str| StoreError::Corrupt(format!("link {}: {what}", r.link_id));
-        Ok(Link {
-            link_id: u64::try_from(r.link_id).map_err(|_| corrupt("link_id"))?,
-            status: LinkState::parse(&r.status).ok_or_else(|| corrupt("status"))?,
-            redirect: u16::try_from(r.redirect_status)
-                .ok()
-                .and_then(|c| RedirectStatus::try_from(c).ok())
-                .ok_or_else(|| corrupt("redirect_status"))?,
-            version: u64::try_from(r.version).map_err(|_| corrupt("version"))?,
-            key_version: r
-                .key_version
-                .map(u32::try_from)
-                .transpose()
-                .map_err(|_| corrupt("key_version"))?,
-            code_number: r
-                .code_number
-                .map(u64::try_from)
-                .transpose()
-                .map_err(|_| corrupt("code_number"))?,
-            code_kind: match r.code_kind.as_str() {
-                "generated" => CodeKind::Generated,
-                "custom" => CodeKind::Custom,
-                _ => return Err(corrupt("code_kind")),
-            },
-            tags: serde_json::from_str(&r.tags).map_err(|_| corrupt("tags"))?,
-            options: LinkOptions::from_column(r.options.as_deref())
-                .map_err(|e| corrupt(&format!("options: {e}")))?,
-            domain: r.domain,
-            code: r.code,
-            target_url: r.target_url,
-            owner_id: r.owner_id,
-            expires_at: r.expires_at,
-            forward_query: r.forward_query,
-            title: r.title,
-            created_at: r.created_at,
-            updated_at: r.updated_at,
-            published: match (r.published_version, r.published_at) {
-                (Some(v), Some(at)) => Some(Published {
-                    version: u64::try_from(v).map_err(|_| corrupt("published_version"))?,
-                    at,
-                }),
-                _ => None,
-            },
-        })
-    }
-}
+use shared::{CodeKind, DomainSettings};
 
 #[derive(sqlx::FromRow)]
 struct KeyRow {
@@ -254,33 +178,6 @@ async fn claim_key(
     Ok(Some((hash, response.unwrap_or_default())))
 }
 
-/// The advisory lock that orders ban changes against link writes on PostgreSQL: a
-/// write of a link holds it shared while it decides whether a ban covers the link, and a
-/// ban or lift holds it exclusively, so that each sees the other whole or not at all.
-/// (SQLite has one writer at a time, which orders them already.)
-const BAN_LOCK: i64 = 0x686f_705f_6261_6e73; // "hop_bans"
-
-/// How a transaction holds [`BAN_LOCK`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum BanLock {
-    /// A link write deciding its ban mark.
-    Shared,
-    /// A ban or a lift.
-    Exclusive,
-}
-
-/// Takes the ban lock for the rest of the transaction, on PostgreSQL.
-pub(super) async fn ban_lock(c: &mut Conn<'_>, how: BanLock) -> Result<(), StoreError> {
-    if c.is_postgres() {
-        let sql = match how {
-            BanLock::Shared => "SELECT pg_advisory_xact_lock_shared($1)",
-            BanLock::Exclusive => "SELECT pg_advisory_xact_lock($1)",
-        };
-        c.execute(sql, &[BAN_LOCK.into()]).await?;
-    }
-    Ok(())
-}
-
 /// Announces, on PostgreSQL, that `route` is now at `version` (delivered to the other
 /// origins when the transaction commits; `freshness` listens).
 async fn announce(c: &mut Conn<'_>, version: u64, route: &str) -> Result<(), StoreError> {
@@ -288,7 +185,7 @@ async fn announce(c: &mut Conn<'_>, version: u64, route: &str) -> Result<(), Sto
         let note = format!("{version} {route}");
         c.execute(
             "SELECT pg_notify($1, $2)",
-            &[super::LINKS_CHANNEL.into(), (&note).into()],
+            &[super::contract::LINKS_CHANNEL.into(), (&note).into()],
         )
         .await?;
     }
@@ -386,16 +283,11 @@ async fn insert_chunk(
             "SELECT pg_notify($1, p) FROM (VALUES {}) AS announced (p)",
             values_placeholders(2, notes.len(), 1)
         );
-        let mut args: Vec<Arg<'_>> = vec![super::LINKS_CHANNEL.into()];
+        let mut args: Vec<Arg<'_>> = vec![super::contract::LINKS_CHANNEL.into()];
         args.extend(notes.iter().map(Arg::from));
         c.execute(&sql, &args).await?;
     }
     Ok(went_in)
-}
-
-pub(super) fn to_i64(v: u64, what: &str) -> Result<i64, StoreError> {
-    i64::try_from(v)
-        .map_err(|_| StoreError::Corrupt(format!("{what} {v} does not fit the database")))
 }
 
 /// Every suffix of `host` at a label boundary: `a.b.c` gives `a.b.c`, `b.c`, `c`.
@@ -747,7 +639,7 @@ impl LinkStore for Db {
                          (SELECT created_at FROM outbox WHERE lane = 'normal' AND {pending} \
                            ORDER BY seq LIMIT 1)"
                     ),
-                    &[super::OUTBOX_COUNT_CAP.into()],
+                    &[super::contract::OUTBOX_COUNT_CAP.into()],
                 )
                 .await?;
         let lane = |lane: &str, rows, oldest_at| Backlog {

@@ -7,13 +7,84 @@
 //! holds this epoch unexpired; on PostgreSQL that check locks the lease row, so a
 //! takeover waits for the write to commit.
 
-use super::db_now_sql as now_sql;
-use super::sql::{insert_rows, list_placeholders, Arg, Conn, Tx};
-use super::{
-    ActivationPromise, FailedRow, Lease, LeaseClaim, OutboxRow, OutboxStore, RowFailure, StoreError,
-};
+use super::activation::ActivationPromise;
+use super::contract::db_now_sql as now_sql;
+use super::contract::{FailedRow, Lease, LeaseClaim, OutboxRow, RowFailure, StoreError};
+use super::fencing::fenced;
+use super::sql::{insert_rows, list_placeholders, Arg, Conn};
 use crate::db::Db;
 use async_trait::async_trait;
+use std::fmt::Debug;
+
+/// What the publisher reads and writes. Every write takes the publisher's
+/// [`LeaseClaim`] and commits only while the lease is still held at that epoch
+/// (judged by the database's clock); `LeaseLost` otherwise, with nothing written.
+#[async_trait]
+pub trait OutboxStore: Send + Sync + Debug + 'static {
+    /// Takes or renews the lease `name` for `holder` for `ttl_ms` by the database's
+    /// clock: the epoch it is held at, or `None` while another holder's lease runs. The
+    /// epoch changes whenever the lease changed hands or lapsed since it was held.
+    async fn take_lease(
+        &self,
+        name: &str,
+        holder: &str,
+        ttl_ms: i64,
+    ) -> Result<Option<Lease>, StoreError>;
+    /// Gives the lease up (on shutdown), so a standby need not wait for it to lapse.
+    async fn release_lease(&self, claim: &LeaseClaim<'_>) -> Result<(), StoreError>;
+    /// Who holds the lease now, and at which epoch (`None` when it is free or lapsed).
+    async fn lease_holder(&self, name: &str) -> Result<Option<(String, i64)>, StoreError>;
+    /// Up to `limit` undelivered rows of `lane` due by `now` (Unix ms), in `seq` order;
+    /// rows set aside as failed are not among them.
+    async fn pending(&self, lane: &str, limit: i64, now: i64)
+        -> Result<Vec<OutboxRow>, StoreError>;
+    /// Records rows as delivered (and, for links, what the edge now has), in one
+    /// transaction.
+    async fn mark_published(
+        &self,
+        claim: &LeaseClaim<'_>,
+        rows: &[OutboxRow],
+        at: i64,
+    ) -> Result<(), StoreError>;
+    /// Marks delivered, without pushing them, the undelivered rows of a key for which a
+    /// newer version was already delivered; returns how many.
+    async fn retire_superseded(&self, claim: &LeaseClaim<'_>, at: i64) -> Result<u64, StoreError>;
+    /// Counts refusals of single rows, each retried later or set aside; returns how
+    /// many were set aside.
+    async fn record_failures(
+        &self,
+        claim: &LeaseClaim<'_>,
+        failures: &[RowFailure],
+        now: i64,
+    ) -> Result<u64, StoreError>;
+    /// Notes on rows why a whole push failed (the edge down, say): not their fault, so
+    /// not counted towards setting them aside.
+    async fn note_push_failure(
+        &self,
+        claim: &LeaseClaim<'_>,
+        rows: &[OutboxRow],
+        error: &str,
+    ) -> Result<(), StoreError>;
+    /// Rows set aside as failed, after `seq` `after`, oldest first.
+    async fn failed_rows(&self, after: i64, limit: i64) -> Result<Vec<FailedRow>, StoreError>;
+    /// Puts rows set aside back in line (one by `seq`, or all): returns how many.
+    async fn retry_failed(&self, seq: Option<i64>) -> Result<u64, StoreError>;
+    /// Deletes rows delivered before `before` (Unix ms), but the newest delivered row of
+    /// each key; returns how many.
+    async fn prune_delivered(&self, before: i64) -> Result<u64, StoreError>;
+    /// Computes the activation meta the edge is to get and records it as a promise
+    /// (no id at or past `high + headroom` is issued until it runs out), in one fenced
+    /// transaction that orders it with segment reservations.
+    async fn record_activation(
+        &self,
+        claim: &LeaseClaim<'_>,
+        sequence: &str,
+        window_ms: i64,
+    ) -> Result<ActivationPromise, StoreError>;
+    /// The code sequences whose activation meta the heartbeat keeps fresh: those of
+    /// every active domain.
+    async fn code_sequences(&self) -> Result<Vec<String>, StoreError>;
+}
 
 /// Takes the lease when it is free or lapsed, renews it for its holder; a new epoch
 /// whenever the lease changes hands or lapsed in between, `clean` when it was given up
@@ -28,15 +99,6 @@ fn take_sql(now: &str, truth: &str) -> String {
                  THEN leases.clean ELSE leases.expires_at = 0 END \
          WHERE leases.holder = excluded.holder OR leases.expires_at < {now} \
          RETURNING holder, epoch, clean"
-    )
-}
-
-/// Matches the lease row only while `$1` names it, `$2` holds it at epoch `$3`, and it
-/// has not lapsed; the no-op update locks the row on PostgreSQL until commit.
-pub(crate) fn still_held_sql(now: &str) -> String {
-    format!(
-        "UPDATE leases SET expires_at = expires_at \
-         WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > {now}"
     )
 }
 
@@ -57,25 +119,6 @@ fn row_of(
         created_at,
         attempts,
     }
-}
-
-/// A transaction on the writer in which `claim` still holds its lease (checked first,
-/// and on PostgreSQL the lease row stays locked until commit); `LeaseLost`, with nothing
-/// begun, otherwise. Every write of the publisher runs in one.
-pub(super) async fn fenced(db: &Db, claim: &LeaseClaim<'_>) -> Result<Tx, StoreError> {
-    let check = still_held_sql(super::db_now_sql(db));
-    let mut tx = db.begin_write().await?;
-    let held = tx
-        .conn()
-        .execute(
-            &check,
-            &[claim.name.into(), claim.holder.into(), claim.epoch.into()],
-        )
-        .await?;
-    if held != 1 {
-        return Err(StoreError::LeaseLost);
-    }
-    Ok(tx)
 }
 
 /// An outbox row to write: a change for the publisher to push.

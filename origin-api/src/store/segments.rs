@@ -1,8 +1,8 @@
 //! Segment allocation in SQL: one upsert advances the row and returns the new bound, so
 //! two origins (or two tasks) can never receive overlapping ranges.
 
+use super::contract::{SegmentSource, StoreError};
 use super::outbox::{insert_outbox, OutboxInsert};
-use super::{SegmentSource, StoreError};
 use crate::db::Db;
 use crate::model::sequence::domain_of_sequence;
 use crate::model::time::now_ms;

@@ -44,7 +44,7 @@ async fn an_idempotent_create_never_stores_a_fast_hash_of_its_password() {
         let stored = fingerprints(&api).await;
         assert_eq!(stored.len(), 2, "{}", t.kind());
         // Whatever serialization a fast hash would have been taken of.
-        let single: origin_api::links::CreateLink =
+        let single: origin_api::views::links::CreateLink =
             serde_json::from_value(body.clone()).expect("body");
         let plain = [
             sha256_hex(&serde_json::to_string(&single).expect("json")),
@@ -144,7 +144,7 @@ async fn password_hashing_is_gated_and_bounded_everywhere() {
         );
 
         // A bulk call over the cap is refused whole, before anything is hashed.
-        let many: Vec<_> = (0..=origin_api::links::MAX_BULK_PASSWORDS)
+        let many: Vec<_> = (0..=origin_api::views::links::MAX_BULK_PASSWORDS)
             .map(|_| json!({"target_url": "https://shop.example/", "access": "password", "password": "correct horse"}))
             .collect();
         let before = api.count("links").await;

@@ -1220,7 +1220,7 @@ async fn bulk_create_judges_each_item_and_answers_in_order() {
 
         let empty = api.bulk(&token, None, json!({ "links": [] })).await;
         assert_eq!(empty.status, StatusCode::UNPROCESSABLE_ENTITY);
-        let too_many: Vec<Value> = (0..=origin_api::links::MAX_BULK)
+        let too_many: Vec<Value> = (0..=origin_api::views::links::MAX_BULK)
             .map(|_| json!({ "target_url": "https://e.example/" }))
             .collect();
         let res = api.bulk(&token, None, json!({ "links": too_many })).await;

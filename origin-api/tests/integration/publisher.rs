@@ -13,7 +13,7 @@ use origin_api::store::{
     ActivationPromise, FailedRow, Lease, LeaseClaim, LinkStore, OutboxRow, OutboxStore, RowFailure,
     StoreError,
 };
-use origin_api::{api_keys, links, metrics::Metrics, AppState};
+use origin_api::{api_keys, links, metrics::Metrics, views, AppState};
 use serde_json::{json, Value};
 use shared::sync::{judge, Refusal, SyncItem, SyncReply};
 use std::collections::{HashMap, HashSet};
@@ -175,7 +175,7 @@ fn setup(t: &TestDb) -> Setup {
 }
 
 async fn create(s: &Setup, body: Value) -> origin_api::model::Link {
-    let req: links::CreateLink = serde_json::from_value(body).expect("body");
+    let req: views::links::CreateLink = serde_json::from_value(body).expect("body");
     match links::create_link_once(&s.state.links, &Creator::owner(&s.owner), req, None)
         .await
         .expect("create")
@@ -191,7 +191,7 @@ async fn edit(
     link: &origin_api::model::Link,
     changes: Value,
 ) -> origin_api::model::Link {
-    let changes: links::UpdateLink = serde_json::from_value(changes).expect("changes");
+    let changes: views::links::UpdateLink = serde_json::from_value(changes).expect("changes");
     links::update_link(&s.state.links, link.clone(), link.version, changes)
         .await
         .expect("update")
@@ -220,7 +220,7 @@ async fn creates_edits_and_bans_reach_the_edge_coalesced_with_the_fast_lane_firs
             json!({ "target_url": "https://dest.example/a", "code": "spring" }),
         )
         .await;
-        assert_eq!(link.view().edge.state, links::EdgeState::Pending);
+        assert_eq!(link.view().edge.state, views::links::EdgeState::Pending);
         // Two edits before anything is published: the edge gets version 3 only.
         let mut current = link;
         for target in ["https://dest.example/b", "https://dest.example/c"] {
@@ -277,7 +277,12 @@ async fn creates_edits_and_bans_reach_the_edge_coalesced_with_the_fast_lane_firs
         // The link says so, with when it will be visible everywhere.
         let read = stored(&s, "spring").await;
         let view = read.view();
-        assert_eq!(view.edge.state, links::EdgeState::Published, "{}", t.kind());
+        assert_eq!(
+            view.edge.state,
+            views::links::EdgeState::Published,
+            "{}",
+            t.kind()
+        );
         assert!(view.edge.published_at.is_some() && view.edge.visible_everywhere_by.is_some());
         assert!(pending(&s.state.db).await.is_empty());
         assert_eq!(s.publisher.step().await.expect("idle step"), 0);
@@ -285,7 +290,7 @@ async fn creates_edits_and_bans_reach_the_edge_coalesced_with_the_fast_lane_firs
         // A further edit makes it pending again until it is delivered.
         let edited = edit(&s, &read, json!({ "title": "Spring" })).await;
         let again = stored(&s, "spring").await;
-        assert_eq!(again.view().edge.state, links::EdgeState::Pending);
+        assert_eq!(again.view().edge.state, views::links::EdgeState::Pending);
         drain(&s).await;
         let record = s.edge.value("l:s.example/spring").expect("record");
         assert_eq!(record["v"], json!(edited.version));
@@ -344,7 +349,7 @@ async fn a_failed_push_is_retried_and_an_older_version_never_replaces_a_newer_on
         assert_eq!(s.state.metrics.publish_edge_ahead.get(), 1);
         assert_eq!(
             stored(&s, "retry-me").await.view().edge.state,
-            links::EdgeState::Pending
+            views::links::EdgeState::Pending
         );
         t.cleanup().await;
     }
@@ -743,7 +748,7 @@ async fn a_push_stalled_past_the_lease_never_lands_after_the_standbys_and_the_st
             let edge = Arc::new(MemoryEdge::new(checks_versions));
             let code = format!("fenced-{checks_versions}");
             let link = {
-                let req: links::CreateLink = serde_json::from_value(
+                let req: views::links::CreateLink = serde_json::from_value(
                     json!({ "target_url": "https://dest.example/v1", "code": code }),
                 )
                 .expect("body");
@@ -780,7 +785,7 @@ async fn a_push_stalled_past_the_lease_never_lands_after_the_standbys_and_the_st
             stalling.armed.store(true, Ordering::SeqCst);
             let entered = stalling.entered.notified();
             let v2 = {
-                let changes: links::UpdateLink =
+                let changes: views::links::UpdateLink =
                     serde_json::from_value(json!({ "target_url": "https://dest.example/v2" }))
                         .expect("changes");
                 links::update_link(&state.links, link.clone(), 1, changes)
@@ -930,7 +935,7 @@ async fn a_value_the_edge_refuses_is_set_aside_and_everything_behind_it_is_deliv
             .is_empty());
         assert_eq!(
             stored(&s, "poison").await.view().edge.state,
-            links::EdgeState::Published
+            views::links::EdgeState::Published
         );
         t.cleanup().await;
     }
@@ -978,7 +983,7 @@ async fn a_request_refused_for_one_item_is_split_until_that_item_stands_alone() 
             test_timings(),
         );
         for i in 0..64 {
-            let req: links::CreateLink = serde_json::from_value(
+            let req: views::links::CreateLink = serde_json::from_value(
                 json!({ "target_url": format!("https://dest.example/{i}"), "code": format!("bad-{i}") }),
             )
             .expect("body");
@@ -1031,11 +1036,11 @@ async fn a_key_the_edge_did_not_answer_for_is_not_counted_as_delivered() {
         s.publisher.step().await.expect("step");
         assert_eq!(
             stored(&s, "spoken").await.view().edge.state,
-            links::EdgeState::Published
+            views::links::EdgeState::Published
         );
         assert_eq!(
             stored(&s, "silent").await.view().edge.state,
-            links::EdgeState::Pending,
+            views::links::EdgeState::Pending,
             "{}",
             t.kind()
         );
@@ -1044,7 +1049,7 @@ async fn a_key_the_edge_did_not_answer_for_is_not_counted_as_delivered() {
         drain(&s).await;
         assert_eq!(
             stored(&s, "silent").await.view().edge.state,
-            links::EdgeState::Published
+            views::links::EdgeState::Published
         );
         t.cleanup().await;
     }
@@ -1081,7 +1086,7 @@ async fn a_ban_reaches_the_edge_while_the_normal_lane_is_stuck() {
             test_timings(),
         );
         for i in 0..20 {
-            let req: links::CreateLink = serde_json::from_value(
+            let req: views::links::CreateLink = serde_json::from_value(
                 json!({ "target_url": format!("https://dest.example/{i}"), "code": format!("stuck-{i}") }),
             )
             .expect("body");
@@ -1137,7 +1142,7 @@ async fn the_activation_meta_is_pushed_again_on_a_heartbeat_and_states_its_promi
                 ..test_timings()
             },
         );
-        let req: links::CreateLink =
+        let req: views::links::CreateLink =
             serde_json::from_value(json!({ "target_url": "https://dest.example/" })).expect("body");
         links::create_link(&state.links, &Creator::owner("acme"), req)
             .await
@@ -1158,7 +1163,7 @@ async fn the_activation_meta_is_pushed_again_on_a_heartbeat_and_states_its_promi
         // Another domain numbers its codes apart, and has a window of its own.
         crate::common::register(&state.db, "b.example").await;
         for _ in 0..2 {
-            let req: links::CreateLink = serde_json::from_value(
+            let req: views::links::CreateLink = serde_json::from_value(
                 json!({ "target_url": "https://dest.example/b", "domain": "b.example" }),
             )
             .expect("body");

@@ -9,6 +9,7 @@ use origin_api::model::BanTarget;
 use origin_api::model::Creator;
 use origin_api::model::Link;
 use origin_api::store::{BanStore, LinkStore};
+use origin_api::views;
 use origin_api::AppState;
 use serde_json::{json, Value};
 use shared::{EdgeRecord, EdgeStatus};
@@ -18,7 +19,7 @@ use shared::{EdgeRecord, EdgeStatus};
 const ROUNDS: usize = 200;
 
 async fn create(state: &AppState, code: &str, target: &str) -> Link {
-    let req: links::CreateLink =
+    let req: views::links::CreateLink =
         serde_json::from_value(json!({ "target_url": target, "code": code })).expect("body");
     links::create_link(&state.links, &Creator::owner("acme"), req)
         .await
@@ -34,7 +35,7 @@ async fn retarget(state: &AppState, code: &str, target: &str) {
     else {
         return;
     };
-    let changes: links::UpdateLink =
+    let changes: views::links::UpdateLink =
         serde_json::from_value(json!({ "target_url": target })).expect("changes");
     let version = current.version;
     let _ = links::update_link(&state.links, current, version, changes).await;
@@ -136,7 +137,7 @@ async fn a_create_racing_a_ban_of_its_host_is_marked_or_refused() {
             let evil = format!("fresh{round}.example");
             let host = BanTarget::Host { host: evil.clone() };
             let code = format!("race-new-{round}");
-            let req: links::CreateLink = serde_json::from_value::<links::CreateLink>(
+            let req: views::links::CreateLink = serde_json::from_value::<views::links::CreateLink>(
                 json!({ "target_url": format!("https://{evil}/"), "code": code }),
             )
             .expect("body");
@@ -178,11 +179,11 @@ async fn a_first_link_and_a_change_of_its_domain_never_both_win() {
         for round in 0..ROUNDS {
             let name = format!("d{round}.example");
             crate::common::register(&t.db, &name).await;
-            let req: links::CreateLink = serde_json::from_value(json!({
+            let req: views::links::CreateLink = serde_json::from_value(json!({
                 "domain": name, "target_url": "https://e.example/", "code": "MixedCase"
             }))
             .expect("body");
-            let change: origin_api::domains::UpdateDomain =
+            let change: origin_api::views::domains::UpdateDomain =
                 serde_json::from_value(json!({"alphabet": "base36", "case_insensitive": true}))
                     .expect("change");
             let removed = round % 2 == 1;

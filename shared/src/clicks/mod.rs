@@ -5,7 +5,7 @@
 //! a click counts the same wherever it was answered. Nothing here can hold a visitor's
 //! IP address, user agent or full referrer: [`Visitor::describe`] reduces them to a
 //! country code, a referrer host, a device class and a bot flag before anything is kept
-//! or sent (ARCHITECTURE §8).
+//! or sent (docs/architecture.md, "Security").
 //!
 //! The event itself is `event`'s (re-exported here), below the tally that counts alike
 //! events ([`crate::tally`]); this module has what carries both to the origin (the

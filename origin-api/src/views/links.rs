@@ -1,0 +1,394 @@
+//! The links API's bodies: what `POST /v1/links`, `PATCH`, the list and a bulk create
+//! take and answer. Plain data with its JSON form and its description; the rules that
+//! judge them are the links service's ([`crate::links`]).
+
+use super::present;
+use crate::model::time::rfc3339;
+use crate::model::{Link, LinkState, KV_PROPAGATION_MS};
+use serde::{Deserialize, Serialize};
+use shared::preview::Preview;
+use shared::split::Variant;
+use shared::targeting::Rule;
+use shared::CodeKind;
+
+impl Link {
+    /// The link as the API shows it.
+    pub fn view(&self) -> LinkView {
+        LinkView {
+            domain: self.domain.clone(),
+            code: self.code.clone(),
+            target_url: self.target_url.clone(),
+            status: self.status,
+            redirect: self.redirect.code(),
+            expires_at: self.expires_at.map(rfc3339),
+            title: self.title.clone(),
+            tags: self.tags.clone(),
+            forward_query: self.forward_query,
+            rules: self.options.rules.clone(),
+            split: self.options.split.clone().map(Vec::from),
+            preview: self.options.preview.clone(),
+            expired_url: self.options.expired_url.clone(),
+            interstitial: self.options.interstitial,
+            record_clicks: !self.options.no_clicks,
+            max_visits: self.options.max_visits,
+            exhausted: self.options.exhausted,
+            access: match self.options.access {
+                None => AccessMode::Public,
+                Some(shared::access::Access::Signed { .. }) => AccessMode::Signed,
+                Some(shared::access::Access::Password { .. }) => AccessMode::Password,
+            },
+            code_kind: self.code_kind,
+            version: self.version,
+            created_at: rfc3339(self.created_at),
+            updated_at: rfc3339(self.updated_at),
+            edge: match self.published {
+                // Published means this version (or a newer one) reached the edge.
+                Some(p) if p.version >= self.version => EdgeView {
+                    state: EdgeState::Published,
+                    published_at: Some(rfc3339(p.at)),
+                    visible_everywhere_by: Some(rfc3339(p.at + KV_PROPAGATION_MS)),
+                },
+                _ => EdgeView {
+                    state: EdgeState::Pending,
+                    published_at: None,
+                    visible_everywhere_by: None,
+                },
+            },
+        }
+    }
+}
+
+/// The JSON form of a link.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct LinkView {
+    pub domain: String,
+    pub code: String,
+    pub target_url: String,
+    pub status: LinkState,
+    /// 301, 302, 307 or 308.
+    pub redirect: u16,
+    /// RFC 3339, UTC.
+    pub expires_at: Option<String>,
+    pub title: Option<String>,
+    pub tags: Vec<String>,
+    pub forward_query: bool,
+    /// Targeting rules, in order: the first whose conditions all hold picks the target.
+    pub rules: Vec<Rule>,
+    /// An A/B split of the visits no rule claims; `null` for none.
+    pub split: Option<Vec<Variant>>,
+    /// What link-preview crawlers are shown; `null` for none.
+    pub preview: Option<Preview>,
+    /// Where the link sends visitors once it has expired (else its domain's page, else
+    /// 410).
+    pub expired_url: Option<String>,
+    /// Show the destination and a link to it instead of redirecting at once.
+    pub interstitial: bool,
+    /// Whether visits are recorded for the link's stats.
+    pub record_clicks: bool,
+    /// People's visits after which the link ends; `null` for no limit.
+    pub max_visits: Option<u64>,
+    /// The visit limit was reached: the link answers as an expired one (410, or its
+    /// `expired_url`) until `max_visits` is raised or cleared.
+    pub exhausted: bool,
+    /// Who may follow the link: anyone with its code, only visits carrying a token
+    /// issued for it (`POST …/tokens`), or visitors who give its password. Neither the
+    /// secret nor the password (nor its hash) is ever shown.
+    pub access: AccessMode,
+    /// `generated` or `custom`.
+    #[schema(value_type = String, example = "generated")]
+    pub code_kind: CodeKind,
+    pub version: u64,
+    pub created_at: String,
+    pub updated_at: String,
+    pub edge: EdgeView,
+}
+
+/// Where the link stands at the edge.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct EdgeView {
+    pub state: EdgeState,
+    pub published_at: Option<String>,
+    pub visible_everywhere_by: Option<String>,
+}
+
+/// Whether the edge has this version of the link.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum EdgeState {
+    /// Not pushed yet: visible through the origin only (and through the edge's
+    /// activation window for new links).
+    Pending,
+    /// Pushed; visible everywhere by `visible_everywhere_by`.
+    Published,
+}
+
+/// The body of `POST /v1/links` (and each item of a bulk create).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateLink {
+    pub target_url: String,
+    #[serde(default)]
+    pub domain: Option<String>,
+    /// A custom alias; without it a code is generated.
+    #[serde(default)]
+    pub code: Option<String>,
+    /// RFC 3339.
+    #[serde(default)]
+    pub expires_at: Option<String>,
+    #[serde(default)]
+    pub redirect: Option<u16>,
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub tags: Option<Vec<String>>,
+    #[serde(default)]
+    pub forward_query: Option<bool>,
+    /// Targeting rules (at most 20), in order: the first whose conditions all hold
+    /// picks the target; none, the link's own `target_url`.
+    #[serde(default)]
+    pub rules: Option<Vec<Rule>>,
+    /// An A/B split: 2 to 10 variants whose weights sum to 100. A visit no rule claims
+    /// goes to a variant picked by weight (visitors are not kept on one).
+    #[serde(default)]
+    pub split: Option<Vec<Variant>>,
+    /// What link-preview crawlers (Slack, WhatsApp, ...) are shown.
+    #[serde(default)]
+    pub preview: Option<Preview>,
+    /// Where visitors go once the link has expired, before the domain's page.
+    #[serde(default)]
+    pub expired_url: Option<String>,
+    /// Show the destination and a link to it instead of redirecting at once.
+    #[serde(default)]
+    pub interstitial: Option<bool>,
+    /// `false`: visits are not recorded (default `true`).
+    #[serde(default)]
+    pub record_clicks: Option<bool>,
+    /// People's visits after which the link ends (410, or `expired_url`); bots are
+    /// never counted.
+    #[serde(default)]
+    pub max_visits: Option<u64>,
+    /// `signed`: only visits carrying a token issued for the link get through;
+    /// `password`: only visitors who give `password` (default `public`).
+    #[serde(default)]
+    pub access: Option<AccessMode>,
+    /// The password of a link with `"access": "password"`: 8 characters to 256 bytes.
+    /// Kept only as a slow hash (PBKDF2-HMAC-SHA256, 100,000 rounds); never shown.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, format = Password)]
+    pub password: Option<Password>,
+    /// `true`: if the owner already has a live public link on this domain to the same
+    /// target (as normalized), answer it (200, `Hop-Deduplicated: true`) instead of
+    /// creating another; the request's other fields are then not applied. Not with
+    /// `code`, nor in a bulk create.
+    #[serde(default)]
+    pub dedupe: Option<bool>,
+}
+
+/// Who may follow a link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AccessMode {
+    /// Anyone with its code.
+    Public,
+    /// Only visits with a valid, unexpired token (`?t=…`) issued for the link. Setting
+    /// it again replaces the link's secret: every token issued before stops working.
+    Signed,
+    /// Only visitors who type the link's password into the form it shows; they are let
+    /// in for an hour by a cookie for that link alone. A new password lets in only
+    /// those who give it.
+    Password,
+}
+
+/// A link's password as a request carries it: never written to a log.
+#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Password(String);
+
+impl Password {
+    pub fn new(password: impl Into<String>) -> Self {
+        Password(password.into())
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Password {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Password(..)")
+    }
+}
+
+/// Limits on free-text fields, so one link cannot bloat every copy of it.
+pub const MAX_TITLE_CHARS: usize = 200;
+/// See [`MAX_TITLE_CHARS`].
+pub const MAX_TAGS: usize = 20;
+/// See [`MAX_TITLE_CHARS`].
+pub const MAX_TAG_CHARS: usize = 64;
+
+/// Links per page unless the caller asks otherwise.
+pub const DEFAULT_PAGE: u32 = 50;
+
+/// The largest page.
+pub const MAX_PAGE: u32 = 1000;
+
+/// The query of `GET /v1/links`.
+#[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListParams {
+    pub domain: Option<String>,
+    pub tag: Option<String>,
+    /// Without it, tombstones are left out.
+    pub status: Option<LinkState>,
+    pub cursor: Option<String>,
+    pub limit: Option<u32>,
+}
+
+/// One page.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next_cursor: Option<String>,
+}
+
+/// The body of `PATCH /v1/links/{domain}/{code}`. Absent fields stay as they are;
+/// `expires_at`, `title`, `rules`, `split`, `preview` and `expired_url` may be set to
+/// `null` to clear them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateLink {
+    #[serde(default)]
+    pub target_url: Option<String>,
+    /// RFC 3339; `null` removes the expiry.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub expires_at: Option<Option<String>>,
+    #[serde(default)]
+    pub redirect: Option<u16>,
+    /// `active` or `disabled`; deleting is `DELETE`.
+    #[serde(default)]
+    pub status: Option<LinkState>,
+    /// `null` removes the title.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub title: Option<Option<String>>,
+    #[serde(default)]
+    pub tags: Option<Vec<String>>,
+    #[serde(default)]
+    pub forward_query: Option<bool>,
+    /// The whole list, replacing the link's; `null` or `[]` removes every rule.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<Vec<Rule>>)]
+    pub rules: Option<Option<Vec<Rule>>>,
+    /// `null` removes the split.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<Vec<Variant>>)]
+    pub split: Option<Option<Vec<Variant>>>,
+    /// `null` removes the preview.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<Preview>)]
+    pub preview: Option<Option<Preview>>,
+    /// `null` removes the link's own page for when it has expired.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub expired_url: Option<Option<String>>,
+    #[serde(default)]
+    pub interstitial: Option<bool>,
+    #[serde(default)]
+    pub record_clicks: Option<bool>,
+    /// `null` removes the limit. Raising it past the visits counted (or removing it)
+    /// brings an exhausted link back.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<u64>)]
+    pub max_visits: Option<Option<u64>>,
+    /// `signed` (again) gives the link a new secret, revoking every token issued
+    /// before; `password` (with `password`) asks visitors for a password; `public` opens
+    /// it to anyone with its code.
+    #[serde(default)]
+    pub access: Option<AccessMode>,
+    /// A new password, for a link that has or is given `"access": "password"`: visitors
+    /// let in under the old one must give it.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, format = Password)]
+    pub password: Option<Password>,
+}
+
+/// The most links one bulk call may carry.
+pub const MAX_BULK: usize = 10_000;
+
+/// Links with a password one bulk call may carry (each costs a PBKDF2).
+pub const MAX_BULK_PASSWORDS: usize = 100;
+
+/// The body of `POST /v1/links/bulk`. Items are parsed one by one, so that one bad item
+/// is reported in its place instead of refusing the batch.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BulkCreate {
+    /// 1 to 10,000 create bodies.
+    #[schema(value_type = Vec<CreateLink>)]
+    pub links: Vec<BulkItem>,
+}
+
+/// One item of a bulk create, parsed straight into its type as the body is read: only
+/// the item's own text is held meanwhile, never the batch as a tree of JSON values
+/// (which took 5 to 10 times the body's size).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BulkItem {
+    /// Boxed: a create body is a few hundred bytes, and most of a batch's items are
+    /// valid; the list holds pointers.
+    Valid(Box<CreateLink>),
+    /// Why the item does not fit a create body.
+    Invalid(String),
+}
+
+impl<'de> Deserialize<'de> for BulkItem {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = Box::<serde_json::value::RawValue>::deserialize(d)?;
+        Ok(match serde_json::from_str::<CreateLink>(raw.get()) {
+            Ok(link) => BulkItem::Valid(Box::new(link)),
+            Err(e) => {
+                // The position is within the item, not the body: say only what is wrong.
+                let text = e.to_string();
+                let what = text.rfind(" at line ").map_or(&*text, |i| &text[..i]);
+                BulkItem::Invalid(what.to_owned())
+            }
+        })
+    }
+}
+
+impl Serialize for BulkItem {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            BulkItem::Valid(link) => link.serialize(s),
+            BulkItem::Invalid(why) => {
+                use serde::ser::SerializeMap;
+                let mut map = s.serialize_map(Some(1))?;
+                map.serialize_entry("invalid", why)?;
+                map.end()
+            }
+        }
+    }
+}
+
+/// One item's outcome.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+#[serde(untagged)]
+pub enum BulkResult {
+    Ok {
+        ok: bool,
+        link: Box<LinkView>,
+    },
+    Err {
+        ok: bool,
+        #[schema(value_type = super::problem::Problem)]
+        error: serde_json::Value,
+    },
+}
+
+/// The answer to a bulk call.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct BulkResponse {
+    pub results: Vec<BulkResult>,
+}
