@@ -202,11 +202,6 @@ pub async fn update_domain(
     patch: UpdateDomain,
 ) -> Result<Domain, AppError> {
     let current = state.db.domain(name).await?.ok_or(AppError::NotFound)?;
-    if current.version != expected {
-        return Err(AppError::Stale {
-            current: Some(current.version),
-        });
-    }
     let mut req = registration_of(&current);
     if let Some(shared) = patch.shared {
         req.shared = shared;
@@ -239,6 +234,13 @@ pub async fn update_domain(
     }
     let now = now_ms();
     let mut next = req.domain(state, now).await?;
+    // Compared once the change is known to be valid: one that no version would take is
+    // refused as such (422), not sent back to be read again (D-235).
+    if current.version != expected {
+        return Err(AppError::Stale {
+            current: Some(current.version),
+        });
+    }
     let shape = |d: &Domain| (d.settings.codes, d.settings.case_insensitive);
     let shape_changes = shape(&next) != shape(&current);
     next.version = current.version + 1;

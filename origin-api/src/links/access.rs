@@ -3,6 +3,7 @@
 //! does (`shared::access` and `shared::password` say what is signed and hashed; the
 //! MAC here is the `hmac` crate's, compared in constant time, the hash `pbkdf2`'s).
 
+use crate::views::links::{IssueToken, IssuedToken};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use shared::access::{hex_decode, signed_message, Access, Challenge, SECRET_BYTES};
@@ -218,6 +219,76 @@ impl PasswordGate {
     }
 }
 
+/// A token's longest life.
+pub const MAX_TTL_S: u64 = 366 * 24 * 3600;
+/// A token's life unless asked otherwise.
+pub const DEFAULT_TTL_S: u64 = 24 * 3600;
+
+/// A token for `link`, which must be signed and not deleted, as `asked` at `now` (ms).
+pub fn issue(
+    link: &crate::model::Link,
+    asked: &IssueToken,
+    now: i64,
+) -> Result<IssuedToken, crate::error::AppError> {
+    use crate::error::AppError;
+    if link.status == crate::model::LinkState::Deleted {
+        return Err(AppError::Deleted);
+    }
+    let access = match &link.options.access {
+        Some(access @ Access::Signed { .. }) => access,
+        Some(Access::Password { .. }) => return Err(AppError::invalid(
+            "access",
+            "the link opens with its password, not tokens: set \"access\": \"signed\" on it first",
+        )),
+        None => {
+            return Err(AppError::invalid(
+                "access",
+                "the link is public: set \"access\": \"signed\" on it first",
+            ))
+        }
+    };
+    let now_s = now.div_euclid(1000);
+    let expires_s = match (&asked.expires_at, asked.ttl_s) {
+        (Some(_), Some(_)) => {
+            return Err(AppError::invalid(
+                "expires_at",
+                "give expires_at or ttl_s, not both",
+            ))
+        }
+        (Some(at), None) => {
+            let ms = crate::model::time::parse_rfc3339(at).ok_or_else(|| {
+                AppError::invalid("expires_at", "use RFC 3339, e.g. 2030-01-31T23:59:59Z")
+            })?;
+            let s = ms.div_euclid(1000);
+            if s <= now_s || s - now_s > MAX_TTL_S as i64 {
+                return Err(AppError::invalid(
+                    "expires_at",
+                    "must be in the future, at most 366 days ahead",
+                ));
+            }
+            s
+        }
+        (None, ttl) => {
+            let ttl = ttl.unwrap_or(DEFAULT_TTL_S);
+            if !(1..=MAX_TTL_S).contains(&ttl) {
+                return Err(AppError::invalid(
+                    "ttl_s",
+                    format!("1 to {MAX_TTL_S} seconds"),
+                ));
+            }
+            now_s + ttl as i64
+        }
+    };
+    let route = link.route_key();
+    let token = token(access, &route, expires_s)
+        .ok_or_else(|| AppError::Internal(format!("link {route}: its secret is not hex")))?;
+    Ok(IssuedToken {
+        url: format!("https://{route}?t={token}"),
+        token,
+        expires_at: crate::model::time::rfc3339(expires_s * 1000),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -344,97 +415,4 @@ mod tests {
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
         );
     }
-}
-
-/// The body of `POST /v1/links/{domain}/{code}/tokens`: when the token stops opening
-/// the link, as an instant or a time to live (default one day).
-#[derive(Debug, Clone, Default, serde::Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct IssueToken {
-    /// RFC 3339, in the future, at most 366 days ahead.
-    #[serde(default)]
-    pub expires_at: Option<String>,
-    /// Seconds from now, 1 to 31,622,400 (366 days).
-    #[serde(default)]
-    pub ttl_s: Option<u64>,
-}
-
-/// An issued token, and the link that carries it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
-pub struct IssuedToken {
-    pub token: String,
-    /// `https://{domain}/{code}?t={token}`: what to share.
-    pub url: String,
-    /// RFC 3339, to the second.
-    pub expires_at: String,
-}
-
-/// A token's longest life.
-pub const MAX_TTL_S: u64 = 366 * 24 * 3600;
-/// A token's life unless asked otherwise.
-pub const DEFAULT_TTL_S: u64 = 24 * 3600;
-
-/// A token for `link`, which must be signed and not deleted, as `asked` at `now` (ms).
-pub fn issue(
-    link: &crate::model::Link,
-    asked: &IssueToken,
-    now: i64,
-) -> Result<IssuedToken, crate::error::AppError> {
-    use crate::error::AppError;
-    if link.status == crate::model::LinkState::Deleted {
-        return Err(AppError::Deleted);
-    }
-    let access = match &link.options.access {
-        Some(access @ Access::Signed { .. }) => access,
-        Some(Access::Password { .. }) => return Err(AppError::invalid(
-            "access",
-            "the link opens with its password, not tokens: set \"access\": \"signed\" on it first",
-        )),
-        None => {
-            return Err(AppError::invalid(
-                "access",
-                "the link is public: set \"access\": \"signed\" on it first",
-            ))
-        }
-    };
-    let now_s = now.div_euclid(1000);
-    let expires_s = match (&asked.expires_at, asked.ttl_s) {
-        (Some(_), Some(_)) => {
-            return Err(AppError::invalid(
-                "expires_at",
-                "give expires_at or ttl_s, not both",
-            ))
-        }
-        (Some(at), None) => {
-            let ms = crate::model::time::parse_rfc3339(at).ok_or_else(|| {
-                AppError::invalid("expires_at", "use RFC 3339, e.g. 2030-01-31T23:59:59Z")
-            })?;
-            let s = ms.div_euclid(1000);
-            if s <= now_s || s - now_s > MAX_TTL_S as i64 {
-                return Err(AppError::invalid(
-                    "expires_at",
-                    "must be in the future, at most 366 days ahead",
-                ));
-            }
-            s
-        }
-        (None, ttl) => {
-            let ttl = ttl.unwrap_or(DEFAULT_TTL_S);
-            if !(1..=MAX_TTL_S).contains(&ttl) {
-                return Err(AppError::invalid(
-                    "ttl_s",
-                    format!("1 to {MAX_TTL_S} seconds"),
-                ));
-            }
-            now_s + ttl as i64
-        }
-    };
-    let route = link.route_key();
-    let token = token(access, &route, expires_s)
-        .ok_or_else(|| AppError::Internal(format!("link {route}: its secret is not hex")))?;
-    Ok(IssuedToken {
-        url: format!("https://{route}?t={token}"),
-        token,
-        expires_at: crate::model::time::rfc3339(expires_s * 1000),
-    })
 }

@@ -4,7 +4,7 @@
 
 use crate::error::AppError;
 use crate::model::{Creator, Link, ListFilter};
-use crate::views::links::{ListParams, Page, DEFAULT_PAGE, MAX_PAGE};
+use crate::views::links::{ListParams, Page, DEFAULT_PAGE, MAX_PAGE, MAX_TAG_CHARS};
 
 impl ListFilter {
     /// The listing `params` ask for, of `caller`'s links: only on the domains its key is
@@ -38,6 +38,15 @@ impl ListFilter {
                     .ok_or_else(|| AppError::invalid("cursor", "not a cursor this API gave out"))
             })
             .transpose()?;
+        // A tag no link can carry is a mistake in the request, not an empty page.
+        if let Some(tag) = &params.tag {
+            if tag.is_empty() || tag.chars().count() > MAX_TAG_CHARS {
+                return Err(AppError::invalid(
+                    "tag",
+                    format!("a tag is 1 to {MAX_TAG_CHARS} characters"),
+                ));
+            }
+        }
         Ok(ListFilter {
             owner_id: caller.owner.to_owned(),
             domains,

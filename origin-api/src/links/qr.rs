@@ -3,8 +3,8 @@
 //! so that a scanner never sees a blurred edge.
 
 use crate::error::AppError;
+use crate::views::links::{Ecc, QrFormat, QrParams};
 use qrcodegen::{QrCode, QrCodeEcc};
-use serde::Deserialize;
 
 /// Side of a PNG, in pixels, unless asked otherwise; and the bounds of what may be asked.
 pub const DEFAULT_SIZE: u32 = 512;
@@ -13,37 +13,6 @@ pub const MAX_SIZE: u32 = 4096;
 /// The quiet zone the standard asks for, in modules; and the most that may be asked.
 pub const DEFAULT_MARGIN: u32 = 4;
 pub const MAX_MARGIN: u32 = 32;
-
-/// The query of `GET /v1/links/{domain}/{code}/qr`.
-#[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct QrParams {
-    /// `svg` (default) or `png`.
-    pub format: Option<QrFormat>,
-    /// Side in pixels, 64 to 4096 (default 512): the PNG's (at most this, a whole number
-    /// of pixels per module), the SVG's displayed width and height.
-    pub size: Option<u32>,
-    /// Quiet zone around the code, in modules: 0 to 32 (default 4, as the standard asks).
-    pub margin: Option<u32>,
-    /// Error correction: `L` (7%), `M` (15%, default), `Q` (25%) or `H` (30%).
-    pub ecc: Option<Ecc>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum QrFormat {
-    Svg,
-    Png,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
-pub enum Ecc {
-    L,
-    M,
-    Q,
-    H,
-}
 
 impl From<Ecc> for QrCodeEcc {
     fn from(e: Ecc) -> Self {

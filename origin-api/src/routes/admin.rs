@@ -19,12 +19,14 @@ pub(crate) const MAX_OUTBOX_PAGE: u32 = 1_000;
 #[into_params(parameter_in = Query)]
 pub(crate) struct OutboxQuery {
     /// `failed`: the rows set aside after the edge refused them.
+    #[param(pattern = "^failed$")]
     state: String,
     /// The `next_after` of the previous page.
     #[serde(default)]
     after: Option<i64>,
     /// 1 to 1000 (default 100).
     #[serde(default)]
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<u32>,
 }
 

@@ -185,19 +185,22 @@ pub(crate) async fn clicks(
     Ok(Json(receipt))
 }
 
-/// The body of `POST /v1/edge/clicks`, for the API description.
-#[derive(utoipa::ToSchema)]
+/// The body of `POST /v1/edge/clicks`, for the API description: either list may be left
+/// out (it is then empty), neither may be `null`.
+#[derive(utoipa::ToSchema, serde::Deserialize)]
 #[allow(dead_code)]
 struct ClickBatchDoc {
     /// Each: `batch_id`, `at` (Unix ms, when sealed), `dropped` (clicks the edge had to
     /// drop since its last tally), and `rows`, each: `link` (domain/code), `version`,
     /// `hour` (Unix ms of the hour's start), `status`, `country`, `referrer_host`,
     /// `device` (desktop, mobile, tablet, other), `bot`, `variant`, `n` (alike clicks).
-    tallies: Option<Vec<serde_json::Value>>,
+    #[serde(default)]
+    tallies: Vec<serde_json::Value>,
     /// Each: `event_id`, `link` (domain/code), `version`, `at` (Unix ms), `country`,
     /// `referrer_host`, `device` (desktop, mobile, tablet, other), `bot`, `status`,
     /// `variant`.
-    events: Option<Vec<serde_json::Value>>,
+    #[serde(default)]
+    events: Vec<serde_json::Value>,
 }
 
 /// The answer of `POST /v1/edge/clicks`, for the API description.

@@ -4,8 +4,6 @@ use super::body::{ApiJson, ApiPath, ApiQuery, BULK_BODY_LIMIT};
 use super::responses::{IfMatchHonoured, IfMatchRequired, NoSuchLink, ReadAndDeleteOnly};
 use crate::auth::Caller;
 use crate::error::{AppError, Problem};
-use crate::links::access::{IssueToken, IssuedToken};
-use crate::links::qr::QrParams;
 use crate::links::Links;
 use crate::links::{
     self, check_idempotency_key, create_link_once, delete_link, owned_link, parse_if_match,
@@ -13,9 +11,11 @@ use crate::links::{
 };
 use crate::model::{Link, ListFilter};
 use crate::store::LinkStore;
+use crate::views::links::QrParams;
 use crate::views::links::{
     BulkCreate, BulkResponse, CreateLink, LinkView, ListParams, Page, UpdateLink,
 };
+use crate::views::links::{IssueToken, IssuedToken};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};

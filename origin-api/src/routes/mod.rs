@@ -207,6 +207,104 @@ mod tests {
     use super::routed;
 
     /// A route missing from `ROUTED` would answer as a visit when served.
+    /// The description states the limits the validation reads (utoipa takes literals
+    /// only): a limit changed in one place and not the other fails here.
+    #[test]
+    fn the_description_states_the_limits_the_validation_reads() {
+        use crate::views::{bans, domains, links};
+        use utoipa::OpenApi;
+        let doc = serde_json::to_value(super::openapi::ApiDoc::openapi()).expect("JSON");
+        let schema = |name: &str, field: &str, key: &str| {
+            doc["components"]["schemas"][name]["properties"][field][key].clone()
+        };
+        let param = |path: &str, method: &str, name: &str, key: &str| {
+            doc["paths"][path][method]["parameters"]
+                .as_array()
+                .and_then(|ps| ps.iter().find(|p| p["name"] == name))
+                .map(|p| p["schema"][key].clone())
+                .unwrap_or_default()
+        };
+        let n = |v: usize| serde_json::json!(v);
+        let checks = [
+            (
+                param("/v1/links", "get", "limit", "maximum"),
+                n(links::MAX_PAGE as usize),
+            ),
+            (
+                param("/v1/links", "get", "tag", "maxLength"),
+                n(links::MAX_TAG_CHARS),
+            ),
+            (
+                param("/v1/stats", "get", "top", "maximum"),
+                n(crate::clicks::stats::MAX_TOP as usize),
+            ),
+            (
+                param("/v1/admin/outbox", "get", "limit", "maximum"),
+                n(super::admin::MAX_OUTBOX_PAGE as usize),
+            ),
+            (
+                schema("CreateLink", "target_url", "maxLength"),
+                n(shared::target::MAX_TARGET_LEN),
+            ),
+            (
+                schema("CreateLink", "title", "maxLength"),
+                n(links::MAX_TITLE_CHARS),
+            ),
+            (schema("CreateLink", "tags", "maxItems"), n(links::MAX_TAGS)),
+            (
+                schema("CreateLink", "rules", "maxItems"),
+                n(shared::targeting::MAX_RULES),
+            ),
+            (
+                schema("CreateLink", "split", "minItems"),
+                n(shared::split::MIN_VARIANTS),
+            ),
+            (
+                schema("CreateLink", "split", "maxItems"),
+                n(shared::split::MAX_VARIANTS),
+            ),
+            (
+                schema("BulkCreate", "links", "maxItems"),
+                n(links::MAX_BULK),
+            ),
+            (
+                schema("CreateBan", "reason", "maxLength"),
+                n(bans::MAX_REASON_CHARS),
+            ),
+            (
+                schema("CreateDomain", "owners", "maxItems"),
+                n(domains::MAX_LIST),
+            ),
+            (
+                schema("CreateDomain", "code_length", "minimum"),
+                n(domains::MIN_CODE_LENGTH as usize),
+            ),
+            (
+                schema("CreateDomain", "code_length", "maximum"),
+                n(domains::MAX_CODE_LENGTH as usize),
+            ),
+            (
+                schema("CreateDomain", "max_age_s", "maximum"),
+                n(domains::MAX_MAX_AGE_S as usize),
+            ),
+            (
+                schema("UpdateDomain", "code_length", "minimum"),
+                n(domains::MIN_CODE_LENGTH as usize),
+            ),
+            (
+                schema("UpdateDomain", "code_length", "maximum"),
+                n(domains::MAX_CODE_LENGTH as usize),
+            ),
+            (
+                schema("UpdateDomain", "max_age_s", "maximum"),
+                n(domains::MAX_MAX_AGE_S as usize),
+            ),
+        ];
+        for (i, (stated, enforced)) in checks.into_iter().enumerate() {
+            assert_eq!(stated, enforced, "limit {i} of the table above");
+        }
+    }
+
     #[test]
     fn every_documented_route_goes_to_the_router() {
         use utoipa::OpenApi;

@@ -12,6 +12,7 @@ pub const MAX_REASON_CHARS: usize = 500;
 #[serde(deny_unknown_fields)]
 pub struct CreateBan {
     /// `code` or `host`.
+    #[schema(pattern = "^(code|host)$")]
     pub kind: String,
     #[serde(default)]
     pub domain: Option<String>,
@@ -19,6 +20,7 @@ pub struct CreateBan {
     pub code: Option<String>,
     #[serde(default)]
     pub host: Option<String>,
+    #[schema(min_length = 1, max_length = 500)]
     pub reason: String,
 }
 

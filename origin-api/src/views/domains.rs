@@ -24,18 +24,22 @@ pub const MAX_LIST: usize = 100;
 #[serde(deny_unknown_fields)]
 pub struct CreateDomain {
     /// The host name visitors use, e.g. `go.example`.
+    #[schema(min_length = 1, max_length = 253)]
     pub domain: String,
     /// Any API key may create links on it.
     #[serde(default)]
     pub shared: bool,
     /// The owners whose keys may create links on it (when not shared).
     #[serde(default)]
+    #[schema(max_items = 100)]
     pub owners: Vec<String>,
     /// `base62` (default), `base58` or `base36`.
     #[serde(default)]
+    #[schema(pattern = "^(base62|base36|base58)$")]
     pub alphabet: Option<String>,
     /// Characters of a generated code: 4 to 10 (default 7).
     #[serde(default)]
+    #[schema(minimum = 4, maximum = 10)]
     pub code_length: Option<i64>,
     /// Codes and aliases match in any case (needs `base36`).
     #[serde(default)]
@@ -49,9 +53,11 @@ pub struct CreateDomain {
     pub interstitial: Option<bool>,
     /// 301, 302 (default), 307 or 308, for links that do not choose.
     #[serde(default)]
+    #[schema(minimum = 301, maximum = 308)]
     pub default_redirect: Option<i64>,
     /// How long a browser may keep a redirect: 0 to 3600 seconds (default 60).
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 3600)]
     pub max_age_s: Option<i64>,
     /// Where a visitor of a code with no link goes instead of a 404.
     #[serde(default)]
@@ -67,6 +73,7 @@ pub struct CreateDomain {
     pub allowed_target_hosts: Option<Vec<String>>,
     /// `active` (default) or `disabled`.
     #[serde(default)]
+    #[schema(pattern = "^(active|disabled)$")]
     pub status: Option<String>,
 }
 
@@ -133,10 +140,13 @@ pub struct UpdateDomain {
     pub shared: Option<bool>,
     /// Replaces the owners (with `"shared": false` for a shared domain).
     #[serde(default)]
+    #[schema(max_items = 100)]
     pub owners: Option<Vec<String>>,
     #[serde(default)]
+    #[schema(pattern = "^(base62|base36|base58)$")]
     pub alphabet: Option<String>,
     #[serde(default)]
+    #[schema(minimum = 4, maximum = 10)]
     pub code_length: Option<i64>,
     #[serde(default)]
     pub case_insensitive: Option<bool>,
@@ -145,8 +155,10 @@ pub struct UpdateDomain {
     #[serde(default)]
     pub interstitial: Option<bool>,
     #[serde(default)]
+    #[schema(minimum = 301, maximum = 308)]
     pub default_redirect: Option<i64>,
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 3600)]
     pub max_age_s: Option<i64>,
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>)]
@@ -161,5 +173,6 @@ pub struct UpdateDomain {
     #[schema(value_type = Option<Vec<String>>)]
     pub allowed_target_hosts: Option<Option<Vec<String>>>,
     #[serde(default)]
+    #[schema(pattern = "^(active|disabled)$")]
     pub status: Option<String>,
 }

@@ -2,7 +2,7 @@
 //! take and answer. Plain data with its JSON form and its description; the rules that
 //! judge them are the links service's ([`crate::links`]).
 
-use super::present;
+use super::{present, whole_u64};
 use crate::model::time::rfc3339;
 use crate::model::{Link, LinkState, KV_PROPAGATION_MS};
 use serde::{Deserialize, Serialize};
@@ -126,6 +126,7 @@ pub enum EdgeState {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateLink {
+    #[schema(min_length = 1, max_length = 2048)]
     pub target_url: String,
     #[serde(default)]
     pub domain: Option<String>,
@@ -136,20 +137,25 @@ pub struct CreateLink {
     #[serde(default)]
     pub expires_at: Option<String>,
     #[serde(default)]
+    #[schema(minimum = 301, maximum = 308)]
     pub redirect: Option<u16>,
     #[serde(default)]
+    #[schema(max_length = 200)]
     pub title: Option<String>,
     #[serde(default)]
+    #[schema(max_items = 20)]
     pub tags: Option<Vec<String>>,
     #[serde(default)]
     pub forward_query: Option<bool>,
     /// Targeting rules (at most 20), in order: the first whose conditions all hold
     /// picks the target; none, the link's own `target_url`.
     #[serde(default)]
+    #[schema(max_items = 20)]
     pub rules: Option<Vec<Rule>>,
     /// An A/B split: 2 to 10 variants whose weights sum to 100. A visit no rule claims
     /// goes to a variant picked by weight (visitors are not kept on one).
     #[serde(default)]
+    #[schema(min_items = 2, max_items = 10)]
     pub split: Option<Vec<Variant>>,
     /// What link-preview crawlers (Slack, WhatsApp, ...) are shown.
     #[serde(default)]
@@ -166,6 +172,7 @@ pub struct CreateLink {
     /// People's visits after which the link ends (410, or `expired_url`); bots are
     /// never counted.
     #[serde(default)]
+    #[schema(minimum = 1)]
     pub max_visits: Option<u64>,
     /// `signed`: only visits carrying a token issued for the link get through;
     /// `password`: only visitors who give `password` (default `public`).
@@ -238,11 +245,17 @@ pub const MAX_PAGE: u32 = 1000;
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ListParams {
+    #[param(min_length = 1)]
     pub domain: Option<String>,
+    #[param(min_length = 1, max_length = 64)]
     pub tag: Option<String>,
     /// Without it, tombstones are left out.
     pub status: Option<LinkState>,
+    /// The `next_cursor` of the page before.
+    #[param(min_length = 1)]
     pub cursor: Option<String>,
+    /// Links per page: 1 to 1000 (default 50).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
 }
 
@@ -328,6 +341,7 @@ pub const MAX_BULK_PASSWORDS: usize = 100;
 pub struct BulkCreate {
     /// 1 to 10,000 create bodies.
     #[schema(value_type = Vec<CreateLink>)]
+    #[schema(min_items = 1, max_items = 10000)]
     pub links: Vec<BulkItem>,
 }
 
@@ -391,4 +405,62 @@ pub enum BulkResult {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct BulkResponse {
     pub results: Vec<BulkResult>,
+}
+
+/// The body of `POST /v1/links/{domain}/{code}/tokens`: when the token stops opening
+/// the link, as an instant or a time to live (default one day).
+#[derive(Debug, Clone, Default, serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IssueToken {
+    /// RFC 3339, in the future, at most 366 days ahead.
+    #[serde(default)]
+    #[schema(format = DateTime)]
+    pub expires_at: Option<String>,
+    /// Seconds from now, 1 to 31,622,400 (366 days).
+    #[serde(default, deserialize_with = "whole_u64")]
+    #[schema(minimum = 1, maximum = 31622400)]
+    pub ttl_s: Option<u64>,
+}
+
+/// An issued token, and the link that carries it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct IssuedToken {
+    pub token: String,
+    /// `https://{domain}/{code}?t={token}`: what to share.
+    pub url: String,
+    /// RFC 3339, to the second.
+    pub expires_at: String,
+}
+
+/// The query of `GET /v1/links/{domain}/{code}/qr`.
+#[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct QrParams {
+    /// `svg` (default) or `png`.
+    pub format: Option<QrFormat>,
+    /// Side in pixels, 64 to 4096 (default 512): the PNG's (at most this, a whole number
+    /// of pixels per module), the SVG's displayed width and height.
+    #[param(minimum = 64, maximum = 4096)]
+    pub size: Option<u32>,
+    /// Quiet zone around the code, in modules: 0 to 32 (default 4, as the standard asks).
+    #[param(minimum = 0, maximum = 32)]
+    pub margin: Option<u32>,
+    /// Error correction: `L` (7%), `M` (15%, default), `Q` (25%) or `H` (30%).
+    pub ecc: Option<Ecc>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum QrFormat {
+    Svg,
+    Png,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
+pub enum Ecc {
+    L,
+    M,
+    Q,
+    H,
 }

@@ -17,8 +17,10 @@ pub enum Granularity {
 #[into_params(parameter_in = Query)]
 pub struct StatsParams {
     /// RFC 3339; the start of its hour (or UTC day). Default: 7 days before `to`.
+    #[param(format = DateTime)]
     pub from: Option<String>,
     /// RFC 3339, exclusive; a partial last bucket is included whole. Default: now.
+    #[param(format = DateTime)]
     pub to: Option<String>,
     /// `hour` (default) or `day` (UTC days).
     pub granularity: Option<Granularity>,
@@ -26,6 +28,7 @@ pub struct StatsParams {
     /// apart in `bots`). Default false.
     pub include_bots: Option<bool>,
     /// Values per top list (links, for `/v1/stats`): 1 to 100, default 10.
+    #[param(minimum = 1, maximum = 100)]
     pub top: Option<u32>,
 }
 

@@ -259,6 +259,22 @@ async fn changes_need_the_current_version_and_a_domain_with_links_keeps_its_code
                 .status,
             StatusCode::PRECONDITION_FAILED
         );
+        // A change no version would take is refused as such, whichever version it names.
+        for invalid in [
+            json!({"status": "paused"}),
+            json!({"code_length": 2}),
+            json!({"max_age_s": 86_400}),
+        ] {
+            let refused = api
+                .patch_json(&admin, path, Some("\"7\""), invalid.clone())
+                .await;
+            assert_eq!(
+                refused.status,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "{invalid}: {}",
+                refused.text
+            );
+        }
         // While no link lives on it, even its code shape may change; null clears a URL.
         let changed = api
             .patch_json(&admin, path, Some("\"1\""), change.clone())

@@ -826,6 +826,22 @@ async fn listing_pages_through_the_owners_links_newest_first_without_gaps_or_rep
         assert_eq!(pct.body["items"].as_array().map(Vec::len), Some(4));
         let wild = api.list(&token, "?tag=50%25").await;
         assert_eq!(wild.body["items"].as_array().map(Vec::len), Some(0));
+        // A tag no link can carry (empty, or longer than a tag may be) is a mistake in the
+        // request, said as such rather than answered with an empty page.
+        for query in [
+            "?tag=".to_owned(),
+            format!("?tag={}", "t".repeat(65)),
+            "?cursor=".to_owned(),
+            "?domain=".to_owned(),
+        ] {
+            let refused = api.list(&token, &query).await;
+            assert_eq!(
+                refused.status,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "{query}: {}",
+                refused.text
+            );
+        }
 
         // Tombstones only when asked for.
         api.delete(&token, &format!("s.example/{}", made[0])).await;

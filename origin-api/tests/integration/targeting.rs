@@ -757,6 +757,16 @@ async fn a_signed_link_opens_only_with_an_unexpired_token_of_its_current_secret(
             )
             .await;
         assert_eq!(issued.status, StatusCode::CREATED, "{}", issued.text);
+        // JSON (and its schema) call 3600.0 a whole number too: a client that writes
+        // numbers as floats is not refused.
+        let as_float = api
+            .post_json(
+                &token,
+                "/v1/links/s.example/secret-plans/tokens",
+                &serde_json::from_str::<Value>(r#"{"ttl_s": 3600.0}"#).expect("JSON"),
+            )
+            .await;
+        assert_eq!(as_float.status, StatusCode::CREATED, "{}", as_float.text);
         let t1 = issued.body["token"].as_str().expect("token").to_owned();
         assert_eq!(
             issued.body["url"],
