@@ -85,3 +85,94 @@ pub async fn forget_click_ids(c: &mut Conn) -> Result<(), sqlx::Error> {
     .await?;
     Ok(())
 }
+
+/// `store/bans.rs`: the active bans.
+pub async fn active_bans(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/active_bans.sql")
+        .fetch_all(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/bans.rs`: the links on a banned code, their versions bumped.
+pub async fn bump_links_of_code(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/bump_links_of_code.sql",
+        0_i64,
+        "d",
+        "c"
+    )
+    .fetch_all(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/bans.rs`: the links to a banned host, their versions bumped.
+pub async fn bump_links_of_host(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/bump_links_of_host.sql",
+        0_i64,
+        "h",
+        "%.h"
+    )
+    .fetch_all(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/bans.rs`: a new ban.
+pub async fn insert_ban(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/insert_ban.sql",
+        "code",
+        Some("d"),
+        Some("c"),
+        None::<&str>,
+        "reason",
+        "by",
+        0_i64
+    )
+    .fetch_one(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/bans.rs`: a ban lifted.
+pub async fn lift_ban(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/lift_ban.sql", 0_i64, 1_i64)
+        .fetch_optional(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/bans.rs`: whether a ban exists.
+pub async fn ban_exists(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/ban_exists.sql", 1_i64)
+        .fetch_optional(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/bans.rs`: every ban, newest first.
+pub async fn list_bans(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/list_bans.sql")
+        .fetch_all(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/bans.rs`: the active bans, newest first.
+pub async fn list_active_bans(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/list_active_bans.sql")
+        .fetch_all(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/bans.rs`: the denylist's version.
+pub async fn denylist_version(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/denylist_version.sql")
+        .fetch_optional(c)
+        .await?;
+    Ok(())
+}

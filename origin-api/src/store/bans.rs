@@ -4,7 +4,7 @@
 //! lane, and (4) re-publishes every affected link with its version bumped.
 
 use super::contract::{BanStore, LiftOutcome, StoreError};
-use super::link_rows::{to_i64, LinkRow, SELECT_COLUMNS};
+use super::link_rows::{to_i64, LinkRow};
 use super::outbox::{insert_outbox, link_row, OutboxInsert};
 use super::sql::Conn;
 use crate::db::Db;
@@ -44,11 +44,24 @@ impl TryFrom<BanRow> for Ban {
     }
 }
 
-pub(super) const BAN_COLUMNS: &str =
-    "ban_id, kind, domain, code, host, reason, created_by, created_at, lifted_at";
-
 /// The denylist's version counter: a sequence of step 1 in `id_segments`.
 const ADVANCE_DENY: &str = include_str!("queries/advance_denylist.sql");
+/// The active bans.
+const ACTIVE_BANS: &str = include_str!("queries/active_bans.sql");
+/// Bumps the version of the links on a banned (or lifted) code, and returns them.
+const BUMP_LINKS_OF_CODE: &str = include_str!("queries/bump_links_of_code.sql");
+/// Bumps the version of the links to a banned (or lifted) host or a host under it
+/// (`$3`, [`under`]), first target or other, and returns them.
+const BUMP_LINKS_OF_HOST: &str = include_str!("queries/bump_links_of_host.sql");
+const INSERT_BAN: &str = include_str!("queries/insert_ban.sql");
+/// Lifts a ban still active, and returns it.
+const LIFT_BAN: &str = include_str!("queries/lift_ban.sql");
+const BAN_EXISTS: &str = include_str!("queries/ban_exists.sql");
+/// Every ban, newest first.
+const LIST_BANS: &str = include_str!("queries/list_bans.sql");
+/// The active bans, newest first.
+const LIST_ACTIVE_BANS: &str = include_str!("queries/list_active_bans.sql");
+const DENYLIST_VERSION: &str = include_str!("queries/denylist_version.sql");
 
 /// LIKE pattern for hosts under `host`, wildcards escaped with `!`.
 fn under(host: &str) -> String {
@@ -62,12 +75,7 @@ fn under(host: &str) -> String {
 
 /// The active bans, read in the transaction.
 pub(super) async fn active_bans(c: &mut Conn<'_>) -> Result<Vec<Ban>, StoreError> {
-    let rows: Vec<BanRow> = c
-        .fetch_all(
-            &format!("SELECT {BAN_COLUMNS} FROM bans WHERE lifted_at IS NULL"),
-            &[],
-        )
-        .await?;
+    let rows: Vec<BanRow> = c.fetch_all(ACTIVE_BANS, &[]).await?;
     rows.into_iter().map(Ban::try_from).collect()
 }
 
@@ -75,6 +83,7 @@ pub(super) async fn active_bans(c: &mut Conn<'_>) -> Result<Vec<Ban>, StoreError
 /// the change to the other origins on PostgreSQL.
 async fn propagate(c: &mut Conn<'_>, target: &BanTarget, now: i64) -> Result<(), StoreError> {
     if c.is_postgres() {
+        // Inline: PostgreSQL only (SQLite has no notifications), no file to check on both.
         c.execute(
             "SELECT pg_notify($1, '')",
             &[super::contract::BANS_CHANNEL.into()],
@@ -101,23 +110,21 @@ async fn propagate(c: &mut Conn<'_>, target: &BanTarget, now: i64) -> Result<(),
     // Every covered link's version is bumped by the database, and its copy for the edge
     // built from the row as written: a concurrent edit can neither be lost nor share a
     // version with this one.
-    let bump =
-        "UPDATE links SET version = version + 1, updated_at = $1 WHERE status <> 'deleted' AND ";
     let rows: Vec<LinkRow> = match target {
         BanTarget::Code { domain, code } => {
-            let sql = format!("{bump} domain = $2 AND code = $3 RETURNING {SELECT_COLUMNS}");
-            c.fetch_all(&sql, &[now.into(), domain.into(), code.into()])
-                .await?
+            c.fetch_all(
+                BUMP_LINKS_OF_CODE,
+                &[now.into(), domain.into(), code.into()],
+            )
+            .await?
         }
         BanTarget::Host { host } => {
-            let sql = format!(
-                "{bump} (target_host = $2 OR target_host LIKE $3 ESCAPE '!' OR link_id IN \
-                 (SELECT link_id FROM link_hosts WHERE host = $2 OR host LIKE $3 ESCAPE '!')) \
-                 RETURNING {SELECT_COLUMNS}"
-            );
             let under = under(host);
-            c.fetch_all(&sql, &[now.into(), host.into(), (&under).into()])
-                .await?
+            c.fetch_all(
+                BUMP_LINKS_OF_HOST,
+                &[now.into(), host.into(), (&under).into()],
+            )
+            .await?
         }
     };
     let links: Vec<Link> = rows
@@ -166,10 +173,7 @@ impl BanStore for Db {
         ban_lock(&mut c, BanLock::Exclusive).await?;
         let row: BanRow = c
             .fetch_one(
-                &format!(
-                    "INSERT INTO bans (kind, domain, code, host, reason, created_by, created_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {BAN_COLUMNS}"
-                ),
+                INSERT_BAN,
                 &[
                     kind.into(),
                     domain.into(),
@@ -191,21 +195,10 @@ impl BanStore for Db {
         let mut c = tx.conn();
         ban_lock(&mut c, BanLock::Exclusive).await?;
         let row: Option<BanRow> = c
-            .fetch_optional(
-                &format!(
-                    "UPDATE bans SET lifted_at = $1 WHERE ban_id = $2 AND lifted_at IS NULL \
-                     RETURNING {BAN_COLUMNS}"
-                ),
-                &[now.into(), ban_id.into()],
-            )
+            .fetch_optional(LIFT_BAN, &[now.into(), ban_id.into()])
             .await?;
         let Some(row) = row else {
-            let exists: Option<(i64,)> = c
-                .fetch_optional(
-                    "SELECT ban_id FROM bans WHERE ban_id = $1",
-                    &[ban_id.into()],
-                )
-                .await?;
+            let exists: Option<(i64,)> = c.fetch_optional(BAN_EXISTS, &[ban_id.into()]).await?;
             return Ok(if exists.is_some() {
                 LiftOutcome::AlreadyLifted
             } else {
@@ -219,15 +212,12 @@ impl BanStore for Db {
     }
 
     async fn list_bans(&self, include_lifted: bool) -> Result<Vec<Ban>, StoreError> {
-        let sql = format!(
-            "SELECT {BAN_COLUMNS} FROM bans {} ORDER BY ban_id DESC",
-            if include_lifted {
-                ""
-            } else {
-                "WHERE lifted_at IS NULL"
-            }
-        );
-        let rows: Vec<BanRow> = self.read_all(&sql, &[]).await?;
+        let sql = if include_lifted {
+            LIST_BANS
+        } else {
+            LIST_ACTIVE_BANS
+        };
+        let rows: Vec<BanRow> = self.read_all(sql, &[]).await?;
         rows.into_iter().map(Ban::try_from).collect()
     }
 
@@ -237,9 +227,7 @@ impl BanStore for Db {
         // The version first: a ban change committed between the two reads is then
         // served under the version before it (and asked again, as its ETag differs
         // from the next one), never a version under which its ban is missing.
-        let version: Option<(i64,)> = c
-            .fetch_optional("SELECT max_id FROM id_segments WHERE name = 'deny'", &[])
-            .await?;
+        let version: Option<(i64,)> = c.fetch_optional(DENYLIST_VERSION, &[]).await?;
         let active = active_bans(&mut c).await?;
         let version = version.map_or(0, |(v,)| u64::try_from(v).unwrap_or_default());
         Ok(denylist_snapshot(version, &active))
@@ -264,6 +252,7 @@ pub(super) enum BanLock {
 /// Takes the ban lock for the rest of the transaction, on PostgreSQL.
 pub(super) async fn ban_lock(c: &mut Conn<'_>, how: BanLock) -> Result<(), StoreError> {
     if c.is_postgres() {
+        // Inline: PostgreSQL only (SQLite has no advisory locks), no file to check on both.
         let sql = match how {
             BanLock::Shared => "SELECT pg_advisory_xact_lock_shared($1)",
             BanLock::Exclusive => "SELECT pg_advisory_xact_lock($1)",
@@ -271,4 +260,37 @@ pub(super) async fn ban_lock(c: &mut Conn<'_>, how: BanLock) -> Result<(), Store
         c.execute(sql, &[BAN_LOCK.into()]).await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::link_rows::SELECT_COLUMNS;
+
+    /// What [`BanRow`] reads.
+    const BAN_COLUMNS: &str =
+        "ban_id, kind, domain, code, host, reason, created_by, created_at, lifted_at";
+
+    fn words(s: &str) -> String {
+        s.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    #[test]
+    fn every_statement_of_a_row_reads_the_columns_of_the_row() {
+        for sql in [
+            ACTIVE_BANS,
+            INSERT_BAN,
+            LIFT_BAN,
+            LIST_BANS,
+            LIST_ACTIVE_BANS,
+        ] {
+            assert!(words(sql).contains(&words(BAN_COLUMNS)), "{sql}");
+        }
+        for sql in [BUMP_LINKS_OF_CODE, BUMP_LINKS_OF_HOST] {
+            assert!(
+                words(sql).ends_with(&words(&format!("RETURNING {SELECT_COLUMNS}"))),
+                "{sql}"
+            );
+        }
+    }
 }

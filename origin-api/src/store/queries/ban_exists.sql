@@ -1,0 +1,1 @@
+SELECT ban_id FROM bans WHERE ban_id = $1
