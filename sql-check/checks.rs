@@ -7,7 +7,10 @@
 // or a migration changes (the build says so when it is stale).
 //
 // The functions are never called: compiling them is the check. The arguments are the
-// Rust types the store binds.
+// Rust types the store binds. A column that is an expression (an aggregate, say) has an
+// alias the macros read as its name and type (`AS "max_version: i64"`: SQLite cannot
+// tell the type of an expression); the store reads those rows by position, so the alias
+// changes nothing there.
 
 /// `store/links.rs`: a link by its domain and code (the redirect's database read).
 pub async fn link_by_route(c: &mut Conn) -> Result<(), sqlx::Error> {
@@ -173,6 +176,158 @@ pub async fn list_active_bans(c: &mut Conn) -> Result<(), sqlx::Error> {
 pub async fn denylist_version(c: &mut Conn) -> Result<(), sqlx::Error> {
     sqlx::query_file!("../../origin-api/src/store/queries/denylist_version.sql")
         .fetch_optional(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/domains.rs`: whether a link lives on a domain.
+pub async fn a_link_on_domain(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/a_link_on_domain.sql", "d")
+        .fetch_optional(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/domains.rs`: an owner of a domain.
+pub async fn insert_domain_owner(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/insert_domain_owner.sql",
+        "d",
+        "owner"
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/domains.rs`: the newest version of a domain's settings queued for the edge.
+pub async fn domain_config_sent(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/domain_config_sent.sql", "d")
+        .fetch_optional(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/domains.rs`: a new domain.
+pub async fn insert_domain(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/insert_domain.sql",
+        "d",
+        "base62",
+        7_i64,
+        false,
+        false,
+        302_i64,
+        0_i64,
+        "active",
+        None::<&str>,
+        Some("https://root.example"),
+        None::<&str>,
+        true,
+        Some("[]"),
+        1_i64,
+        0_i64,
+        0_i64,
+        false
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/domains.rs`: a domain's code sequence.
+pub async fn insert_code_sequence(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/insert_code_sequence.sql",
+        "code:d",
+        1_i64,
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/domains.rs`: a domain's settings changed.
+pub async fn update_domain(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/update_domain.sql",
+        "d",
+        "base62",
+        7_i64,
+        false,
+        false,
+        302_i64,
+        0_i64,
+        "active",
+        None::<&str>,
+        Some("https://root.example"),
+        None::<&str>,
+        true,
+        Some("[]"),
+        2_i64,
+        0_i64,
+        0_i64,
+        false,
+        1_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/domains.rs`: a domain's owners removed.
+pub async fn delete_domain_owners(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/delete_domain_owners.sql", "d")
+        .execute(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/domains.rs`: the domains whose settings were never queued for the edge.
+pub async fn domains_without_config(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/domains_without_config.sql")
+        .fetch_all(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/domains.rs`: who owns links on a domain.
+pub async fn owners_of_links_on(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/owners_of_links_on.sql", "d")
+        .fetch_all(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/domains.rs`: a domain removed.
+pub async fn delete_domain(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/delete_domain.sql", "d")
+        .execute(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/domains.rs`: a domain by its name.
+pub async fn domain_by_name(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/domain_by_name.sql", "d")
+        .fetch_all(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/domains.rs`: every domain.
+pub async fn list_domains(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/list_domains.sql")
+        .fetch_all(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/domains.rs`: the domains an owner may use.
+pub async fn domains_for_owner(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/domains_for_owner.sql", "o")
+        .fetch_all(c)
         .await?;
     Ok(())
 }

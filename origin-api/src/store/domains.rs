@@ -64,6 +64,7 @@ async fn lock_for_change(
     expected: Option<i64>,
     only_without_links: bool,
 ) -> Result<Option<i64>, StoreError> {
+    // Built at run time: PostgreSQL's row lock (`FOR UPDATE`), which SQLite has not.
     let lock = if c.is_postgres() { " FOR UPDATE" } else { "" };
     let row: Option<(i64,)> = c
         .fetch_optional(
@@ -81,12 +82,7 @@ async fn lock_for_change(
         return Err(StoreError::Stale);
     }
     if only_without_links {
-        let link: Option<(i64,)> = c
-            .fetch_optional(
-                "SELECT link_id FROM links WHERE domain = $1 LIMIT 1",
-                &[name.into()],
-            )
-            .await?;
+        let link: Option<(i64,)> = c.fetch_optional(A_LINK_ON_DOMAIN, &[name.into()]).await?;
         if link.is_some() {
             return Err(StoreError::HoldsLinks);
         }
@@ -119,6 +115,7 @@ async fn send_config(
     .await?;
     // The other origins' redirects read the domain's settings again at once.
     if c.is_postgres() {
+        // Inline: PostgreSQL only (SQLite has no notifications), no file to check on both.
         c.execute(
             "SELECT pg_notify($1, $2)",
             &[super::contract::DOMAINS_CHANNEL.into(), domain.into()],
@@ -136,6 +133,7 @@ pub(super) async fn check_domains(
     c: &mut Conn<'_>,
     domains: &[DomainAt],
 ) -> Result<(), StoreError> {
+    // Built at run time: PostgreSQL's row lock (`FOR SHARE`), which SQLite has not.
     let lock = if c.is_postgres() { " FOR SHARE" } else { "" };
     let sql = format!("SELECT version FROM domains WHERE domain = $1{lock}");
     for d in domains {
@@ -147,9 +145,25 @@ pub(super) async fn check_domains(
     Ok(())
 }
 
-const COLUMNS: &str = "domain, alphabet, code_length, case_insensitive, forward_query, \
-     default_redirect, max_age_s, status, not_found_url, root_url, expired_url, shared, \
-     allowed_target_hosts, version, created_at, updated_at, interstitial";
+const A_LINK_ON_DOMAIN: &str = include_str!("queries/a_link_on_domain.sql");
+const INSERT_DOMAIN_OWNER: &str = include_str!("queries/insert_domain_owner.sql");
+/// The newest version of a domain's settings ever queued for the edge.
+const DOMAIN_CONFIG_SENT: &str = include_str!("queries/domain_config_sent.sql");
+/// A new domain: the values of [`row_args`].
+const INSERT_DOMAIN: &str = include_str!("queries/insert_domain.sql");
+/// A domain's code sequence, unless it has one.
+const INSERT_CODE_SEQUENCE: &str = include_str!("queries/insert_code_sequence.sql");
+/// A domain's row rewritten with the values of [`row_args`], if it is at version `$18`.
+const UPDATE_DOMAIN: &str = include_str!("queries/update_domain.sql");
+const DELETE_DOMAIN_OWNERS: &str = include_str!("queries/delete_domain_owners.sql");
+/// The domains whose settings were never queued for the edge.
+const DOMAINS_WITHOUT_CONFIG: &str = include_str!("queries/domains_without_config.sql");
+const OWNERS_OF_LINKS_ON: &str = include_str!("queries/owners_of_links_on.sql");
+const DELETE_DOMAIN: &str = include_str!("queries/delete_domain.sql");
+const DOMAIN_BY_NAME: &str = include_str!("queries/domain_by_name.sql");
+const LIST_DOMAINS: &str = include_str!("queries/list_domains.sql");
+/// The shared domains and those of an owner, by name.
+const DOMAINS_FOR_OWNER: &str = include_str!("queries/domains_for_owner.sql");
 
 #[derive(sqlx::FromRow)]
 struct DomainRow {
@@ -203,7 +217,7 @@ fn encoded(d: &Domain) -> Result<(Option<String>, i64), StoreError> {
     Ok((hosts, version))
 }
 
-/// The values of [`COLUMNS`], in order.
+/// The values of a domain's columns, in the order [`INSERT_DOMAIN`] lists them.
 fn row_args<'a>(d: &'a Domain, hosts: &'a Option<String>, version: i64) -> Vec<Arg<'a>> {
     vec![
         (&d.domain).into(),
@@ -230,18 +244,16 @@ fn row_args<'a>(d: &'a Domain, hosts: &'a Option<String>, version: i64) -> Vec<A
 async fn write_owners(c: &mut Conn<'_>, d: &Domain) -> Result<(), StoreError> {
     if let DomainAccess::Owners(owners) = &d.access {
         for owner in owners {
-            c.execute(
-                "INSERT INTO domain_owners (domain, owner_id) VALUES ($1, $2)",
-                &[(&d.domain).into(), owner.into()],
-            )
-            .await?;
+            c.execute(INSERT_DOMAIN_OWNER, &[(&d.domain).into(), owner.into()])
+                .await?;
         }
     }
     Ok(())
 }
 
 impl Db {
-    /// The rows `sql` selects (with [`COLUMNS`]), each with its owners.
+    /// The rows `sql` selects (a domain's columns, as [`DOMAIN_BY_NAME`] lists them),
+    /// each with its owners.
     async fn domains_where(&self, sql: &str, args: &[Arg<'_>]) -> Result<Vec<Domain>, StoreError> {
         let rows: Vec<DomainRow> = self.read_all(sql, args).await?;
         let owned: Vec<&str> = rows
@@ -252,6 +264,7 @@ impl Db {
         let mut owners: HashMap<String, Vec<String>> = HashMap::new();
         if !owned.is_empty() {
             let names: Vec<Arg<'_>> = owned.iter().map(|&d| d.into()).collect();
+            // Built at run time: one placeholder per domain.
             let pairs: Vec<(String, String)> = self
                 .read_all(
                     &format!(
@@ -282,10 +295,7 @@ impl DomainStore for Db {
         // A name registered before, then removed, goes on from the versions its settings
         // had at the edge, which keeps the newest copy of a key it was sent.
         let sent: Option<(Option<i64>,)> = c
-            .fetch_optional(
-                "SELECT MAX(version) FROM outbox WHERE kind = 'cfg' AND route_key = $1",
-                &[(&d.domain).into()],
-            )
+            .fetch_optional(DOMAIN_CONFIG_SENT, &[(&d.domain).into()])
             .await?;
         let d = &Domain {
             version: match sent.and_then(|(v,)| v) {
@@ -295,23 +305,16 @@ impl DomainStore for Db {
             ..d.clone()
         };
         let (hosts, version) = encoded(d)?;
-        c.execute(
-            &format!(
-                "INSERT INTO domains ({COLUMNS}) VALUES ({})",
-                list_placeholders(1, 17)
-            ),
-            &row_args(d, &hosts, version),
-        )
-        .await
-        .map_err(StoreError::from_write)?;
+        c.execute(INSERT_DOMAIN, &row_args(d, &hosts, version))
+            .await
+            .map_err(StoreError::from_write)?;
         write_owners(&mut c, d).await?;
         // The domain's own code sequence, so the heartbeat dates its codes at the edge
         // before its first generated link. A name registered again goes on numbering.
         let step = i64::try_from(code_step(&d.settings.codes)).unwrap_or(1);
         let sequence = code_sequence(&d.domain);
         c.execute(
-            "INSERT INTO id_segments (name, max_id, step, updated_at) VALUES ($1, 0, $2, $3) \
-             ON CONFLICT (name) DO NOTHING",
+            INSERT_CODE_SEQUENCE,
             &[(&sequence).into(), step.into(), d.updated_at.into()],
         )
         .await?;
@@ -333,24 +336,12 @@ impl DomainStore for Db {
         let mut tx = self.begin_write().await?;
         let mut c = tx.conn();
         lock_for_change(&mut c, &d.domain, Some(expected), only_without_links).await?;
-        let changed = c
-            .execute(
-                "UPDATE domains SET alphabet = $2, code_length = $3, case_insensitive = $4, \
-                 forward_query = $5, default_redirect = $6, max_age_s = $7, status = $8, \
-                 not_found_url = $9, root_url = $10, expired_url = $11, shared = $12, \
-                 allowed_target_hosts = $13, version = $14, created_at = $15, updated_at = $16, \
-                 interstitial = $17 WHERE domain = $1 AND version = $18",
-                &args,
-            )
-            .await?;
+        let changed = c.execute(UPDATE_DOMAIN, &args).await?;
         if changed == 0 {
             return Err(StoreError::Stale);
         }
-        c.execute(
-            "DELETE FROM domain_owners WHERE domain = $1",
-            &[(&d.domain).into()],
-        )
-        .await?;
+        c.execute(DELETE_DOMAIN_OWNERS, &[(&d.domain).into()])
+            .await?;
         write_owners(&mut c, d).await?;
         send_config(&mut c, &d.domain, &d.config(), d.updated_at).await?;
         tx.commit().await?;
@@ -360,15 +351,7 @@ impl DomainStore for Db {
     async fn send_unsent_configs(&self) -> Result<u64, StoreError> {
         let mut tx = self.begin_write().await?;
         let mut c = tx.conn();
-        let rows: Vec<DomainRow> = c
-            .fetch_all(
-                &format!(
-                    "SELECT {COLUMNS} FROM domains WHERE NOT EXISTS (SELECT 1 FROM outbox \
-                     WHERE kind = 'cfg' AND outbox.route_key = domains.domain)"
-                ),
-                &[],
-            )
-            .await?;
+        let rows: Vec<DomainRow> = c.fetch_all(DOMAINS_WITHOUT_CONFIG, &[]).await?;
         let mut sent = 0;
         for row in rows {
             // Owners do not travel to the edge.
@@ -381,12 +364,7 @@ impl DomainStore for Db {
     }
 
     async fn owners_of_links_on(&self, name: &str) -> Result<Vec<String>, StoreError> {
-        let rows: Vec<(String,)> = self
-            .read_all(
-                "SELECT DISTINCT owner_id FROM links WHERE domain = $1 ORDER BY owner_id",
-                &[name.into()],
-            )
-            .await?;
+        let rows: Vec<(String,)> = self.read_all(OWNERS_OF_LINKS_ON, &[name.into()]).await?;
         Ok(rows.into_iter().map(|(o,)| o).collect())
     }
 
@@ -399,14 +377,8 @@ impl DomainStore for Db {
         let Some(version) = lock_for_change(&mut c, name, expected, true).await? else {
             return Ok(false);
         };
-        c.execute(
-            "DELETE FROM domain_owners WHERE domain = $1",
-            &[name.into()],
-        )
-        .await?;
-        let gone = c
-            .execute("DELETE FROM domains WHERE domain = $1", &[name.into()])
-            .await?;
+        c.execute(DELETE_DOMAIN_OWNERS, &[name.into()]).await?;
+        let gone = c.execute(DELETE_DOMAIN, &[name.into()]).await?;
         // The edge stops serving it: a disabled domain answers 404 to everything.
         let removed = DomainConfig {
             v: u64::try_from(version).unwrap_or_default() + 1,
@@ -421,31 +393,43 @@ impl DomainStore for Db {
     }
 
     async fn domain(&self, name: &str) -> Result<Option<Domain>, StoreError> {
-        let mut found = self
-            .domains_where(
-                &format!("SELECT {COLUMNS} FROM domains WHERE domain = $1"),
-                &[name.into()],
-            )
-            .await?;
+        let mut found = self.domains_where(DOMAIN_BY_NAME, &[name.into()]).await?;
         Ok(found.pop())
     }
 
     async fn list_domains(&self) -> Result<Vec<Domain>, StoreError> {
-        self.domains_where(
-            &format!("SELECT {COLUMNS} FROM domains ORDER BY domain"),
-            &[],
-        )
-        .await
+        self.domains_where(LIST_DOMAINS, &[]).await
     }
 
     async fn domains_for_owner(&self, owner: &str) -> Result<Vec<Domain>, StoreError> {
-        self.domains_where(
-            &format!(
-                "SELECT {COLUMNS} FROM domains WHERE shared OR domain IN \
-                 (SELECT domain FROM domain_owners WHERE owner_id = $1) ORDER BY domain"
-            ),
-            &[owner.into()],
-        )
-        .await
+        self.domains_where(DOMAINS_FOR_OWNER, &[owner.into()]).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What [`DomainRow`] reads, and what [`row_args`] binds, in its order.
+    const COLUMNS: &str = "domain, alphabet, code_length, case_insensitive, forward_query, \
+         default_redirect, max_age_s, status, not_found_url, root_url, expired_url, shared, \
+         allowed_target_hosts, version, created_at, updated_at, interstitial";
+
+    fn words(s: &str) -> String {
+        s.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    #[test]
+    fn every_statement_of_a_row_lists_the_columns_of_the_row() {
+        for sql in [
+            INSERT_DOMAIN,
+            DOMAINS_WITHOUT_CONFIG,
+            DOMAIN_BY_NAME,
+            LIST_DOMAINS,
+            DOMAINS_FOR_OWNER,
+        ] {
+            assert!(words(sql).contains(&words(COLUMNS)), "{sql}");
+        }
+        assert!(words(INSERT_DOMAIN).contains(&format!("VALUES ({})", list_placeholders(1, 17))));
     }
 }

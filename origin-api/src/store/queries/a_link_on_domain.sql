@@ -1,0 +1,1 @@
+SELECT link_id FROM links WHERE domain = $1 LIMIT 1

@@ -1,0 +1,1 @@
+DELETE FROM domains WHERE domain = $1

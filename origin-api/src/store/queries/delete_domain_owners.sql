@@ -1,0 +1,1 @@
+DELETE FROM domain_owners WHERE domain = $1

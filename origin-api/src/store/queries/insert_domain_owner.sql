@@ -1,0 +1,1 @@
+INSERT INTO domain_owners (domain, owner_id) VALUES ($1, $2)
