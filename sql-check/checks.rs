@@ -331,3 +331,97 @@ pub async fn domains_for_owner(c: &mut Conn) -> Result<(), sqlx::Error> {
         .await?;
     Ok(())
 }
+
+/// `store/outbox.rs`: a lease given up.
+pub async fn release_lease(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/release_lease.sql",
+        "publisher",
+        "holder",
+        1_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/outbox.rs`: what the edge now has of a link.
+pub async fn mark_link_published(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/mark_link_published.sql",
+        1_i64,
+        0_i64,
+        "d",
+        "c"
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/outbox.rs`: superseded rows marked delivered.
+pub async fn retire_superseded(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/retire_superseded.sql",
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/outbox.rs`: a row's refusal counted.
+pub async fn record_failure(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/record_failure.sql",
+        "refused",
+        0_i64,
+        None::<i64>,
+        1_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/outbox.rs`: the rows set aside as failed.
+pub async fn failed_rows(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/failed_rows.sql",
+        0_i64,
+        100_i64
+    )
+    .fetch_all(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/outbox.rs`: rows set aside put back in line.
+pub async fn retry_failed(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/retry_failed.sql",
+        None::<i64>
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/outbox.rs`: delivered rows deleted.
+pub async fn prune_delivered(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/prune_delivered.sql",
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/outbox.rs`: the code sequences of the active domains.
+pub async fn code_sequences(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/code_sequences.sql")
+        .fetch_all(c)
+        .await?;
+    Ok(())
+}

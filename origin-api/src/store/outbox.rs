@@ -88,7 +88,8 @@ pub trait OutboxStore: Send + Sync + Debug + 'static {
 
 /// Takes the lease when it is free or lapsed, renews it for its holder; a new epoch
 /// whenever the lease changes hands or lapsed in between, `clean` when it was given up
-/// (`expires_at = 0`) or never held.
+/// (`expires_at = 0`) or never held. Built at run time: the database's clock
+/// ([`now_sql`]) and a boolean literal are each dialect's own.
 fn take_sql(now: &str, truth: &str) -> String {
     format!(
         "INSERT INTO leases (name, holder, expires_at, epoch, clean) VALUES ($1, $2, {now} + $3, 1, {truth}) \
@@ -103,6 +104,24 @@ fn take_sql(now: &str, truth: &str) -> String {
 }
 
 const PENDING: &str = include_str!("queries/outbox_pending.sql");
+/// Lapses a lease at once (rather than deleting it), so that the next holder's epoch
+/// follows on.
+const RELEASE_LEASE: &str = include_str!("queries/release_lease.sql");
+/// What the edge now has of a link, unless it had a newer version already.
+const MARK_LINK_PUBLISHED: &str = include_str!("queries/mark_link_published.sql");
+/// Marks delivered the undelivered rows of which a newer version of the same key was
+/// delivered.
+const RETIRE_SUPERSEDED: &str = include_str!("queries/retire_superseded.sql");
+/// One refusal of a row: retried at `$2`, or set aside at `$3`.
+const RECORD_FAILURE: &str = include_str!("queries/record_failure.sql");
+const FAILED_ROWS: &str = include_str!("queries/failed_rows.sql");
+/// One row set aside by its seq, or (with no seq) all of them, back in line.
+const RETRY_FAILED: &str = include_str!("queries/retry_failed.sql");
+/// Deletes the rows delivered before `$1` of which a newer version of the same key was
+/// delivered: the newest delivered row of each key stays.
+const PRUNE_DELIVERED: &str = include_str!("queries/prune_delivered.sql");
+/// The code sequences of the active domains.
+const CODE_SEQUENCES: &str = include_str!("queries/code_sequences.sql");
 
 type RowTuple = (i64, String, String, String, i64, String, i64, i64);
 
@@ -153,6 +172,7 @@ pub(super) async fn insert_outbox(
             ]
         })
         .collect();
+    // Built at run time: one VALUES tuple per row.
     insert_rows(
         c,
         "INSERT INTO outbox (lane, kind, route_key, version, payload, created_at)",
@@ -181,11 +201,6 @@ pub(super) fn link_row<'a>(
     }
 }
 
-/// A row of which a newer version of the same key was delivered.
-const SUPERSEDED: &str = "EXISTS (SELECT 1 FROM outbox AS newer WHERE newer.kind = outbox.kind \
-     AND newer.route_key = outbox.route_key AND newer.version > outbox.version \
-     AND newer.published_at IS NOT NULL)";
-
 /// `UPDATE outbox SET … WHERE seq IN (…)` for at most 500 rows at a time.
 const SEQ_CHUNK: usize = 500;
 
@@ -208,6 +223,7 @@ async fn set_on_rows(
         Column::LastError => "last_error",
     };
     for chunk in rows.chunks(SEQ_CHUNK) {
+        // Built at run time: the column set, and one placeholder per row.
         let sql = format!(
             "UPDATE outbox SET {column} = $1 WHERE seq IN ({})",
             list_placeholders(2, chunk.len())
@@ -241,9 +257,8 @@ impl OutboxStore for Db {
     }
 
     async fn release_lease(&self, claim: &LeaseClaim<'_>) -> Result<(), StoreError> {
-        // Lapsed at once rather than deleted, so that the next holder's epoch follows on.
         self.write(
-            "UPDATE leases SET expires_at = 0 WHERE name = $1 AND holder = $2 AND epoch = $3",
+            RELEASE_LEASE,
             &[claim.name.into(), claim.holder.into(), claim.epoch.into()],
         )
         .await?;
@@ -251,6 +266,7 @@ impl OutboxStore for Db {
     }
 
     async fn lease_holder(&self, name: &str) -> Result<Option<(String, i64)>, StoreError> {
+        // Built at run time: the database's clock is each dialect's own.
         let sql = format!(
             "SELECT holder, epoch FROM leases WHERE name = $1 AND expires_at > {}",
             now_sql(self)
@@ -282,9 +298,7 @@ impl OutboxStore for Db {
         for row in rows.iter().filter(|r| r.kind == "link") {
             if let Some((domain, code)) = row.route_key.split_once('/') {
                 c.execute(
-                    "UPDATE links SET published_version = $1, published_at = $2 \
-                     WHERE domain = $3 AND code = $4 \
-                     AND (published_version IS NULL OR published_version < $1)",
+                    MARK_LINK_PUBLISHED,
                     &[row.version.into(), at.into(), domain.into(), code.into()],
                 )
                 .await?;
@@ -296,16 +310,7 @@ impl OutboxStore for Db {
 
     async fn retire_superseded(&self, claim: &LeaseClaim<'_>, at: i64) -> Result<u64, StoreError> {
         let mut tx = fenced(self, claim).await?;
-        let done = tx
-            .conn()
-            .execute(
-                &format!(
-                    "UPDATE outbox SET published_at = $1 WHERE published_at IS NULL \
-                     AND failed_at IS NULL AND kind IN ('link', 'deny', 'cfg') AND {SUPERSEDED}"
-                ),
-                &[at.into()],
-            )
-            .await?;
+        let done = tx.conn().execute(RETIRE_SUPERSEDED, &[at.into()]).await?;
         tx.commit().await?;
         Ok(done)
     }
@@ -323,8 +328,7 @@ impl OutboxStore for Db {
             let failed_at = f.dead.then_some(now);
             dead += u64::from(f.dead);
             c.execute(
-                "UPDATE outbox SET attempts = attempts + 1, last_error = $1, \
-                 next_attempt_at = $2, failed_at = $3 WHERE seq = $4",
+                RECORD_FAILURE,
                 &[
                     (&f.error).into(),
                     f.retry_at.into(),
@@ -362,11 +366,8 @@ impl OutboxStore for Db {
             i64,
             i64,
         );
-        let rows: Vec<Failed> = self.read_all(
-                "SELECT seq, lane, kind, route_key, version, attempts, last_error, created_at, failed_at \
-                 FROM outbox WHERE failed_at IS NOT NULL AND seq > $1 ORDER BY seq LIMIT $2",
-                &[after.into(), limit.into()],
-            )
+        let rows: Vec<Failed> = self
+            .read_all(FAILED_ROWS, &[after.into(), limit.into()])
             .await?;
         Ok(rows
             .into_iter()
@@ -399,24 +400,13 @@ impl OutboxStore for Db {
     }
 
     async fn retry_failed(&self, seq: Option<i64>) -> Result<u64, StoreError> {
-        // One row by its seq, or (with no seq) all of them.
-        Ok(self
-            .write(
-                "UPDATE outbox SET failed_at = NULL, attempts = 0, next_attempt_at = 0 \
-                 WHERE failed_at IS NOT NULL AND (CAST($1 AS BIGINT) IS NULL OR seq = $1)",
-                &[seq.into()],
-            )
-            .await?)
+        Ok(self.write(RETRY_FAILED, &[seq.into()]).await?)
     }
 
     async fn prune_delivered(&self, before: i64) -> Result<u64, StoreError> {
         // The newest delivered row of each key stays: it is what tells a late, older
         // row of that key from a new one (`retire_superseded`).
-        let sql = format!(
-            "DELETE FROM outbox WHERE published_at IS NOT NULL AND published_at < $1 \
-             AND {SUPERSEDED}"
-        );
-        Ok(self.write(&sql, &[before.into()]).await?)
+        Ok(self.write(PRUNE_DELIVERED, &[before.into()]).await?)
     }
 
     async fn record_activation(
@@ -429,13 +419,27 @@ impl OutboxStore for Db {
     }
 
     async fn code_sequences(&self) -> Result<Vec<String>, StoreError> {
-        let rows: Vec<(String,)> = self
-            .read_all(
-                "SELECT s.name FROM id_segments s JOIN domains d ON s.name = 'code:' || d.domain \
-                 WHERE d.status = 'active' ORDER BY s.name",
-                &[],
-            )
-            .await?;
+        let rows: Vec<(String,)> = self.read_all(CODE_SEQUENCES, &[]).await?;
         Ok(rows.into_iter().map(|(name,)| name).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> String {
+        s.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    #[test]
+    fn retiring_and_pruning_judge_a_row_superseded_alike() {
+        // A row of which a newer version of the same key was delivered.
+        let superseded = "EXISTS (SELECT 1 FROM outbox AS newer WHERE newer.kind = outbox.kind \
+             AND newer.route_key = outbox.route_key AND newer.version > outbox.version \
+             AND newer.published_at IS NOT NULL)";
+        for sql in [RETIRE_SUPERSEDED, PRUNE_DELIVERED] {
+            assert!(words(sql).ends_with(&words(superseded)), "{sql}");
+        }
     }
 }
