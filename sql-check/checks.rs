@@ -425,3 +425,102 @@ pub async fn code_sequences(c: &mut Conn) -> Result<(), sqlx::Error> {
         .await?;
     Ok(())
 }
+
+/// `store/activation.rs`: a sequence's ceiling, its row locked.
+pub async fn lock_sequence_ceiling(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/lock_sequence_ceiling.sql",
+        "code:d"
+    )
+    .fetch_optional(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/activation.rs`: a sequence's segments reserved lately.
+pub async fn recent_segments(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/recent_segments.sql",
+        "code:d",
+        0_i64
+    )
+    .fetch_all(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/activation.rs`: a domain's oldest generated code not at the edge yet.
+pub async fn oldest_undelivered_code(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/oldest_undelivered_code.sql",
+        "d"
+    )
+    .fetch_one(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/activation.rs`: what a sequence's running promises cover.
+pub async fn running_promises(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/running_promises.sql",
+        0_i64,
+        "code:d"
+    )
+    .fetch_one(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/activation.rs`: a promise recorded.
+pub async fn insert_activation_promise(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/insert_activation_promise.sql",
+        "code:d",
+        1_i64,
+        0_i64,
+        60_000_i64,
+        0_i64,
+        100_i64,
+        1_000_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/activation.rs`: promises long run out forgotten.
+pub async fn forget_activation_promises(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/forget_activation_promises.sql",
+        180_000_i64,
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/segments.rs`: the next segment of a sequence.
+pub async fn advance_segment(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/advance_segment.sql",
+        "code:d",
+        1_000_i64,
+        0_i64
+    )
+    .fetch_one(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/segments.rs`: a sequence's ceiling.
+pub async fn segment_ceiling(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/segment_ceiling.sql",
+        "code:d"
+    )
+    .fetch_optional(c)
+    .await?;
+    Ok(())
+}

@@ -50,7 +50,8 @@ pub struct ActivationPromise {
 
 /// `SELECT limit, ms_left` of the promise that binds the reservation of a segment of
 /// sequence `$1` now (the smallest `high + headroom` among its promises still running,
-/// and how long it still runs), if any.
+/// and how long it still runs), if any. Built at run time: the database's clock is each
+/// dialect's own.
 pub(crate) fn reservation_limit_sql(db: &Db) -> String {
     let now = db_now_sql(db);
     format!(
@@ -59,6 +60,19 @@ pub(crate) fn reservation_limit_sql(db: &Db) -> String {
          ORDER BY high + headroom LIMIT 1"
     )
 }
+
+/// Reads the ceiling of a sequence under its row's lock (a no-op update).
+const LOCK_SEQUENCE_CEILING: &str = include_str!("queries/lock_sequence_ceiling.sql");
+/// The segments of a sequence reserved since `$2`.
+const RECENT_SEGMENTS: &str = include_str!("queries/recent_segments.sql");
+/// The number of a domain's oldest generated link never delivered to the edge.
+const OLDEST_UNDELIVERED_CODE: &str = include_str!("queries/oldest_undelivered_code.sql");
+/// The smallest `low` of a sequence's promises still running at `$1`, and its last
+/// promise's version.
+const RUNNING_PROMISES: &str = include_str!("queries/running_promises.sql");
+const INSERT_ACTIVATION_PROMISE: &str = include_str!("queries/insert_activation_promise.sql");
+/// The promises that ran out before `$2` by more than `$1`.
+const FORGET_ACTIVATION_PROMISES: &str = include_str!("queries/forget_activation_promises.sql");
 
 #[derive(Deserialize)]
 struct Segment {
@@ -76,43 +90,30 @@ pub(super) async fn record(
 ) -> Result<ActivationPromise, StoreError> {
     let domain = domain_of_sequence(sequence)
         .ok_or_else(|| StoreError::Corrupt(format!("{sequence} numbers no domain's codes")))?;
+    // Built at run time: the database's clock is each dialect's own.
     let clock = format!("SELECT {}", db_now_sql(db));
     let mut tx = fenced(db, claim).await?;
     let mut c = tx.conn();
     // The ceiling under its row's lock: a reservation waits until this commits, and then
     // sees this promise.
     let row: Option<(i64, i64)> = c
-        .fetch_optional(
-            "UPDATE id_segments SET updated_at = updated_at WHERE name = $1 RETURNING max_id, step",
-            &[sequence.into()],
-        )
+        .fetch_optional(LOCK_SEQUENCE_CEILING, &[sequence.into()])
         .await?;
     let (high, step) = row.unwrap_or((0, DEFAULT_STEP as i64));
     let (now,): (i64,) = c.fetch_one(&clock, &[]).await?;
     let since = now - window_ms;
     let payloads: Vec<(String,)> = c
-        .fetch_all(
-            "SELECT payload FROM outbox WHERE kind = 'segment' AND route_key = $1 AND created_at >= $2",
-            &[sequence.into(), since.into()],
-        )
+        .fetch_all(RECENT_SEGMENTS, &[sequence.into(), since.into()])
         .await?;
     let segments: Vec<Segment> = payloads
         .iter()
         .filter_map(|(p,)| serde_json::from_str(p).ok())
         .collect();
     let (undelivered,): (Option<i64>,) = c
-        .fetch_one(
-            "SELECT MIN(code_number) FROM links \
-             WHERE domain = $1 AND published_version IS NULL AND code_kind = 'generated'",
-            &[domain.into()],
-        )
+        .fetch_one(OLDEST_UNDELIVERED_CODE, &[domain.into()])
         .await?;
     let (earlier_low, last_v): (Option<i64>, Option<i64>) = c
-        .fetch_one(
-            "SELECT MIN(CASE WHEN at_ms + window_ms > $1 THEN low END), MAX(v) \
-             FROM activation_promises WHERE sequence = $2",
-            &[now.into(), sequence.into()],
-        )
+        .fetch_one(RUNNING_PROMISES, &[now.into(), sequence.into()])
         .await?;
     let low = segments
         .iter()
@@ -138,8 +139,7 @@ pub(super) async fn record(
         headroom,
     };
     c.execute(
-        "INSERT INTO activation_promises (sequence, v, at_ms, window_ms, low, high, headroom) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        INSERT_ACTIVATION_PROMISE,
         &[
             sequence.into(),
             promise.v.into(),
@@ -153,7 +153,7 @@ pub(super) async fn record(
     .await?;
     // Promises that ran out long ago bind nothing and inform nothing.
     c.execute(
-        "DELETE FROM activation_promises WHERE at_ms + window_ms + $1 < $2",
+        FORGET_ACTIVATION_PROMISES,
         &[(2 * SKEW_MARGIN_MS + window_ms).into(), now.into()],
     )
     .await?;

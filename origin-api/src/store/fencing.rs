@@ -6,7 +6,8 @@ use super::sql::Tx;
 use crate::db::Db;
 
 /// Matches the lease row only while `$1` names it, `$2` holds it at epoch `$3`, and it
-/// has not lapsed; the no-op update locks the row on PostgreSQL until commit.
+/// has not lapsed; the no-op update locks the row on PostgreSQL until commit. Built at
+/// run time: the database's clock is each dialect's own.
 pub(crate) fn still_held_sql(now: &str) -> String {
     format!(
         "UPDATE leases SET expires_at = expires_at \

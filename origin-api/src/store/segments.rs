@@ -11,10 +11,9 @@ use std::ops::Range;
 
 /// Advances the row by the step asked for, which the row keeps: a domain's code space
 /// is fixed once it holds a link, and until then its step follows its shape.
-const ADVANCE: &str =
-    "INSERT INTO id_segments (name, max_id, step, updated_at) VALUES ($1, $2, $2, $3) \
-     ON CONFLICT (name) DO UPDATE SET max_id = id_segments.max_id + excluded.step, \
-     step = excluded.step, updated_at = excluded.updated_at RETURNING max_id, step";
+const ADVANCE: &str = include_str!("queries/advance_segment.sql");
+/// A sequence's ceiling: the end of the last segment reserved.
+const SEGMENT_CEILING: &str = include_str!("queries/segment_ceiling.sql");
 
 fn range_of(name: &str, max_id: i64, step: i64) -> Result<Range<u64>, StoreError> {
     let end = u64::try_from(max_id)
@@ -83,12 +82,7 @@ impl SegmentSource for Db {
     }
 
     async fn segment_ceiling(&self, name: &str) -> Result<u64, StoreError> {
-        let max_id: Option<(i64,)> = self
-            .read_optional(
-                "SELECT max_id FROM id_segments WHERE name = $1",
-                &[name.into()],
-            )
-            .await?;
+        let max_id: Option<(i64,)> = self.read_optional(SEGMENT_CEILING, &[name.into()]).await?;
         let max_id = max_id.map_or(0, |(m,)| m);
         u64::try_from(max_id)
             .map_err(|_| StoreError::Corrupt(format!("id_segments {name}: max_id {max_id}")))

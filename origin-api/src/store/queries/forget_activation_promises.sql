@@ -1,0 +1,1 @@
+DELETE FROM activation_promises WHERE at_ms + window_ms + $1 < $2

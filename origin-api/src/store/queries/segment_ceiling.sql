@@ -1,0 +1,1 @@
+SELECT max_id FROM id_segments WHERE name = $1
