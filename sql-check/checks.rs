@@ -524,3 +524,201 @@ pub async fn segment_ceiling(c: &mut Conn) -> Result<(), sqlx::Error> {
     .await?;
     Ok(())
 }
+
+/// `store/links.rs`: a link's other target hosts removed.
+pub async fn delete_link_hosts(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/delete_link_hosts.sql",
+        1_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/links.rs`: an idempotency key forgotten once expired.
+pub async fn forget_expired_idempotency_key(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/forget_expired_idempotency_key.sql",
+        "owner",
+        "key",
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/links.rs`: an idempotency key claimed.
+pub async fn claim_idempotency_key(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/claim_idempotency_key.sql",
+        "owner",
+        "key",
+        "hash",
+        Some(1_i64),
+        None::<&str>,
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/links.rs`: a new link.
+pub async fn insert_link(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/insert_link.sql",
+        1_i64,
+        "d",
+        "c",
+        "https://target.example/",
+        "owner",
+        "active",
+        302_i64,
+        None::<i64>,
+        1_i64,
+        Some(1_i64),
+        "custom",
+        false,
+        None::<&str>,
+        "[]",
+        0_i64,
+        0_i64,
+        "target.example",
+        None::<i64>,
+        None::<&str>
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/links.rs`: a link edited, if it is at the version expected.
+pub async fn update_link(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/update_link.sql",
+        "https://target.example/",
+        "active",
+        302_i64,
+        None::<i64>,
+        false,
+        Some("title"),
+        "[]",
+        0_i64,
+        "d",
+        "c",
+        1_i64,
+        "target.example",
+        None::<&str>
+    )
+    .fetch_optional(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/links.rs`: the answer recorded for an idempotency key.
+pub async fn record_idempotency_response(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/record_idempotency_response.sql",
+        "{}",
+        "owner",
+        "key"
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/links.rs`: an idempotency key not expired.
+pub async fn find_idempotency_key(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/find_idempotency_key.sql",
+        "owner",
+        "key",
+        0_i64
+    )
+    .fetch_optional(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/links.rs`: an owner's active links to a target on a domain.
+pub async fn links_to(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/links_to.sql",
+        "target.example",
+        "https://target.example/",
+        "owner",
+        "d"
+    )
+    .fetch_all(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/links.rs`: the domains served (holding links, or registered).
+pub async fn served_domains(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/served_domains.sql")
+        .fetch_all(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/links.rs`: the outbox's backlog per lane, each count up to a cap.
+pub async fn outbox_backlog(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/outbox_backlog.sql",
+        10_000_i64
+    )
+    .fetch_one(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/links.rs`: idempotency keys forgotten.
+pub async fn forget_idempotency_keys(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/forget_idempotency_keys.sql",
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/links.rs`: a new API key.
+pub async fn insert_api_key(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/insert_api_key.sql",
+        "key",
+        "owner",
+        "name",
+        "hash",
+        "links:write",
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/links.rs`: an API key by its id.
+pub async fn find_api_key(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/find_api_key.sql", "key")
+        .fetch_optional(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/links.rs`: an API key revoked.
+pub async fn revoke_api_key(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/revoke_api_key.sql",
+        0_i64,
+        "key"
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}

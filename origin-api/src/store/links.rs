@@ -98,6 +98,37 @@ const INSERT_COLUMNS: &str = "link_id, domain, code, target_url, owner_id, statu
 /// How many they are.
 const INSERT_ARGS: usize = 19;
 
+const DELETE_LINK_HOSTS: &str = include_str!("queries/delete_link_hosts.sql");
+/// An idempotency key of an owner, if it expired before `$3`.
+const FORGET_EXPIRED_IDEMPOTENCY_KEY: &str =
+    include_str!("queries/forget_expired_idempotency_key.sql");
+/// An idempotency key claimed, unless another request holds it.
+const CLAIM_IDEMPOTENCY_KEY: &str = include_str!("queries/claim_idempotency_key.sql");
+/// The answer kept for an idempotency key.
+const IDEMPOTENCY_ANSWER: &str = include_str!("queries/idempotency_answer.sql");
+/// A new link: the values of [`NewLinkRow::args`].
+const INSERT_LINK: &str = include_str!("queries/insert_link.sql");
+/// A link edited, if it is at version `$11`, and returned as written.
+const UPDATE_LINK: &str = include_str!("queries/update_link.sql");
+/// The answer recorded for an idempotency key.
+const RECORD_IDEMPOTENCY_RESPONSE: &str = include_str!("queries/record_idempotency_response.sql");
+/// The request hash and answer of an idempotency key claimed since `$3`.
+const FIND_IDEMPOTENCY_KEY: &str = include_str!("queries/find_idempotency_key.sql");
+/// An owner's first 20 active links to a target on a domain.
+const LINKS_TO: &str = include_str!("queries/links_to.sql");
+/// A domain's code rules.
+const DOMAIN_SETTINGS: &str = include_str!("queries/domain_settings.sql");
+/// The domains holding links, or registered.
+const SERVED_DOMAINS: &str = include_str!("queries/served_domains.sql");
+/// The outbox's pending rows per lane and those set aside, each counted up to `$1`, and
+/// the oldest pending row's time per lane.
+const OUTBOX_BACKLOG: &str = include_str!("queries/outbox_backlog.sql");
+const FORGET_IDEMPOTENCY_KEYS: &str = include_str!("queries/forget_idempotency_keys.sql");
+const INSERT_API_KEY: &str = include_str!("queries/insert_api_key.sql");
+const FIND_API_KEY: &str = include_str!("queries/find_api_key.sql");
+/// An API key revoked, unless it was.
+const REVOKE_API_KEY: &str = include_str!("queries/revoke_api_key.sql");
+
 /// Writes the hosts of `link_id`'s other targets, replacing what was there (a link
 /// without any has no rows, and costs no statement unless it had some).
 async fn write_other_hosts(
@@ -107,15 +138,12 @@ async fn write_other_hosts(
     had_any: bool,
 ) -> Result<(), StoreError> {
     if had_any {
-        c.execute(
-            "DELETE FROM link_hosts WHERE link_id = $1",
-            &[link_id.into()],
-        )
-        .await?;
+        c.execute(DELETE_LINK_HOSTS, &[link_id.into()]).await?;
     }
     if hosts.is_empty() {
         return Ok(());
     }
+    // Built at run time: one VALUES tuple per host.
     let sql = format!(
         "INSERT INTO link_hosts (host, link_id) VALUES {}",
         values_placeholders(1, hosts.len(), 2)
@@ -144,7 +172,7 @@ async fn claim_key(
     now: i64,
 ) -> Result<Option<(String, String)>, StoreError> {
     c.execute(
-        "DELETE FROM idempotency WHERE owner_id = $1 AND key = $2 AND created_at < $3",
+        FORGET_EXPIRED_IDEMPOTENCY_KEY,
         &[
             key.owner_id.into(),
             key.key.into(),
@@ -154,8 +182,7 @@ async fn claim_key(
     .await?;
     let claimed = c
         .execute(
-            "INSERT INTO idempotency (owner_id, key, request_hash, state, link_id, response, created_at) \
-             VALUES ($1, $2, $3, 'succeeded', $4, $5, $6) ON CONFLICT (owner_id, key) DO NOTHING",
+            CLAIM_IDEMPOTENCY_KEY,
             &[
                 key.owner_id.into(),
                 key.key.into(),
@@ -170,10 +197,7 @@ async fn claim_key(
         return Ok(None);
     }
     let (hash, response): (String, Option<String>) = c
-        .fetch_one(
-            include_str!("queries/idempotency_answer.sql"),
-            &[key.owner_id.into(), key.key.into()],
-        )
+        .fetch_one(IDEMPOTENCY_ANSWER, &[key.owner_id.into(), key.key.into()])
         .await?;
     Ok(Some((hash, response.unwrap_or_default())))
 }
@@ -182,6 +206,7 @@ async fn claim_key(
 /// origins when the transaction commits; `freshness` listens).
 async fn announce(c: &mut Conn<'_>, version: u64, route: &str) -> Result<(), StoreError> {
     if c.is_postgres() {
+        // Inline: PostgreSQL only (SQLite has no notifications), no file to check on both.
         let note = format!("{version} {route}");
         c.execute(
             "SELECT pg_notify($1, $2)",
@@ -203,6 +228,7 @@ async fn covered(
     let mut suffixes: Vec<String> = hosts.iter().flat_map(|h| host_suffixes(h)).collect();
     suffixes.sort_unstable();
     suffixes.dedup();
+    // Built at run time: one placeholder per host suffix.
     let sql = format!(
         "SELECT CAST(1 AS BIGINT) FROM bans WHERE lifted_at IS NULL AND \
          ((kind = 'code' AND domain = $1 AND code = $2) OR (kind = 'host' AND host IN ({}))) LIMIT 1",
@@ -220,11 +246,7 @@ async fn insert_one(c: &mut Conn<'_>, row: &NewLinkRow<'_>) -> Result<(), StoreE
     let link = row.link;
     ban_lock(c, BanLock::Shared).await?;
     let banned = covered(c, &link.domain, &link.code, &link.all_hosts()).await?;
-    let sql = format!(
-        "INSERT INTO links ({INSERT_COLUMNS}) VALUES {}",
-        values_placeholders(1, 1, INSERT_ARGS)
-    );
-    c.execute(&sql, &row.args())
+    c.execute(INSERT_LINK, &row.args())
         .await
         .map_err(StoreError::from_write)?;
     write_other_hosts(c, row.link_id, &row.other_hosts, false).await?;
@@ -245,6 +267,7 @@ async fn insert_chunk(
     rows: &[NewLinkRow<'_>],
     deny: &shared::Denylist,
 ) -> Result<Vec<bool>, StoreError> {
+    // Built at run time: one VALUES tuple per link.
     let sql = format!(
         "INSERT INTO links ({INSERT_COLUMNS}) VALUES {} \
          ON CONFLICT (domain, code) DO NOTHING RETURNING link_id",
@@ -274,7 +297,8 @@ async fn insert_chunk(
         .collect();
     insert_outbox(c, &outbox).await?;
     if c.is_postgres() && !outbox.is_empty() {
-        // One statement announces the chunk's links (all at version 1).
+        // One statement announces the chunk's links (all at version 1). Inline:
+        // PostgreSQL only, and built at run time with one VALUES tuple per link.
         let notes: Vec<String> = outbox
             .iter()
             .map(|o| format!("1 {}", o.route_key))
@@ -313,17 +337,11 @@ pub(super) async fn update_one(
     let tags = tags_json(&link.tags);
     let host = link.target_host();
     let options = link.options.to_column();
-    let update = format!(
-        "UPDATE links SET target_url = $1, status = $2, redirect_status = $3, expires_at = $4, \
-         forward_query = $5, title = $6, tags = $7, version = version + 1, updated_at = $8, \
-         target_host = $12, options = $13 WHERE domain = $9 AND code = $10 AND version = $11 \
-         RETURNING {SELECT_COLUMNS}"
-    );
     // The ban lock before the row's: a ban takes them in the same order.
     ban_lock(c, BanLock::Shared).await?;
     let written: Option<LinkRow> = c
         .fetch_optional(
-            &update,
+            UPDATE_LINK,
             &[
                 (&link.target_url).into(),
                 link.status.as_str().into(),
@@ -443,7 +461,7 @@ impl LinkStore for Db {
         if let Some(key) = key {
             let response = respond(&inserted);
             c.execute(
-                "UPDATE idempotency SET response = $1 WHERE owner_id = $2 AND key = $3",
+                RECORD_IDEMPOTENCY_RESPONSE,
                 &[(&response).into(), key.owner_id.into(), key.key.into()],
             )
             .await?;
@@ -458,8 +476,7 @@ impl LinkStore for Db {
     ) -> Result<Option<(String, String)>, StoreError> {
         let row: Option<(String, Option<String>)> = self
             .read_optional(
-                "SELECT request_hash, response FROM idempotency \
-                 WHERE owner_id = $1 AND key = $2 AND created_at >= $3",
+                FIND_IDEMPOTENCY_KEY,
                 &[
                     key.owner_id.into(),
                     key.key.into(),
@@ -492,14 +509,9 @@ impl LinkStore for Db {
         target_url: &str,
     ) -> Result<Vec<Link>, StoreError> {
         let host = crate::model::link::host_of(target_url);
-        let sql = format!(
-            "SELECT {SELECT_COLUMNS} FROM links WHERE target_host = $1 AND target_url = $2 \
-             AND owner_id = $3 AND domain = $4 AND status = 'active' \
-             ORDER BY created_at, link_id LIMIT 20"
-        );
         let rows: Vec<LinkRow> = self
             .read_all(
-                &sql,
+                LINKS_TO,
                 &[
                     (&host).into(),
                     target_url.into(),
@@ -512,7 +524,8 @@ impl LinkStore for Db {
     }
 
     async fn list_links(&self, filter: &ListFilter) -> Result<Vec<Link>, StoreError> {
-        // Built from fixed fragments; every value is a bound parameter.
+        // Built at run time: optional filters, one placeholder per domain and the limit
+        // inlined; from fixed fragments, every value a bound parameter.
         let mut sql = format!("SELECT {SELECT_COLUMNS} FROM links WHERE owner_id = $1");
         let tag_pattern = filter.tag.as_ref().map(|t| {
             // Tags are a JSON array in text: match the element, quotes included, with
@@ -565,10 +578,7 @@ impl LinkStore for Db {
 
     async fn domain_settings(&self, domain: &str) -> Result<DomainSettings, StoreError> {
         let row: Option<SettingsRow> = self
-            .read_optional(
-                include_str!("queries/domain_settings.sql"),
-                &[domain.into()],
-            )
+            .read_optional(DOMAIN_SETTINGS, &[domain.into()])
             .await?;
         match row {
             Some(r) => r.settings(domain),
@@ -579,18 +589,7 @@ impl LinkStore for Db {
     async fn served_domains(&self) -> Result<Vec<String>, StoreError> {
         // A skip scan of the (domain, code) index: each step finds the next domain
         // after the last, so a million links on three domains cost three probes.
-        let rows: Vec<(String,)> = self
-            .read_all(
-                "WITH RECURSIVE d(domain) AS ( \
-                   SELECT MIN(domain) FROM links \
-                   UNION ALL \
-                   SELECT (SELECT MIN(l.domain) FROM links l WHERE l.domain > d.domain) \
-                   FROM d WHERE d.domain IS NOT NULL) \
-                 SELECT domain FROM d WHERE domain IS NOT NULL \
-                 UNION SELECT domain FROM domains",
-                &[],
-            )
-            .await?;
+        let rows: Vec<(String,)> = self.read_all(SERVED_DOMAINS, &[]).await?;
         Ok(rows.into_iter().map(|(d,)| d).collect())
     }
 
@@ -604,6 +603,7 @@ impl LinkStore for Db {
             names.push(parent);
             rest = parent;
         }
+        // Built at run time: one placeholder per name.
         let sql = format!(
             "SELECT CAST(1 AS BIGINT) FROM domains WHERE domain IN ({}) \
              UNION ALL SELECT CAST(1 AS BIGINT) FROM (SELECT 1 FROM links WHERE domain = $1 LIMIT 1) AS l \
@@ -620,27 +620,11 @@ impl LinkStore for Db {
         // million rows, counted and grouped whole, cost seconds of CPU per scrape. The
         // oldest row of a lane is the first of that index (sequence numbers grow with
         // time), so its age costs one probe.
-        let pending = "published_at IS NULL AND failed_at IS NULL";
         let (fast, normal, failed, fast_at, normal_at): (i64, i64, i64, Option<i64>, Option<i64>) =
             self.reader()
                 .await?
                 .conn()
-                .fetch_one(
-                    &format!(
-                        "SELECT \
-                         (SELECT COUNT(*) FROM (SELECT 1 FROM outbox WHERE lane = 'fast' \
-                           AND {pending} LIMIT $1) f), \
-                         (SELECT COUNT(*) FROM (SELECT 1 FROM outbox WHERE lane = 'normal' \
-                           AND {pending} LIMIT $1) n), \
-                         (SELECT COUNT(*) FROM (SELECT 1 FROM outbox WHERE failed_at IS NOT NULL \
-                           AND published_at IS NULL LIMIT $1) x), \
-                         (SELECT created_at FROM outbox WHERE lane = 'fast' AND {pending} \
-                           ORDER BY seq LIMIT 1), \
-                         (SELECT created_at FROM outbox WHERE lane = 'normal' AND {pending} \
-                           ORDER BY seq LIMIT 1)"
-                    ),
-                    &[super::contract::OUTBOX_COUNT_CAP.into()],
-                )
+                .fetch_one(OUTBOX_BACKLOG, &[super::contract::OUTBOX_COUNT_CAP.into()])
                 .await?;
         let lane = |lane: &str, rows, oldest_at| Backlog {
             lane: lane.to_owned(),
@@ -656,17 +640,13 @@ impl LinkStore for Db {
 
     async fn forget_idempotency_keys(&self, before: i64) -> Result<u64, StoreError> {
         Ok(self
-            .write(
-                "DELETE FROM idempotency WHERE created_at < $1",
-                &[before.into()],
-            )
+            .write(FORGET_IDEMPOTENCY_KEYS, &[before.into()])
             .await?)
     }
 
     async fn insert_key(&self, key: &ApiKey) -> Result<(), StoreError> {
         self.write(
-            "INSERT INTO api_keys (key_id, owner_id, name, secret_hash, scopes, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6)",
+            INSERT_API_KEY,
             &[
                 (&key.key_id).into(),
                 (&key.owner_id).into(),
@@ -681,13 +661,7 @@ impl LinkStore for Db {
     }
 
     async fn find_key(&self, key_id: &str) -> Result<Option<ApiKey>, StoreError> {
-        let row: Option<KeyRow> = self
-            .read_optional(
-                "SELECT key_id, owner_id, name, secret_hash, scopes, created_at, revoked_at \
-                 FROM api_keys WHERE key_id = $1",
-                &[key_id.into()],
-            )
-            .await?;
+        let row: Option<KeyRow> = self.read_optional(FIND_API_KEY, &[key_id.into()]).await?;
         Ok(row.map(|r| ApiKey {
             key_id: r.key_id,
             owner_id: r.owner_id,
@@ -701,10 +675,7 @@ impl LinkStore for Db {
 
     async fn revoke_key(&self, key_id: &str, now: i64) -> Result<bool, StoreError> {
         let done = self
-            .write(
-                "UPDATE api_keys SET revoked_at = $1 WHERE key_id = $2 AND revoked_at IS NULL",
-                &[now.into(), key_id.into()],
-            )
+            .write(REVOKE_API_KEY, &[now.into(), key_id.into()])
             .await?;
         Ok(done == 1)
     }
@@ -726,13 +697,29 @@ mod tests {
         assert_eq!(host_suffixes("localhost"), ["localhost"]);
     }
 
+    fn words(s: &str) -> String {
+        s.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
     #[test]
     fn the_read_of_one_link_selects_what_every_read_selects() {
-        let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
         assert_eq!(
             words(GET_LINK),
             words(&format!(
                 "SELECT {SELECT_COLUMNS} FROM links WHERE domain = $1 AND code = $2"
+            ))
+        );
+        assert!(words(LINKS_TO).starts_with(&words(&format!("SELECT {SELECT_COLUMNS} FROM"))));
+        assert!(words(UPDATE_LINK).ends_with(&words(&format!("RETURNING {SELECT_COLUMNS}"))));
+    }
+
+    #[test]
+    fn the_insert_of_one_link_writes_what_every_insert_writes() {
+        assert_eq!(
+            words(INSERT_LINK),
+            words(&format!(
+                "INSERT INTO links ({INSERT_COLUMNS}) VALUES {}",
+                values_placeholders(1, 1, INSERT_ARGS)
             ))
         );
     }

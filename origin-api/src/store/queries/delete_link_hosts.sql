@@ -1,0 +1,1 @@
+DELETE FROM link_hosts WHERE link_id = $1

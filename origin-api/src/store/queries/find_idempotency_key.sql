@@ -1,0 +1,2 @@
+SELECT request_hash, response FROM idempotency
+WHERE owner_id = $1 AND key = $2 AND created_at >= $3

@@ -1,0 +1,1 @@
+DELETE FROM idempotency WHERE created_at < $1
