@@ -722,3 +722,68 @@ pub async fn revoke_api_key(c: &mut Conn) -> Result<(), sqlx::Error> {
     .await?;
     Ok(())
 }
+
+/// `store/clicks.rs`: people's visits of a link counted so far.
+pub async fn human_visits(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/human_visits.sql",
+        1_i64,
+        false
+    )
+    .fetch_one(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/clicks.rs`: the last row staged in a part. `part` is a SMALLINT, and the store
+/// binds a BIGINT, which PostgreSQL compares across integer types (its index serves the
+/// comparison still): `as _` leaves that one argument's type unchecked.
+pub async fn last_staged(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/last_staged.sql",
+        0_i64 as _
+    )
+    .fetch_one(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/clicks.rs`: when the clicks of the oldest staged row were made.
+pub async fn staged_since(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/staged_since.sql")
+        .fetch_one(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/clicks.rs`: how far a source has written its clicks.
+pub async fn report_click_source(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/report_click_source.sql",
+        "source",
+        Some(0_i64),
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/clicks.rs`: sources not reported lately forgotten.
+pub async fn forget_stale_click_sources(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/forget_stale_click_sources.sql",
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/clicks.rs`: the sources reported lately.
+pub async fn click_sources(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/click_sources.sql", 0_i64)
+        .fetch_all(c)
+        .await?;
+    Ok(())
+}

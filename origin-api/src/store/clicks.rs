@@ -206,6 +206,21 @@ fn part_of(link: u64) -> i64 {
 const HOUR_MS: i64 = 3_600_000;
 const DAY_MS: i64 = 24 * HOUR_MS;
 
+/// People's (`$2` false) or bots' visits of a link counted so far.
+const HUMAN_VISITS: &str = include_str!("queries/human_visits.sql");
+/// The last row staged in a part.
+const LAST_STAGED: &str = include_str!("queries/last_staged.sql");
+/// When the clicks of the oldest staged row were made.
+const STAGED_SINCE: &str = include_str!("queries/staged_since.sql");
+const FORGET_CLICK_IDS: &str = include_str!("queries/forget_click_ids.sql");
+/// How far a source has written its clicks, as of `$3`.
+const REPORT_CLICK_SOURCE: &str = include_str!("queries/report_click_source.sql");
+/// The sources not reported since `$1`.
+const FORGET_STALE_CLICK_SOURCES: &str = include_str!("queries/forget_stale_click_sources.sql");
+/// The sources reported since `$1`, and how far each has written.
+const CLICK_SOURCES: &str = include_str!("queries/click_sources.sql");
+const CLICK_SERIES: &str = include_str!("queries/click_series.sql");
+
 type HourKey = (u64, i64, bool);
 type DayKey = (String, i64, u64, bool);
 
@@ -424,10 +439,7 @@ impl Increments {
 /// The people's visits of `link_id` counted so far (bots never count).
 pub(super) async fn human_visits(c: &mut Conn<'_>, link_id: u64) -> Result<u64, StoreError> {
     let (n,): (Option<i64>,) = c
-        .fetch_one(
-            "SELECT CAST(SUM(visits) AS BIGINT) FROM click_hours WHERE link_id = $1 AND bot = $2",
-            &[db_id(link_id).into(), false.into()],
-        )
+        .fetch_one(HUMAN_VISITS, &[db_id(link_id).into(), false.into()])
         .await?;
     Ok(u64::try_from(n.unwrap_or_default()).unwrap_or_default())
 }
@@ -447,6 +459,7 @@ async fn exhaust_reached(
     let ids = inc.visited_by_people();
     let mut exhausted = Vec::new();
     for chunk in ids.chunks(CHUNK) {
+        // Built at run time: one placeholder per link.
         let sql = format!(
             "SELECT {SELECT_COLUMNS} FROM links WHERE link_id IN ({}) \
              AND options IS NOT NULL AND status = 'active'",
@@ -482,7 +495,7 @@ fn db_id(link: u64) -> i64 {
 
 /// The `dims` of a link-hour row already written, merged with those being added: the
 /// sum per key. PostgreSQL's `jsonb` and SQLite's JSON text have functions of their
-/// own names, the rest is the same.
+/// own names, the rest is the same (SQLite merges in Rust, [`write_increments`]).
 const PG_MERGED_DIMS: &str = "COALESCE((SELECT jsonb_object_agg(key, n) FROM \
      (SELECT key, SUM(CAST(value AS BIGINT)) AS n \
      FROM (SELECT key, value FROM jsonb_each_text(click_hours.dims) \
@@ -496,6 +509,7 @@ async fn dims_held(
 ) -> Result<HashMap<HourKey, BTreeMap<String, i64>>, StoreError> {
     let mut held = HashMap::with_capacity(keys.len());
     for chunk in keys.chunks(CHUNK) {
+        // Built at run time: one VALUES tuple per link-hour.
         let sql = format!(
             "SELECT link_id, hour, bot, CAST(dims AS TEXT) FROM click_hours \
              WHERE (link_id, hour, bot) IN (VALUES {})",
@@ -601,7 +615,8 @@ async fn write_increments(c: &mut Conn<'_>, inc: &Increments) -> Result<(), Stor
             ]
         })
         .collect();
-    // Upserts in one order across writers (no deadlocks): hours, then days.
+    // Upserts in one order across writers (no deadlocks): hours, then days. Built at run
+    // time: one VALUES tuple per row, and the merge of `dims` each dialect's own.
     let hours_conflict = format!(
         "ON CONFLICT (link_id, hour, bot) DO UPDATE SET \
          visits = click_hours.visits + excluded.visits, \
@@ -653,6 +668,7 @@ fn link_ref(
 /// An owner's rows over `[$4, $5)`: whole days `[$2, $3)` from `click_days`, and the
 /// hours before and after them from `click_hours`; with `domains` domains, only those of
 /// links on the domains bound from `$first` on (a key limited to domains sees no more).
+/// Built at run time: the domains' filter is optional, one placeholder per domain.
 fn owner_rows(first: usize, domains: usize) -> String {
     let scope = if domains == 0 {
         String::new()
@@ -710,6 +726,7 @@ impl ClickStore for Db {
             // The keys as one JSON array: planning 500 pairs of parameters took
             // PostgreSQL 20 ms a statement, four times what running it did
             // (`scripts/bench-clicks`, part tallies), on every miss of the edge's links.
+            // Inline: PostgreSQL only (`jsonb`), no file to check on both.
             for chunk in keys.chunks(CHUNK * 4) {
                 let pairs: Vec<[&str; 2]> = chunk.iter().map(|k| [k.domain(), k.code()]).collect();
                 let json = serde_json::to_string(&pairs)
@@ -730,6 +747,7 @@ impl ClickStore for Db {
             return Ok(found);
         }
         for chunk in keys.chunks(CHUNK) {
+            // Built at run time: one VALUES tuple per route key.
             let sql = format!(
                 "SELECT link_id, domain, code, owner_id FROM links WHERE (domain, code) IN ({})",
                 values_placeholders(1, chunk.len(), 2)
@@ -750,6 +768,7 @@ impl ClickStore for Db {
         let mut found = Vec::with_capacity(ids.len());
         let mut r = self.reader().await?;
         for chunk in ids.chunks(CHUNK) {
+            // Built at run time: one placeholder per link.
             let sql = format!(
                 "SELECT link_id, domain, code, owner_id FROM links WHERE link_id IN ({})",
                 list_placeholders(1, chunk.len())
@@ -782,6 +801,7 @@ impl ClickStore for Db {
         // holding one of them waits for us on its unique index.
         let mut fresh: HashSet<String> = HashSet::with_capacity(claims.len());
         for chunk in claims.chunks(CHUNK) {
+            // Built at run time: one VALUES tuple per claim.
             let sql = format!(
                 "INSERT INTO click_seen (event_id, received_at) VALUES {} \
                  ON CONFLICT (event_id) DO NOTHING RETURNING event_id",
@@ -802,6 +822,7 @@ impl ClickStore for Db {
         }
         let parts = inc.staged()?;
         if !parts.is_empty() {
+            // Built at run time: one VALUES tuple per part.
             let sql = format!(
                 "INSERT INTO click_staged (part, made_at, staged_at, body) VALUES {}",
                 values_placeholders(1, parts.len(), 4)
@@ -835,19 +856,15 @@ impl ClickStore for Db {
         // What is staged now, and no later row: a fold that chased new deliveries
         // would never end under load.
         let part = i64::from(part);
-        let (upto,): (Option<i64>,) = c
-            .fetch_one(
-                "SELECT MAX(staged_id) FROM click_staged WHERE part = $1",
-                &[part.into()],
-            )
-            .await?;
+        let (upto,): (Option<i64>,) = c.fetch_one(LAST_STAGED, &[part.into()]).await?;
         let Some(upto) = upto else {
             return Ok(Folded::default());
         };
         // Taken and deleted at once, a page at a time (a page's bodies are all a fold
         // holds besides its sums): a row is counted by the transaction that deletes it,
         // and by no other. On PostgreSQL another origin's fold skips the rows this one
-        // holds rather than wait for them (SQLite has one writer).
+        // holds rather than wait for them (SQLite has one writer). Built at run time:
+        // PostgreSQL's `FOR UPDATE SKIP LOCKED`, which SQLite has not.
         let lock = if c.is_postgres() {
             " FOR UPDATE SKIP LOCKED"
         } else {
@@ -896,7 +913,7 @@ impl ClickStore for Db {
             .reader()
             .await?
             .conn()
-            .fetch_one("SELECT MIN(made_at) FROM click_staged", &[])
+            .fetch_one(STAGED_SINCE, &[])
             .await?;
         Ok(oldest)
     }
@@ -916,12 +933,7 @@ impl ClickStore for Db {
     }
 
     async fn forget_click_ids(&self, before: i64) -> Result<u64, StoreError> {
-        Ok(self
-            .write(
-                include_str!("queries/forget_click_ids.sql"),
-                &[before.into()],
-            )
-            .await?)
+        Ok(self.write(FORGET_CLICK_IDS, &[before.into()]).await?)
     }
 
     async fn report_click_sources(
@@ -934,35 +946,26 @@ impl ClickStore for Db {
         let mut c = tx.conn();
         for (source, complete_to) in sources {
             c.execute(
-                "INSERT INTO click_sources (source, complete_to, reported_at) VALUES ($1, $2, $3) \
-                 ON CONFLICT (source) DO UPDATE \
-                 SET complete_to = excluded.complete_to, reported_at = excluded.reported_at",
+                REPORT_CLICK_SOURCE,
                 &[source.as_str().into(), (*complete_to).into(), at.into()],
             )
             .await?;
         }
-        c.execute(
-            "DELETE FROM click_sources WHERE reported_at < $1",
-            &[forget_before.into()],
-        )
-        .await?;
+        c.execute(FORGET_STALE_CLICK_SOURCES, &[forget_before.into()])
+            .await?;
         tx.commit().await?;
         Ok(())
     }
 
     async fn click_sources(&self, since: i64) -> Result<Vec<(String, Option<i64>)>, StoreError> {
-        Ok(self
-            .read_all(
-                "SELECT source, complete_to FROM click_sources WHERE reported_at >= $1",
-                &[since.into()],
-            )
-            .await?)
+        Ok(self.read_all(CLICK_SOURCES, &[since.into()]).await?)
     }
 
     async fn forget_click_sources(&self, sources: &[String]) -> Result<(), StoreError> {
         if sources.is_empty() {
             return Ok(());
         }
+        // Built at run time: one placeholder per source.
         let sql = format!(
             "DELETE FROM click_sources WHERE source IN ({})",
             list_placeholders(1, sources.len())
@@ -981,7 +984,7 @@ impl ClickStore for Db {
     ) -> Result<Vec<Rollup>, StoreError> {
         let rows: Vec<(i64, bool, i64, i64)> = self
             .read_all(
-                include_str!("queries/click_series.sql"),
+                CLICK_SERIES,
                 &[db_id(link).into(), from.into(), to.into(), bucket_ms.into()],
             )
             .await?;
@@ -1006,7 +1009,8 @@ impl ClickStore for Db {
     ) -> Result<Vec<DimCount>, StoreError> {
         // The top of each dimension is chosen by the database: only `top` rows per
         // dimension come back, however many values the range holds. Each link-hour row
-        // holds its dimensions as one JSON object, expanded here.
+        // holds its dimensions as one JSON object, expanded here. Built at run time: the
+        // function that expands it is each dialect's own.
         let each = if self.is_postgres() {
             "jsonb_each_text"
         } else {
@@ -1063,6 +1067,7 @@ impl ClickStore for Db {
         include_bots: bool,
         limit: i64,
     ) -> Result<Vec<(u64, Totals)>, StoreError> {
+        // Built at run time: the rows of [`owner_rows`].
         let rows_sql = owner_rows(8, domains.len());
         let sql = format!(
             "SELECT link_id, {SUMS} FROM ({rows_sql}) r GROUP BY link_id \
@@ -1095,6 +1100,7 @@ impl ClickStore for Db {
         from: i64,
         to: i64,
     ) -> Result<Totals, StoreError> {
+        // Built at run time: the rows of [`owner_rows`].
         let sql = format!("SELECT {SUMS} FROM ({}) r", owner_rows(6, domains.len()));
         let mut args = owner_args(owner, from, to).to_vec();
         args.extend(domains.iter().map(Arg::from));

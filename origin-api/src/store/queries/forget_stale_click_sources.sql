@@ -1,0 +1,1 @@
+DELETE FROM click_sources WHERE reported_at < $1
