@@ -1,4 +1,4 @@
-//! The origin store's hot statements, checked by `sqlx::query_file!` against
+//! The origin store's static statements, checked by `sqlx::query_file!` against
 //! PostgreSQL's schema (column names and the types of every parameter) when this crate
 //! compiles: see `sql-check/checks.rs`.
 
