@@ -113,7 +113,7 @@ pub fn build(db: Db, settings: Settings) -> AppState {
     );
     let passwords = Arc::new(PasswordGate::default());
     let create_limit = CreateLimit::new(settings.create_rate);
-    let clicks = Arc::new(
+    let counts = Arc::new(
         Clicks::new(
             settings.click_id_retention_h,
             settings.referrers_per_hour,
@@ -166,7 +166,7 @@ pub fn build(db: Db, settings: Settings) -> AppState {
     };
     let clicks = ClickService {
         db: db.clone(),
-        counts: clicks,
+        counts: counts.clone(),
         recorder,
         process: process_id(),
     };
@@ -182,13 +182,13 @@ pub fn build(db: Db, settings: Settings) -> AppState {
         db: db.clone(),
         cache: cache.clone(),
         metrics: metrics.clone(),
-        counts: clicks.counts.clone(),
+        counts: counts.clone(),
         edge_token: secrets.edge_token.clone(),
     };
     let housekeeping = Housekeeping {
         db: db.clone(),
         create_limit,
-        click_retention_ms: clicks.counts.retention_ms(),
+        click_retention_ms: counts.retention_ms(),
         outbox_retention: settings.outbox_retention,
     };
     let freshness = Freshness {
