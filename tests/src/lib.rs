@@ -624,6 +624,19 @@ pub fn api_key(env: &[(&str, String)], owner: &str, admin: bool) -> String {
         .to_owned()
 }
 
+/// The link at `url` (`{origin}/v1/links/{domain}/{code}`) as its owner's `key` reads it.
+pub async fn read_link(url: &str, key: &str) -> serde_json::Value {
+    client()
+        .get(url)
+        .bearer_auth(key)
+        .send()
+        .await
+        .expect("read")
+        .json()
+        .await
+        .expect("link")
+}
+
 /// Waits (up to a minute) until the origin at `origin` reports `{domain}/{code}` as
 /// published to the edge.
 pub async fn wait_published(origin: &str, key: &str, domain: &str, code: &str) {
@@ -635,15 +648,7 @@ pub async fn wait_published(origin: &str, key: &str, domain: &str, code: &str) {
         .every(Duration::from_millis(50))
         .explain(|| last.lock().unwrap_or_else(|e| e.into_inner()).to_string())
         .until(|| async {
-            let link: serde_json::Value = client()
-                .get(&url)
-                .bearer_auth(key)
-                .send()
-                .await
-                .expect("read")
-                .json()
-                .await
-                .expect("link");
+            let link = read_link(&url, key).await;
             if link["edge"]["state"] == "published" {
                 return Some(link);
             }

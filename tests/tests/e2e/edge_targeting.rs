@@ -3,7 +3,7 @@
 //! request, splits by weight, link-preview crawlers shown the card, interstitials and a
 //! link's own expired page.
 
-use hop_e2e::{client, poll, wait_published, Wired};
+use hop_e2e::{client, poll, read_link, wait_published, Wired};
 use reqwest::header::{
     ACCEPT_LANGUAGE, CONTENT_TYPE, COOKIE, LOCATION, RETRY_AFTER, SET_COOKIE, USER_AGENT,
 };
@@ -259,15 +259,11 @@ async fn a_visit_limit_ignores_crawlers_and_ends_the_link_at_the_edge() {
         "visit limit: {overshoot} visits over the limit, the edge ended the link {} ms after the limit was reached",
         reached.elapsed().as_millis()
     );
-    let link: serde_json::Value = client()
-        .get(w.origin.url(&format!("/v1/links/s.example/{code}")))
-        .bearer_auth(&w.key)
-        .send()
-        .await
-        .expect("read")
-        .json()
-        .await
-        .expect("link");
+    let link = read_link(
+        &w.origin.url(&format!("/v1/links/s.example/{code}")),
+        &w.key,
+    )
+    .await;
     assert_eq!(link["exhausted"], true, "{link}");
     // Crawlers get the end too.
     assert_eq!(
