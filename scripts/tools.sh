@@ -96,29 +96,33 @@ test_postgres() {
     return 0
   fi
   local bin
-  bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+  bin=$(postgres_bin)
   if [ ! -x "$bin/initdb" ]; then
     need_debian postgresql
-    bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+    bin=$(postgres_bin)
   fi
   hop_pg_bin=$bin
   hop_pg_dir=$(mktemp -d)
   local port; port=$(free_port)
   mkdir -p "$hop_pg_dir/data" "$hop_pg_dir/run"
-  # PostgreSQL's tools refuse to run as root: there, they run as its own user.
   if [ "$(id -u)" = 0 ]; then chmod 755 "$hop_pg_dir"; chown postgres "$hop_pg_dir/data" "$hop_pg_dir/run"; fi
-  hop_as_pg "$bin/initdb" -D "$hop_pg_dir/data" -U postgres --auth=trust >/dev/null
-  hop_as_pg "$bin/pg_ctl" -D "$hop_pg_dir/data" -l "$hop_pg_dir/run/pg.log" -w \
+  as_pg "$bin/initdb" -D "$hop_pg_dir/data" -U postgres --auth=trust >/dev/null
+  as_pg "$bin/pg_ctl" -D "$hop_pg_dir/data" -l "$hop_pg_dir/run/pg.log" -w \
     -o "-p $port -k $hop_pg_dir/run -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off" start >/dev/null
-  hop_as_pg "$bin/psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -qc 'CREATE DATABASE test' >/dev/null
+  as_pg "$bin/psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -qc 'CREATE DATABASE test' >/dev/null
   export HOP_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$port/test"
   echo "test_postgres: started a throwaway server at $HOP_TEST_POSTGRES_URL" >&2
 }
 
 test_postgres_stop() {
   [ -n "${hop_pg_dir:-}" ] || return 0
-  hop_as_pg "$hop_pg_bin/pg_ctl" -D "$hop_pg_dir/data" -m fast stop >/dev/null 2>&1 || true
+  as_pg "$hop_pg_bin/pg_ctl" -D "$hop_pg_dir/data" -m fast stop >/dev/null 2>&1 || true
   rm -rf "$hop_pg_dir"
 }
 
-hop_as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+# The newest of Debian's PostgreSQL server directories (initdb, pg_ctl), if any.
+postgres_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
+
+# as_pg COMMAND…: PostgreSQL's tools refuse to run as root: there, they run as its own
+# user.
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
