@@ -23,7 +23,7 @@ use origin_api::metrics::Metrics;
 use origin_api::model::time::now_ms;
 use origin_api::owners::Owners;
 use origin_api::store::sql::{values_placeholders, Arg};
-use origin_api::store::{ClickDims, ClickStore, Increments, LinkRef, LinkStore};
+use origin_api::store::{ClickDims, ClickStore, Increments, LinkRef};
 use origin_api::views::stats::Granularity;
 use shared::clicks::{ClickEvent, Device};
 use shared::tally::{ClickTally, Tally, TallyRow};
@@ -318,13 +318,11 @@ async fn main() {
         include_bots: false,
         top: 10,
     };
-    let top = db
-        .get_link("s.example", "link-0000")
+    let top = origin_api::store::links::get(&db, "s.example", "link-0000")
         .await
         .expect("read")
         .expect("link");
-    let tail = db
-        .get_link("s.example", "link-0500")
+    let tail = origin_api::store::links::get(&db, "s.example", "link-0500")
         .await
         .expect("read")
         .expect("link");

@@ -11,7 +11,8 @@ use crate::db::Db;
 use crate::error::AppError;
 use crate::model::{ApiKey, Creator};
 use crate::proxies::Proxies;
-use crate::store::{LinkStore, StoreError};
+use crate::store;
+use crate::store::StoreError;
 use axum::extract::{FromRef, FromRequestParts};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
@@ -78,7 +79,7 @@ where
                     Some(_) => None,
                     None => {
                         guard
-                            .held_or_read(key_id, || auth.db.find_key(key_id))
+                            .held_or_read(key_id, || store::api_keys::find(&auth.db, key_id))
                             .await?
                     }
                 };

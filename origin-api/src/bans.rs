@@ -7,7 +7,8 @@ use crate::cache::RedirectCache;
 use crate::db::Db;
 use crate::error::AppError;
 use crate::model::{Ban, BanTarget};
-use crate::store::{BanStore, LiftOutcome};
+use crate::store;
+use crate::store::LiftOutcome;
 use crate::views::bans::{CreateBan, MAX_REASON_CHARS};
 use shared::codes::is_plausible_code;
 
@@ -133,27 +134,26 @@ impl Bans {
     /// Bans what `req` names, on behalf of `created_by`.
     pub async fn create(&self, req: &CreateBan, created_by: &str) -> Result<Ban, AppError> {
         let target = req.target(&self.default_domain)?;
-        let ban = self
-            .db
-            .insert_ban(
-                &target,
-                req.reason.trim(),
-                created_by,
-                crate::model::time::now_ms(),
-            )
-            .await?;
+        let ban = store::bans::insert(
+            &self.db,
+            &target,
+            req.reason.trim(),
+            created_by,
+            crate::model::time::now_ms(),
+        )
+        .await?;
         self.cache.bans_changed();
         Ok(ban)
     }
 
     /// The active bans, or all of them.
     pub async fn list(&self, all: bool) -> Result<Vec<Ban>, AppError> {
-        Ok(self.db.list_bans(all).await?)
+        Ok(store::bans::list(&self.db, all).await?)
     }
 
     /// Lifts ban `id` (lifting a lifted one changes nothing).
     pub async fn lift(&self, id: i64) -> Result<(), AppError> {
-        let outcome = self.db.lift_ban(id, crate::model::time::now_ms()).await?;
+        let outcome = store::bans::lift(&self.db, id, crate::model::time::now_ms()).await?;
         self.cache.bans_changed();
         match outcome {
             LiftOutcome::Lifted(_) | LiftOutcome::AlreadyLifted => Ok(()),

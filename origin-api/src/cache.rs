@@ -28,7 +28,8 @@ pub use entry::{Entry, LinkTag, DENYLIST_TTL, SETTINGS_TTL};
 use crate::ceiling::Ceilings;
 use crate::model::Link;
 use crate::owners::Owners;
-use crate::store::{BanStore, LinkStore, SegmentSource, StoreError};
+use crate::store;
+use crate::store::{SegmentSource, StoreError};
 use moka::future::Cache;
 use shared::{CodeKind, Denylist, DomainSettings, EdgeRecord, KeyRing, PreparedRecord, RouteKey};
 use std::collections::HashMap;
@@ -126,21 +127,21 @@ pub trait RedirectSource: Send + Sync {
 }
 
 #[async_trait::async_trait]
-impl<S: LinkStore + BanStore + SegmentSource> RedirectSource for S {
+impl RedirectSource for crate::db::Db {
     async fn get_link(&self, domain: &str, code: &str) -> Result<Option<Link>, StoreError> {
-        LinkStore::get_link(self, domain, code).await
+        store::links::get(self, domain, code).await
     }
     async fn denylist(&self) -> Result<shared::DenylistSnapshot, StoreError> {
-        BanStore::denylist(self).await
+        store::bans::denylist(self).await
     }
     async fn domain_settings(&self, domain: &str) -> Result<DomainSettings, StoreError> {
-        LinkStore::domain_settings(self, domain).await
+        store::domains::settings(self, domain).await
     }
     async fn code_ceiling(&self, domain: &str) -> Result<u64, StoreError> {
         SegmentSource::segment_ceiling(self, &crate::model::sequence::code_sequence(domain)).await
     }
     async fn served_domains(&self) -> Result<Vec<String>, StoreError> {
-        LinkStore::served_domains(self).await
+        store::domains::served(self).await
     }
 }
 

@@ -9,7 +9,8 @@ use crate::links::TargetPolicy;
 use crate::links::{on_allowed_host, redirect_url, Lookups};
 use crate::model::time::now_ms;
 use crate::model::{Domain, DomainAccess, DomainStatus};
-use crate::store::{DomainStore, LinkStore, StoreError};
+use crate::store;
+use crate::store::StoreError;
 use crate::views::domains::{
     CreateDomain, UpdateDomain, MAX_CODE_LENGTH, MAX_LIST, MAX_MAX_AGE_S, MIN_CODE_LENGTH,
 };
@@ -31,7 +32,7 @@ impl Domains {
     /// origin's redirect hears of it at once, the others through the database.
     pub async fn register(&self, req: &CreateDomain) -> Result<Domain, AppError> {
         let mut domain = req.domain(self, crate::model::time::now_ms()).await?;
-        domain.version = self.db.insert_domain(&domain).await?;
+        domain.version = store::domains::insert(&self.db, &domain).await?;
         self.cache.domains_changed();
         Ok(domain)
     }
@@ -201,7 +202,9 @@ pub async fn update_domain(
     expected: u64,
     patch: UpdateDomain,
 ) -> Result<Domain, AppError> {
-    let current = state.db.domain(name).await?.ok_or(AppError::NotFound)?;
+    let current = store::domains::get(&state.db, name)
+        .await?
+        .ok_or(AppError::NotFound)?;
     let mut req = registration_of(&current);
     if let Some(shared) = patch.shared {
         req.shared = shared;
@@ -245,7 +248,7 @@ pub async fn update_domain(
     let shape_changes = shape(&next) != shape(&current);
     next.version = current.version + 1;
     next.created_at = current.created_at;
-    match state.db.update_domain(&next, expected, shape_changes).await {
+    match store::domains::update(&state.db, &next, expected, shape_changes).await {
         Err(StoreError::HoldsLinks) => Err(AppError::InUse(format!(
             "{name} holds links: its alphabet, code length and case rule are fixed, so that \
              every published code keeps its meaning"
@@ -265,7 +268,9 @@ pub async fn delete_domain(
     name: &str,
     expected: Option<u64>,
 ) -> Result<(), AppError> {
-    let current = state.db.domain(name).await?.ok_or(AppError::NotFound)?;
+    let current = store::domains::get(&state.db, name)
+        .await?
+        .ok_or(AppError::NotFound)?;
     if expected.is_some_and(|e| e != current.version) {
         return Err(AppError::Stale {
             current: Some(current.version),
@@ -276,7 +281,7 @@ pub async fn delete_domain(
             "{name} is this origin's --default-domain: links created without a domain go there"
         )));
     }
-    match state.db.delete_domain(name, expected).await {
+    match store::domains::delete(&state.db, name, expected).await {
         Ok(true) => {
             state.cache.domains_changed();
             Ok(())
@@ -331,14 +336,11 @@ pub fn cli_change(changes: &str) -> Result<UpdateDomain, String> {
 
 /// The domains a new key is to be limited to (`keys create --domain`), each normalized
 /// and registered: a key limited to a name nobody serves could create nothing.
-pub async fn scope_of_new_key<S: DomainStore + ?Sized>(
-    store: &S,
-    raw: &[String],
-) -> Result<Vec<String>, AppError> {
+pub async fn scope_of_new_key(db: &Db, raw: &[String]) -> Result<Vec<String>, AppError> {
     let mut domains = Vec::with_capacity(raw.len());
     for name in raw {
         let d = normalize_short_domain(name).map_err(|e| AppError::invalid("--domain", e))?;
-        if store.domain(&d).await?.is_none() {
+        if store::domains::get(db, &d).await?.is_none() {
             return Err(AppError::invalid(
                 "--domain",
                 format!("{d} is not a registered domain (hop-origin domains add)"),
@@ -354,17 +356,15 @@ pub async fn scope_of_new_key<S: DomainStore + ?Sized>(
 /// they keep redirecting as they did and nobody else can start creating links there.
 /// Run at startup after [`register_if_missing`] of the default domain, which stays
 /// shared. Once every such domain is registered, it costs one probe per served domain.
-pub async fn register_link_domains<S: DomainStore + LinkStore + ?Sized>(
-    store: &S,
-) -> Result<Vec<String>, StoreError> {
+pub async fn register_link_domains(db: &Db) -> Result<Vec<String>, StoreError> {
     let mut registered = Vec::new();
-    for name in store.served_domains().await? {
-        if store.domain(&name).await?.is_some() {
+    for name in store::domains::served(db).await? {
+        if store::domains::get(db, &name).await?.is_some() {
             continue;
         }
-        let owners = store.owners_of_links_on(&name).await?;
+        let owners = store::domains::owners_of_links_on(db, &name).await?;
         let domain = Domain::new(&name, DomainAccess::owners(owners), now_ms());
-        match store.insert_domain(&domain).await {
+        match store::domains::insert(db, &domain).await {
             Ok(_) => registered.push(name),
             Err(StoreError::Registered) => {}
             Err(e) => return Err(e),
@@ -375,17 +375,11 @@ pub async fn register_link_domains<S: DomainStore + LinkStore + ?Sized>(
 
 /// Registers `domain` shared, with every default, unless it is registered: the default
 /// domain at startup, so that a fresh install serves it with no step of its own.
-pub async fn register_if_missing<S: DomainStore + ?Sized>(
-    store: &S,
-    domain: &str,
-) -> Result<(), StoreError> {
-    if store.domain(domain).await?.is_some() {
+pub async fn register_if_missing(db: &Db, domain: &str) -> Result<(), StoreError> {
+    if store::domains::get(db, domain).await?.is_some() {
         return Ok(());
     }
-    match store
-        .insert_domain(&Domain::new(domain, DomainAccess::Shared, now_ms()))
-        .await
-    {
+    match store::domains::insert(db, &Domain::new(domain, DomainAccess::Shared, now_ms())).await {
         // Another origin registered it first.
         Err(StoreError::Registered) | Ok(_) => Ok(()),
         Err(e) => Err(e),

@@ -6,7 +6,8 @@
 use crate::db::Db;
 use crate::links::IDEMPOTENCY_TTL_MS;
 use crate::ratelimit::CreateLimit;
-use crate::store::{ClickStore, LinkStore, OutboxStore, StoreError};
+use crate::store;
+use crate::store::{ClickStore, OutboxStore, StoreError};
 use std::time::Duration;
 
 /// How often the sweep runs.
@@ -38,11 +39,7 @@ pub async fn sweep(state: &Housekeeping, now: i64) -> Result<Swept, StoreError> 
     state.create_limit.shrink();
     let mut swept = Swept::default();
     let mut first_error = None;
-    match state
-        .db
-        .forget_idempotency_keys(now - IDEMPOTENCY_TTL_MS)
-        .await
-    {
+    match store::idempotency::forget_before(&state.db, now - IDEMPOTENCY_TTL_MS).await {
         Ok(n) => swept.idempotency_keys = n,
         Err(e) => first_error = first_error.or(Some(e)),
     }

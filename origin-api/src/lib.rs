@@ -64,7 +64,7 @@ pub async fn prepare(settings: &Settings) -> Result<Db, PrepareError> {
     {
         tracing::info!(domain = %name, "registered a domain that held links, for their owners");
     }
-    let sent = store::DomainStore::send_unsent_configs(&db)
+    let sent = store::domains::send_unsent_configs(&db)
         .await
         .map_err(register)?;
     if sent > 0 {

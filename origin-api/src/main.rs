@@ -4,7 +4,7 @@ use origin_api::config::{
 use origin_api::model::time::now_ms;
 use origin_api::model::time::rfc3339;
 use origin_api::model::DomainAccess;
-use origin_api::store::{DomainStore, LinkStore, OutboxStore};
+use origin_api::store::{self, OutboxStore};
 use origin_api::{api_keys, app, cli, domains, prepare, serve_with_metrics, AppState};
 use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
@@ -80,7 +80,7 @@ async fn run(loaded: Loaded) -> Result<(), Box<dyn std::error::Error>> {
                 domains: domains::scope_of_new_key(&db, &domains).await?,
             };
             let (key, token) = api_keys::issue(&owner, &name, &grant, now_ms())?;
-            db.insert_key(&key).await?;
+            store::api_keys::insert(&db, &key).await?;
             println!("key id: {}", key.key_id);
             println!(
                 "owner: {}{}",
@@ -94,7 +94,7 @@ async fn run(loaded: Loaded) -> Result<(), Box<dyn std::error::Error>> {
             println!("{token}");
         }
         Command::Keys(KeysCommand::Revoke { key_id }) => {
-            if !db.revoke_key(&key_id, now_ms()).await? {
+            if !store::api_keys::revoke(&db, &key_id, now_ms()).await? {
                 return Err(format!("no live key with id {key_id}").into());
             }
             println!("revoked {key_id}");
@@ -118,8 +118,7 @@ async fn run(loaded: Loaded) -> Result<(), Box<dyn std::error::Error>> {
             let change = domains::cli_change(&changes)?;
             let name = shared::normalize_short_domain(&domain)?;
             let registry = app::domains_only(db.clone(), &settings);
-            let current = db
-                .domain(&name)
+            let current = store::domains::get(&db, &name)
                 .await?
                 .ok_or_else(|| format!("{name} is not registered"))?;
             let d = domains::update_domain(&registry, &name, current.version, change).await?;
@@ -137,7 +136,7 @@ async fn run(loaded: Loaded) -> Result<(), Box<dyn std::error::Error>> {
             println!("removed {name}");
         }
         Command::Domains(DomainsCommand::List) => {
-            for d in db.list_domains().await? {
+            for d in store::domains::list(&db).await? {
                 let access = match &d.access {
                     DomainAccess::Shared => "shared".to_owned(),
                     DomainAccess::Owners(o) => format!("owners {}", o.join(",")),

@@ -11,6 +11,7 @@ pub const MAX_UA_BYTES: usize = 512;
 
 /// The kind of device a visit came from, as far as its user agent tells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ClickDevice))]
 #[serde(rename_all = "lowercase")]
 pub enum Device {
     Desktop,

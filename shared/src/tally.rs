@@ -41,14 +41,18 @@ const HOUR_MS: i64 = 3_600_000;
 
 /// Alike clicks: everything a click event says but its id and exact time, and how many.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct TallyRow {
     /// The route key, `domain/code`.
     pub link: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 9007199254740991.0))]
     pub version: Option<u64>,
     /// The start of the hour the clicks fell in, Unix ms.
+    #[cfg_attr(feature = "openapi", schema(minimum = -9007199254740991.0, maximum = 9007199254740991.0))]
     pub hour: i64,
+    #[cfg_attr(feature = "openapi", schema(maximum = 65535))]
     pub status: u16,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub country: Option<String>,
@@ -57,9 +61,11 @@ pub struct TallyRow {
     pub device: Device,
     pub bot: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 255))]
     pub variant: Option<u8>,
     /// How many (absent only in the edge's key of a row).
     #[serde(default, skip_serializing_if = "is_zero")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 4294967295.0))]
     pub n: u32,
 }
 
@@ -117,15 +123,18 @@ impl TallyRow {
 /// One window of an isolate's clicks, as a queue message carries it and the origin
 /// ingests it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ClickTally {
     /// Unique per message; the origin counts a tally once, by this id.
     pub batch_id: String,
     /// When the tally was sealed, Unix ms.
+    #[cfg_attr(feature = "openapi", schema(minimum = -9007199254740991.0, maximum = 9007199254740991.0))]
     pub at: i64,
     /// Clicks this isolate had to drop since its last tally (its outbox was full while
     /// the queue refused it): counted by the origin, not added to any link.
     #[serde(default, skip_serializing_if = "is_zero_u64")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 9007199254740991.0))]
     pub dropped: u64,
     /// How the isolate did over the window (absent from an edge before health reports).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -136,6 +145,7 @@ pub struct ClickTally {
 /// Something that went wrong at the edge (or that an operator wants counted beside the
 /// faults: asking the origin), as a health report counts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Fault {
     /// A KV read of a record or a domain's settings failed.
@@ -189,6 +199,7 @@ impl Fault {
 /// How an isolate did over a window: what it answered, what went wrong, where it runs
 /// and how old the denylist it used was.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Health {
     /// The Cloudflare location (its IATA code), when the runtime says.
@@ -196,13 +207,16 @@ pub struct Health {
     pub colo: Option<String>,
     /// Answers by HTTP status.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(schema_with = schema::status_counts))]
     pub answers: BTreeMap<u16, u64>,
     /// Faults by kind.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(schema_with = schema::fault_counts))]
     pub faults: BTreeMap<Fault, u64>,
     /// How long before the report the isolate last read its denylist, ms; absent when
     /// it never could.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 9007199254740991.0))]
     pub denylist_age_ms: Option<u64>,
 }
 
@@ -438,6 +452,62 @@ impl Outbox {
 
     pub fn is_empty(&self) -> bool {
         self.messages.is_empty()
+    }
+}
+
+/// The health report's maps as the API describes them (origin only): keyed by a status
+/// or a fault's name in JSON's strings, each count bounded to the integers JSON carries
+/// exactly. The derive would describe a `u16` key as a number, which no JSON key is.
+#[cfg(feature = "openapi")]
+mod schema {
+    use super::Fault;
+    use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
+    use utoipa::openapi::RefOr;
+
+    /// The largest integer the click types' schemas allow (2^53 - 1, exact in every JSON
+    /// reader).
+    const SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
+
+    fn count() -> ObjectBuilder {
+        ObjectBuilder::new()
+            .schema_type(SchemaType::Type(Type::Integer))
+            .minimum(Some(0.0))
+            .maximum(Some(SAFE_INTEGER))
+    }
+
+    fn counts_by(names: ObjectBuilder, description: &str) -> Schema {
+        Schema::Object(
+            ObjectBuilder::new()
+                .schema_type(SchemaType::Type(Type::Object))
+                .description(Some(description))
+                .property_names(Some(names.build()))
+                .additional_properties(Some(RefOr::T(Schema::Object(count().build()))))
+                .build(),
+        )
+    }
+
+    /// `Health::answers`: counts by HTTP status, each key three digits.
+    pub(crate) fn status_counts() -> Schema {
+        counts_by(
+            ObjectBuilder::new()
+                .schema_type(SchemaType::Type(Type::String))
+                .pattern(Some("^[1-5][0-9]{2}$")),
+            "Answers by HTTP status",
+        )
+    }
+
+    /// `Health::faults`: counts by the name of a fault.
+    pub(crate) fn fault_counts() -> Schema {
+        let names = Fault::ALL
+            .iter()
+            .filter_map(|f| serde_json::to_value(f).ok())
+            .collect::<Vec<_>>();
+        counts_by(
+            ObjectBuilder::new()
+                .schema_type(SchemaType::Type(Type::String))
+                .enum_values(Some(names)),
+            "Faults by kind",
+        )
     }
 }
 

@@ -12,7 +12,8 @@ use crate::error::AppError;
 use crate::model::time::now_ms;
 use crate::model::Creator;
 use crate::model::Link;
-use crate::store::{BulkInsert, DomainAt, IdempotencyKey, LinkStore, StoreError};
+use crate::store;
+use crate::store::{BulkInsert, DomainAt, IdempotencyKey, StoreError};
 use crate::views::links::{
     BulkCreate, BulkItem, BulkResponse, BulkResult, MAX_BULK, MAX_BULK_PASSWORDS,
 };
@@ -145,7 +146,7 @@ pub async fn create_bulk(
         _ => None,
     };
     if let (Some(idem), Some(fp)) = (&idem, &fingerprint) {
-        if let Some((hash, response)) = state.db.find_idempotent(idem).await? {
+        if let Some((hash, response)) = store::idempotency::find(&state.db, idem).await? {
             return replay(fp, hash, response).map(BulkOutcome::Replayed);
         }
     }
@@ -154,10 +155,14 @@ pub async fn create_bulk(
     let assemble = |inserted: &[bool]| judged.response(inserted);
     let respond =
         |inserted: &[bool]| serde_json::to_string(&assemble(inserted)).unwrap_or_default();
-    let outcome = state
-        .db
-        .insert_links_bulk(&judged.ready, &judged.domains, idem.as_ref(), &respond)
-        .await;
+    let outcome = store::links::insert_bulk(
+        &state.db,
+        &judged.ready,
+        &judged.domains,
+        idem.as_ref(),
+        &respond,
+    )
+    .await;
     match outcome.map_err(|e| {
         write_failed(
             state,

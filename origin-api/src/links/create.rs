@@ -11,7 +11,8 @@ use crate::model::time::now_ms;
 use crate::model::Creator;
 use crate::model::{Domain, Refusal};
 use crate::model::{Link, LinkState};
-use crate::store::{IdempotencyKey, Idempotent, LinkStore, StoreError};
+use crate::store;
+use crate::store::{IdempotencyKey, Idempotent, StoreError};
 use crate::views::links::CreateLink;
 use shared::codes::{is_reserved, validate_alias};
 use shared::{normalize_short_domain, CodeCodec, CodeKind, CodeSpace, DomainSettings};
@@ -65,7 +66,7 @@ pub async fn create_link_once(
         expired_before: now_ms() - IDEMPOTENCY_TTL_MS,
     };
     // A retry is answered from the record, whatever changed since.
-    if let Some((hash, response)) = state.db.find_idempotent(&idem).await? {
+    if let Some((hash, response)) = store::idempotency::find(&state.db, &idem).await? {
         return replay(&fingerprint, hash, response).map(Created::Replayed);
     }
     if let Some(existing) = deduplicated(state, creator, &req).await? {
@@ -74,9 +75,7 @@ pub async fn create_link_once(
     let mut lookups = Lookups::new(&state.db, &state.settings.policy);
     let link = prepare_link(state, &mut lookups, creator, &req).await?;
     let response = serde_json::to_string(&link.view()).unwrap_or_default();
-    match state
-        .db
-        .insert_link_idempotent(&link, &lookups.judged_by(), &idem, &response)
+    match store::links::insert_idempotent(&state.db, &link, &lookups.judged_by(), &idem, &response)
         .await
     {
         Ok(Idempotent::Created) => {
@@ -132,12 +131,12 @@ async fn deduplicated(
     let registered = lookups.domain(&domain).await?;
     admit_new_link(&domain, registered.as_deref(), creator)?;
     let target = fields::target(&mut lookups, &domain, &req.target_url).await?;
-    Ok(state
-        .db
-        .links_to(creator.owner, &domain, &target)
-        .await?
-        .into_iter()
-        .find(is_plain_public))
+    Ok(
+        store::links::to_target(&state.db, creator.owner, &domain, &target)
+            .await?
+            .into_iter()
+            .find(is_plain_public),
+    )
 }
 
 /// Whether `link` is what a plain create would make: anyone may follow it, to its
@@ -205,7 +204,7 @@ pub async fn create_link(
 ) -> Result<Link, AppError> {
     let mut lookups = Lookups::new(&state.db, &state.settings.policy);
     let link = prepare_link(state, &mut lookups, creator, &req).await?;
-    match state.db.insert_link(&link, &lookups.judged_by()).await {
+    match store::links::insert(&state.db, &link, &lookups.judged_by()).await {
         Ok(()) => {
             stored(state, &link).await;
             Ok(link)

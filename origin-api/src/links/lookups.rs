@@ -5,7 +5,8 @@
 use super::service::TargetPolicy;
 use crate::db::Db;
 use crate::model::Domain;
-use crate::store::{BanStore, DomainAt, DomainStore, LinkStore, StoreError};
+use crate::store;
+use crate::store::{DomainAt, StoreError};
 use shared::Denylist;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -39,7 +40,7 @@ impl<'a> Lookups<'a> {
         if let Some(d) = self.domains.get(domain) {
             return Ok(d.clone());
         }
-        let d = self.db.domain(domain).await?.map(Arc::new);
+        let d = store::domains::get(self.db, domain).await?.map(Arc::new);
         self.domains.insert(domain.to_owned(), d.clone());
         Ok(d)
     }
@@ -66,7 +67,7 @@ impl<'a> Lookups<'a> {
         if let Some(&own) = self.own.get(host) {
             return Ok(own);
         }
-        let own = self.db.is_own_domain(host).await?;
+        let own = store::domains::is_own(self.db, host).await?;
         self.own.insert(host.to_owned(), own);
         Ok(own)
     }
@@ -74,7 +75,9 @@ impl<'a> Lookups<'a> {
     /// The active bans, as a denylist.
     pub(crate) async fn deny(&mut self) -> Result<&Denylist, StoreError> {
         if self.deny.is_none() {
-            self.deny = Some(crate::model::denylist(&self.db.list_bans(false).await?));
+            self.deny = Some(crate::model::denylist(
+                &store::bans::list(self.db, false).await?,
+            ));
         }
         Ok(self.deny.get_or_insert_with(Denylist::default))
     }

@@ -9,7 +9,8 @@ use crate::error::AppError;
 use crate::model::time::now_ms;
 use crate::model::{Creator, Refusal};
 use crate::model::{Link, LinkState};
-use crate::store::{ClickStore, DomainStore, LinkStore, StoreError};
+use crate::store;
+use crate::store::{ClickStore, StoreError};
 use crate::views::links::UpdateLink;
 
 /// Parses `If-Match: "<version>"`.
@@ -58,15 +59,16 @@ pub async fn owned_link(
     if !caller.reaches(&domain) {
         return Err(AppError::NotFound);
     }
-    let settings = db.domain_settings(&domain).await?;
+    let settings = store::domains::settings(db, &domain).await?;
     let code = settings.canonical_code(code);
-    let link = db
-        .get_link(&domain, &code)
+    let link = store::links::get(db, &domain, &code)
         .await?
         .filter(|l| l.owner_id == caller.owner)
         .ok_or(AppError::NotFound)?;
     if intent == Intent::Change {
-        let refused = db.domain(&domain).await?.and_then(|d| d.refuses(caller));
+        let refused = store::domains::get(db, &domain)
+            .await?
+            .and_then(|d| d.refuses(caller));
         if let Some(Refusal::Disabled | Refusal::NotTheOwners) = refused {
             return Err(AppError::Forbidden(
                 "this link's domain no longer admits its owner, or is disabled: \
@@ -207,7 +209,7 @@ pub async fn delete_link(
 
 async fn write(state: &Links, mut next: Link, expected: u64, now: i64) -> Result<Link, AppError> {
     next.updated_at = now;
-    match state.db.update_link(&next, expected).await {
+    match store::links::update(&state.db, &next, expected).await {
         Ok(written) => {
             // Unmarked: the redirect checks bans against the live denylist.
             state.cache.fence(&written).await;
@@ -215,9 +217,7 @@ async fn write(state: &Links, mut next: Link, expected: u64, now: i64) -> Result
         }
         // Someone else wrote first; say which version is there now.
         Err(StoreError::Stale) => {
-            let current = state
-                .db
-                .get_link(&next.domain, &next.code)
+            let current = store::links::get(&state.db, &next.domain, &next.code)
                 .await?
                 .map(|l| l.version);
             Err(AppError::Stale { current })

@@ -49,7 +49,15 @@ where
         let bytes = axum::body::to_bytes(req.into_body(), LIMIT)
             .await
             .map_err(|_| AppError::TooLarge { limit: LIMIT })?;
-        let axum::Json(value) = axum::Json::<T>::from_bytes(&bytes)?;
+        let axum::Json(value) = match axum::Json::<T>::from_bytes(&bytes) {
+            Ok(parsed) => parsed,
+            // Read again with `40.0` as `40` only when the body did not fit as sent, so
+            // a body written with integers costs one parse.
+            Err(rejection) => match with_whole_numbers(&bytes) {
+                Some(rewritten) => axum::Json::<T>::from_bytes(&rewritten)?,
+                None => return Err(rejection.into()),
+            },
+        };
         // serde also reads a struct from a JSON array, its fields in order (`[null,
         // null]` was a valid change): every body of this API is an object.
         if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
@@ -57,6 +65,43 @@ where
         }
         Ok(ApiJson(value))
     }
+}
+
+/// The body with every whole float below 2^53 in magnitude written as the integer it is
+/// (`40.0` as `40`), or `None` when it holds none (or is not JSON). JSON has one kind of
+/// number, and JSON Schema, in which the API is described, calls `40.0` an integer; a
+/// JavaScript client may well send it. serde reads an integer field only from an
+/// integer, so the body is rewritten once rather than every integer field read twice.
+/// Below 2^53 each whole float is exactly one integer; a fraction stays and is refused.
+fn with_whole_numbers(bytes: &[u8]) -> Option<Vec<u8>> {
+    fn rewrite(value: &mut serde_json::Value) -> bool {
+        use serde_json::Value;
+        match value {
+            Value::Number(n) if !n.is_i64() && !n.is_u64() => match n.as_f64() {
+                Some(f) if f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 => {
+                    *value = Value::from(f as i64);
+                    true
+                }
+                _ => false,
+            },
+            Value::Array(items) => rewrite_all(items.iter_mut()),
+            Value::Object(fields) => rewrite_all(fields.values_mut()),
+            _ => false,
+        }
+    }
+    /// Every value is visited, whether or not one before it changed.
+    fn rewrite_all<'a>(values: impl Iterator<Item = &'a mut serde_json::Value>) -> bool {
+        let mut changed = false;
+        for v in values {
+            changed |= rewrite(v);
+        }
+        changed
+    }
+    let mut value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    if !rewrite(&mut value) {
+        return None;
+    }
+    serde_json::to_vec(&value).ok()
 }
 
 /// `application/json`, or any `application/…+json`, with or without parameters.
@@ -96,4 +141,37 @@ pub(crate) fn versioned<T: serde::Serialize>(
         res.headers_mut().insert(axum::http::header::ETAG, etag);
     }
     res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_whole_numbers;
+
+    fn rewritten(json: &str) -> Option<String> {
+        with_whole_numbers(json.as_bytes()).map(|b| String::from_utf8(b).expect("UTF-8"))
+    }
+
+    #[test]
+    fn whole_floats_become_the_integers_they_are_and_nothing_else_changes() {
+        assert_eq!(
+            rewritten(r#"{"ttl_s": 210.0, "n": [2.1e2, -3.0], "at": {"x": 1.0}}"#).as_deref(),
+            Some(r#"{"at":{"x":1},"n":[210,-3],"ttl_s":210}"#)
+        );
+        // Read exactly, near 2^53 too (serde_json's `float_roundtrip`).
+        assert_eq!(
+            rewritten(r#"{"hour": 3772208076451198.0}"#).as_deref(),
+            Some(r#"{"hour":3772208076451198}"#)
+        );
+        // Nothing to rewrite: the body is read as it was, and its error stands.
+        for kept in [
+            r#"{"ttl_s": 210}"#,
+            r#"{"ttl_s": 210.5}"#,
+            r#"{"ttl_s": 1e300}"#,
+            r#"{"ttl_s": 9007199254740992.0}"#,
+            r#"{"ttl_s": "210.0"}"#,
+            "not json",
+        ] {
+            assert_eq!(rewritten(kept), None, "{kept}");
+        }
+    }
 }

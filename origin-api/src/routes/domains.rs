@@ -10,7 +10,7 @@ use crate::domains::{delete_domain, update_domain};
 use crate::error::{AppError, Problem};
 use crate::links::parse_if_match;
 use crate::model::Domain;
-use crate::store::DomainStore;
+use crate::store;
 use crate::views::domains::{CreateDomain, DomainView, UpdateDomain};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
@@ -59,9 +59,9 @@ pub(crate) async fn list(
     caller: Caller,
 ) -> Result<Json<Vec<DomainView>>, AppError> {
     let mut domains = if caller.admin {
-        state.db.list_domains().await?
+        store::domains::list(&state.db).await?
     } else {
-        state.db.domains_for_owner(&caller.owner_id).await?
+        store::domains::for_owner(&state.db, &caller.owner_id).await?
     };
     domains.retain(|d| caller.reaches(&d.domain));
     Ok(Json(domains.iter().map(Domain::view).collect()))
@@ -80,7 +80,7 @@ pub(crate) async fn read(
     ApiPath(name): ApiPath<String>,
 ) -> Result<Response, AppError> {
     let name = shared::normalize_short_domain(&name).map_err(|_| AppError::NotFound)?;
-    match state.db.domain(&name).await? {
+    match store::domains::get(&state.db, &name).await? {
         Some(d)
             if caller.reaches(&d.domain) && (caller.admin || d.access.admits(&caller.owner_id)) =>
         {

@@ -149,9 +149,9 @@ pub(crate) async fn denylist(
 /// however often it arrives. Clicks that cannot be counted (malformed, too old, about no
 /// link) are acknowledged, not retried.
 #[utoipa::path(post, path = "/v1/edge/clicks", operation_id = "edge_clicks", tag = "edge",
-    request_body(content = inline(ClickBatchDoc), description = "Up to 200 tallies and 1,000 events"),
+    request_body(content = ClickBatch, description = "Up to 200 tallies and 1,000 events"),
     responses(
-        (status = 200, description = "What was counted, and what was not and why, in clicks", body = inline(ClickReceiptDoc)),
+        (status = 200, description = "What was counted, and what was not and why, in clicks", body = ClickReceipt),
         (status = 400, description = "Not a batch, or more than 200 tallies or 1,000 events", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "No edge token configured, or the database cannot write now: send again", body = Problem, content_type = "application/problem+json"),
     ),
@@ -183,33 +183,4 @@ pub(crate) async fn clicks(
         )
         .await?;
     Ok(Json(receipt))
-}
-
-/// The body of `POST /v1/edge/clicks`, for the API description: either list may be left
-/// out (it is then empty), neither may be `null`.
-#[derive(utoipa::ToSchema, serde::Deserialize)]
-#[allow(dead_code)]
-struct ClickBatchDoc {
-    /// Each: `batch_id`, `at` (Unix ms, when sealed), `dropped` (clicks the edge had to
-    /// drop since its last tally), and `rows`, each: `link` (domain/code), `version`,
-    /// `hour` (Unix ms of the hour's start), `status`, `country`, `referrer_host`,
-    /// `device` (desktop, mobile, tablet, other), `bot`, `variant`, `n` (alike clicks).
-    #[serde(default)]
-    tallies: Vec<serde_json::Value>,
-    /// Each: `event_id`, `link` (domain/code), `version`, `at` (Unix ms), `country`,
-    /// `referrer_host`, `device` (desktop, mobile, tablet, other), `bot`, `status`,
-    /// `variant`.
-    #[serde(default)]
-    events: Vec<serde_json::Value>,
-}
-
-/// The answer of `POST /v1/edge/clicks`, for the API description.
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
-struct ClickReceiptDoc {
-    counted: u64,
-    duplicates: u64,
-    unknown_links: u64,
-    refused: u64,
-    dropped: u64,
 }

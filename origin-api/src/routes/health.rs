@@ -4,7 +4,7 @@ use crate::error::{AppError, Problem};
 use crate::health::Health;
 use crate::metrics::{LaneLabel, SegmentLabel, SequenceLabel};
 use crate::model::time::now_ms;
-use crate::store::LinkStore;
+use crate::store;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
@@ -67,7 +67,7 @@ pub(crate) async fn metrics(
 ) -> Result<impl IntoResponse, AppError> {
     let m = &state.metrics;
     let now = now_ms();
-    for backlog in state.db.outbox_pending().await? {
+    for backlog in store::outbox::pending(&state.db).await? {
         let lane = match backlog.lane.as_str() {
             "fast" => "fast",
             "normal" => "normal",

@@ -10,7 +10,7 @@ use crate::links::{
     update_link, BulkOutcome, Created, Intent,
 };
 use crate::model::{Link, ListFilter};
-use crate::store::LinkStore;
+use crate::store;
 use crate::views::links::QrParams;
 use crate::views::links::{
     BulkCreate, BulkResponse, CreateLink, LinkView, ListParams, Page, UpdateLink,
@@ -143,7 +143,7 @@ pub(crate) async fn list(
     ApiQuery(params): ApiQuery<ListParams>,
 ) -> Result<Json<Page<LinkView>>, AppError> {
     let filter = ListFilter::new(&caller.creator(), params)?;
-    let page = filter.page(state.db.list_links(&filter).await?);
+    let page = filter.page(store::links::list(&state.db, &filter).await?);
     Ok(Json(Page {
         items: page.items.iter().map(Link::view).collect(),
         next_cursor: page.next_cursor,

@@ -268,6 +268,14 @@ mod tests {
                 n(links::MAX_BULK),
             ),
             (
+                schema("ClickBatch", "events", "maxItems"),
+                n(shared::clicks::MAX_CLICK_BATCH),
+            ),
+            (
+                schema("ClickBatch", "tallies", "maxItems"),
+                n(shared::tally::MAX_TALLIES_PER_POST),
+            ),
+            (
                 schema("CreateBan", "reason", "maxLength"),
                 n(bans::MAX_REASON_CHARS),
             ),

@@ -3,13 +3,12 @@
 //! includes everything committed before it — (3) writes the new snapshot to the fast
 //! lane, and (4) re-publishes every affected link with its version bumped.
 
-use super::contract::{BanStore, LiftOutcome, StoreError};
+use super::contract::{LiftOutcome, StoreError};
 use super::link_rows::{to_i64, LinkRow};
 use super::outbox::{insert_outbox, link_row, OutboxInsert};
 use super::sql::Conn;
 use crate::db::Db;
 use crate::model::{denylist_snapshot, Ban, BanTarget, Link, LinkState};
-use async_trait::async_trait;
 use shared::Denylist;
 
 #[derive(sqlx::FromRow)]
@@ -152,88 +151,86 @@ async fn propagate(c: &mut Conn<'_>, target: &BanTarget, now: i64) -> Result<(),
     insert_outbox(c, &outbox).await
 }
 
-#[async_trait]
-impl BanStore for Db {
-    async fn insert_ban(
-        &self,
-        target: &BanTarget,
-        reason: &str,
-        created_by: &str,
-        now: i64,
-    ) -> Result<Ban, StoreError> {
-        let (kind, domain, code, host) = match target {
-            BanTarget::Code { domain, code } => {
-                ("code", Some(domain.as_str()), Some(code.as_str()), None)
-            }
-            BanTarget::Host { host } => ("host", None, None, Some(host.as_str())),
-        };
-        let mut tx = self.begin_write().await?;
-        let mut c = tx.conn();
-        // Exclusive: no link write is deciding its ban mark meanwhile.
-        ban_lock(&mut c, BanLock::Exclusive).await?;
-        let row: BanRow = c
-            .fetch_one(
-                INSERT_BAN,
-                &[
-                    kind.into(),
-                    domain.into(),
-                    code.into(),
-                    host.into(),
-                    reason.into(),
-                    created_by.into(),
-                    now.into(),
-                ],
-            )
-            .await?;
-        propagate(&mut c, target, now).await?;
-        tx.commit().await?;
-        Ban::try_from(row)
-    }
-
-    async fn lift_ban(&self, ban_id: i64, now: i64) -> Result<LiftOutcome, StoreError> {
-        let mut tx = self.begin_write().await?;
-        let mut c = tx.conn();
-        ban_lock(&mut c, BanLock::Exclusive).await?;
-        let row: Option<BanRow> = c
-            .fetch_optional(LIFT_BAN, &[now.into(), ban_id.into()])
-            .await?;
-        let Some(row) = row else {
-            let exists: Option<(i64,)> = c.fetch_optional(BAN_EXISTS, &[ban_id.into()]).await?;
-            return Ok(if exists.is_some() {
-                LiftOutcome::AlreadyLifted
-            } else {
-                LiftOutcome::NotFound
-            });
-        };
-        let ban = Ban::try_from(row)?;
-        propagate(&mut c, &ban.target, now).await?;
-        tx.commit().await?;
-        Ok(LiftOutcome::Lifted(ban))
-    }
-
-    async fn list_bans(&self, include_lifted: bool) -> Result<Vec<Ban>, StoreError> {
-        let sql = if include_lifted {
-            LIST_BANS
-        } else {
-            LIST_ACTIVE_BANS
-        };
-        let rows: Vec<BanRow> = self.read_all(sql, &[]).await?;
-        rows.into_iter().map(Ban::try_from).collect()
-    }
-
-    async fn denylist(&self) -> Result<shared::DenylistSnapshot, StoreError> {
-        let mut reader = self.reader().await?;
-        let mut c = reader.conn();
-        // The version first: a ban change committed between the two reads is then
-        // served under the version before it (and asked again, as its ETag differs
-        // from the next one), never a version under which its ban is missing.
-        let version: Option<(i64,)> = c.fetch_optional(DENYLIST_VERSION, &[]).await?;
-        let active = active_bans(&mut c).await?;
-        let version = version.map_or(0, |(v,)| u64::try_from(v).unwrap_or_default());
-        Ok(denylist_snapshot(version, &active))
-    }
+pub async fn insert(
+    db: &Db,
+    target: &BanTarget,
+    reason: &str,
+    created_by: &str,
+    now: i64,
+) -> Result<Ban, StoreError> {
+    let (kind, domain, code, host) = match target {
+        BanTarget::Code { domain, code } => {
+            ("code", Some(domain.as_str()), Some(code.as_str()), None)
+        }
+        BanTarget::Host { host } => ("host", None, None, Some(host.as_str())),
+    };
+    let mut tx = db.begin_write().await?;
+    let mut c = tx.conn();
+    // Exclusive: no link write is deciding its ban mark meanwhile.
+    ban_lock(&mut c, BanLock::Exclusive).await?;
+    let row: BanRow = c
+        .fetch_one(
+            INSERT_BAN,
+            &[
+                kind.into(),
+                domain.into(),
+                code.into(),
+                host.into(),
+                reason.into(),
+                created_by.into(),
+                now.into(),
+            ],
+        )
+        .await?;
+    propagate(&mut c, target, now).await?;
+    tx.commit().await?;
+    Ban::try_from(row)
 }
 
+pub async fn lift(db: &Db, ban_id: i64, now: i64) -> Result<LiftOutcome, StoreError> {
+    let mut tx = db.begin_write().await?;
+    let mut c = tx.conn();
+    ban_lock(&mut c, BanLock::Exclusive).await?;
+    let row: Option<BanRow> = c
+        .fetch_optional(LIFT_BAN, &[now.into(), ban_id.into()])
+        .await?;
+    let Some(row) = row else {
+        let exists: Option<(i64,)> = c.fetch_optional(BAN_EXISTS, &[ban_id.into()]).await?;
+        return Ok(if exists.is_some() {
+            LiftOutcome::AlreadyLifted
+        } else {
+            LiftOutcome::NotFound
+        });
+    };
+    let ban = Ban::try_from(row)?;
+    propagate(&mut c, &ban.target, now).await?;
+    tx.commit().await?;
+    Ok(LiftOutcome::Lifted(ban))
+}
+
+/// Newest first; lifted ones only when asked.
+pub async fn list(db: &Db, include_lifted: bool) -> Result<Vec<Ban>, StoreError> {
+    let sql = if include_lifted {
+        LIST_BANS
+    } else {
+        LIST_ACTIVE_BANS
+    };
+    let rows: Vec<BanRow> = db.read_all(sql, &[]).await?;
+    rows.into_iter().map(Ban::try_from).collect()
+}
+
+/// The denylist the active bans make, under the version of the last ban change.
+pub async fn denylist(db: &Db) -> Result<shared::DenylistSnapshot, StoreError> {
+    let mut reader = db.reader().await?;
+    let mut c = reader.conn();
+    // The version first: a ban change committed between the two reads is then
+    // served under the version before it (and asked again, as its ETag differs
+    // from the next one), never a version under which its ban is missing.
+    let version: Option<(i64,)> = c.fetch_optional(DENYLIST_VERSION, &[]).await?;
+    let active = active_bans(&mut c).await?;
+    let version = version.map_or(0, |(v,)| u64::try_from(v).unwrap_or_default());
+    Ok(denylist_snapshot(version, &active))
+}
 /// The advisory lock that orders ban changes against link writes on PostgreSQL: a
 /// write of a link holds it shared while it decides whether a ban covers the link, and a
 /// ban or lift holds it exclusively, so that each sees the other whole or not at all.

@@ -26,9 +26,8 @@ pub const BANS_CHANNEL: &str = "hop_bans";
 /// (the domain's name), in the transaction that makes it.
 pub const DOMAINS_CHANNEL: &str = "hop_domains";
 
-use crate::model::{ApiKey, Ban, BanTarget, Domain, Link, ListFilter};
+use crate::model::Ban;
 use async_trait::async_trait;
-use shared::DomainSettings;
 use std::fmt::Debug;
 use std::ops::Range;
 
@@ -207,79 +206,6 @@ pub struct DomainAt {
     pub version: u64,
 }
 
-/// Links, keys, domain settings and bans.
-#[async_trait]
-pub trait LinkStore: Send + Sync + Debug + 'static {
-    /// Inserts a link and its outbox row (normal lane) in one transaction; `Taken` when
-    /// the route key exists, in which case nothing is written. The edge record is marked
-    /// `banned` when a ban covers the link as the transaction commits. `domains`: the
-    /// registry rows the link was judged by, each read (and on PostgreSQL locked) in the
-    /// transaction first: `DomainChanged`, with nothing written, when one moved on.
-    async fn insert_link(&self, link: &Link, domains: &[DomainAt]) -> Result<(), StoreError>;
-    /// Like `insert_link`, under an idempotency key: in the same transaction the key is
-    /// claimed for `owner` and `response` recorded. When the key is already held, nothing
-    /// is written and the earlier request's hash and response come back instead. A
-    /// concurrent duplicate waits for the first to commit (the key's unique index), so
-    /// two requests with one key can never make two links.
-    async fn insert_link_idempotent(
-        &self,
-        link: &Link,
-        domains: &[DomainAt],
-        key: &IdempotencyKey<'_>,
-        response: &str,
-    ) -> Result<Idempotent, StoreError>;
-    /// Inserts many links in one transaction, each with its outbox row; a link whose
-    /// route key is taken is skipped (`false` at its index), the others go in. Under an
-    /// idempotency key, the key is claimed first and `respond(&inserted)` recorded last,
-    /// in the same transaction, as for single creates.
-    async fn insert_links_bulk(
-        &self,
-        items: &[Link],
-        domains: &[DomainAt],
-        key: Option<&IdempotencyKey<'_>>,
-        respond: &(dyn for<'x> Fn(&'x [bool]) -> String + Send + Sync),
-    ) -> Result<BulkInsert, StoreError>;
-    /// The hash and response recorded under an unexpired idempotency key.
-    async fn find_idempotent(
-        &self,
-        key: &IdempotencyKey<'_>,
-    ) -> Result<Option<(String, String)>, StoreError>;
-    async fn get_link(&self, domain: &str, code: &str) -> Result<Option<Link>, StoreError>;
-    /// `owner`'s live links on `domain` to exactly `target_url` (at most 20, oldest
-    /// first): what `dedupe` looks for. Found by the target's host (indexed).
-    async fn links_to(
-        &self,
-        owner: &str,
-        domain: &str,
-        target_url: &str,
-    ) -> Result<Vec<Link>, StoreError>;
-    /// Up to `filter.limit + 1` links, newest first (the extra one tells that there is
-    /// a next page).
-    async fn list_links(&self, filter: &ListFilter) -> Result<Vec<Link>, StoreError>;
-    /// Writes `link`'s mutable fields if the stored version is still `expected`, bumping
-    /// the version in the database, with its outbox row built from the row as written
-    /// (marked `banned` when a ban covers it then), in one transaction; `Stale`
-    /// otherwise. Returns the row as written.
-    async fn update_link(&self, link: &Link, expected: u64) -> Result<Link, StoreError>;
-    /// The domain's settings, or the defaults when it has no row.
-    async fn domain_settings(&self, domain: &str) -> Result<DomainSettings, StoreError>;
-    /// Whether `host` is one of the short domains this origin serves or under one
-    /// (the registry holds it or a parent of it, label-wise), or holds a link.
-    async fn is_own_domain(&self, host: &str) -> Result<bool, StoreError>;
-    /// Every domain that holds a link or has settings: the hosts the redirect answers
-    /// for. One index probe per domain, however many links there are.
-    async fn served_domains(&self) -> Result<Vec<String>, StoreError>;
-    /// Unpublished outbox rows per lane (rows set aside as failed under `failed`), each
-    /// counted up to [`OUTBOX_COUNT_CAP`], with when the oldest of each was written.
-    async fn outbox_pending(&self) -> Result<Vec<Backlog>, StoreError>;
-    /// Forgets idempotency keys recorded before `before` (Unix ms); returns how many.
-    async fn forget_idempotency_keys(&self, before: i64) -> Result<u64, StoreError>;
-    async fn insert_key(&self, key: &ApiKey) -> Result<(), StoreError>;
-    async fn find_key(&self, key_id: &str) -> Result<Option<ApiKey>, StoreError>;
-    /// Marks a key revoked; `false` when there is no such live key.
-    async fn revoke_key(&self, key_id: &str, now: i64) -> Result<bool, StoreError>;
-}
-
 /// An idempotency key as the store needs it.
 #[derive(Debug, Clone, Copy)]
 pub struct IdempotencyKey<'a> {
@@ -319,60 +245,4 @@ pub enum LiftOutcome {
     Lifted(Ban),
     AlreadyLifted,
     NotFound,
-}
-
-/// The domain registry.
-#[async_trait]
-pub trait DomainStore: Send + Sync + Debug + 'static {
-    /// Registers `domain` with its owners, and queues its settings for the edge
-    /// (`cfg:{domain}`), in one transaction; `Registered` when it is in the registry
-    /// already, in which case nothing is written. The version it is registered at: 1,
-    /// or one past the last its name had at the edge, if it was registered before.
-    async fn insert_domain(&self, domain: &Domain) -> Result<u64, StoreError>;
-    /// A registered domain.
-    async fn domain(&self, name: &str) -> Result<Option<Domain>, StoreError>;
-    /// Every registered domain, by name.
-    async fn list_domains(&self) -> Result<Vec<Domain>, StoreError>;
-    /// The domains keys of `owner` may create links on: the shared ones and its own.
-    async fn domains_for_owner(&self, owner: &str) -> Result<Vec<Domain>, StoreError>;
-    /// Replaces the row and owners of `domain.domain`, and queues its settings for the
-    /// edge, in one transaction while its
-    /// version is still `expected`; `Stale`, with nothing written, once it moved on. With
-    /// `only_without_links` (a change of the code shape), `HoldsLinks` when a link lives
-    /// on it, checked after the row is locked, so that no first link slips in between.
-    async fn update_domain(
-        &self,
-        domain: &Domain,
-        expected: u64,
-        only_without_links: bool,
-    ) -> Result<(), StoreError>;
-    /// Queues the settings of every registered domain the edge was never sent any for
-    /// (registered before domains were published); how many.
-    async fn send_unsent_configs(&self) -> Result<u64, StoreError>;
-    /// The owners of the links on `name`, sorted: who a domain from before the
-    /// registry is registered for.
-    async fn owners_of_links_on(&self, name: &str) -> Result<Vec<String>, StoreError>;
-    /// Removes a registered domain and its owners, and queues a disabled `cfg:` for the
-    /// edge, when no link lives on it
-    /// (`HoldsLinks` otherwise, checked after the row is locked) and, when `expected`
-    /// is given, at that version (`Stale`); whether there was one to remove.
-    async fn delete_domain(&self, name: &str, expected: Option<u64>) -> Result<bool, StoreError>;
-}
-
-/// Bans, each written with its denylist snapshot (fast lane) and the re-published
-/// records of the links it covers (normal lane), in one transaction.
-#[async_trait]
-pub trait BanStore: Send + Sync + Debug + 'static {
-    async fn insert_ban(
-        &self,
-        target: &BanTarget,
-        reason: &str,
-        created_by: &str,
-        now: i64,
-    ) -> Result<Ban, StoreError>;
-    async fn lift_ban(&self, ban_id: i64, now: i64) -> Result<LiftOutcome, StoreError>;
-    /// Newest first; lifted ones only when asked.
-    async fn list_bans(&self, include_lifted: bool) -> Result<Vec<Ban>, StoreError>;
-    /// The denylist the active bans make, under the version of the last ban change.
-    async fn denylist(&self) -> Result<shared::DenylistSnapshot, StoreError>;
 }

@@ -1,14 +1,13 @@
 //! The domain registry: a row of `domains` per registered domain, its owners in
 //! `domain_owners` when it is not shared.
 
-use super::contract::{DomainAt, DomainStore, StoreError};
+use super::contract::{DomainAt, StoreError};
 use super::outbox::{insert_outbox, OutboxInsert};
 use super::sql::{list_placeholders, Arg, Conn};
 use crate::db::Db;
 use crate::model::sequence::{code_sequence, code_step};
 use crate::model::time::now_ms;
 use crate::model::{Domain, DomainAccess};
-use async_trait::async_trait;
 use shared::{Alphabet, CodeSpace, DomainConfig, DomainSettings, DomainStatus, RedirectStatus};
 use std::collections::HashMap;
 
@@ -287,124 +286,188 @@ impl Db {
     }
 }
 
-#[async_trait]
-impl DomainStore for Db {
-    async fn insert_domain(&self, d: &Domain) -> Result<u64, StoreError> {
-        let mut tx = self.begin_write().await?;
-        let mut c = tx.conn();
-        // A name registered before, then removed, goes on from the versions its settings
-        // had at the edge, which keeps the newest copy of a key it was sent.
-        let sent: Option<(Option<i64>,)> = c
-            .fetch_optional(DOMAIN_CONFIG_SENT, &[(&d.domain).into()])
-            .await?;
-        let d = &Domain {
-            version: match sent.and_then(|(v,)| v) {
-                Some(v) => u64::try_from(v).unwrap_or_default() + 1,
-                None => d.version,
-            },
-            ..d.clone()
-        };
-        let (hosts, version) = encoded(d)?;
-        c.execute(INSERT_DOMAIN, &row_args(d, &hosts, version))
-            .await
-            .map_err(StoreError::from_write)?;
-        write_owners(&mut c, d).await?;
-        // The domain's own code sequence, so the heartbeat dates its codes at the edge
-        // before its first generated link. A name registered again goes on numbering.
-        let step = i64::try_from(code_step(&d.settings.codes)).unwrap_or(1);
-        let sequence = code_sequence(&d.domain);
-        c.execute(
-            INSERT_CODE_SEQUENCE,
-            &[(&sequence).into(), step.into(), d.updated_at.into()],
-        )
+/// Registers `domain` with its owners, and queues its settings for the edge
+/// (`cfg:{domain}`), in one transaction; `Registered` when it is in the registry
+/// already, in which case nothing is written. The version it is registered at: 1,
+/// or one past the last its name had at the edge, if it was registered before.
+pub async fn insert(db: &Db, d: &Domain) -> Result<u64, StoreError> {
+    let mut tx = db.begin_write().await?;
+    let mut c = tx.conn();
+    // A name registered before, then removed, goes on from the versions its settings
+    // had at the edge, which keeps the newest copy of a key it was sent.
+    let sent: Option<(Option<i64>,)> = c
+        .fetch_optional(DOMAIN_CONFIG_SENT, &[(&d.domain).into()])
         .await?;
-        send_config(&mut c, &d.domain, &d.config(), d.updated_at).await?;
-        tx.commit().await?;
-        Ok(d.version)
-    }
+    let d = &Domain {
+        version: match sent.and_then(|(v,)| v) {
+            Some(v) => u64::try_from(v).unwrap_or_default() + 1,
+            None => d.version,
+        },
+        ..d.clone()
+    };
+    let (hosts, version) = encoded(d)?;
+    c.execute(INSERT_DOMAIN, &row_args(d, &hosts, version))
+        .await
+        .map_err(StoreError::from_write)?;
+    write_owners(&mut c, d).await?;
+    // The domain's own code sequence, so the heartbeat dates its codes at the edge
+    // before its first generated link. A name registered again goes on numbering.
+    let step = i64::try_from(code_step(&d.settings.codes)).unwrap_or(1);
+    let sequence = code_sequence(&d.domain);
+    c.execute(
+        INSERT_CODE_SEQUENCE,
+        &[(&sequence).into(), step.into(), d.updated_at.into()],
+    )
+    .await?;
+    send_config(&mut c, &d.domain, &d.config(), d.updated_at).await?;
+    tx.commit().await?;
+    Ok(d.version)
+}
 
-    async fn update_domain(
-        &self,
-        d: &Domain,
-        expected: u64,
-        only_without_links: bool,
-    ) -> Result<(), StoreError> {
-        let (hosts, version) = encoded(d)?;
-        let expected = i64::try_from(expected).map_err(|_| StoreError::Stale)?;
-        let mut args = row_args(d, &hosts, version);
-        args.push(expected.into());
-        let mut tx = self.begin_write().await?;
-        let mut c = tx.conn();
-        lock_for_change(&mut c, &d.domain, Some(expected), only_without_links).await?;
-        let changed = c.execute(UPDATE_DOMAIN, &args).await?;
-        if changed == 0 {
-            return Err(StoreError::Stale);
-        }
-        c.execute(DELETE_DOMAIN_OWNERS, &[(&d.domain).into()])
-            .await?;
-        write_owners(&mut c, d).await?;
-        send_config(&mut c, &d.domain, &d.config(), d.updated_at).await?;
-        tx.commit().await?;
-        Ok(())
+/// Replaces the row and owners of `domain.domain`, and queues its settings for the
+/// edge, in one transaction while its
+/// version is still `expected`; `Stale`, with nothing written, once it moved on. With
+/// `only_without_links` (a change of the code shape), `HoldsLinks` when a link lives
+/// on it, checked after the row is locked, so that no first link slips in between.
+pub async fn update(
+    db: &Db,
+    d: &Domain,
+    expected: u64,
+    only_without_links: bool,
+) -> Result<(), StoreError> {
+    let (hosts, version) = encoded(d)?;
+    let expected = i64::try_from(expected).map_err(|_| StoreError::Stale)?;
+    let mut args = row_args(d, &hosts, version);
+    args.push(expected.into());
+    let mut tx = db.begin_write().await?;
+    let mut c = tx.conn();
+    lock_for_change(&mut c, &d.domain, Some(expected), only_without_links).await?;
+    let changed = c.execute(UPDATE_DOMAIN, &args).await?;
+    if changed == 0 {
+        return Err(StoreError::Stale);
     }
+    c.execute(DELETE_DOMAIN_OWNERS, &[(&d.domain).into()])
+        .await?;
+    write_owners(&mut c, d).await?;
+    send_config(&mut c, &d.domain, &d.config(), d.updated_at).await?;
+    tx.commit().await?;
+    Ok(())
+}
 
-    async fn send_unsent_configs(&self) -> Result<u64, StoreError> {
-        let mut tx = self.begin_write().await?;
-        let mut c = tx.conn();
-        let rows: Vec<DomainRow> = c.fetch_all(DOMAINS_WITHOUT_CONFIG, &[]).await?;
-        let mut sent = 0;
-        for row in rows {
-            // Owners do not travel to the edge.
-            let d = row.into_domain(Vec::new())?;
-            send_config(&mut c, &d.domain, &d.config(), now_ms()).await?;
-            sent += 1;
-        }
-        tx.commit().await?;
-        Ok(sent)
+/// Queues the settings of every registered domain the edge was never sent any for
+/// (registered before domains were published); how many.
+pub async fn send_unsent_configs(db: &Db) -> Result<u64, StoreError> {
+    let mut tx = db.begin_write().await?;
+    let mut c = tx.conn();
+    let rows: Vec<DomainRow> = c.fetch_all(DOMAINS_WITHOUT_CONFIG, &[]).await?;
+    let mut sent = 0;
+    for row in rows {
+        // Owners do not travel to the edge.
+        let d = row.into_domain(Vec::new())?;
+        send_config(&mut c, &d.domain, &d.config(), now_ms()).await?;
+        sent += 1;
     }
+    tx.commit().await?;
+    Ok(sent)
+}
 
-    async fn owners_of_links_on(&self, name: &str) -> Result<Vec<String>, StoreError> {
-        let rows: Vec<(String,)> = self.read_all(OWNERS_OF_LINKS_ON, &[name.into()]).await?;
-        Ok(rows.into_iter().map(|(o,)| o).collect())
-    }
+/// The owners of the links on `name`, sorted: who a domain from before the
+/// registry is registered for.
+pub async fn owners_of_links_on(db: &Db, name: &str) -> Result<Vec<String>, StoreError> {
+    let rows: Vec<(String,)> = db.read_all(OWNERS_OF_LINKS_ON, &[name.into()]).await?;
+    Ok(rows.into_iter().map(|(o,)| o).collect())
+}
 
-    async fn delete_domain(&self, name: &str, expected: Option<u64>) -> Result<bool, StoreError> {
-        let expected = expected
-            .map(|v| i64::try_from(v).map_err(|_| StoreError::Stale))
-            .transpose()?;
-        let mut tx = self.begin_write().await?;
-        let mut c = tx.conn();
-        let Some(version) = lock_for_change(&mut c, name, expected, true).await? else {
-            return Ok(false);
-        };
-        c.execute(DELETE_DOMAIN_OWNERS, &[name.into()]).await?;
-        let gone = c.execute(DELETE_DOMAIN, &[name.into()]).await?;
-        // The edge stops serving it: a disabled domain answers 404 to everything.
-        let removed = DomainConfig {
-            v: u64::try_from(version).unwrap_or_default() + 1,
-            settings: DomainSettings {
-                status: DomainStatus::Disabled,
-                ..DomainSettings::default()
-            },
-        };
-        send_config(&mut c, name, &removed, now_ms()).await?;
-        tx.commit().await?;
-        Ok(gone > 0)
-    }
+/// Removes a registered domain and its owners, and queues a disabled `cfg:` for the
+/// edge, when no link lives on it
+/// (`HoldsLinks` otherwise, checked after the row is locked) and, when `expected`
+/// is given, at that version (`Stale`); whether there was one to remove.
+pub async fn delete(db: &Db, name: &str, expected: Option<u64>) -> Result<bool, StoreError> {
+    let expected = expected
+        .map(|v| i64::try_from(v).map_err(|_| StoreError::Stale))
+        .transpose()?;
+    let mut tx = db.begin_write().await?;
+    let mut c = tx.conn();
+    let Some(version) = lock_for_change(&mut c, name, expected, true).await? else {
+        return Ok(false);
+    };
+    c.execute(DELETE_DOMAIN_OWNERS, &[name.into()]).await?;
+    let gone = c.execute(DELETE_DOMAIN, &[name.into()]).await?;
+    // The edge stops serving it: a disabled domain answers 404 to everything.
+    let removed = DomainConfig {
+        v: u64::try_from(version).unwrap_or_default() + 1,
+        settings: DomainSettings {
+            status: DomainStatus::Disabled,
+            ..DomainSettings::default()
+        },
+    };
+    send_config(&mut c, name, &removed, now_ms()).await?;
+    tx.commit().await?;
+    Ok(gone > 0)
+}
 
-    async fn domain(&self, name: &str) -> Result<Option<Domain>, StoreError> {
-        let mut found = self.domains_where(DOMAIN_BY_NAME, &[name.into()]).await?;
-        Ok(found.pop())
-    }
+/// A registered domain.
+pub async fn get(db: &Db, name: &str) -> Result<Option<Domain>, StoreError> {
+    let mut found = db.domains_where(DOMAIN_BY_NAME, &[name.into()]).await?;
+    Ok(found.pop())
+}
 
-    async fn list_domains(&self) -> Result<Vec<Domain>, StoreError> {
-        self.domains_where(LIST_DOMAINS, &[]).await
-    }
+/// Every registered domain, by name.
+pub async fn list(db: &Db) -> Result<Vec<Domain>, StoreError> {
+    db.domains_where(LIST_DOMAINS, &[]).await
+}
 
-    async fn domains_for_owner(&self, owner: &str) -> Result<Vec<Domain>, StoreError> {
-        self.domains_where(DOMAINS_FOR_OWNER, &[owner.into()]).await
+/// The domains keys of `owner` may create links on: the shared ones and its own.
+pub async fn for_owner(db: &Db, owner: &str) -> Result<Vec<Domain>, StoreError> {
+    db.domains_where(DOMAINS_FOR_OWNER, &[owner.into()]).await
+}
+/// The domain's settings, or the defaults when it has no row.
+pub async fn settings(db: &Db, domain: &str) -> Result<DomainSettings, StoreError> {
+    let row: Option<SettingsRow> = db.read_optional(DOMAIN_SETTINGS, &[domain.into()]).await?;
+    match row {
+        Some(r) => r.settings(domain),
+        None => Ok(DomainSettings::default()),
     }
 }
+
+/// Every domain that holds a link or has settings: the hosts the redirect answers
+/// for. One index probe per domain, however many links there are.
+pub async fn served(db: &Db) -> Result<Vec<String>, StoreError> {
+    // A skip scan of the (domain, code) index: each step finds the next domain
+    // after the last, so a million links on three domains cost three probes.
+    let rows: Vec<(String,)> = db.read_all(SERVED_DOMAINS, &[]).await?;
+    Ok(rows.into_iter().map(|(d,)| d).collect())
+}
+
+/// Whether `host` is one of the short domains this origin serves or under one
+/// (the registry holds it or a parent of it, label-wise), or holds a link.
+pub async fn is_own(db: &Db, host: &str) -> Result<bool, StoreError> {
+    // The host and each of its parents (`a.go.example`, `go.example`, `example`):
+    // a registered domain serves its subdomains' visitors too, were DNS to send them.
+    // A host holding links is served as well (links from before the registry).
+    let mut names = vec![host];
+    let mut rest = host;
+    while let Some((_, parent)) = rest.split_once('.') {
+        names.push(parent);
+        rest = parent;
+    }
+    // Built at run time: one placeholder per name.
+    let sql = format!(
+        "SELECT CAST(1 AS BIGINT) FROM domains WHERE domain IN ({}) \
+         UNION ALL SELECT CAST(1 AS BIGINT) FROM (SELECT 1 FROM links WHERE domain = $1 LIMIT 1) AS l \
+         LIMIT 1",
+        list_placeholders(1, names.len())
+    );
+    let args: Vec<Arg<'_>> = names.iter().map(|n| (*n).into()).collect();
+    let found: Option<(i64,)> = db.read_optional(&sql, &args).await?;
+    Ok(found.is_some())
+}
+
+/// A domain's code rules.
+const DOMAIN_SETTINGS: &str = include_str!("queries/domain_settings.sql");
+
+/// The domains holding links, or registered.
+const SERVED_DOMAINS: &str = include_str!("queries/served_domains.sql");
 
 #[cfg(test)]
 mod tests {

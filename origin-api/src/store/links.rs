@@ -2,28 +2,14 @@
 //! only arbiter of who gets a code: inserts never check first.
 
 use super::bans::{active_bans, ban_lock, BanLock};
-use super::contract::{
-    Backlog, BulkInsert, DomainAt, IdempotencyKey, Idempotent, LinkStore, StoreError,
-};
-use super::domains::{check_domains, SettingsRow};
+use super::contract::{BulkInsert, DomainAt, IdempotencyKey, Idempotent, StoreError};
+use super::domains::check_domains;
 use super::link_rows::{to_i64, LinkRow, SELECT_COLUMNS};
 use super::outbox::{insert_outbox, link_row, OutboxInsert};
 use super::sql::{list_placeholders, values_placeholders, Arg, Conn};
 use crate::db::Db;
-use crate::model::{ApiKey, Link, ListFilter};
-use async_trait::async_trait;
-use shared::{CodeKind, DomainSettings};
-
-#[derive(sqlx::FromRow)]
-struct KeyRow {
-    key_id: String,
-    owner_id: String,
-    name: String,
-    secret_hash: String,
-    scopes: String,
-    created_at: i64,
-    revoked_at: Option<i64>,
-}
+use crate::model::{Link, ListFilter};
+use shared::CodeKind;
 
 /// Links per multi-row statement in a bulk insert: 18 parameters each stays well under
 /// SQLite's 32,766 and PostgreSQL's 65,535.
@@ -112,22 +98,8 @@ const INSERT_LINK: &str = include_str!("queries/insert_link.sql");
 const UPDATE_LINK: &str = include_str!("queries/update_link.sql");
 /// The answer recorded for an idempotency key.
 const RECORD_IDEMPOTENCY_RESPONSE: &str = include_str!("queries/record_idempotency_response.sql");
-/// The request hash and answer of an idempotency key claimed since `$3`.
-const FIND_IDEMPOTENCY_KEY: &str = include_str!("queries/find_idempotency_key.sql");
 /// An owner's first 20 active links to a target on a domain.
 const LINKS_TO: &str = include_str!("queries/links_to.sql");
-/// A domain's code rules.
-const DOMAIN_SETTINGS: &str = include_str!("queries/domain_settings.sql");
-/// The domains holding links, or registered.
-const SERVED_DOMAINS: &str = include_str!("queries/served_domains.sql");
-/// The outbox's pending rows per lane and those set aside, each counted up to `$1`, and
-/// the oldest pending row's time per lane.
-const OUTBOX_BACKLOG: &str = include_str!("queries/outbox_backlog.sql");
-const FORGET_IDEMPOTENCY_KEYS: &str = include_str!("queries/forget_idempotency_keys.sql");
-const INSERT_API_KEY: &str = include_str!("queries/insert_api_key.sql");
-const FIND_API_KEY: &str = include_str!("queries/find_api_key.sql");
-/// An API key revoked, unless it was.
-const REVOKE_API_KEY: &str = include_str!("queries/revoke_api_key.sql");
 
 /// Writes the hosts of `link_id`'s other targets, replacing what was there (a link
 /// without any has no rows, and costs no statement unless it had some).
@@ -384,301 +356,199 @@ pub(super) async fn update_one(
     Ok(written)
 }
 
-#[async_trait]
-impl LinkStore for Db {
-    async fn insert_link(&self, link: &Link, domains: &[DomainAt]) -> Result<(), StoreError> {
-        let row = NewLinkRow::new(link)?;
-        let mut tx = self.begin_write().await?;
-        let mut c = tx.conn();
-        check_domains(&mut c, domains).await?;
-        insert_one(&mut c, &row).await?;
-        tx.commit().await?;
-        Ok(())
-    }
+/// Inserts a link and its outbox row (normal lane) in one transaction; `Taken` when
+/// the route key exists, in which case nothing is written. The edge record is marked
+/// `banned` when a ban covers the link as the transaction commits. `domains`: the
+/// registry rows the link was judged by, each read (and on PostgreSQL locked) in the
+/// transaction first: `DomainChanged`, with nothing written, when one moved on.
+pub async fn insert(db: &Db, link: &Link, domains: &[DomainAt]) -> Result<(), StoreError> {
+    let row = NewLinkRow::new(link)?;
+    let mut tx = db.begin_write().await?;
+    let mut c = tx.conn();
+    check_domains(&mut c, domains).await?;
+    insert_one(&mut c, &row).await?;
+    tx.commit().await?;
+    Ok(())
+}
 
-    async fn insert_link_idempotent(
-        &self,
-        link: &Link,
-        domains: &[DomainAt],
-        key: &IdempotencyKey<'_>,
-        response: &str,
-    ) -> Result<Idempotent, StoreError> {
-        let row = NewLinkRow::new(link)?;
-        let mut tx = self.begin_write().await?;
-        let mut c = tx.conn();
-        let claim = claim_key(
-            &mut c,
-            key,
-            Some(row.link_id),
-            Some(response),
-            link.created_at,
-        );
-        if let Some((request_hash, response)) = claim.await? {
-            return Ok(Idempotent::Replay {
+/// Like `insert_link`, under an idempotency key: in the same transaction the key is
+/// claimed for `owner` and `response` recorded. When the key is already held, nothing
+/// is written and the earlier request's hash and response come back instead. A
+/// concurrent duplicate waits for the first to commit (the key's unique index), so
+/// two requests with one key can never make two links.
+pub async fn insert_idempotent(
+    db: &Db,
+    link: &Link,
+    domains: &[DomainAt],
+    key: &IdempotencyKey<'_>,
+    response: &str,
+) -> Result<Idempotent, StoreError> {
+    let row = NewLinkRow::new(link)?;
+    let mut tx = db.begin_write().await?;
+    let mut c = tx.conn();
+    let claim = claim_key(
+        &mut c,
+        key,
+        Some(row.link_id),
+        Some(response),
+        link.created_at,
+    );
+    if let Some((request_hash, response)) = claim.await? {
+        return Ok(Idempotent::Replay {
+            request_hash,
+            response,
+        });
+    }
+    check_domains(&mut c, domains).await?;
+    insert_one(&mut c, &row).await?;
+    tx.commit().await?;
+    Ok(Idempotent::Created)
+}
+
+/// Inserts many links in one transaction, each with its outbox row; a link whose
+/// route key is taken is skipped (`false` at its index), the others go in. Under an
+/// idempotency key, the key is claimed first and `respond(&inserted)` recorded last,
+/// in the same transaction, as for single creates.
+pub async fn insert_bulk(
+    db: &Db,
+    items: &[Link],
+    domains: &[DomainAt],
+    key: Option<&IdempotencyKey<'_>>,
+    respond: &(dyn for<'x> Fn(&'x [bool]) -> String + Send + Sync),
+) -> Result<BulkInsert, StoreError> {
+    let rows: Vec<NewLinkRow<'_>> = items
+        .iter()
+        .map(NewLinkRow::new)
+        .collect::<Result<_, _>>()?;
+    let now = items.first().map(|l| l.created_at).unwrap_or_default();
+    let mut tx = db.begin_write().await?;
+    let mut c = tx.conn();
+    if let Some(key) = key {
+        if let Some((request_hash, response)) = claim_key(&mut c, key, None, None, now).await? {
+            return Ok(BulkInsert::Replay {
                 request_hash,
                 response,
             });
         }
-        check_domains(&mut c, domains).await?;
-        insert_one(&mut c, &row).await?;
-        tx.commit().await?;
-        Ok(Idempotent::Created)
     }
-
-    async fn insert_links_bulk(
-        &self,
-        items: &[Link],
-        domains: &[DomainAt],
-        key: Option<&IdempotencyKey<'_>>,
-        respond: &(dyn for<'x> Fn(&'x [bool]) -> String + Send + Sync),
-    ) -> Result<BulkInsert, StoreError> {
-        let rows: Vec<NewLinkRow<'_>> = items
-            .iter()
-            .map(NewLinkRow::new)
-            .collect::<Result<_, _>>()?;
-        let now = items.first().map(|l| l.created_at).unwrap_or_default();
-        let mut tx = self.begin_write().await?;
-        let mut c = tx.conn();
-        if let Some(key) = key {
-            if let Some((request_hash, response)) = claim_key(&mut c, key, None, None, now).await? {
-                return Ok(BulkInsert::Replay {
-                    request_hash,
-                    response,
-                });
-            }
-        }
-        check_domains(&mut c, domains).await?;
-        // Whether a ban covers each link is decided here, under the ban lock, so that a
-        // ban committing meanwhile is either seen or sees these links.
-        ban_lock(&mut c, BanLock::Shared).await?;
-        let deny = crate::model::denylist(&active_bans(&mut c).await?);
-        // Multi-row statements, a chunk at a time: one round trip per chunk instead of
-        // two per link. RETURNING tells which rows went in (the rest were taken).
-        let mut inserted = Vec::with_capacity(items.len());
-        for chunk in rows.chunks(BULK_CHUNK) {
-            inserted.extend(insert_chunk(&mut c, chunk, &deny).await?);
-        }
-        if let Some(key) = key {
-            let response = respond(&inserted);
-            c.execute(
-                RECORD_IDEMPOTENCY_RESPONSE,
-                &[(&response).into(), key.owner_id.into(), key.key.into()],
-            )
-            .await?;
-        }
-        tx.commit().await?;
-        Ok(BulkInsert::Inserted(inserted))
+    check_domains(&mut c, domains).await?;
+    // Whether a ban covers each link is decided here, under the ban lock, so that a
+    // ban committing meanwhile is either seen or sees these links.
+    ban_lock(&mut c, BanLock::Shared).await?;
+    let deny = crate::model::denylist(&active_bans(&mut c).await?);
+    // Multi-row statements, a chunk at a time: one round trip per chunk instead of
+    // two per link. RETURNING tells which rows went in (the rest were taken).
+    let mut inserted = Vec::with_capacity(items.len());
+    for chunk in rows.chunks(BULK_CHUNK) {
+        inserted.extend(insert_chunk(&mut c, chunk, &deny).await?);
     }
-
-    async fn find_idempotent(
-        &self,
-        key: &IdempotencyKey<'_>,
-    ) -> Result<Option<(String, String)>, StoreError> {
-        let row: Option<(String, Option<String>)> = self
-            .read_optional(
-                FIND_IDEMPOTENCY_KEY,
-                &[
-                    key.owner_id.into(),
-                    key.key.into(),
-                    key.expired_before.into(),
-                ],
-            )
-            .await?;
-        Ok(row.map(|(hash, response)| (hash, response.unwrap_or_default())))
+    if let Some(key) = key {
+        let response = respond(&inserted);
+        c.execute(
+            RECORD_IDEMPOTENCY_RESPONSE,
+            &[(&response).into(), key.owner_id.into(), key.key.into()],
+        )
+        .await?;
     }
+    tx.commit().await?;
+    Ok(BulkInsert::Inserted(inserted))
+}
 
-    async fn update_link(&self, link: &Link, expected: u64) -> Result<Link, StoreError> {
-        let expected = to_i64(expected, "version")?;
-        let mut tx = self.begin_write().await?;
-        let written = update_one(&mut tx.conn(), link, expected).await?;
-        tx.commit().await?;
-        Ok(written)
-    }
+/// Writes `link`'s mutable fields if the stored version is still `expected`, bumping
+/// the version in the database, with its outbox row built from the row as written
+/// (marked `banned` when a ban covers it then), in one transaction; `Stale`
+/// otherwise. Returns the row as written.
+pub async fn update(db: &Db, link: &Link, expected: u64) -> Result<Link, StoreError> {
+    let expected = to_i64(expected, "version")?;
+    let mut tx = db.begin_write().await?;
+    let written = update_one(&mut tx.conn(), link, expected).await?;
+    tx.commit().await?;
+    Ok(written)
+}
 
-    async fn get_link(&self, domain: &str, code: &str) -> Result<Option<Link>, StoreError> {
-        let row: Option<LinkRow> = self
-            .read_optional(GET_LINK, &[domain.into(), code.into()])
-            .await?;
-        row.map(Link::try_from).transpose()
-    }
+pub async fn get(db: &Db, domain: &str, code: &str) -> Result<Option<Link>, StoreError> {
+    let row: Option<LinkRow> = db
+        .read_optional(GET_LINK, &[domain.into(), code.into()])
+        .await?;
+    row.map(Link::try_from).transpose()
+}
 
-    async fn links_to(
-        &self,
-        owner: &str,
-        domain: &str,
-        target_url: &str,
-    ) -> Result<Vec<Link>, StoreError> {
-        let host = crate::model::link::host_of(target_url);
-        let rows: Vec<LinkRow> = self
-            .read_all(
-                LINKS_TO,
-                &[
-                    (&host).into(),
-                    target_url.into(),
-                    owner.into(),
-                    domain.into(),
-                ],
-            )
-            .await?;
-        rows.into_iter().map(Link::try_from).collect()
-    }
-
-    async fn list_links(&self, filter: &ListFilter) -> Result<Vec<Link>, StoreError> {
-        // Built at run time: optional filters, one placeholder per domain and the limit
-        // inlined; from fixed fragments, every value a bound parameter.
-        let mut sql = format!("SELECT {SELECT_COLUMNS} FROM links WHERE owner_id = $1");
-        let tag_pattern = filter.tag.as_ref().map(|t| {
-            // Tags are a JSON array in text: match the element, quotes included, with
-            // the LIKE wildcards escaped.
-            let json = serde_json::to_string(t).unwrap_or_default();
-            let escaped = json
-                .replace('!', "!!")
-                .replace('%', "!%")
-                .replace('_', "!_");
-            format!("%{escaped}%")
-        });
-        let cursor_id = filter
-            .after
-            .map(|(_, id)| to_i64(id, "cursor"))
-            .transpose()?;
-        let mut args: Vec<Arg<'_>> = vec![(&filter.owner_id).into()];
-        if !filter.domains.is_empty() {
-            sql.push_str(&format!(
-                " AND domain IN ({})",
-                list_placeholders(args.len() + 1, filter.domains.len())
-            ));
-            args.extend(filter.domains.iter().map(Arg::from));
-        }
-        match filter.status {
-            Some(s) => {
-                args.push(s.as_str().into());
-                sql.push_str(&format!(" AND status = ${}", args.len()));
-            }
-            None => sql.push_str(" AND status <> 'deleted'"),
-        }
-        if let Some(p) = &tag_pattern {
-            args.push(p.into());
-            sql.push_str(&format!(" AND tags LIKE ${} ESCAPE '!'", args.len()));
-        }
-        if let (Some((at, _)), Some(id)) = (filter.after, cursor_id) {
-            args.push(at.into());
-            args.push(id.into());
-            let (at, id) = (args.len() - 1, args.len());
-            sql.push_str(&format!(
-                " AND (created_at < ${at} OR (created_at = ${at} AND link_id < ${id}))"
-            ));
-        }
-        sql.push_str(&format!(
-            " ORDER BY created_at DESC, link_id DESC LIMIT {}",
-            u64::from(filter.limit) + 1
-        ));
-        let rows: Vec<LinkRow> = self.read_all(&sql, &args).await?;
-        rows.into_iter().map(Link::try_from).collect()
-    }
-
-    async fn domain_settings(&self, domain: &str) -> Result<DomainSettings, StoreError> {
-        let row: Option<SettingsRow> = self
-            .read_optional(DOMAIN_SETTINGS, &[domain.into()])
-            .await?;
-        match row {
-            Some(r) => r.settings(domain),
-            None => Ok(DomainSettings::default()),
-        }
-    }
-
-    async fn served_domains(&self) -> Result<Vec<String>, StoreError> {
-        // A skip scan of the (domain, code) index: each step finds the next domain
-        // after the last, so a million links on three domains cost three probes.
-        let rows: Vec<(String,)> = self.read_all(SERVED_DOMAINS, &[]).await?;
-        Ok(rows.into_iter().map(|(d,)| d).collect())
-    }
-
-    async fn is_own_domain(&self, host: &str) -> Result<bool, StoreError> {
-        // The host and each of its parents (`a.go.example`, `go.example`, `example`):
-        // a registered domain serves its subdomains' visitors too, were DNS to send them.
-        // A host holding links is served as well (links from before the registry).
-        let mut names = vec![host];
-        let mut rest = host;
-        while let Some((_, parent)) = rest.split_once('.') {
-            names.push(parent);
-            rest = parent;
-        }
-        // Built at run time: one placeholder per name.
-        let sql = format!(
-            "SELECT CAST(1 AS BIGINT) FROM domains WHERE domain IN ({}) \
-             UNION ALL SELECT CAST(1 AS BIGINT) FROM (SELECT 1 FROM links WHERE domain = $1 LIMIT 1) AS l \
-             LIMIT 1",
-            list_placeholders(1, names.len())
-        );
-        let args: Vec<Arg<'_>> = names.iter().map(|n| (*n).into()).collect();
-        let found: Option<(i64,)> = self.read_optional(&sql, &args).await?;
-        Ok(found.is_some())
-    }
-
-    async fn outbox_pending(&self) -> Result<Vec<Backlog>, StoreError> {
-        // Each count stops at the cap, walking the pending rows' index: a backlog of a
-        // million rows, counted and grouped whole, cost seconds of CPU per scrape. The
-        // oldest row of a lane is the first of that index (sequence numbers grow with
-        // time), so its age costs one probe.
-        let (fast, normal, failed, fast_at, normal_at): (i64, i64, i64, Option<i64>, Option<i64>) =
-            self.reader()
-                .await?
-                .conn()
-                .fetch_one(OUTBOX_BACKLOG, &[super::contract::OUTBOX_COUNT_CAP.into()])
-                .await?;
-        let lane = |lane: &str, rows, oldest_at| Backlog {
-            lane: lane.to_owned(),
-            rows,
-            oldest_at,
-        };
-        Ok(vec![
-            lane("fast", fast, fast_at),
-            lane("normal", normal, normal_at),
-            lane("failed", failed, None),
-        ])
-    }
-
-    async fn forget_idempotency_keys(&self, before: i64) -> Result<u64, StoreError> {
-        Ok(self
-            .write(FORGET_IDEMPOTENCY_KEYS, &[before.into()])
-            .await?)
-    }
-
-    async fn insert_key(&self, key: &ApiKey) -> Result<(), StoreError> {
-        self.write(
-            INSERT_API_KEY,
+/// `owner`'s live links on `domain` to exactly `target_url` (at most 20, oldest
+/// first): what `dedupe` looks for. Found by the target's host (indexed).
+pub async fn to_target(
+    db: &Db,
+    owner: &str,
+    domain: &str,
+    target_url: &str,
+) -> Result<Vec<Link>, StoreError> {
+    let host = crate::model::link::host_of(target_url);
+    let rows: Vec<LinkRow> = db
+        .read_all(
+            LINKS_TO,
             &[
-                (&key.key_id).into(),
-                (&key.owner_id).into(),
-                (&key.name).into(),
-                (&key.secret_hash).into(),
-                (&key.scopes).into(),
-                key.created_at.into(),
+                (&host).into(),
+                target_url.into(),
+                owner.into(),
+                domain.into(),
             ],
         )
         .await?;
-        Ok(())
-    }
+    rows.into_iter().map(Link::try_from).collect()
+}
 
-    async fn find_key(&self, key_id: &str) -> Result<Option<ApiKey>, StoreError> {
-        let row: Option<KeyRow> = self.read_optional(FIND_API_KEY, &[key_id.into()]).await?;
-        Ok(row.map(|r| ApiKey {
-            key_id: r.key_id,
-            owner_id: r.owner_id,
-            name: r.name,
-            secret_hash: r.secret_hash,
-            scopes: r.scopes,
-            created_at: r.created_at,
-            revoked_at: r.revoked_at,
-        }))
+/// Up to `filter.limit + 1` links, newest first (the extra one tells that there is
+/// a next page).
+pub async fn list(db: &Db, filter: &ListFilter) -> Result<Vec<Link>, StoreError> {
+    // Built at run time: optional filters, one placeholder per domain and the limit
+    // inlined; from fixed fragments, every value a bound parameter.
+    let mut sql = format!("SELECT {SELECT_COLUMNS} FROM links WHERE owner_id = $1");
+    let tag_pattern = filter.tag.as_ref().map(|t| {
+        // Tags are a JSON array in text: match the element, quotes included, with
+        // the LIKE wildcards escaped.
+        let json = serde_json::to_string(t).unwrap_or_default();
+        let escaped = json
+            .replace('!', "!!")
+            .replace('%', "!%")
+            .replace('_', "!_");
+        format!("%{escaped}%")
+    });
+    let cursor_id = filter
+        .after
+        .map(|(_, id)| to_i64(id, "cursor"))
+        .transpose()?;
+    let mut args: Vec<Arg<'_>> = vec![(&filter.owner_id).into()];
+    if !filter.domains.is_empty() {
+        sql.push_str(&format!(
+            " AND domain IN ({})",
+            list_placeholders(args.len() + 1, filter.domains.len())
+        ));
+        args.extend(filter.domains.iter().map(Arg::from));
     }
-
-    async fn revoke_key(&self, key_id: &str, now: i64) -> Result<bool, StoreError> {
-        let done = self
-            .write(REVOKE_API_KEY, &[now.into(), key_id.into()])
-            .await?;
-        Ok(done == 1)
+    match filter.status {
+        Some(s) => {
+            args.push(s.as_str().into());
+            sql.push_str(&format!(" AND status = ${}", args.len()));
+        }
+        None => sql.push_str(" AND status <> 'deleted'"),
     }
+    if let Some(p) = &tag_pattern {
+        args.push(p.into());
+        sql.push_str(&format!(" AND tags LIKE ${} ESCAPE '!'", args.len()));
+    }
+    if let (Some((at, _)), Some(id)) = (filter.after, cursor_id) {
+        args.push(at.into());
+        args.push(id.into());
+        let (at, id) = (args.len() - 1, args.len());
+        sql.push_str(&format!(
+            " AND (created_at < ${at} OR (created_at = ${at} AND link_id < ${id}))"
+        ));
+    }
+    sql.push_str(&format!(
+        " ORDER BY created_at DESC, link_id DESC LIMIT {}",
+        u64::from(filter.limit) + 1
+    ));
+    let rows: Vec<LinkRow> = db.read_all(&sql, &args).await?;
+    rows.into_iter().map(Link::try_from).collect()
 }
 
 /// A link by its route key, as the redirect reads it on a miss.

@@ -1,23 +1,28 @@
-//! The system of record, behind traits implemented once for both databases: each
-//! statement is written once and run through [`sql`]'s plain functions on whichever
-//! database the origin uses. Both pass the same conformance tests
+//! The system of record: plain functions per table over [`crate::db::Db`]
+//! (`links::get(&db, domain, code)`, `domains::update(&db, ..)`, `bans::insert(&db, ..)`),
+//! each statement written once and run through [`sql`]'s functions on whichever
+//! database the origin uses. Traits remain only where a test puts a fake in the
+//! database's place: [`ClickStore`], [`OutboxStore`] and [`SegmentSource`] (and the
+//! redirect's `cache::RedirectSource`). Both databases pass the same conformance tests
 //! (`tests/store_conformance.rs`).
 
 mod activation;
 pub use activation::{ActivationPromise, MIN_HEADROOM, SKEW_MARGIN_MS};
-mod bans;
+pub mod api_keys;
+pub mod bans;
 mod clicks;
 mod contract;
-mod domains;
+pub mod domains;
 mod fencing;
+pub mod idempotency;
 pub use clicks::{
     Attributed, ClickDims, ClickStore, DimCount, Folded, Increments, LinkRef, Rollup, Totals,
     FOLD_PARTS, OTHER_REFERRERS,
 };
 pub use outbox::OutboxStore;
 mod link_rows;
-mod links;
-mod outbox;
+pub mod links;
+pub mod outbox;
 mod segments;
 pub mod sql;
 mod unique;

@@ -2,7 +2,7 @@
 //! take and answer. Plain data with its JSON form and its description; the rules that
 //! judge them are the links service's ([`crate::links`]).
 
-use super::{present, whole_u64};
+use super::present;
 use crate::model::time::rfc3339;
 use crate::model::{Link, LinkState, KV_PROPAGATION_MS};
 use serde::{Deserialize, Serialize};
@@ -417,7 +417,7 @@ pub struct IssueToken {
     #[schema(format = DateTime)]
     pub expires_at: Option<String>,
     /// Seconds from now, 1 to 31,622,400 (366 days).
-    #[serde(default, deserialize_with = "whole_u64")]
+    #[serde(default)]
     #[schema(minimum = 1, maximum = 31622400)]
     pub ttl_s: Option<u64>,
 }

@@ -395,6 +395,59 @@ async fn an_edge_tally_counts_its_clicks_once_however_often_it_arrives() {
     }
 }
 
+/// JSON has one kind of number: `40.0` is the integer 40 to JSON Schema (which the API
+/// description speaks) and to every JavaScript sender, so a batch written with whole
+/// floats counts exactly as one written with integers, and a fraction is still refused.
+#[tokio::test]
+async fn a_batch_whose_integers_are_written_as_whole_floats_counts_the_same() {
+    for (api, t) in apis_with("clicks-floats", FLAGS).await {
+        let owner = api.key("ana", false).await;
+        let link = api.link(&owner, "floaty").await;
+        let mut tally_row = row(&link, "DE", false, 302, 40);
+        for field in ["version", "hour", "status", "n"] {
+            let n = tally_row[field].as_f64().expect("a number");
+            tally_row[field] = json!(n);
+        }
+        let mut single = event("fe-1", &link, "DE", false, 302);
+        single["at"] = json!(now_ms() as f64);
+        single["status"] = json!(302.0);
+        let batch = json!({"tallies": [{"batch_id": "ft-1", "at": now_ms() as f64, "dropped": 2.0,
+            "health": {"answers": {"302": 41.0}, "faults": {"kv_read": 1.0}, "denylist_age_ms": 5.0},
+            "rows": [tally_row]}], "events": [single]});
+        assert!(batch.to_string().contains("\"status\":302.0"), "{batch}");
+        let first = api.post_clicks(EDGE_TOKEN, &batch).await;
+        assert_eq!(
+            first.status,
+            StatusCode::OK,
+            "{} ({})",
+            first.text,
+            t.kind()
+        );
+        assert_eq!(
+            first.body,
+            json!({"counted": 41, "duplicates": 0, "unknown_links": 0, "refused": 0, "dropped": 2}),
+            "{}",
+            t.kind()
+        );
+        let mut fraction = batch.clone();
+        fraction["tallies"][0]["batch_id"] = json!("ft-2");
+        fraction["tallies"][0]["rows"][0]["n"] = json!(40.5);
+        let refused = api.post_clicks(EDGE_TOKEN, &fraction).await;
+        assert_eq!(
+            refused.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{}",
+            refused.text
+        );
+        assert!(
+            refused.text.contains("tallies[0].rows[0].n"),
+            "{}",
+            refused.text
+        );
+        t.cleanup().await;
+    }
+}
+
 #[tokio::test]
 async fn bad_tallies_are_refused_and_bad_rows_not_counted() {
     for (api, t) in apis_with(

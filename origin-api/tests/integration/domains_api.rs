@@ -5,7 +5,6 @@
 use crate::common::{apis, settings, TestDb};
 use axum::http::StatusCode;
 use hop_e2e::poll;
-use origin_api::store::DomainStore;
 use serde_json::{json, Value};
 
 fn names(body: &Value) -> Vec<&str> {
@@ -215,7 +214,9 @@ async fn a_fresh_install_has_its_default_domain_registered_shared_once() {
     let db = origin_api::prepare(&s).await.expect("prepare");
     // A second start finds it and changes nothing.
     let again = origin_api::prepare(&s).await.expect("prepare again");
-    let domains = again.list_domains().await.expect("list");
+    let domains = origin_api::store::domains::list(&again)
+        .await
+        .expect("list");
     assert_eq!(domains.len(), 1, "{domains:?}");
     let d = &domains[0];
     assert_eq!(d.domain, "go.fresh.example");
@@ -604,8 +605,7 @@ async fn an_upgrade_registers_the_domains_links_live_on_for_their_owners() {
     let db = origin_api::prepare(&settings(&t.url))
         .await
         .expect("prepare");
-    let d = db
-        .domain("old.example")
+    let d = origin_api::store::domains::get(&db, "old.example")
         .await
         .expect("read")
         .expect("registered");

@@ -44,7 +44,7 @@ impl Served {
         let (k, token) =
             origin_api::api_keys::issue("acme", "k", &origin_api::api_keys::Grant::default(), 0)
                 .expect("key");
-        origin_api::store::LinkStore::insert_key(&self.state.db, &k)
+        origin_api::store::api_keys::insert(&self.state.db, &k)
             .await
             .expect("insert key");
         (k, token)
@@ -825,7 +825,7 @@ async fn a_request_whose_body_never_comes_is_cut_off_when_busy_too_long() {
     let (k, token) =
         origin_api::api_keys::issue("acme", "k", &origin_api::api_keys::Grant::default(), 0)
             .expect("key");
-    origin_api::store::LinkStore::insert_key(&state.db, &k)
+    origin_api::store::api_keys::insert(&state.db, &k)
         .await
         .expect("insert key");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")

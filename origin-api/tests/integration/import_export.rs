@@ -9,7 +9,6 @@ use origin_api::cli::export::{export, ExportOptions};
 use origin_api::cli::import::{import, ImportError, ImportOptions, Summary};
 use origin_api::config::ExportFormat;
 use origin_api::model::time::now_ms;
-use origin_api::store::LinkStore;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::Duration;
@@ -42,7 +41,9 @@ async fn serve(t: &TestDb, owner: &str) -> Served {
     let state = app_state(t);
     let (key, token) = api_keys::issue(owner, "import", &api_keys::Grant::default(), now_ms())
         .expect("test setup");
-    state.db.insert_key(&key).await.expect("test setup");
+    origin_api::store::api_keys::insert(&state.db, &key)
+        .await
+        .expect("test setup");
     let server = tokio::spawn(async move {
         origin_api::serve(listener, state, std::future::pending())
             .await
@@ -272,9 +273,7 @@ async fn export_shows_only_the_keys_owner_and_tombstones_on_request() {
     .unwrap();
     mine.import(&options(&file)).await.unwrap();
     let state = app_state(&t);
-    let link = state
-        .db
-        .get_link("s.example", "gone")
+    let link = origin_api::store::links::get(&state.db, "s.example", "gone")
         .await
         .unwrap()
         .unwrap();
@@ -390,11 +389,10 @@ async fn rules_splits_previews_limits_and_access_are_imported_and_exported() {
         let summary = served.import(&options(&file)).await.expect("import");
         assert_eq!(summary.created, 2, "{}: {summary:?}", t.kind());
 
-        let link =
-            t.db.get_link("s.example", "rich-link")
-                .await
-                .unwrap()
-                .expect("imported");
+        let link = origin_api::store::links::get(&t.db, "s.example", "rich-link")
+            .await
+            .unwrap()
+            .expect("imported");
         let o = &link.options;
         assert_eq!(o.rules.len(), 1);
         assert_eq!(o.split.as_ref().map(|s| s.variants().len()), Some(2));
@@ -405,11 +403,10 @@ async fn rules_splits_previews_limits_and_access_are_imported_and_exported() {
         assert_eq!(o.expired_url.as_deref(), Some("https://shop.example/ended"));
         assert!(o.interstitial && o.no_clicks && o.access.is_some());
         assert_eq!(o.max_visits, Some(100));
-        let plain =
-            t.db.get_link("s.example", "plain-link")
-                .await
-                .unwrap()
-                .expect("imported");
+        let plain = origin_api::store::links::get(&t.db, "s.example", "plain-link")
+            .await
+            .unwrap()
+            .expect("imported");
         assert_eq!(plain.options, origin_api::model::LinkOptions::default());
 
         let exported = export_all(&served.client, ExportFormat::Csv).await;

@@ -6,7 +6,6 @@ use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use origin_api::api_keys;
 use origin_api::model::time::now_ms;
-use origin_api::store::LinkStore;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 
@@ -344,12 +343,11 @@ async fn only_live_keys_are_accepted() {
             StatusCode::CREATED
         );
         let (key_id, _) = api_keys::parse_token(&token).expect("token");
-        assert!(api
-            .state
-            .db
-            .revoke_key(key_id, now_ms())
-            .await
-            .expect("revoke"));
+        assert!(
+            origin_api::store::api_keys::revoke(&api.state.db, key_id, now_ms())
+                .await
+                .expect("revoke")
+        );
         let res = api.create(&token, body).await;
         assert_eq!(res.status, StatusCode::UNAUTHORIZED);
         assert_eq!(

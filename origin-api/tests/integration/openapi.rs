@@ -7,7 +7,6 @@ use axum::http::{header, Request, StatusCode};
 use http_body_util::BodyExt;
 use origin_api::api_keys;
 use origin_api::model::time::now_ms;
-use origin_api::store::LinkStore;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use tower::ServiceExt;
@@ -125,7 +124,9 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
 
     // The documented shapes are the served ones, field for field.
     let (key, token) = api_keys::issue("o", "t", &api_keys::Grant::default(), now_ms()).unwrap();
-    state.db.insert_key(&key).await.unwrap();
+    origin_api::store::api_keys::insert(&state.db, &key)
+        .await
+        .unwrap();
     let create = |body: Value| {
         Request::post("/v1/links")
             .header(header::AUTHORIZATION, format!("Bearer {token}"))
@@ -149,7 +150,9 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
     assert_eq!(keys_of(&summary), properties(&doc, "OwnerStats"));
     let (admin, admin_token) =
         api_keys::issue("ops", "t", &api_keys::Grant::admin(), now_ms()).unwrap();
-    state.db.insert_key(&admin).await.unwrap();
+    origin_api::store::api_keys::insert(&state.db, &admin)
+        .await
+        .unwrap();
     let req = Request::post("/v1/domains")
         .header(header::AUTHORIZATION, format!("Bearer {admin_token}"))
         .header(header::CONTENT_TYPE, "application/json")

@@ -10,8 +10,7 @@ use origin_api::model::Creator;
 use origin_api::publisher::sink::{Sink, SinkError};
 use origin_api::publisher::{Publisher, Timings, LEASE};
 use origin_api::store::{
-    ActivationPromise, FailedRow, Lease, LeaseClaim, LinkStore, OutboxRow, OutboxStore, RowFailure,
-    StoreError,
+    ActivationPromise, FailedRow, Lease, LeaseClaim, OutboxRow, OutboxStore, RowFailure, StoreError,
 };
 use origin_api::{api_keys, links, metrics::Metrics, views, AppState};
 use serde_json::{json, Value};
@@ -199,9 +198,7 @@ async fn edit(
 
 /// The link `code` of `s.example`, as the database holds it.
 async fn stored(s: &Setup, code: &str) -> origin_api::model::Link {
-    s.state
-        .db
-        .get_link("s.example", code)
+    origin_api::store::links::get(&s.state.db, "s.example", code)
         .await
         .expect("read")
         .expect("link")
@@ -230,14 +227,13 @@ async fn creates_edits_and_bans_reach_the_edge_coalesced_with_the_fast_lane_firs
         // A ban, on the fast lane.
         let (admin, _) =
             api_keys::issue("ops", "t", &api_keys::Grant::admin(), now_ms()).expect("key");
-        s.state.db.insert_key(&admin).await.expect("key");
+        origin_api::store::api_keys::insert(&s.state.db, &admin)
+            .await
+            .expect("key");
         let ban = origin_api::model::BanTarget::Host {
             host: "evil.example".into(),
         };
-        use origin_api::store::BanStore;
-        s.state
-            .db
-            .insert_ban(&ban, "phishing", "ops/t", now_ms())
+        origin_api::store::bans::insert(&s.state.db, &ban, "phishing", "ops/t", now_ms())
             .await
             .expect("ban");
 
@@ -566,10 +562,7 @@ async fn the_kv_bulk_sink_sends_what_cloudflare_documents_and_never_an_older_ver
 
         // A row of version 1 that committed after version 2 was delivered is retired,
         // never sent: KV would take it, having no versions of its own.
-        let link = s
-            .state
-            .db
-            .get_link("s.example", "kv-b")
+        let link = origin_api::store::links::get(&s.state.db, "s.example", "kv-b")
             .await
             .expect("read")
             .expect("link");
@@ -719,7 +712,7 @@ impl OutboxStore for Cut {
 }
 
 async fn published_version(db: &Db, code: &str) -> Option<u64> {
-    db.get_link("s.example", code)
+    origin_api::store::links::get(db, "s.example", code)
         .await
         .expect("read")
         .and_then(|l| l.published.map(|p| p.version))
@@ -877,19 +870,7 @@ async fn a_value_the_edge_refuses_is_set_aside_and_everything_behind_it_is_deliv
             let link = create(&s, json!({ "target_url": format!("https://dest.example/{i}"), "code": format!("ok-{i}") })).await;
             links.push(edit(&s, &link, json!({ "title": format!("edited {i}") })).await);
         }
-        use origin_api::store::BanStore;
-        s.state
-            .db
-            .insert_ban(
-                &origin_api::model::BanTarget::Host {
-                    host: "evil.example".into(),
-                },
-                "phishing",
-                "ops/t",
-                now_ms(),
-            )
-            .await
-            .expect("ban");
+        ban_evil_example(&s.state.db).await;
         drain(&s).await;
 
         for link in &links {
@@ -1096,19 +1077,7 @@ async fn a_ban_reaches_the_edge_while_the_normal_lane_is_stuck() {
         }
         let (stop, stopped) = watch::channel(false);
         let task = tokio::spawn(publisher.run(stopped));
-        use origin_api::store::BanStore;
-        state
-            .db
-            .insert_ban(
-                &origin_api::model::BanTarget::Host {
-                    host: "evil.example".into(),
-                },
-                "phishing",
-                "ops/t",
-                now_ms(),
-            )
-            .await
-            .expect("ban");
+        ban_evil_example(&state.db).await;
         eventually("the denylist reaches the edge", || async {
             edge.value("deny")
                 .is_some_and(|d| d["hosts"] == json!(["evil.example"]))
@@ -1187,4 +1156,14 @@ async fn the_activation_meta_is_pushed_again_on_a_heartbeat_and_states_its_promi
         );
         t.cleanup().await;
     }
+}
+
+/// Bans the host `evil.example` as an operator would, straight in the store.
+async fn ban_evil_example(db: &origin_api::db::Db) {
+    let host = origin_api::model::BanTarget::Host {
+        host: "evil.example".into(),
+    };
+    origin_api::store::bans::insert(db, &host, "phishing", "ops/t", now_ms())
+        .await
+        .expect("ban");
 }

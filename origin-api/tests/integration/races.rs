@@ -8,7 +8,7 @@ use origin_api::model::time::now_ms;
 use origin_api::model::BanTarget;
 use origin_api::model::Creator;
 use origin_api::model::Link;
-use origin_api::store::{BanStore, LinkStore};
+
 use origin_api::views;
 use origin_api::AppState;
 use serde_json::{json, Value};
@@ -61,15 +61,15 @@ async fn copies(state: &AppState, code: &str) -> (EdgeRecord, Vec<i64>) {
 
 /// Checks what the edge would end with against the database row.
 async fn check(state: &AppState, code: &str, round: usize, kind: &str) {
-    let row = state
-        .db
-        .get_link("s.example", code)
+    let row = origin_api::store::links::get(&state.db, "s.example", code)
         .await
         .expect("read")
         .expect("link");
     let (edge, versions) = copies(state, code).await;
     let host = row.target_host();
-    let bans = state.db.list_bans(false).await.expect("bans");
+    let bans = origin_api::store::bans::list(&state.db, false)
+        .await
+        .expect("bans");
     let banned = origin_api::model::denylist(&bans).blocks_host(&host);
     let context = format!(
         "{kind} round {round}: row v{} {}",
@@ -110,7 +110,7 @@ async fn an_edit_racing_a_host_ban_and_its_lift_never_loses_a_version_or_a_ban_m
             // The edit moves the link onto the host being banned, at the same moment.
             let onto = format!("https://{evil}/{round}");
             let (ban, ()) = tokio::join!(
-                state.db.insert_ban(&host, "race", "ops/t", now_ms()),
+                origin_api::store::bans::insert(&state.db, &host, "race", "ops/t", now_ms()),
                 retarget(&state, code, &onto),
             );
             let ban = ban.expect("ban");
@@ -118,7 +118,7 @@ async fn an_edit_racing_a_host_ban_and_its_lift_never_loses_a_version_or_a_ban_m
             // The edit moves it back while the ban is lifted.
             let back = format!("https://good.example/{round}");
             let (lift, ()) = tokio::join!(
-                state.db.lift_ban(ban.ban_id, now_ms()),
+                origin_api::store::bans::lift(&state.db, ban.ban_id, now_ms()),
                 retarget(&state, code, &back),
             );
             lift.expect("lift");
@@ -142,7 +142,7 @@ async fn a_create_racing_a_ban_of_its_host_is_marked_or_refused() {
             )
             .expect("body");
             let (ban, created) = tokio::join!(
-                state.db.insert_ban(&host, "race", "ops/t", now_ms()),
+                origin_api::store::bans::insert(&state.db, &host, "race", "ops/t", now_ms()),
                 links::create_link(&state.links, &acme, req),
             );
             ban.expect("ban");
@@ -153,9 +153,7 @@ async fn a_create_racing_a_ban_of_its_host_is_marked_or_refused() {
                 Err(e) => {
                     let problem: Value = e.problem();
                     assert_eq!(problem["status"], 422, "{}: {problem}", t.kind());
-                    assert!(state
-                        .db
-                        .get_link("s.example", &code)
+                    assert!(origin_api::store::links::get(&state.db, "s.example", &code)
                         .await
                         .expect("read")
                         .is_none());

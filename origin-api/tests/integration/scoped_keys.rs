@@ -6,7 +6,6 @@ use crate::common::{apis_with, Api};
 use axum::http::StatusCode;
 use origin_api::api_keys::{self, Grant, KeyError};
 use origin_api::model::time::now_ms;
-use origin_api::store::LinkStore;
 use serde_json::{json, Value};
 
 const EDGE_TOKEN: &str = "scoped-edge-token";
@@ -299,7 +298,9 @@ async fn an_admin_key_is_never_limited_to_a_domain() {
         let (mut key, token) =
             api_keys::issue("ops", "old", &Grant::admin(), now_ms()).expect("issue");
         key.scopes = "links,admin,domain:s.example".into();
-        api.state.db.insert_key(&key).await.expect("store key");
+        origin_api::store::api_keys::insert(&api.state.db, &key)
+            .await
+            .expect("store key");
         let ban = api
             .post_json(
                 &token,

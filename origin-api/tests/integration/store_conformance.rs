@@ -3,7 +3,7 @@
 
 use crate::common::TestDb;
 use origin_api::model::{Domain, DomainAccess, DomainStatus};
-use origin_api::store::{DomainStore, LinkStore, SegmentSource, StoreError};
+use origin_api::store::{SegmentSource, StoreError};
 use shared::{Alphabet, CodeSpace, RedirectStatus};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -251,7 +251,9 @@ async fn the_registry_keeps_every_setting_and_owner_and_refuses_a_second_row() {
     for t in TestDb::all("domain-registry").await {
         let db = &t.db;
         // The registry alone, without the default domain the harness registers.
-        assert!(db.delete_domain("s.example", None).await.expect("delete"));
+        assert!(origin_api::store::domains::delete(db, "s.example", None)
+            .await
+            .expect("delete"));
         let mut brand = Domain::new(
             "go.acme.example",
             DomainAccess::owners(["acme".into(), "acme-eu".into()]),
@@ -267,31 +269,41 @@ async fn the_registry_keeps_every_setting_and_owner_and_refuses_a_second_row() {
         brand.settings.root_url = Some("https://acme.example/".into());
         brand.settings.expired_url = Some("https://acme.example/expired".into());
         brand.allowed_target_hosts = Some(vec!["acme.example".into(), "acme.test".into()]);
-        db.insert_domain(&brand).await.expect("register");
+        origin_api::store::domains::insert(db, &brand)
+            .await
+            .expect("register");
         let shared = Domain::new("s.example", DomainAccess::Shared, 2_000);
-        db.insert_domain(&shared).await.expect("register");
+        origin_api::store::domains::insert(db, &shared)
+            .await
+            .expect("register");
         let other = Domain::new(
             "go.other.example",
             DomainAccess::owners(["other".into()]),
             3_000,
         );
-        db.insert_domain(&other).await.expect("register");
+        origin_api::store::domains::insert(db, &other)
+            .await
+            .expect("register");
 
         assert_eq!(
-            db.domain("go.acme.example").await.expect("read"),
+            origin_api::store::domains::get(db, "go.acme.example")
+                .await
+                .expect("read"),
             Some(brand.clone()),
             "{}",
             t.kind()
         );
         assert_eq!(
-            db.domain("nowhere.example").await.expect("read"),
+            origin_api::store::domains::get(db, "nowhere.example")
+                .await
+                .expect("read"),
             None,
             "{}",
             t.kind()
         );
         // The hot read of the redirect sees the same settings.
         assert_eq!(
-            db.domain_settings("go.acme.example")
+            origin_api::store::domains::settings(db, "go.acme.example")
                 .await
                 .expect("settings"),
             brand.settings,
@@ -306,8 +318,7 @@ async fn the_registry_keeps_every_setting_and_owner_and_refuses_a_second_row() {
             4_000,
         );
         again.settings.root_url = Some("https://squatter.example/".into());
-        let err = db
-            .insert_domain(&again)
+        let err = origin_api::store::domains::insert(db, &again)
             .await
             .expect_err("registered already");
         assert!(
@@ -316,7 +327,9 @@ async fn the_registry_keeps_every_setting_and_owner_and_refuses_a_second_row() {
             t.kind()
         );
         assert_eq!(
-            db.domain("go.acme.example").await.expect("read"),
+            origin_api::store::domains::get(db, "go.acme.example")
+                .await
+                .expect("read"),
             Some(brand.clone()),
             "{}",
             t.kind()
@@ -324,7 +337,7 @@ async fn the_registry_keeps_every_setting_and_owner_and_refuses_a_second_row() {
 
         let names = |ds: Vec<Domain>| ds.into_iter().map(|d| d.domain).collect::<Vec<_>>();
         assert_eq!(
-            names(db.list_domains().await.expect("list")),
+            names(origin_api::store::domains::list(db).await.expect("list")),
             ["go.acme.example", "go.other.example", "s.example"],
             "{}",
             t.kind()
@@ -337,7 +350,11 @@ async fn the_registry_keeps_every_setting_and_owner_and_refuses_a_second_row() {
             ("squatter", vec!["s.example"]),
         ] {
             assert_eq!(
-                names(db.domains_for_owner(owner).await.expect("list")),
+                names(
+                    origin_api::store::domains::for_owner(db, owner)
+                        .await
+                        .expect("list")
+                ),
                 may,
                 "{}: {owner}",
                 t.kind()

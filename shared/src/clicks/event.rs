@@ -42,6 +42,7 @@ impl Visitor {
 
 /// One click, as the edge sends it and the origin ingests it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ClickEvent {
     /// Unique per visit, made where the visit was answered; ingestion counts an id once.
@@ -51,8 +52,10 @@ pub struct ClickEvent {
     /// The version of the record the answer came from; absent when there was none (a
     /// banned code whose record is gone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 9007199254740991.0))]
     pub version: Option<u64>,
     /// When the visit was answered, Unix milliseconds.
+    #[cfg_attr(feature = "openapi", schema(minimum = -9007199254740991.0, maximum = 9007199254740991.0))]
     pub at: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub country: Option<String>,
@@ -61,9 +64,11 @@ pub struct ClickEvent {
     pub device: Device,
     pub bot: bool,
     /// The status the visitor got.
+    #[cfg_attr(feature = "openapi", schema(maximum = 65535))]
     pub status: u16,
     /// The split variant the visit was sent to (its index), when the link has a split.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 255))]
     pub variant: Option<u8>,
 }
 

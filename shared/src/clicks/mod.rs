@@ -46,16 +46,22 @@ pub fn counts_as_click(method: Method, outcome: Outcome) -> bool {
 /// A batch of queue messages, as posted to [`CLICKS_PATH`]: tallies, and single events
 /// (what an edge sent before it tallied, still in its queue during an upgrade).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ClickBatch {
+    /// Single events, from an edge before tallies: 1,000 at most.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(max_items = 1000))]
     pub events: Vec<ClickEvent>,
+    /// Tallies: 200 at most.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(max_items = 200))]
     pub tallies: Vec<ClickTally>,
 }
 
 /// What the origin did with a batch, in clicks.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ClickReceipt {
     /// Counted now.
     pub counted: u64,

@@ -11,7 +11,6 @@ use origin_api::api_keys;
 use origin_api::config::{Cli, Settings};
 use origin_api::db::Db;
 use origin_api::model::time::now_ms;
-use origin_api::store::LinkStore;
 use origin_api::AppState;
 use serde_json::Value;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -244,7 +243,9 @@ impl Api {
             now_ms(),
         )
         .expect("issue");
-        self.state.db.insert_key(&key).await.expect("store key");
+        origin_api::store::api_keys::insert(&self.state.db, &key)
+            .await
+            .expect("store key");
         token
     }
 
@@ -255,7 +256,9 @@ impl Api {
             domains: domains.iter().map(|d| (*d).to_owned()).collect(),
         };
         let (key, token) = api_keys::issue(owner, "limited", &grant, now_ms()).expect("issue");
-        self.state.db.insert_key(&key).await.expect("store key");
+        origin_api::store::api_keys::insert(&self.state.db, &key)
+            .await
+            .expect("store key");
         token
     }
 

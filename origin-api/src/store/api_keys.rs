@@ -1,0 +1,60 @@
+//! The `api_keys` table: a key's id, owner, scopes and the hash of its secret.
+
+use super::contract::StoreError;
+use crate::db::Db;
+use crate::model::ApiKey;
+
+#[derive(sqlx::FromRow)]
+struct KeyRow {
+    key_id: String,
+    owner_id: String,
+    name: String,
+    secret_hash: String,
+    scopes: String,
+    created_at: i64,
+    revoked_at: Option<i64>,
+}
+
+pub async fn insert(db: &Db, key: &ApiKey) -> Result<(), StoreError> {
+    db.write(
+        INSERT_API_KEY,
+        &[
+            (&key.key_id).into(),
+            (&key.owner_id).into(),
+            (&key.name).into(),
+            (&key.secret_hash).into(),
+            (&key.scopes).into(),
+            key.created_at.into(),
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+pub async fn find(db: &Db, key_id: &str) -> Result<Option<ApiKey>, StoreError> {
+    let row: Option<KeyRow> = db.read_optional(FIND_API_KEY, &[key_id.into()]).await?;
+    Ok(row.map(|r| ApiKey {
+        key_id: r.key_id,
+        owner_id: r.owner_id,
+        name: r.name,
+        secret_hash: r.secret_hash,
+        scopes: r.scopes,
+        created_at: r.created_at,
+        revoked_at: r.revoked_at,
+    }))
+}
+
+/// Marks a key revoked; `false` when there is no such live key.
+pub async fn revoke(db: &Db, key_id: &str, now: i64) -> Result<bool, StoreError> {
+    let done = db
+        .write(REVOKE_API_KEY, &[now.into(), key_id.into()])
+        .await?;
+    Ok(done == 1)
+}
+
+const INSERT_API_KEY: &str = include_str!("queries/insert_api_key.sql");
+
+const FIND_API_KEY: &str = include_str!("queries/find_api_key.sql");
+
+/// An API key revoked, unless it was.
+const REVOKE_API_KEY: &str = include_str!("queries/revoke_api_key.sql");
