@@ -32,7 +32,7 @@ pub async fn idempotency_answer(c: &mut Conn) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
-/// `store/links.rs`: a domain's code rules.
+/// `store/domains.rs`: a domain's code rules.
 pub async fn domain_settings(c: &mut Conn) -> Result<(), sqlx::Error> {
     sqlx::query_file!("../../origin-api/src/store/queries/domain_settings.sql", "d")
         .fetch_optional(c)
@@ -630,7 +630,7 @@ pub async fn record_idempotency_response(c: &mut Conn) -> Result<(), sqlx::Error
     Ok(())
 }
 
-/// `store/links.rs`: an idempotency key not expired.
+/// `store/idempotency.rs`: an idempotency key not expired.
 pub async fn find_idempotency_key(c: &mut Conn) -> Result<(), sqlx::Error> {
     sqlx::query_file!(
         "../../origin-api/src/store/queries/find_idempotency_key.sql",
@@ -657,7 +657,7 @@ pub async fn links_to(c: &mut Conn) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
-/// `store/links.rs`: the domains served (holding links, or registered).
+/// `store/domains.rs`: the domains served (holding links, or registered).
 pub async fn served_domains(c: &mut Conn) -> Result<(), sqlx::Error> {
     sqlx::query_file!("../../origin-api/src/store/queries/served_domains.sql")
         .fetch_all(c)
@@ -665,7 +665,7 @@ pub async fn served_domains(c: &mut Conn) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
-/// `store/links.rs`: the outbox's backlog per lane, each count up to a cap.
+/// `store/outbox.rs`: the outbox's backlog per lane, each count up to a cap.
 pub async fn outbox_backlog(c: &mut Conn) -> Result<(), sqlx::Error> {
     sqlx::query_file!(
         "../../origin-api/src/store/queries/outbox_backlog.sql",
@@ -676,7 +676,7 @@ pub async fn outbox_backlog(c: &mut Conn) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
-/// `store/links.rs`: idempotency keys forgotten.
+/// `store/idempotency.rs`: idempotency keys forgotten.
 pub async fn forget_idempotency_keys(c: &mut Conn) -> Result<(), sqlx::Error> {
     sqlx::query_file!(
         "../../origin-api/src/store/queries/forget_idempotency_keys.sql",
@@ -687,7 +687,7 @@ pub async fn forget_idempotency_keys(c: &mut Conn) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
-/// `store/links.rs`: a new API key.
+/// `store/api_keys.rs`: a new API key.
 pub async fn insert_api_key(c: &mut Conn) -> Result<(), sqlx::Error> {
     sqlx::query_file!(
         "../../origin-api/src/store/queries/insert_api_key.sql",
@@ -703,7 +703,7 @@ pub async fn insert_api_key(c: &mut Conn) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
-/// `store/links.rs`: an API key by its id.
+/// `store/api_keys.rs`: an API key by its id.
 pub async fn find_api_key(c: &mut Conn) -> Result<(), sqlx::Error> {
     sqlx::query_file!("../../origin-api/src/store/queries/find_api_key.sql", "key")
         .fetch_optional(c)
@@ -711,7 +711,7 @@ pub async fn find_api_key(c: &mut Conn) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
-/// `store/links.rs`: an API key revoked.
+/// `store/api_keys.rs`: an API key revoked.
 pub async fn revoke_api_key(c: &mut Conn) -> Result<(), sqlx::Error> {
     sqlx::query_file!(
         "../../origin-api/src/store/queries/revoke_api_key.sql",
@@ -785,5 +785,259 @@ pub async fn click_sources(c: &mut Conn) -> Result<(), sqlx::Error> {
     sqlx::query_file!("../../origin-api/src/store/queries/click_sources.sql", 0_i64)
         .fetch_all(c)
         .await?;
+    Ok(())
+}
+
+/// `store/users.rs`: a user created.
+pub async fn insert_user(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/insert_user.sql",
+        "u",
+        "e",
+        "h",
+        true,
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/users.rs`: a user by email.
+pub async fn user_by_email(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/user_by_email.sql",
+        "e"
+    )
+    .fetch_optional(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/users.rs`: a user by id.
+pub async fn user_by_id(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/user_by_id.sql",
+        "u"
+    )
+    .fetch_optional(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/users.rs`: every user.
+pub async fn list_users(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/list_users.sql"
+    )
+    .fetch_all(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/users.rs`: a user disabled.
+pub async fn disable_user(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/disable_user.sql",
+        0_i64,
+        "u"
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/users.rs`: a role granted.
+pub async fn grant_membership(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/grant_membership.sql",
+        "u",
+        "o",
+        "viewer",
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/users.rs`: a user's roles.
+pub async fn memberships_of_user(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/memberships_of_user.sql",
+        "u"
+    )
+    .fetch_all(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/sessions.rs`: a session by its hash.
+pub async fn session_by_hash(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/session_by_hash.sql",
+        "s"
+    )
+    .fetch_optional(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/sessions.rs`: a session used.
+pub async fn touch_session(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/touch_session.sql",
+        0_i64,
+        0_i64,
+        "s"
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/sessions.rs`: a session ended.
+pub async fn delete_session(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/delete_session.sql",
+        "s"
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/sessions.rs`: a user's sessions ended.
+pub async fn delete_sessions_of_user(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/delete_sessions_of_user.sql",
+        "u",
+        "s"
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/sessions.rs`: sessions past their end forgotten.
+pub async fn forget_expired_sessions(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/forget_expired_sessions.sql",
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/sessions.rs`: a session begun.
+pub async fn insert_session(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/insert_session.sql",
+        "s",
+        "u",
+        "c",
+        0_i64,
+        0_i64,
+        0_i64,
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/users.rs`: a password set, every session ended.
+pub async fn set_password(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/set_password.sql",
+        "h",
+        "u"
+    )
+    .fetch_one(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/users.rs`: every session of a user ended.
+pub async fn end_sessions_of_user(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/end_sessions_of_user.sql",
+        "u"
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/sessions.rs`: a session moved to its user's new epoch.
+pub async fn rekey_session(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/rekey_session.sql",
+        0_i64,
+        "s"
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/users.rs`: the sign-in attempts against an email.
+pub async fn login_attempts_of(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/login_attempts_of.sql",
+        "e"
+    )
+    .fetch_optional(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/users.rs`: the first sign-in attempt against an email booked.
+pub async fn claim_first_login_attempt(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/claim_first_login_attempt.sql",
+        "e",
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/users.rs`: one more sign-in attempt booked, if none was since.
+pub async fn claim_login_attempt(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/claim_login_attempt.sql",
+        0_i64,
+        Some(0_i64),
+        0_i64,
+        "e",
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/users.rs`: the attempts against an email forgotten.
+pub async fn forget_login_attempts(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/forget_login_attempts.sql",
+        "e"
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/users.rs`: attempts nobody made lately forgotten.
+pub async fn forget_stale_login_attempts(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/forget_stale_login_attempts.sql",
+        0_i64
+    )
+    .execute(c)
+    .await?;
     Ok(())
 }

@@ -6,6 +6,7 @@
 //! share (the API's pool, the redirect cache, the metrics, the id sequences) is made here
 //! once and handed to each: those are handles, cheap to clone.
 
+use crate::accounts::Accounts;
 use crate::auth::{Auth, AuthGuard};
 use crate::bans::Bans;
 use crate::cache::RedirectCache;
@@ -55,6 +56,7 @@ pub struct AppParts {
     pub edge: Arc<Edge>,
     pub freshness: Arc<Freshness>,
     pub housekeeping: Arc<Housekeeping>,
+    pub accounts: Arc<Accounts>,
     /// The API's, the publisher's and the background tasks' pool.
     pub db: Db,
     pub cache: RedirectCache,
@@ -211,6 +213,9 @@ pub fn build(db: Db, settings: Settings) -> AppState {
         edge: Arc::new(edge),
         freshness: Arc::new(freshness),
         housekeeping: Arc::new(housekeeping),
+        accounts: Arc::new(
+            Accounts::new(db.clone()).with_secure_cookies(settings.dashboard_secure_cookies),
+        ),
         db,
         cache,
         metrics,
@@ -284,6 +289,7 @@ services_from_the_root!(
     clicks: ClickService,
     health: Health,
     edge: Edge,
+    accounts: Accounts,
 );
 
 /// The API's pool, for a handler that reads the database and nothing else (the outbox's

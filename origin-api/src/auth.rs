@@ -206,6 +206,26 @@ impl AuthGuard {
         Ok(())
     }
 
+    /// Books one attempt against `client` before it is judged, refusing (429) a client
+    /// that has used its attempts: the check and the count are one atomic step, so
+    /// attempts sent at once cannot all pass before any is counted.
+    pub fn take(&self, client: Option<IpAddr>) -> Result<(), AppError> {
+        let Some(client) = client else { return Ok(()) };
+        let now = self.now_ms();
+        let booked = self
+            .slot(client)
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |tat| {
+                let next = tat.max(now).saturating_add(self.interval_ms);
+                (next - now <= self.burst_ms).then_some(next)
+            });
+        booked.map(|_| ()).map_err(|tat| AppError::TooManyFailures {
+            retry_after_s: (tat.saturating_sub(now) + self.interval_ms)
+                .saturating_sub(self.burst_ms)
+                .div_ceil(1000)
+                .max(1),
+        })
+    }
+
     /// Counts one failed authentication against `client`.
     pub fn failed(&self, client: Option<IpAddr>) {
         let Some(client) = client else { return };

@@ -19,6 +19,10 @@ pub struct Swept {
     pub idempotency_keys: u64,
     pub click_ids: u64,
     pub outbox_rows: u64,
+    /// Dashboard sessions past their end.
+    pub sessions: u64,
+    /// Sign-in attempts against emails nobody tried for an hour.
+    pub login_attempts: u64,
 }
 
 /// What the sweep reaches.
@@ -58,6 +62,15 @@ pub async fn sweep(state: &Housekeeping, now: i64) -> Result<Swept, StoreError> 
         .await
     {
         Ok(n) => swept.outbox_rows = n,
+        Err(e) => first_error = first_error.or(Some(e)),
+    }
+    match store::sessions::forget_expired(&state.db, now).await {
+        Ok(n) => swept.sessions = n,
+        Err(e) => first_error = first_error.or(Some(e)),
+    }
+    let stale = now - crate::accounts::FORGET_ATTEMPTS_MS;
+    match store::users::forget_stale_login_attempts(&state.db, stale).await {
+        Ok(n) => swept.login_attempts = n,
         Err(e) => first_error = first_error.or(Some(e)),
     }
     match first_error {

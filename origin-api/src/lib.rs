@@ -1,6 +1,7 @@
 //! Hop's origin: the control plane (links, bans, publishing to the edge) and a complete
 //! shortener on its own, on SQLite or PostgreSQL.
 
+pub mod accounts;
 pub mod api_keys;
 pub mod app;
 pub mod auth;
@@ -10,6 +11,7 @@ pub mod ceiling;
 pub mod cli;
 pub mod clicks;
 pub mod config;
+pub mod dashboard;
 pub mod db;
 pub mod domains;
 pub mod edge;
@@ -121,6 +123,36 @@ pub async fn serve_with_metrics(
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let listeners = Listeners {
+        api: listener,
+        metrics,
+        dashboard: None,
+    };
+    serve_on(listeners, state, shutdown).await
+}
+
+/// The origin's listeners, each bound by the caller.
+#[derive(Debug)]
+pub struct Listeners {
+    /// The API and the redirects.
+    pub api: TcpListener,
+    /// `/metrics` without credentials (`--metrics-listen`).
+    pub metrics: Option<TcpListener>,
+    /// The dashboard (`--dashboard-listen`).
+    pub dashboard: Option<TcpListener>,
+}
+
+/// As [`serve`], on every listener given.
+pub async fn serve_on(
+    listeners: Listeners,
+    state: AppState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let Listeners {
+        api: listener,
+        metrics,
+        dashboard,
+    } = listeners;
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let publishing = publisher(&state)?.map(|p| tokio::spawn(p.run(stopped)));
     // The origin's own clicks are written in the background, and what is queued at
@@ -161,12 +193,20 @@ pub async fn serve_with_metrics(
             until_closed(closed.clone()),
         ))
     });
+    let dashboard = dashboard.map(|l| {
+        tokio::spawn(server::serve(
+            l,
+            dashboard::router(state.clone()),
+            server::Limits::default(),
+            until_closed(closed.clone()),
+        ))
+    });
     let served = server::serve(listener, routes::Origin::new(state), limits, async move {
         shutdown.await;
         let _ = closing.send(true);
     })
     .await;
-    if let Some(task) = scraping {
+    for task in [scraping, dashboard].into_iter().flatten() {
         let _ = task.await;
     }
     sweeper.abort();

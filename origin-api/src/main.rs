@@ -5,7 +5,7 @@ use origin_api::model::time::now_ms;
 use origin_api::model::time::rfc3339;
 use origin_api::model::DomainAccess;
 use origin_api::store::{self, OutboxStore};
-use origin_api::{api_keys, app, cli, domains, prepare, serve_with_metrics, AppState};
+use origin_api::{api_keys, app, cli, domains, prepare, serve_on, AppState, Listeners};
 use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
 
@@ -92,6 +92,9 @@ async fn run(loaded: Loaded) -> Result<(), Box<dyn std::error::Error>> {
             }
             println!("secret (shown once):");
             println!("{token}");
+        }
+        Command::Users(command) => {
+            cli::users::run(&origin_api::accounts::Accounts::new(db.clone()), command).await?;
         }
         Command::Keys(KeysCommand::Revoke { key_id }) => {
             if !store::api_keys::revoke(&db, &key_id, now_ms()).await? {
@@ -197,29 +200,39 @@ async fn run(loaded: Loaded) -> Result<(), Box<dyn std::error::Error>> {
                 default_domain = %settings.default_domain,
                 "hop origin listening"
             );
-            let metrics = match settings.metrics_listen.0 {
-                Some(addr) => {
-                    let l = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
-                        format!(
-                            "cannot serve metrics on {addr}: {e} (set --metrics-listen to another address, or off)"
-                        )
-                    })?;
-                    tracing::info!(address = %l.local_addr()?, "metrics listening");
-                    Some(l)
-                }
-                None => None,
-            };
-            serve_with_metrics(
-                listener,
-                metrics,
-                AppState::new(db, settings),
-                shutdown_signal(),
+            let metrics =
+                bind_optional(settings.metrics_listen.0, "metrics", "--metrics-listen").await?;
+            let dashboard = bind_optional(
+                settings.dashboard_listen.0,
+                "the dashboard",
+                "--dashboard-listen",
             )
             .await?;
+            let listeners = Listeners {
+                api: listener,
+                metrics,
+                dashboard,
+            };
+            serve_on(listeners, AppState::new(db, settings), shutdown_signal()).await?;
         }
         Command::Import(_) | Command::Export(_) | Command::Config(_) => {}
     }
     Ok(())
+}
+
+/// A listener on `addr` for `what`, when it is set; the error names the flag to change.
+async fn bind_optional(
+    addr: Option<std::net::SocketAddr>,
+    what: &str,
+    flag: &str,
+) -> Result<Option<tokio::net::TcpListener>, String> {
+    let Some(addr) = addr else { return Ok(None) };
+    let l = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+        format!("cannot serve {what} on {addr}: {e} (set {flag} to another address, or off)")
+    })?;
+    let local = l.local_addr().map_err(|e| e.to_string())?;
+    tracing::info!(address = %local, "{what} listening");
+    Ok(Some(l))
 }
 
 /// Completes on Ctrl-C or SIGTERM.

@@ -887,11 +887,21 @@ const LAYERS: &[(&str, &[&str])] = &[
             "publisher",
             "housekeeping",
             "freshness",
+            "accounts",
         ],
     ),
     (
         "interface",
-        &["app", "routes", "server", "in_flight", "cli", "lib", "main"],
+        &[
+            "app",
+            "routes",
+            "dashboard",
+            "server",
+            "in_flight",
+            "cli",
+            "lib",
+            "main",
+        ],
     ),
 ];
 

@@ -7,6 +7,7 @@ pub mod api_client;
 pub mod config_check;
 pub mod export;
 pub mod import;
+pub mod users;
 
 use crate::config::{ApiArgs, ExportArgs, ImportArgs};
 use api_client::ApiClient;

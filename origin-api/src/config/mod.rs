@@ -39,6 +39,9 @@ pub enum Command {
     /// Manage API keys.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// The people who sign in to the dashboard, and their roles in owners.
+    #[command(subcommand)]
+    Users(UsersCommand),
     /// The configuration this process would run with.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -182,6 +185,52 @@ pub enum KeysCommand {
         /// The key id printed by `keys create`.
         key_id: String,
     },
+}
+
+/// `hop-origin users …`. A password is read from `HOP_USER_PASSWORD` or, without it,
+/// as one line of standard input: never a flag, which anyone on the machine can read.
+#[derive(Debug, Subcommand)]
+pub enum UsersCommand {
+    /// Create a user who signs in with an email and a password.
+    Create {
+        #[arg(long)]
+        email: String,
+        /// An operator of this Hop: every owner, bans and domains.
+        #[arg(long)]
+        operator: bool,
+        /// Make them a member of this owner (with --role).
+        #[arg(long, requires = "role")]
+        owner: Option<String>,
+        /// Their role in --owner: admin, editor or viewer.
+        #[arg(long, requires = "owner", value_parser = parse_role)]
+        role: Option<crate::model::Role>,
+    },
+    /// List the users, their roles and whether they are disabled.
+    List,
+    /// Give a user a role in an owner (or change the role they have there).
+    Grant {
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        owner: String,
+        /// admin, editor or viewer.
+        #[arg(long, value_parser = parse_role)]
+        role: crate::model::Role,
+    },
+    /// Set a user's password (they are signed out everywhere).
+    ResetPassword {
+        #[arg(long)]
+        email: String,
+    },
+    /// Disable a user: they cannot sign in, and every session of theirs ends.
+    Disable {
+        #[arg(long)]
+        email: String,
+    },
+}
+
+fn parse_role(s: &str) -> Result<crate::model::Role, String> {
+    crate::model::Role::parse(s).ok_or_else(|| format!("{s:?}: a role is admin, editor or viewer"))
 }
 
 #[derive(Debug, Subcommand)]
@@ -374,6 +423,22 @@ pub struct Settings {
         global = true
     )]
     pub metrics_listen: OptionalAddr,
+
+    /// Where the dashboard is served (its own listener, never the short domains'), or
+    /// `off`. Put it behind the TLS proxy (docs/dashboard.md).
+    #[arg(
+        long,
+        env = "HOP_DASHBOARD_LISTEN",
+        default_value = "off",
+        value_parser = parse_optional_addr,
+        global = true
+    )]
+    pub dashboard_listen: OptionalAddr,
+
+    /// Whether the dashboard's cookies are `Secure` (sent over HTTPS only). Only a
+    /// development machine reaching the dashboard over plain HTTP turns it off.
+    #[arg(long, env = "HOP_DASHBOARD_SECURE_COOKIES", default_value = "true", action = clap::ArgAction::Set, global = true)]
+    pub dashboard_secure_cookies: bool,
 
     /// Hosts a link may point at although they are not public (an intranet's "go
     /// links"), comma-separated: a name (`wiki`), a domain and its subdomains

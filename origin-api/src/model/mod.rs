@@ -9,8 +9,10 @@ pub mod domain;
 pub mod link;
 pub mod sequence;
 pub mod time;
+pub mod user;
 
 pub use api_key::ApiKey;
 pub use ban::{denylist, denylist_snapshot, Ban, BanTarget};
 pub use domain::{Creator, Domain, DomainAccess, DomainStatus, Refusal};
 pub use link::{Link, LinkOptions, LinkState, ListFilter, Published, KV_PROPAGATION_MS};
+pub use user::{LoginAttempts, Membership, Role, Session, User};

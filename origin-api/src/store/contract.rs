@@ -48,6 +48,9 @@ pub enum StoreError {
     /// The domain is in the registry already.
     #[error("that domain is registered already")]
     Registered,
+    /// A user has that email already.
+    #[error("an account with that email exists already")]
+    EmailTaken,
     /// A domain a link was judged by changed, or went, before the link was written.
     #[error("the link's domain changed while the link was being created: send it again")]
     DomainChanged,
@@ -93,6 +96,7 @@ impl StoreError {
         match super::unique::refused(&e) {
             Some(super::unique::Refused::Route) => StoreError::Taken,
             Some(super::unique::Refused::Domain) => StoreError::Registered,
+            Some(super::unique::Refused::Email) => StoreError::EmailTaken,
             Some(super::unique::Refused::Other(message)) => StoreError::Conflict(message),
             None => StoreError::from(e),
         }

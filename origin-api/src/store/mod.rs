@@ -24,6 +24,8 @@ mod link_rows;
 pub mod links;
 pub mod outbox;
 mod segments;
+pub mod sessions;
 pub mod sql;
 mod unique;
+pub mod users;
 pub use contract::*;

@@ -9,6 +9,8 @@ pub(crate) enum Refused {
     Route,
     /// The registry's primary key: the domain is registered already.
     Domain,
+    /// `users_by_email`: a user has that email.
+    Email,
     /// Any other index (a primary key reused, say, as when two processes were handed
     /// the same ids): a fault of the system, never of the request.
     Other(String),
@@ -18,6 +20,8 @@ pub(crate) enum Refused {
 const ROUTE_CONSTRAINT: &str = "links_domain_code_key";
 /// PostgreSQL's name for the registry's primary key.
 const DOMAIN_CONSTRAINT: &str = "domains_pkey";
+/// PostgreSQL's name for the unique index of users' emails.
+const EMAIL_CONSTRAINT: &str = "users_by_email";
 
 /// The unique index that refused `e`, if a unique index did.
 pub(crate) fn refused(e: &sqlx::Error) -> Option<Refused> {
@@ -25,17 +29,24 @@ pub(crate) fn refused(e: &sqlx::Error) -> Option<Refused> {
     if !d.is_unique_violation() {
         return None;
     }
-    let (route, domain) = match d.constraint() {
-        Some(name) => (name == ROUTE_CONSTRAINT, name == DOMAIN_CONSTRAINT),
+    let (route, domain, email) = match d.constraint() {
+        Some(name) => (
+            name == ROUTE_CONSTRAINT,
+            name == DOMAIN_CONSTRAINT,
+            name == EMAIL_CONSTRAINT,
+        ),
         None => (
             d.message().ends_with(": links.domain, links.code"),
             d.message().ends_with(": domains.domain"),
+            d.message().ends_with(": users.email"),
         ),
     };
     Some(if route {
         Refused::Route
     } else if domain {
         Refused::Domain
+    } else if email {
+        Refused::Email
     } else {
         Refused::Other(d.message().to_owned())
     })

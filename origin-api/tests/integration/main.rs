@@ -8,6 +8,7 @@ mod common;
 mod activation;
 mod clicks;
 mod config_check;
+mod dashboard;
 mod domains_api;
 mod faults;
 mod fingerprints;

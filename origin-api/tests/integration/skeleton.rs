@@ -58,7 +58,7 @@ async fn tables(db: &Db) -> Vec<String> {
     names
 }
 
-const TABLES: [&str; 16] = [
+const TABLES: [&str; 20] = [
     "activation_promises",
     "api_keys",
     "bans",
@@ -74,7 +74,11 @@ const TABLES: [&str; 16] = [
     "leases",
     "link_hosts",
     "links",
+    "login_attempts",
+    "memberships",
     "outbox",
+    "sessions",
+    "users",
 ];
 
 #[tokio::test]

@@ -53,13 +53,14 @@ impl Drop for DevVars {
 async fn scripts_dev_runs_origin_and_edge_and_stops_them() {
     let dir = tempfile::tempdir().expect("temp dir");
     let dev_vars = DevVars::guard();
-    let (origin_port, edge_port) = (free_port(), free_port());
+    let (origin_port, edge_port, dashboard_port) = (free_port(), free_port(), free_port());
     let mut command = Command::new("bash");
     command
         .arg(repo_root().join("scripts/dev"))
         .env("HOP_ORIGIN_PORT", origin_port.to_string())
         .env("HOP_EDGE_PORT", edge_port.to_string())
         .env("HOP_METRICS_PORT", free_port().to_string())
+        .env("HOP_DASHBOARD_PORT", dashboard_port.to_string())
         .env("HOP_DEV_DIR", dir.path());
     let mut dev = Process::spawn("scripts/dev", command, dir.path().join("dev.log"));
 
@@ -108,6 +109,49 @@ async fn scripts_dev_runs_origin_and_edge_and_stops_them() {
         Some("https://example.com/published")
     );
 
+    // The printed development user signs in to the dashboard, and sees the owner's links.
+    let password = std::fs::read_to_string(dir.path().join("dev-password")).expect("password");
+    let dashboard = format!("http://127.0.0.1:{dashboard_port}");
+    assert!(
+        dev.log().contains(password.trim()),
+        "the password is printed"
+    );
+    let form = client()
+        .get(format!("{dashboard}/login"))
+        .send()
+        .await
+        .expect("dashboard answers");
+    let login_cookie = set_cookie(&form, "hop_login");
+    let html = form.text().await.expect("form");
+    let csrf = html
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a form token")
+        .to_owned();
+    let signed_in = client()
+        .post(format!("{dashboard}/login"))
+        .header("cookie", format!("hop_login={login_cookie}"))
+        .form(&[
+            ("email", "dev@hop.localhost"),
+            ("password", password.trim()),
+            ("csrf", &csrf),
+        ])
+        .send()
+        .await
+        .expect("sign in");
+    assert_eq!(signed_in.status(), StatusCode::SEE_OTHER, "{}", dev.log());
+    let session = set_cookie(&signed_in, "hop_session");
+    let links = client()
+        .get(format!("{dashboard}/o/dev/links"))
+        .header("cookie", format!("hop_session={session}"))
+        .send()
+        .await
+        .expect("links page");
+    assert_eq!(links.status(), StatusCode::OK);
+    let html = links.text().await.expect("page");
+    assert!(html.contains("https://localhost/e2e-published"), "{html}");
+
     // Stopping the script stops what it started, and it wrote nothing of the developer's.
     dev.stop();
     assert!(dev_vars.unchanged(), "scripts/dev rewrote .dev.vars");
@@ -120,4 +164,16 @@ async fn scripts_dev_runs_origin_and_edge_and_stops_them() {
         "origin still up"
     );
     assert!(client().get(&demo).send().await.is_err(), "edge still up");
+}
+
+/// The value of the cookie `name` a response sets.
+fn set_cookie(res: &reqwest::Response, name: &str) -> String {
+    res.headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .filter_map(|c| c.split(';').next()?.split_once('='))
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| v.to_owned())
+        .unwrap_or_else(|| panic!("no {name} cookie"))
 }

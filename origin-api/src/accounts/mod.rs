@@ -1,0 +1,483 @@
+//! Accounts: the people who sign in to the dashboard, their memberships, and their
+//! browsers' sessions (docs/dashboard.md).
+//!
+//! A browser never holds an API key: it holds a session cookie whose secret is stored
+//! only as its SHA-256. Guessing is throttled twice, each attempt booked before its
+//! password is verified (so that attempts sent at once cannot all slip through): per
+//! client address (as API keys are, [`AuthGuard`]), and per email in the database,
+//! known to Hop or not, so that guesses spread over many addresses and origins still
+//! slow down against one account, and the answers do not tell which emails have one.
+//! At most a few passwords are verified at once (each takes 19 MiB and a core for tens
+//! of milliseconds): past them a sign-in is told to retry, and the redirects sharing the
+//! process keep their cores.
+
+pub mod password;
+
+use crate::auth::AuthGuard;
+use crate::db::Db;
+use crate::model::api_key::sha256_hex;
+use crate::model::time::now_ms;
+use crate::model::{Membership, Role, Session, User};
+use crate::random_ids::random_hex;
+use crate::store::{self, StoreError};
+use std::net::IpAddr;
+use subtle::ConstantTimeEq;
+
+pub use password::PasswordRefused;
+
+/// A session ends this long after it was last used...
+pub const SESSION_IDLE_MS: i64 = 7 * 24 * 3_600_000;
+/// ...and this long after it began, however often it is used.
+pub const SESSION_MAX_MS: i64 = 30 * 24 * 3_600_000;
+/// A session's last use is written at most this often (a page view is not a write).
+const TOUCH_EVERY_MS: i64 = 5 * 60_000;
+/// Wrong passwords in a row that cost nothing; each one past them doubles the wait
+/// before the next may be tried, from one second up to [`MAX_LOCK_MS`].
+const FREE_FAILURES: i64 = 5;
+const MAX_LOCK_MS: i64 = 15 * 60_000;
+/// Attempts against an email are forgotten this long after the last one.
+pub const FORGET_ATTEMPTS_MS: i64 = 3_600_000;
+/// How long a sign-in waits for a turn to verify a password before it is told to retry.
+const HASHING_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// Wrong passwords a minute per client address, in bursts of as many.
+pub const FAILURES_PER_ADDRESS_MINUTE: u32 = 20;
+/// The longest email taken (RFC 5321's path limit).
+const MAX_EMAIL_CHARS: usize = 254;
+
+/// What went wrong with an account operation.
+#[derive(Debug, thiserror::Error)]
+pub enum AccountError {
+    /// The email is unknown or the password wrong: the same answer for both.
+    #[error("the email or the password is wrong")]
+    WrongCredentials,
+    /// The account was disabled by an operator (said only to whoever knows its password).
+    #[error("this account is disabled")]
+    Disabled,
+    /// Too many wrong passwords for this account lately.
+    #[error("too many wrong passwords: try again in {retry_after_s} s")]
+    Locked { retry_after_s: u64 },
+    /// Too many sign-ins from this address lately.
+    #[error("too many sign-ins from this address: try again in a minute")]
+    Throttled,
+    /// Too many passwords are being verified right now.
+    #[error("the dashboard is busy: try again in a moment")]
+    Busy,
+    #[error("{0}")]
+    BadEmail(&'static str),
+    #[error(transparent)]
+    BadPassword(#[from] PasswordRefused),
+    #[error("an account with that email exists already")]
+    EmailTaken,
+    #[error("no such user")]
+    NoSuchUser,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Internal(String),
+}
+
+/// A signed-in browser: who, as what, and its session's form token.
+#[derive(Debug, Clone)]
+pub struct SignedIn {
+    pub user: User,
+    pub memberships: Vec<Membership>,
+    /// The token every form of this session carries.
+    pub csrf_token: String,
+    session_hash: String,
+    /// Where the session's requests come from, for the throttle of a password change.
+    pub client: Option<IpAddr>,
+}
+
+impl SignedIn {
+    /// The user's role in `owner_id`: an operator is an admin of every owner.
+    pub fn role_in(&self, owner_id: &str) -> Option<Role> {
+        if self.user.operator {
+            return Some(Role::Admin);
+        }
+        self.memberships
+            .iter()
+            .find(|m| m.owner_id == owner_id)
+            .map(|m| m.role)
+    }
+
+    /// Whether `token` is this session's form token; constant time in the token.
+    pub fn csrf_matches(&self, token: &str) -> bool {
+        token.as_bytes().ct_eq(self.csrf_token.as_bytes()).into()
+    }
+}
+
+/// A new session: the secret for the cookie (shown once) and who it is.
+#[derive(Debug)]
+pub struct NewSession {
+    pub secret: String,
+    pub signed_in: SignedIn,
+}
+
+/// The accounts service.
+#[derive(Debug)]
+pub struct Accounts {
+    pub db: Db,
+    /// Wrong passwords per client address.
+    pub guard: AuthGuard,
+    /// Whether session cookies are `Secure` (and the session's is named `__Host-…`):
+    /// always, but on a development machine's plain-HTTP loopback
+    /// (`--dashboard-secure-cookies`).
+    pub secure_cookies: bool,
+    /// Turns to verify or make a password hash.
+    hashing: std::sync::Arc<tokio::sync::Semaphore>,
+}
+
+impl Accounts {
+    /// Accounts with `Secure` cookies.
+    pub fn new(db: Db) -> Self {
+        Accounts {
+            db,
+            guard: AuthGuard::new(FAILURES_PER_ADDRESS_MINUTE, std::time::Duration::ZERO),
+            secure_cookies: true,
+            hashing: std::sync::Arc::new(tokio::sync::Semaphore::new(
+                std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
+            )),
+        }
+    }
+
+    /// The same, with cookies `Secure` or not (`--dashboard-secure-cookies`).
+    pub fn with_secure_cookies(self, secure_cookies: bool) -> Self {
+        Accounts {
+            secure_cookies,
+            ..self
+        }
+    }
+
+    /// Creates a user with `password`; an operator is an instance administrator.
+    pub async fn create_user(
+        &self,
+        email: &str,
+        password: &str,
+        operator: bool,
+    ) -> Result<User, AccountError> {
+        let email = normalize_email(email)?;
+        password::check(password, &email)?;
+        let user = User {
+            user_id: format!("u_{}", random_id()?),
+            password_hash: self.hash(password).await?,
+            email,
+            operator,
+            created_at: now_ms(),
+            disabled_at: None,
+            session_epoch: 0,
+        };
+        match store::users::insert(&self.db, &user).await {
+            Err(StoreError::EmailTaken) => Err(AccountError::EmailTaken),
+            other => other.map(|()| user).map_err(AccountError::from),
+        }
+    }
+
+    /// The user with this email.
+    pub async fn user(&self, email: &str) -> Result<User, AccountError> {
+        let email = normalize_email(email)?;
+        store::users::by_email(&self.db, &email)
+            .await?
+            .ok_or(AccountError::NoSuchUser)
+    }
+
+    /// Gives the user `role` in `owner_id` (or changes the role they had there).
+    pub async fn grant(&self, user: &User, owner_id: &str, role: Role) -> Result<(), AccountError> {
+        if !crate::api_keys::valid_owner(owner_id) {
+            return Err(AccountError::Internal(format!(
+                "{owner_id:?} is not an owner id (1 to 128 bytes, no control characters)"
+            )));
+        }
+        Ok(store::users::grant(&self.db, &user.user_id, owner_id, role, now_ms()).await?)
+    }
+
+    /// Disables the user and ends every session of theirs.
+    pub async fn disable(&self, user: &User) -> Result<bool, AccountError> {
+        // The epoch moves on in the same statement: a sign-in verifying meanwhile makes
+        // a session that opens nothing.
+        let done = store::users::disable(&self.db, &user.user_id, now_ms()).await?;
+        store::sessions::delete_of_user(&self.db, &user.user_id, "").await?;
+        Ok(done)
+    }
+
+    /// Signs in with an email and a password from `client`: a new session, whatever
+    /// session the browser had before (a session id is never chosen by the browser, so
+    /// one planted in it before sign-in is worth nothing after).
+    pub async fn sign_in(
+        &self,
+        email: &str,
+        password: &str,
+        client: Option<IpAddr>,
+    ) -> Result<NewSession, AccountError> {
+        // Nothing longer than any account's could be right: refused before any work.
+        if email.chars().count() > MAX_EMAIL_CHARS
+            || password.chars().count() > password::MAX_PASSWORD_CHARS
+        {
+            return Err(AccountError::WrongCredentials);
+        }
+        let email = normalize_email(email).ok();
+        self.guard
+            .take(client)
+            .map_err(|_| AccountError::Throttled)?;
+        let now = now_ms();
+        if let Some(email) = &email {
+            self.book_attempt(email, now).await?;
+        }
+        // The same reads, writes and hashing whether the email has an account or not.
+        let user = match &email {
+            Some(email) => store::users::by_email(&self.db, email).await?,
+            None => None,
+        };
+        let right = match &user {
+            Some(user) => self.verify(password, &user.password_hash).await?,
+            None => {
+                self.verify(password, password::nobody()).await?;
+                false
+            }
+        };
+        let (Some(user), true, Some(email)) = (user, right, email) else {
+            return Err(AccountError::WrongCredentials);
+        };
+        store::users::forget_login_attempts(&self.db, &email).await?;
+        if user.disabled_at.is_some() {
+            return Err(AccountError::Disabled);
+        }
+        let secret = random_hex::<32>().map_err(|e| AccountError::Internal(e.to_string()))?;
+        let session = Session {
+            session_hash: sha256_hex(&secret),
+            user_id: user.user_id.clone(),
+            csrf_token: random_hex::<16>().map_err(|e| AccountError::Internal(e.to_string()))?,
+            // The epoch read before the password was verified: a new password or a
+            // "sign out everywhere" meanwhile leaves this session opening nothing.
+            epoch: user.session_epoch,
+            created_at: now,
+            last_seen_at: now,
+            expires_at: now + SESSION_IDLE_MS,
+        };
+        store::sessions::insert(&self.db, &session).await?;
+        let memberships = store::users::memberships(&self.db, &user.user_id).await?;
+        Ok(NewSession {
+            secret,
+            signed_in: SignedIn {
+                user,
+                memberships,
+                csrf_token: session.csrf_token,
+                session_hash: session.session_hash,
+                client,
+            },
+        })
+    }
+
+    /// Books one attempt against `email` before its password is verified: refused while
+    /// the email's wait runs, and when another attempt was booked since its count was
+    /// read (attempts sent at once get one turn between them).
+    async fn book_attempt(&self, email: &str, now: i64) -> Result<(), AccountError> {
+        let booked = match store::users::login_attempts(&self.db, email).await? {
+            None => store::users::claim_first_login_attempt(&self.db, email, now).await?,
+            Some(seen) => {
+                let forgotten = now - seen.last_at >= FORGET_ATTEMPTS_MS;
+                if let Some(until) = seen.locked_until.filter(|u| *u > now && !forgotten) {
+                    return Err(AccountError::Locked {
+                        retry_after_s: u64::try_from((until - now + 999) / 1000).unwrap_or(1),
+                    });
+                }
+                let failures = if forgotten { 1 } else { seen.failures + 1 };
+                let lock = lock_after(failures, now);
+                store::users::claim_login_attempt(
+                    &self.db,
+                    email,
+                    seen.failures,
+                    failures,
+                    lock,
+                    now,
+                )
+                .await?
+            }
+        };
+        if booked {
+            Ok(())
+        } else {
+            Err(AccountError::Locked { retry_after_s: 1 })
+        }
+    }
+
+    /// The live session whose cookie holds `secret`, of a user who is not disabled.
+    pub async fn session(
+        &self,
+        secret: &str,
+        client: Option<IpAddr>,
+    ) -> Result<Option<SignedIn>, AccountError> {
+        let hash = sha256_hex(secret);
+        let now = now_ms();
+        let Some(session) = store::sessions::get(&self.db, &hash).await? else {
+            return Ok(None);
+        };
+        if session.expires_at <= now {
+            store::sessions::delete(&self.db, &hash).await?;
+            return Ok(None);
+        }
+        let Some(user) = store::users::by_id(&self.db, &session.user_id).await? else {
+            return Ok(None);
+        };
+        if user.disabled_at.is_some() || user.session_epoch != session.epoch {
+            return Ok(None);
+        }
+        if now - session.last_seen_at >= TOUCH_EVERY_MS {
+            let ends = (now + SESSION_IDLE_MS).min(session.created_at + SESSION_MAX_MS);
+            store::sessions::touch(&self.db, &hash, now, ends).await?;
+        }
+        let memberships = store::users::memberships(&self.db, &user.user_id).await?;
+        Ok(Some(SignedIn {
+            user,
+            memberships,
+            csrf_token: session.csrf_token,
+            session_hash: hash,
+            client,
+        }))
+    }
+
+    /// Ends this session.
+    pub async fn sign_out(&self, signed_in: &SignedIn) -> Result<(), AccountError> {
+        Ok(store::sessions::delete(&self.db, &signed_in.session_hash).await?)
+    }
+
+    /// Ends every session of the user, this one included (one being made meanwhile
+    /// too).
+    pub async fn sign_out_everywhere(&self, signed_in: &SignedIn) -> Result<(), AccountError> {
+        store::users::end_sessions(&self.db, &signed_in.user.user_id).await?;
+        store::sessions::delete_of_user(&self.db, &signed_in.user.user_id, "").await?;
+        Ok(())
+    }
+
+    /// Changes the password, given the current one, and ends every other session. The
+    /// current password is guessed no faster than at sign-in: the same bookings.
+    pub async fn change_password(
+        &self,
+        signed_in: &SignedIn,
+        current: &str,
+        new: &str,
+    ) -> Result<(), AccountError> {
+        let user = &signed_in.user;
+        if current.chars().count() > password::MAX_PASSWORD_CHARS {
+            return Err(AccountError::WrongCredentials);
+        }
+        self.guard
+            .take(signed_in.client)
+            .map_err(|_| AccountError::Throttled)?;
+        self.book_attempt(&user.email, now_ms()).await?;
+        if !self.verify(current, &user.password_hash).await? {
+            return Err(AccountError::WrongCredentials);
+        }
+        store::users::forget_login_attempts(&self.db, &user.email).await?;
+        password::check(new, &user.email)?;
+        let hash = self.hash(new).await?;
+        let epoch = store::users::set_password(&self.db, &user.user_id, &hash).await?;
+        store::sessions::rekey(&self.db, &signed_in.session_hash, epoch).await?;
+        store::sessions::delete_of_user(&self.db, &user.user_id, &signed_in.session_hash).await?;
+        Ok(())
+    }
+
+    /// Sets a user's password without the current one (an operator's reset, from the
+    /// command line), and ends every session of theirs.
+    pub async fn reset_password(&self, user: &User, new: &str) -> Result<(), AccountError> {
+        password::check(new, &user.email)?;
+        let hash = self.hash(new).await?;
+        store::users::set_password(&self.db, &user.user_id, &hash).await?;
+        store::sessions::delete_of_user(&self.db, &user.user_id, "").await?;
+        store::users::forget_login_attempts(&self.db, &user.email).await?;
+        Ok(())
+    }
+
+    /// A turn to hash or verify a password, waiting at most [`HASHING_WAIT`].
+    async fn turn(&self) -> Result<tokio::sync::OwnedSemaphorePermit, AccountError> {
+        tokio::time::timeout(HASHING_WAIT, self.hashing.clone().acquire_owned())
+            .await
+            .map_err(|_| AccountError::Busy)?
+            .map_err(|_| AccountError::Busy)
+    }
+
+    async fn hash(&self, password: &str) -> Result<String, AccountError> {
+        let turn = self.turn().await?;
+        let password = password.to_owned();
+        tokio::task::spawn_blocking(move || {
+            let _turn = turn;
+            password::hash(&password)
+        })
+        .await
+        .map_err(|e| AccountError::Internal(e.to_string()))?
+        .map_err(AccountError::Internal)
+    }
+
+    async fn verify(&self, password: &str, phc: &str) -> Result<bool, AccountError> {
+        let turn = self.turn().await?;
+        let (password, phc) = (password.to_owned(), phc.to_owned());
+        tokio::task::spawn_blocking(move || {
+            let _turn = turn;
+            password::verify(&password, &phc)
+        })
+        .await
+        .map_err(|e| AccountError::Internal(e.to_string()))
+    }
+}
+
+/// When the next password may be tried after `failures` wrong ones in a row.
+fn lock_after(failures: i64, now: i64) -> Option<i64> {
+    let over = failures - FREE_FAILURES;
+    (over > 0).then(|| now + (1_000_i64 << (over - 1).min(20)).min(MAX_LOCK_MS))
+}
+
+/// An email as stored: trimmed and lowercased; roughly `local@domain.tld`.
+pub fn normalize_email(email: &str) -> Result<String, AccountError> {
+    let email = email.trim().to_lowercase();
+    if email.chars().count() > MAX_EMAIL_CHARS {
+        return Err(AccountError::BadEmail("an email is at most 254 characters"));
+    }
+    let valid = email.split_once('@').is_some_and(|(local, domain)| {
+        !local.is_empty()
+            && domain.contains('.')
+            && !domain.starts_with('.')
+            && !domain.ends_with('.')
+            && !domain.contains('@')
+    }) && !email.chars().any(|c| c.is_whitespace() || c.is_control());
+    if valid {
+        Ok(email)
+    } else {
+        Err(AccountError::BadEmail("an email is name@domain.example"))
+    }
+}
+
+fn random_id() -> Result<String, AccountError> {
+    random_hex::<12>().map_err(|e| AccountError::Internal(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wait_doubles_after_five_wrong_passwords_up_to_fifteen_minutes() {
+        assert_eq!(lock_after(5, 0), None);
+        assert_eq!(lock_after(6, 0), Some(1_000));
+        assert_eq!(lock_after(7, 0), Some(2_000));
+        assert_eq!(lock_after(15, 0), Some(512_000));
+        assert_eq!(lock_after(16, 0), Some(MAX_LOCK_MS));
+        assert_eq!(lock_after(10_000, 0), Some(MAX_LOCK_MS));
+    }
+
+    #[test]
+    fn emails_are_lowercased_and_roughly_checked() {
+        assert_eq!(
+            normalize_email(" Ana@Acme.Example ").unwrap(),
+            "ana@acme.example"
+        );
+        for bad in [
+            "ana",
+            "@acme.example",
+            "ana@acme",
+            "ana@.acme",
+            "a b@acme.example",
+            "a@b@c.example",
+        ] {
+            assert!(normalize_email(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! The dashboard: pages for the people who run campaigns and the operators, rendered on
+//! the server from compile-time-checked templates (askama), served by `hop-origin` on
+//! a listener of its own (`--dashboard-listen`), never on the short domains, where a
+//! page could shadow a code (docs/dashboard.md).
+//!
+//! Every page works without JavaScript: forms post, and the answer is a page or a
+//! redirect to one. A browser holds a session cookie, never an API key
+//! ([`crate::accounts`]); every form carries the session's token, and a post from
+//! another site is refused before it is read.
+
+mod assets;
+mod link_form;
+mod pages;
+mod render;
+mod session;
+
+use crate::app::AppState;
+use axum::http::{header, HeaderValue};
+use axum::routing::{get, post};
+use axum::Router;
+use tower_http::set_header::SetResponseHeaderLayer;
+
+pub use session::SESSION_COOKIE;
+
+/// The largest form body taken.
+const BODY_LIMIT: usize = 16 * 1024;
+
+/// No page loads anything from another host, runs inline script, or is framed.
+const CSP: &str = "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; \
+     form-action 'self'; base-uri 'none'; object-src 'none'";
+
+/// The dashboard's pages and assets.
+pub fn router(state: AppState) -> Router {
+    let header = |name, value: &'static str| {
+        SetResponseHeaderLayer::if_not_present(name, HeaderValue::from_static(value))
+    };
+    Router::new()
+        .route("/", get(pages::home))
+        .route("/login", get(pages::login_form).post(pages::login))
+        .route("/logout", post(pages::logout))
+        .route("/logout/everywhere", post(pages::logout_everywhere))
+        .route("/account", get(pages::account))
+        .route("/account/password", post(pages::change_password))
+        .route(
+            "/o/{owner}/links",
+            get(pages::links).post(link_form::create),
+        )
+        .route("/o/{owner}/links/new", get(link_form::new_link))
+        .route(
+            "/o/{owner}/links/{domain}/{code}",
+            get(link_form::edit).post(link_form::update),
+        )
+        .route(
+            "/o/{owner}/links/{domain}/{code}/delete",
+            post(link_form::delete),
+        )
+        .route("/assets/{name}", get(assets::asset))
+        .fallback(pages::not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            session::same_site_posts,
+        ))
+        // A form of this dashboard is a few hundred bytes; nothing needs more.
+        .layer(axum::extract::DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(header(header::CONTENT_SECURITY_POLICY, CSP))
+        .layer(header(header::X_FRAME_OPTIONS, "DENY"))
+        .layer(header(header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+        .layer(header(header::REFERRER_POLICY, "same-origin"))
+        .layer(header(header::CACHE_CONTROL, "no-store"))
+        .with_state(state)
+}

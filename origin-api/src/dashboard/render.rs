@@ -1,0 +1,94 @@
+//! How the dashboard answers: a page from its template, or a page that says what went
+//! wrong; and the bar at the top of every signed-in page.
+
+use crate::accounts::SignedIn;
+use askama::Template;
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Response};
+
+/// What the bar at the top of every signed-in page shows.
+pub(super) struct Nav {
+    pub(super) owners: Vec<NavOwner>,
+    pub(super) current: Option<String>,
+    pub(super) email: String,
+    pub(super) csrf: String,
+}
+
+pub(super) struct NavOwner {
+    pub(super) owner_id: String,
+    pub(super) role: &'static str,
+}
+
+impl Nav {
+    pub(super) fn of(signed: &SignedIn, current: Option<&str>) -> Option<Nav> {
+        Some(Nav {
+            owners: signed
+                .memberships
+                .iter()
+                .map(|m| NavOwner {
+                    owner_id: m.owner_id.clone(),
+                    role: m.role.as_str(),
+                })
+                .collect(),
+            current: current.map(str::to_owned),
+            email: signed.user.email.clone(),
+            csrf: signed.csrf_token.clone(),
+        })
+    }
+}
+
+#[derive(Template)]
+#[template(path = "dashboard/message.html")]
+struct MessagePage {
+    nav: Option<Nav>,
+    heading: String,
+    text: String,
+}
+
+/// A page, or a page saying what went wrong, with `status`.
+pub(super) fn render(status: StatusCode, page: &impl Template) -> Response {
+    match page.render() {
+        Ok(html) => (status, Html(html)).into_response(),
+        Err(e) => failure(&format!("rendering a page: {e}")),
+    }
+}
+
+pub(super) fn message(status: StatusCode, nav: Option<Nav>, heading: &str, text: &str) -> Response {
+    render(
+        status,
+        &MessagePage {
+            nav,
+            heading: heading.to_owned(),
+            text: text.to_owned(),
+        },
+    )
+}
+
+/// A failure of the origin, logged, and shown without its details.
+pub(super) fn failure(detail: &str) -> Response {
+    tracing::error!(detail, "dashboard failure");
+    message(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        None,
+        "Something went wrong",
+        "The dashboard could not do that just now. Try again in a moment.",
+    )
+}
+
+pub(super) fn refused_post() -> Response {
+    message(
+        StatusCode::FORBIDDEN,
+        None,
+        "Refused",
+        "That form was not sent from this dashboard, or it expired. Reload the page and try again.",
+    )
+}
+
+pub(super) fn not_found_for(signed: &SignedIn) -> Response {
+    message(
+        StatusCode::NOT_FOUND,
+        Nav::of(signed, None),
+        "Not found",
+        "There is nothing here, or nothing you may see.",
+    )
+}

@@ -1,0 +1,1 @@
+DELETE FROM sessions WHERE session_hash = $1

@@ -1,0 +1,1 @@
+DELETE FROM sessions WHERE user_id = $1 AND session_hash <> $2

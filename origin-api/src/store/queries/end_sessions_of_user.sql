@@ -1,0 +1,1 @@
+UPDATE users SET session_epoch = session_epoch + 1 WHERE user_id = $1

@@ -1,0 +1,1 @@
+DELETE FROM sessions WHERE expires_at < $1

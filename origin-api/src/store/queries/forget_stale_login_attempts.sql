@@ -1,0 +1,1 @@
+DELETE FROM login_attempts WHERE last_at < $1

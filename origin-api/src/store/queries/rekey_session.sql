@@ -1,0 +1,1 @@
+UPDATE sessions SET epoch = $1 WHERE session_hash = $2

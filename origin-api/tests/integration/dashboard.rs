@@ -1,0 +1,1000 @@
+//! The dashboard as a browser sees it: signing in and out, sessions, and the checks a
+//! post must pass. Each test attacks one promise of docs/dashboard.md, on both
+//! databases, through the dashboard's real router.
+
+use crate::common::{apis, Api};
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::{header, Request, StatusCode};
+use origin_api::accounts::Accounts;
+use origin_api::model::Role;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use tower::ServiceExt;
+
+const PASSWORD: &str = "correct horse battery staple";
+
+/// A browser: its cookies, and the address it connects from.
+struct Browser<'a> {
+    api: &'a Api,
+    cookies: BTreeMap<String, String>,
+    from: SocketAddr,
+    /// Extra headers on every request (`Sec-Fetch-Site`, `Origin`).
+    headers: Vec<(&'static str, String)>,
+}
+
+struct Page {
+    status: StatusCode,
+    headers: axum::http::HeaderMap,
+    html: String,
+}
+
+impl Page {
+    fn location(&self) -> &str {
+        self.headers
+            .get(header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+    }
+
+    /// The form token the page carries.
+    fn csrf(&self) -> String {
+        let at = self
+            .html
+            .find("name=\"csrf\" value=\"")
+            .expect("a form token");
+        let rest = &self.html[at + "name=\"csrf\" value=\"".len()..];
+        rest[..rest.find('"').expect("closing quote")].to_owned()
+    }
+
+    fn set_cookies(&self) -> Vec<&str> {
+        self.headers
+            .get_all(header::SET_COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect()
+    }
+}
+
+impl<'a> Browser<'a> {
+    fn new(api: &'a Api) -> Self {
+        Browser {
+            api,
+            cookies: BTreeMap::new(),
+            from: "203.0.113.7:40000".parse().expect("address"),
+            headers: Vec::new(),
+        }
+    }
+
+    async fn send(&mut self, method: &str, path: &str, form: Option<&[(&str, &str)]>) -> Page {
+        let mut req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::HOST, "dash.example");
+        if !self.cookies.is_empty() {
+            let jar = self
+                .cookies
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join("; ");
+            req = req.header(header::COOKIE, jar);
+        }
+        for (name, value) in &self.headers {
+            req = req.header(*name, value);
+        }
+        let body = match form {
+            Some(fields) => {
+                req = req.header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+                Body::from(
+                    url::form_urlencoded::Serializer::new(String::new())
+                        .extend_pairs(fields)
+                        .finish(),
+                )
+            }
+            None => Body::empty(),
+        };
+        let mut req = req.body(body).expect("request");
+        req.extensions_mut().insert(ConnectInfo(self.from));
+        let res = origin_api::dashboard::router(self.api.state.clone())
+            .oneshot(req)
+            .await
+            .expect("infallible");
+        let status = res.status();
+        let headers = res.headers().clone();
+        let bytes = axum::body::to_bytes(res.into_body(), usize::MAX)
+            .await
+            .expect("body");
+        let page = Page {
+            status,
+            headers,
+            html: String::from_utf8_lossy(&bytes).into_owned(),
+        };
+        for cookie in page.set_cookies() {
+            let pair = cookie.split(';').next().unwrap_or_default();
+            if let Some((name, value)) = pair.split_once('=') {
+                if value.is_empty() {
+                    self.cookies.remove(name);
+                } else {
+                    self.cookies.insert(name.to_owned(), value.to_owned());
+                }
+            }
+        }
+        page
+    }
+
+    async fn get(&mut self, path: &str) -> Page {
+        self.send("GET", path, None).await
+    }
+
+    async fn post(&mut self, path: &str, form: &[(&str, &str)]) -> Page {
+        self.send("POST", path, Some(form)).await
+    }
+
+    /// Loads the sign-in form and posts it.
+    async fn sign_in(&mut self, email: &str, password: &str) -> Page {
+        let form = self.get("/login").await;
+        assert_eq!(form.status, StatusCode::OK);
+        let csrf = form.csrf();
+        self.post(
+            "/login",
+            &[("email", email), ("password", password), ("csrf", &csrf)],
+        )
+        .await
+    }
+
+    fn session(&self) -> Option<&String> {
+        self.cookies.get("__Host-hop_session")
+    }
+}
+
+/// Records `failures` sign-in attempts against `email`, the last just now and its wait
+/// over: as if they had been made, without waiting out the waits between them.
+async fn seed_attempts(api: &Api, email: &str, failures: i64) {
+    let now = origin_api::model::time::now_ms();
+    api.exec(&format!(
+        "DELETE FROM login_attempts WHERE email = '{email}'"
+    ))
+    .await;
+    api.exec(&format!(
+        "INSERT INTO login_attempts (email, failures, locked_until, last_at) \
+         VALUES ('{email}', {failures}, NULL, {now})"
+    ))
+    .await;
+}
+
+/// A user who is `role` of `owner`.
+async fn member(api: &Api, email: &str, owner: &str, role: Role) -> origin_api::model::User {
+    let accounts = Accounts::new(api.state.db.clone());
+    let user = accounts
+        .create_user(email, PASSWORD, false)
+        .await
+        .expect("create user");
+    accounts.grant(&user, owner, role).await.expect("grant");
+    user
+}
+
+#[tokio::test]
+async fn signing_in_shows_the_owners_links_and_signing_out_ends_the_session() {
+    for (api, t) in apis("dash-sign-in").await {
+        member(&api, "Ana@Acme.example", "acme", Role::Editor).await;
+        let key = api.key("acme", false).await;
+        let created = api
+            .create(
+                &key,
+                json!({"target_url": "https://shop.example/spring?utm_source=x", "code": "spring", "title": "Spring <sale>", "tags": ["launch"]}),
+            )
+            .await;
+        assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+
+        let mut browser = Browser::new(&api);
+        let signed_in = browser.sign_in("ana@acme.example", PASSWORD).await;
+        assert_eq!(
+            signed_in.status,
+            StatusCode::SEE_OTHER,
+            "{}",
+            signed_in.html
+        );
+        assert_eq!(signed_in.location(), "/");
+        let cookie = signed_in
+            .set_cookies()
+            .into_iter()
+            .find(|c| c.starts_with("__Host-hop_session="))
+            .expect("a session cookie");
+        for attribute in ["HttpOnly", "SameSite=Lax", "Secure", "Path=/"] {
+            assert!(cookie.contains(attribute), "{attribute} in {cookie}");
+        }
+
+        let home = browser.get("/").await;
+        assert_eq!(home.location(), "/o/acme/links", "{}", t.kind());
+        let links = browser.get("/o/acme/links").await;
+        assert_eq!(links.status, StatusCode::OK, "{}", links.html);
+        assert!(
+            links.html.contains("https://s.example/spring"),
+            "{}",
+            links.html
+        );
+        assert!(links.html.contains("shop.example"));
+        assert!(
+            links.html.contains("Spring &#60;sale&#62;")
+                || links.html.contains("Spring &lt;sale&gt;"),
+            "a title is escaped: {}",
+            links.html
+        );
+        assert!(!links.html.contains("Spring <sale>"));
+        let csp = links.headers[header::CONTENT_SECURITY_POLICY]
+            .to_str()
+            .expect("ASCII");
+        assert!(csp.starts_with("default-src 'self'"), "{csp}");
+        assert_eq!(links.headers[header::CACHE_CONTROL], "no-store");
+        assert_eq!(links.headers[header::X_FRAME_OPTIONS], "DENY");
+
+        let stolen = browser.session().cloned().expect("session");
+        let csrf = links.csrf();
+        let out = browser.post("/logout", &[("csrf", &csrf)]).await;
+        assert_eq!(out.status, StatusCode::SEE_OTHER);
+        assert_eq!(out.location(), "/login");
+        assert!(browser.session().is_none(), "the cookie is removed");
+        // The old cookie, replayed, opens nothing: the session is gone, not just forgotten.
+        browser.cookies.insert("__Host-hop_session".into(), stolen);
+        let after = browser.get("/o/acme/links").await;
+        assert_eq!(after.status, StatusCode::SEE_OTHER);
+        assert_eq!(after.location(), "/login");
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_wrong_password_and_an_unknown_email_look_alike_and_guessing_slows_down() {
+    for (api, t) in apis("dash-guessing").await {
+        member(&api, "ana@acme.example", "acme", Role::Viewer).await;
+        let mut browser = Browser::new(&api);
+        let wrong = browser
+            .sign_in("ana@acme.example", "not the password")
+            .await;
+        let unknown = browser
+            .sign_in("nobody@acme.example", "not the password")
+            .await;
+        assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
+        assert_eq!(unknown.status, StatusCode::UNAUTHORIZED);
+        assert!(
+            wrong.html.contains("The email or the password is wrong"),
+            "{}",
+            wrong.html
+        );
+        assert_eq!(
+            wrong.html.replace(&wrong.csrf(), ""),
+            unknown
+                .html
+                .replace(&unknown.csrf(), "")
+                .replace("nobody@", "ana@"),
+            "the two answers differ only in what the browser sent"
+        );
+        // Four more wrong passwords are free (another address, so that only the
+        // account's own count is at work)...
+        browser.from = "198.51.100.9:40000".parse().expect("address");
+        for _ in 0..4 {
+            let page = browser.sign_in("ana@acme.example", "still not it").await;
+            assert_eq!(page.status, StatusCode::UNAUTHORIZED, "{}", t.kind());
+        }
+        // ...and from the sixth on each doubles a wait, during which even the right
+        // password is not tried: after the eleventh, 32 s (the count set as if the
+        // others had been made, rather than waiting out the first waits).
+        seed_attempts(&api, "ana@acme.example", 10).await;
+        let eleventh = browser.sign_in("ana@acme.example", "still not it").await;
+        assert_eq!(eleventh.status, StatusCode::UNAUTHORIZED);
+        let locked = browser.sign_in("ana@acme.example", PASSWORD).await;
+        assert_eq!(
+            locked.status,
+            StatusCode::TOO_MANY_REQUESTS,
+            "{}",
+            locked.html
+        );
+        assert!(locked.html.contains("try again in"), "{}", locked.html);
+        assert!(browser.session().is_none());
+
+        // One address spreading guesses over many accounts is stopped by its own count.
+        let mut scanner = Browser::new(&api);
+        scanner.from = "192.0.2.50:40000".parse().expect("address");
+        let mut statuses = Vec::new();
+        for i in 0..25 {
+            let page = scanner
+                .sign_in(&format!("user{i}@acme.example"), "guess")
+                .await;
+            statuses.push(page.status);
+        }
+        assert_eq!(statuses[0], StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            statuses.last(),
+            Some(&StatusCode::TOO_MANY_REQUESTS),
+            "{statuses:?}"
+        );
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn posts_without_the_form_token_or_from_another_site_are_refused() {
+    for (api, t) in apis("dash-csrf").await {
+        member(&api, "ana@acme.example", "acme", Role::Admin).await;
+        let mut attacker = Browser::new(&api);
+        // A sign-in posted without the form's cookie (from another site's page).
+        let forged = attacker
+            .post(
+                "/login",
+                &[
+                    ("email", "ana@acme.example"),
+                    ("password", PASSWORD),
+                    ("csrf", "x"),
+                ],
+            )
+            .await;
+        assert_eq!(forged.status, StatusCode::FORBIDDEN, "{}", t.kind());
+
+        let mut browser = Browser::new(&api);
+        let signed_in = browser.sign_in("ana@acme.example", PASSWORD).await;
+        assert_eq!(signed_in.status, StatusCode::SEE_OTHER);
+        let csrf = browser.get("/account").await.csrf();
+        for (why, form) in [
+            ("no token", vec![]),
+            (
+                "another token",
+                vec![("csrf", "0123456789abcdef0123456789abcdef")],
+            ),
+        ] {
+            let page = browser.post("/logout/everywhere", &form).await;
+            assert_eq!(page.status, StatusCode::FORBIDDEN, "{why}");
+        }
+        // The right token, from another site's page.
+        for (name, value) in [
+            ("sec-fetch-site", "cross-site".to_owned()),
+            ("origin", "https://evil.example".to_owned()),
+        ] {
+            browser.headers = vec![(name, value)];
+            let page = browser.post("/logout/everywhere", &[("csrf", &csrf)]).await;
+            assert_eq!(page.status, StatusCode::FORBIDDEN, "{name}");
+        }
+        browser.headers.clear();
+        assert_eq!(
+            browser.get("/account").await.status,
+            StatusCode::OK,
+            "nothing refused ended the session"
+        );
+        // From this site, with the token: done.
+        browser.headers = vec![
+            ("sec-fetch-site", "same-origin".to_owned()),
+            ("origin", "https://dash.example".to_owned()),
+        ];
+        let out = browser.post("/logout/everywhere", &[("csrf", &csrf)]).await;
+        assert_eq!(out.status, StatusCode::SEE_OTHER);
+        assert_eq!(browser.get("/account").await.location(), "/login");
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_session_id_planted_before_sign_in_is_worth_nothing_after() {
+    for (api, t) in apis("dash-fixation").await {
+        member(&api, "ana@acme.example", "acme", Role::Editor).await;
+        let planted = "ab".repeat(32);
+        let mut browser = Browser::new(&api);
+        browser
+            .cookies
+            .insert("__Host-hop_session".into(), planted.clone());
+        let signed_in = browser.sign_in("ana@acme.example", PASSWORD).await;
+        assert_eq!(signed_in.status, StatusCode::SEE_OTHER);
+        let issued = browser.session().cloned().expect("session");
+        assert_ne!(issued, planted, "{}", t.kind());
+        let mut attacker = Browser::new(&api);
+        attacker
+            .cookies
+            .insert("__Host-hop_session".into(), planted);
+        assert_eq!(attacker.get("/o/acme/links").await.location(), "/login");
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn another_owners_links_are_not_found_and_a_disabled_user_is_out() {
+    for (api, t) in apis("dash-owners").await {
+        let ana = member(&api, "ana@acme.example", "acme", Role::Viewer).await;
+        member(&api, "gil@globex.example", "globex", Role::Admin).await;
+        let mut browser = Browser::new(&api);
+        browser.sign_in("ana@acme.example", PASSWORD).await;
+        assert_eq!(browser.get("/o/acme/links").await.status, StatusCode::OK);
+        let other = browser.get("/o/globex/links").await;
+        assert_eq!(other.status, StatusCode::NOT_FOUND, "{}", t.kind());
+        assert!(!other.html.contains("globex.example"));
+
+        let accounts = Accounts::new(api.state.db.clone());
+        assert!(accounts.disable(&ana).await.expect("disable"));
+        assert_eq!(browser.get("/o/acme/links").await.location(), "/login");
+        let again = browser.sign_in("ana@acme.example", PASSWORD).await;
+        assert_eq!(again.status, StatusCode::FORBIDDEN);
+        assert!(again.html.contains("disabled"), "{}", again.html);
+        let wrong = browser
+            .sign_in("ana@acme.example", "not the password")
+            .await;
+        assert_eq!(
+            wrong.status,
+            StatusCode::UNAUTHORIZED,
+            "without the password, a disabled account looks like any other"
+        );
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_new_password_ends_the_other_sessions_and_expired_sessions_open_nothing() {
+    for (api, t) in apis("dash-password").await {
+        member(&api, "ana@acme.example", "acme", Role::Editor).await;
+        let (mut laptop, mut phone) = (Browser::new(&api), Browser::new(&api));
+        laptop.sign_in("ana@acme.example", PASSWORD).await;
+        phone.sign_in("ana@acme.example", PASSWORD).await;
+        let csrf = laptop.get("/account").await.csrf();
+
+        let refused = laptop
+            .post(
+                "/account/password",
+                &[
+                    ("csrf", &csrf),
+                    ("current", "wrong one"),
+                    ("new", "a brand new passphrase"),
+                ],
+            )
+            .await;
+        assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.html);
+        let short = laptop
+            .post(
+                "/account/password",
+                &[("csrf", &csrf), ("current", PASSWORD), ("new", "short")],
+            )
+            .await;
+        assert_eq!(short.status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(
+            short.html.contains("at least 12 characters"),
+            "{}",
+            short.html
+        );
+        assert_eq!(phone.get("/account").await.status, StatusCode::OK);
+
+        let changed = laptop
+            .post(
+                "/account/password",
+                &[
+                    ("csrf", &csrf),
+                    ("current", PASSWORD),
+                    ("new", "a brand new passphrase"),
+                ],
+            )
+            .await;
+        assert_eq!(changed.status, StatusCode::OK, "{}", changed.html);
+        assert!(changed.html.contains("Your password is changed"));
+        assert_eq!(
+            laptop.get("/account").await.status,
+            StatusCode::OK,
+            "{}",
+            t.kind()
+        );
+        assert_eq!(phone.get("/account").await.location(), "/login");
+        assert_eq!(
+            phone.sign_in("ana@acme.example", PASSWORD).await.status,
+            StatusCode::UNAUTHORIZED
+        );
+
+        // A session past its end opens nothing, whatever the cookie's own expiry says.
+        api.exec("UPDATE sessions SET expires_at = 0").await;
+        assert_eq!(laptop.get("/account").await.location(), "/login");
+        t.cleanup().await;
+    }
+}
+
+/// The form of a link page, ready to post back: its token and version, and `fields`.
+fn link_form<'f>(page: &Page, fields: &[(&'f str, &'f str)]) -> Vec<(String, String)> {
+    let version = page
+        .html
+        .split("name=\"version\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_default()
+        .to_owned();
+    let mut form = vec![
+        ("csrf".to_owned(), page.csrf()),
+        ("version".to_owned(), version),
+    ];
+    form.extend(
+        fields
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    );
+    form
+}
+
+impl Browser<'_> {
+    async fn post_owned(&mut self, path: &str, form: &[(String, String)]) -> Page {
+        let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        self.post(path, &pairs).await
+    }
+}
+
+#[tokio::test]
+async fn an_editor_creates_changes_and_deletes_a_link_with_plain_forms() {
+    for (api, t) in apis("dash-link-forms").await {
+        member(&api, "ana@acme.example", "acme", Role::Editor).await;
+        let key = api.key("acme", false).await;
+        let mut browser = Browser::new(&api);
+        browser.sign_in("ana@acme.example", PASSWORD).await;
+        let new = browser.get("/o/acme/links/new").await;
+        assert_eq!(new.status, StatusCode::OK, "{}", new.html);
+        assert!(
+            new.html.contains("<option value=\"s.example\""),
+            "{}",
+            new.html
+        );
+        let form = link_form(
+            &new,
+            &[
+                ("target_url", "https://shop.example/spring"),
+                ("domain", "s.example"),
+                ("code", "spring"),
+                ("title", "Spring sale"),
+                ("tags", "launch, q2 ,"),
+                ("expires_at", "2099-01-02T03:04"),
+                ("redirect", "301"),
+            ],
+        );
+        let created = browser.post_owned("/o/acme/links", &form).await;
+        assert_eq!(created.status, StatusCode::SEE_OTHER, "{}", created.html);
+        assert_eq!(
+            created.location(),
+            "/o/acme/links/s.example/spring",
+            "{}",
+            t.kind()
+        );
+        let read = api.read(&key, "s.example", "spring").await;
+        assert_eq!(read.body["title"], "Spring sale");
+        assert_eq!(read.body["tags"], json!(["launch", "q2"]));
+        assert_eq!(read.body["expires_at"], "2099-01-02T03:04:00Z");
+        assert_eq!(read.body["redirect"], 301);
+
+        let page = browser.get("/o/acme/links/s.example/spring").await;
+        assert!(page.html.contains("value=\"Spring sale\""), "{}", page.html);
+        assert!(page.html.contains("value=\"2099-01-02T03:04\""));
+        let form = link_form(
+            &page,
+            &[
+                ("target_url", "https://shop.example/summer"),
+                ("title", ""),
+                ("tags", "launch"),
+                ("expires_at", ""),
+                ("redirect", "302"),
+                ("status", "disabled"),
+            ],
+        );
+        let saved = browser
+            .post_owned("/o/acme/links/s.example/spring", &form)
+            .await;
+        assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.html);
+        assert!(browser.get(saved.location()).await.html.contains("Saved."));
+        let read = api.read(&key, "s.example", "spring").await;
+        assert_eq!(read.body["target_url"], "https://shop.example/summer");
+        assert_eq!(
+            read.body["title"],
+            Value::Null,
+            "an emptied title is removed"
+        );
+        assert_eq!(read.body["expires_at"], Value::Null);
+        assert_eq!(read.body["status"], "disabled");
+        assert_eq!(read.body["version"], 2);
+
+        let page = browser.get("/o/acme/links/s.example/spring").await;
+        let deleted = browser
+            .post_owned(
+                "/o/acme/links/s.example/spring/delete",
+                &link_form(&page, &[]),
+            )
+            .await;
+        assert_eq!(deleted.status, StatusCode::SEE_OTHER, "{}", deleted.html);
+        assert_eq!(
+            api.read(&key, "s.example", "spring").await.body["status"],
+            "deleted"
+        );
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_refused_form_keeps_what_was_typed_and_says_why() {
+    for (api, t) in apis("dash-link-refused").await {
+        member(&api, "ana@acme.example", "acme", Role::Admin).await;
+        let mut browser = Browser::new(&api);
+        browser.sign_in("ana@acme.example", PASSWORD).await;
+        let new = browser.get("/o/acme/links/new").await;
+        let typed = [
+            ("target_url", "javascript:alert(1)"),
+            ("domain", "s.example"),
+            ("code", "mine"),
+            ("title", "My <b>careful</b> title"),
+        ];
+        let refused = browser
+            .post_owned("/o/acme/links", &link_form(&new, &typed))
+            .await;
+        assert_eq!(
+            refused.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{}",
+            t.kind()
+        );
+        assert!(
+            refused.html.contains("Target URL:"),
+            "the field is named: {}",
+            refused.html
+        );
+        assert!(
+            refused
+                .html
+                .contains("My &#60;b&#62;careful&#60;/b&#62; title")
+                || refused.html.contains("My &lt;b&gt;careful&lt;/b&gt; title"),
+            "{}",
+            refused.html
+        );
+        assert!(refused.html.contains("value=\"mine\""), "the alias is kept");
+
+        let ok = [
+            ("target_url", "https://shop.example/"),
+            ("domain", "s.example"),
+            ("code", "mine"),
+        ];
+        let created = browser
+            .post_owned("/o/acme/links", &link_form(&new, &ok))
+            .await;
+        assert_eq!(created.status, StatusCode::SEE_OTHER, "{}", created.html);
+        let taken = browser
+            .post_owned("/o/acme/links", &link_form(&new, &ok))
+            .await;
+        assert_eq!(taken.status, StatusCode::CONFLICT);
+        assert!(taken.html.contains("is taken"), "{}", taken.html);
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_viewer_reads_a_link_but_cannot_change_it_and_others_links_are_not_found() {
+    for (api, t) in apis("dash-link-viewer").await {
+        member(&api, "vic@acme.example", "acme", Role::Viewer).await;
+        member(&api, "gil@globex.example", "globex", Role::Admin).await;
+        let key = api.key("acme", false).await;
+        let made = api
+            .create(
+                &key,
+                json!({"target_url": "https://shop.example/", "code": "readonly"}),
+            )
+            .await;
+        assert_eq!(made.status, StatusCode::CREATED);
+        let mut viewer = Browser::new(&api);
+        viewer.sign_in("vic@acme.example", PASSWORD).await;
+        let page = viewer.get("/o/acme/links/s.example/readonly").await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.html);
+        assert!(!page.html.contains(">Save<"), "{}", page.html);
+        assert!(!page.html.contains("Delete this link"));
+        assert_eq!(
+            viewer.get("/o/acme/links/new").await.status,
+            StatusCode::NOT_FOUND
+        );
+        let form = link_form(&page, &[("target_url", "https://evil.example/")]);
+        let refused = viewer
+            .post_owned("/o/acme/links/s.example/readonly", &form)
+            .await;
+        assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", t.kind());
+        let refused = viewer
+            .post_owned(
+                "/o/acme/links/s.example/readonly/delete",
+                &link_form(&page, &[]),
+            )
+            .await;
+        assert_eq!(refused.status, StatusCode::FORBIDDEN);
+        let created = viewer
+            .post_owned(
+                "/o/acme/links",
+                &link_form(&page, &[("target_url", "https://x.example/")]),
+            )
+            .await;
+        assert_eq!(created.status, StatusCode::FORBIDDEN);
+        let read = api.read(&key, "s.example", "readonly").await;
+        assert_eq!(
+            (
+                read.body["target_url"].as_str(),
+                read.body["version"].as_u64()
+            ),
+            (Some("https://shop.example/"), Some(1))
+        );
+
+        // Another owner's admin, through acme's paths or its own, finds nothing of acme's.
+        let mut other = Browser::new(&api);
+        other.sign_in("gil@globex.example", PASSWORD).await;
+        assert_eq!(
+            other.get("/o/acme/links/s.example/readonly").await.status,
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            other.get("/o/globex/links/s.example/readonly").await.status,
+            StatusCode::NOT_FOUND
+        );
+        let page = other.get("/o/globex/links/new").await;
+        let form = link_form(&page, &[("target_url", "https://evil.example/")]);
+        let refused = other
+            .post_owned("/o/globex/links/s.example/readonly", &form)
+            .await;
+        assert_eq!(refused.status, StatusCode::NOT_FOUND);
+        let refused = other
+            .post_owned("/o/acme/links/s.example/readonly", &form)
+            .await;
+        assert_eq!(refused.status, StatusCode::NOT_FOUND);
+        assert_eq!(
+            api.read(&key, "s.example", "readonly").await.body["version"],
+            1
+        );
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_change_that_lost_a_race_shows_what_changed_and_overwrites_nothing() {
+    for (api, t) in apis("dash-link-race").await {
+        member(&api, "ana@acme.example", "acme", Role::Editor).await;
+        let key = api.key("acme", false).await;
+        let made = api
+            .create(
+                &key,
+                json!({"target_url": "https://shop.example/", "code": "race", "title": "First"}),
+            )
+            .await;
+        assert_eq!(made.status, StatusCode::CREATED);
+        let mut browser = Browser::new(&api);
+        browser.sign_in("ana@acme.example", PASSWORD).await;
+        let page = browser.get("/o/acme/links/s.example/race").await;
+        // A colleague's script changes the title while the form is open.
+        let theirs = api
+            .patch_json(
+                &key,
+                "/v1/links/s.example/race",
+                Some("\"1\""),
+                json!({"title": "Theirs"}),
+            )
+            .await;
+        assert_eq!(theirs.status, StatusCode::OK, "{}", theirs.text);
+        let mine = link_form(
+            &page,
+            &[("target_url", "https://shop.example/"), ("title", "Mine")],
+        );
+        let lost = browser
+            .post_owned("/o/acme/links/s.example/race", &mine)
+            .await;
+        assert_eq!(
+            lost.status,
+            StatusCode::CONFLICT,
+            "{} {}",
+            t.kind(),
+            lost.html
+        );
+        assert!(
+            lost.html.contains("Someone changed this link"),
+            "{}",
+            lost.html
+        );
+        assert!(
+            lost.html.contains("<dt>Title</dt><dd>Theirs</dd>"),
+            "{}",
+            lost.html
+        );
+        assert!(
+            lost.html.contains("value=\"Mine\""),
+            "what was typed is kept"
+        );
+        assert_eq!(
+            api.read(&key, "s.example", "race").await.body["title"],
+            "Theirs"
+        );
+        // Saving the page again replaces their change, knowingly.
+        let again = link_form(
+            &lost,
+            &[("target_url", "https://shop.example/"), ("title", "Mine")],
+        );
+        let saved = browser
+            .post_owned("/o/acme/links/s.example/race", &again)
+            .await;
+        assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.html);
+        assert_eq!(
+            api.read(&key, "s.example", "race").await.body["title"],
+            "Mine"
+        );
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn sign_ins_sent_at_once_get_one_turn_between_them() {
+    for (api, t) in apis("dash-burst").await {
+        member(&api, "ana@acme.example", "acme", Role::Viewer).await;
+        // Ten wrong passwords made, the last one's wait over: the next booked starts a
+        // wait of 32 s, and every other sent with it must find the count moved on.
+        seed_attempts(&api, "ana@acme.example", 10).await;
+        let mut tasks = tokio::task::JoinSet::new();
+        for i in 0..20 {
+            let state = api.state.clone();
+            tasks.spawn(async move {
+                let api = Api { state };
+                let mut browser = Browser::new(&api);
+                browser.from = format!("192.0.2.{i}:40000").parse().expect("address");
+                browser.sign_in("ana@acme.example", "a guess").await.status
+            });
+        }
+        let mut statuses = Vec::new();
+        while let Some(status) = tasks.join_next().await {
+            statuses.push(status.expect("task"));
+        }
+        let verified = statuses
+            .iter()
+            .filter(|s| **s == StatusCode::UNAUTHORIZED)
+            .count();
+        assert_eq!(verified, 1, "{} {statuses:?}", t.kind());
+        assert_eq!(
+            statuses
+                .iter()
+                .filter(|s| **s == StatusCode::TOO_MANY_REQUESTS)
+                .count(),
+            19
+        );
+        let rows: Vec<(i64,)> = api
+            .rows("SELECT failures FROM login_attempts WHERE email = 'ana@acme.example'")
+            .await;
+        assert_eq!(rows, [(11,)], "one attempt booked, not twenty");
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_email_is_locked_like_an_account() {
+    for (api, t) in apis("dash-lock-alike").await {
+        member(&api, "ana@acme.example", "acme", Role::Viewer).await;
+        for email in ["ana@acme.example", "nobody@acme.example"] {
+            seed_attempts(&api, email, 10).await;
+        }
+        let mut pages = Vec::new();
+        for email in ["ana@acme.example", "nobody@acme.example"] {
+            let mut browser = Browser::new(&api);
+            browser.from = format!("198.51.100.{}:4000", pages.len() + 1)
+                .parse()
+                .expect("address");
+            let wrong = browser.sign_in(email, "a guess").await;
+            assert_eq!(wrong.status, StatusCode::UNAUTHORIZED, "{email}");
+            let locked = browser.sign_in(email, "another guess").await;
+            assert_eq!(
+                locked.status,
+                StatusCode::TOO_MANY_REQUESTS,
+                "{email} {}",
+                t.kind()
+            );
+            pages.push(
+                locked
+                    .html
+                    .replace(&locked.csrf(), "")
+                    .replace(email, "EMAIL"),
+            );
+        }
+        let strip_wait = |p: &str| {
+            p.split("try again in")
+                .next()
+                .unwrap_or_default()
+                .to_owned()
+        };
+        assert_eq!(
+            strip_wait(&pages[0]),
+            strip_wait(&pages[1]),
+            "a lock tells nothing of accounts"
+        );
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_session_begun_before_its_users_sessions_ended_opens_nothing() {
+    for (api, t) in apis("dash-epoch").await {
+        member(&api, "ana@acme.example", "acme", Role::Editor).await;
+        let mut browser = Browser::new(&api);
+        browser.sign_in("ana@acme.example", PASSWORD).await;
+        assert_eq!(browser.get("/account").await.status, StatusCode::OK);
+        // What a sign-in verifying while the password changed would leave: a session
+        // under the old epoch, whose row a "delete every session" ran too early to see.
+        api.exec("UPDATE users SET session_epoch = session_epoch + 1")
+            .await;
+        assert_eq!(
+            browser.get("/account").await.location(),
+            "/login",
+            "{}",
+            t.kind()
+        );
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn another_site_cannot_post_even_without_cookies_and_big_forms_are_refused() {
+    for (api, t) in apis("dash-cross-site").await {
+        member(&api, "ana@acme.example", "acme", Role::Editor).await;
+        // A page of evil.example posting to the dashboard: a real browser sends no
+        // SameSite=Lax cookie with it. Refused before anything, no cookie touched.
+        let mut evil = Browser::new(&api);
+        evil.headers = vec![("sec-fetch-site", "cross-site".to_owned())];
+        for path in ["/logout", "/login", "/account/password", "/o/acme/links"] {
+            let page = evil.post(path, &[("csrf", "x")]).await;
+            assert_eq!(page.status, StatusCode::FORBIDDEN, "{path} {}", t.kind());
+            assert!(
+                page.set_cookies().is_empty(),
+                "{path}: {:?}",
+                page.set_cookies()
+            );
+        }
+        // Over HTTPS (secure cookies), a page of the same host over plain HTTP is another
+        // site too.
+        let mut browser = Browser::new(&api);
+        browser.sign_in("ana@acme.example", PASSWORD).await;
+        let csrf = browser.get("/account").await.csrf();
+        browser.headers = vec![("origin", "http://dash.example".to_owned())];
+        let page = browser.post("/logout", &[("csrf", &csrf)]).await;
+        assert_eq!(page.status, StatusCode::FORBIDDEN);
+        browser.headers.clear();
+        assert_eq!(browser.get("/account").await.status, StatusCode::OK);
+        // A form is a few hundred bytes: 20 KiB is refused before it is parsed.
+        let huge = "x".repeat(20 * 1024);
+        let page = browser
+            .post(
+                "/login",
+                &[("email", "ana@acme.example"), ("password", &huge)],
+            )
+            .await;
+        assert_eq!(page.status, StatusCode::PAYLOAD_TOO_LARGE);
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn the_current_password_is_guessed_no_faster_than_at_sign_in() {
+    for (api, t) in apis("dash-change-guess").await {
+        member(&api, "ana@acme.example", "acme", Role::Editor).await;
+        let mut stolen = Browser::new(&api);
+        stolen.sign_in("ana@acme.example", PASSWORD).await;
+        let csrf = stolen.get("/account").await.csrf();
+        seed_attempts(&api, "ana@acme.example", 10).await;
+        let guess = |current: &'static str| {
+            vec![
+                ("csrf".to_owned(), csrf.clone()),
+                ("current".to_owned(), current.to_owned()),
+                ("new".to_owned(), "a brand new passphrase".to_owned()),
+            ]
+        };
+        let wrong = stolen
+            .post_owned("/account/password", &guess("guess one"))
+            .await;
+        assert_eq!(wrong.status, StatusCode::FORBIDDEN, "{}", t.kind());
+        let locked = stolen
+            .post_owned("/account/password", &guess("guess two"))
+            .await;
+        assert_eq!(
+            locked.status,
+            StatusCode::TOO_MANY_REQUESTS,
+            "{}",
+            locked.html
+        );
+        let right = stolen
+            .post_owned("/account/password", &guess(PASSWORD))
+            .await;
+        assert_eq!(
+            right.status,
+            StatusCode::TOO_MANY_REQUESTS,
+            "not even the right one during the wait"
+        );
+        t.cleanup().await;
+    }
+}
