@@ -222,6 +222,17 @@ fn creator<'a>(signed: &SignedIn, owner: &'a str) -> Creator<'a> {
     }
 }
 
+/// `owner`'s link `domain/code`, as the API would find it for the owner (404 for any
+/// other's).
+async fn load(
+    links: &Links,
+    signed: &SignedIn,
+    (owner, domain, code): (&str, &str, &str),
+    intent: Intent,
+) -> Result<Link, AppError> {
+    owned_link(&links.db, &creator(signed, owner), domain, code, intent).await
+}
+
 /// What the create limit counts this user's links by.
 fn limit_key(signed: &SignedIn) -> String {
     format!("user:{}", signed.user.user_id)
@@ -315,11 +326,8 @@ pub(super) async fn create(
     Path(owner): Path<String>,
     Form(form): Form<LinkForm>,
 ) -> Response {
-    if !signed.csrf_matches(&form.csrf) {
-        return refused_post();
-    }
-    if role(&signed, &owner) != Some(true) {
-        return forbidden(&signed, &owner);
+    if let Some(refused) = refused_change(&signed, &owner, &form.csrf) {
+        return refused;
     }
     let made = async {
         links.create_limit.take(&limit_key(&signed), 1)?;
@@ -344,11 +352,10 @@ pub(super) async fn edit(
     if role(&signed, &owner).is_none() {
         return not_found_for(&signed);
     }
-    let link = match owned_link(
-        &links.db,
-        &creator(&signed, &owner),
-        &domain,
-        &code,
+    let link = match load(
+        &links,
+        &signed,
+        (&owner, &domain, &code),
         Intent::ReadOrDelete,
     )
     .await
@@ -378,23 +385,10 @@ pub(super) async fn update(
     Path((owner, domain, code)): Path<(String, String, String)>,
     Form(form): Form<LinkForm>,
 ) -> Response {
-    if !signed.csrf_matches(&form.csrf) {
-        return refused_post();
+    if let Some(refused) = refused_change(&signed, &owner, &form.csrf) {
+        return refused;
     }
-    match role(&signed, &owner) {
-        None => return not_found_for(&signed),
-        Some(false) => return forbidden(&signed, &owner),
-        Some(true) => {}
-    }
-    let current = match owned_link(
-        &links.db,
-        &creator(&signed, &owner),
-        &domain,
-        &code,
-        Intent::Change,
-    )
-    .await
-    {
+    let current = match load(&links, &signed, (&owner, &domain, &code), Intent::Change).await {
         Ok(link) => link,
         Err(AppError::NotFound) => return not_found_for(&signed),
         Err(e) => return refused_form(&signed, &links, &owner, None, form, &e).await,
@@ -437,20 +431,14 @@ pub(super) async fn delete(
     Path((owner, domain, code)): Path<(String, String, String)>,
     Form(form): Form<LinkForm>,
 ) -> Response {
-    if !signed.csrf_matches(&form.csrf) {
-        return refused_post();
-    }
-    match role(&signed, &owner) {
-        None => return not_found_for(&signed),
-        Some(false) => return forbidden(&signed, &owner),
-        Some(true) => {}
+    if let Some(refused) = refused_change(&signed, &owner, &form.csrf) {
+        return refused;
     }
     let deleted = async {
-        let current = owned_link(
-            &links.db,
-            &creator(&signed, &owner),
-            &domain,
-            &code,
+        let current = load(
+            &links,
+            &signed,
+            (&owner, &domain, &code),
             Intent::ReadOrDelete,
         )
         .await?;
@@ -499,6 +487,19 @@ async fn refused_form(
         ..LinkPage::new(signed, owner, existing, form)
     };
     render(status, &page)
+}
+
+/// Why a post may not change `owner`'s links, if it may not: its form token wrong, or its
+/// user not an editor there (a member who is not is refused; anyone else finds nothing).
+fn refused_change(signed: &SignedIn, owner: &str, csrf: &str) -> Option<Response> {
+    if !signed.csrf_matches(csrf) {
+        return Some(refused_post());
+    }
+    match role(signed, owner) {
+        None => Some(not_found_for(signed)),
+        Some(false) => Some(forbidden(signed, owner)),
+        Some(true) => None,
+    }
 }
 
 fn forbidden(signed: &SignedIn, owner: &str) -> Response {
