@@ -1041,3 +1041,54 @@ pub async fn forget_stale_login_attempts(c: &mut Conn) -> Result<(), sqlx::Error
     .await?;
     Ok(())
 }
+
+/// `store/invitations.rs`: an invitation made.
+pub async fn insert_invitation(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/insert_invitation.sql",
+        "t",
+        "o",
+        "viewer",
+        "e",
+        "u",
+        0_i64,
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/invitations.rs`: an invitation by its token's hash.
+pub async fn invitation_by_hash(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/invitation_by_hash.sql",
+        "t"
+    )
+    .fetch_optional(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/invitations.rs`: an invitation used, once.
+pub async fn claim_invitation(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/claim_invitation.sql",
+        0_i64,
+        "t"
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/users.rs`: an owner's members and their roles.
+pub async fn members_of_owner(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/members_of_owner.sql",
+        "o"
+    )
+    .fetch_all(c)
+    .await?;
+    Ok(())
+}

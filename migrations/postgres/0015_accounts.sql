@@ -55,3 +55,17 @@ CREATE TABLE login_attempts (
     last_at      BIGINT NOT NULL
 );
 CREATE INDEX login_attempts_by_last ON login_attempts (last_at);
+
+-- An invitation to join an owner with a role: a one-time link that expires. Only the
+-- SHA-256 of its token is stored; `used_at` is set by the one acceptance that counts.
+CREATE TABLE invitations (
+    token_hash TEXT   PRIMARY KEY,
+    owner_id   TEXT   NOT NULL,
+    role       TEXT   NOT NULL CHECK (role IN ('admin', 'editor', 'viewer')),
+    email      TEXT   NOT NULL,
+    created_by TEXT   NOT NULL,
+    created_at BIGINT NOT NULL,
+    expires_at BIGINT NOT NULL,
+    used_at    BIGINT
+);
+CREATE INDEX invitations_by_owner ON invitations (owner_id);

@@ -17,7 +17,7 @@ use crate::auth::AuthGuard;
 use crate::db::Db;
 use crate::model::api_key::sha256_hex;
 use crate::model::time::now_ms;
-use crate::model::{Membership, Role, Session, User};
+use crate::model::{Invitation, Membership, Role, Session, User};
 use crate::random_ids::random_hex;
 use crate::store::{self, StoreError};
 use std::net::IpAddr;
@@ -41,6 +41,8 @@ pub const FORGET_ATTEMPTS_MS: i64 = 3_600_000;
 const HASHING_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// Wrong passwords a minute per client address, in bursts of as many.
 pub const FAILURES_PER_ADDRESS_MINUTE: u32 = 20;
+/// How long an invitation may be accepted.
+pub const INVITATION_TTL_MS: i64 = 7 * 24 * 3_600_000;
 /// The longest email taken (RFC 5321's path limit).
 const MAX_EMAIL_CHARS: usize = 254;
 
@@ -70,6 +72,9 @@ pub enum AccountError {
     EmailTaken,
     #[error("no such user")]
     NoSuchUser,
+    /// The invitation was used, ran out, or never was.
+    #[error("this invitation was used or has expired: ask for a new one")]
+    InvitationGone,
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("{0}")]
@@ -111,6 +116,13 @@ impl SignedIn {
 pub struct NewSession {
     pub secret: String,
     pub signed_in: SignedIn,
+}
+
+/// A new invitation: the token for its link (shown once) and what it grants.
+#[derive(Debug)]
+pub struct NewInvitation {
+    pub token: String,
+    pub invitation: Invitation,
 }
 
 /// The accounts service.
@@ -188,6 +200,91 @@ impl Accounts {
             )));
         }
         Ok(store::users::grant(&self.db, &user.user_id, owner_id, role, now_ms()).await?)
+    }
+
+    /// An invitation for `email` to join `owner_id` as `role`, made by `created_by` (a
+    /// user id, or `cli`): a one-time link valid for [`INVITATION_TTL_MS`].
+    pub async fn invite(
+        &self,
+        owner_id: &str,
+        role: Role,
+        email: &str,
+        created_by: &str,
+    ) -> Result<NewInvitation, AccountError> {
+        if !crate::api_keys::valid_owner(owner_id) {
+            return Err(AccountError::Internal(format!(
+                "{owner_id:?} is not an owner id (1 to 128 bytes, no control characters)"
+            )));
+        }
+        let token = random_hex::<32>().map_err(|e| AccountError::Internal(e.to_string()))?;
+        let now = now_ms();
+        let invitation = Invitation {
+            token_hash: sha256_hex(&token),
+            owner_id: owner_id.to_owned(),
+            role,
+            email: normalize_email(email)?,
+            created_by: created_by.to_owned(),
+            created_at: now,
+            expires_at: now + INVITATION_TTL_MS,
+            used_at: None,
+        };
+        store::invitations::insert(&self.db, &invitation).await?;
+        Ok(NewInvitation { token, invitation })
+    }
+
+    /// The invitation whose link holds `token`, while it may be accepted, and whether
+    /// its email has an account already.
+    pub async fn invitation(&self, token: &str) -> Result<(Invitation, bool), AccountError> {
+        let invitation = store::invitations::get(&self.db, &sha256_hex(token))
+            .await?
+            .filter(|i| i.used_at.is_none() && i.expires_at > now_ms())
+            .ok_or(AccountError::InvitationGone)?;
+        let has_account = store::users::by_email(&self.db, &invitation.email)
+            .await?
+            .is_some();
+        Ok((invitation, has_account))
+    }
+
+    /// Accepts the invitation whose link holds `token`: with the password of the account
+    /// its email has (verified and booked as a sign-in is), or, when it has none, with
+    /// the password of a new account. The invitation counts once; the role is given,
+    /// and a session made. The invitation comes back with the session.
+    pub async fn accept(
+        &self,
+        token: &str,
+        password: &str,
+        client: Option<IpAddr>,
+    ) -> Result<(NewSession, Invitation), AccountError> {
+        let (invitation, has_account) = self.invitation(token).await?;
+        if !has_account {
+            password::check(password, &invitation.email)?;
+            match self.create_user(&invitation.email, password, false).await {
+                // Made meanwhile (another invitation): its password decides below.
+                Ok(_) | Err(AccountError::EmailTaken) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let mut new = self.sign_in(&invitation.email, password, client).await?;
+        if !store::invitations::claim(&self.db, &invitation.token_hash, now_ms()).await? {
+            self.sign_out(&new.signed_in).await?;
+            return Err(AccountError::InvitationGone);
+        }
+        let user = &new.signed_in.user;
+        store::users::grant(
+            &self.db,
+            &user.user_id,
+            &invitation.owner_id,
+            invitation.role,
+            now_ms(),
+        )
+        .await?;
+        new.signed_in.memberships = store::users::memberships(&self.db, &user.user_id).await?;
+        Ok((new, invitation))
+    }
+
+    /// The members of `owner_id`: email and role, by email.
+    pub async fn members(&self, owner_id: &str) -> Result<Vec<(String, Role)>, AccountError> {
+        Ok(store::users::members_of(&self.db, owner_id).await?)
     }
 
     /// Disables the user and ends every session of theirs.

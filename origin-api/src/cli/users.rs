@@ -1,7 +1,7 @@
 //! `hop-origin users …`: the dashboard's accounts, from the operator's shell.
 
 use crate::accounts::{AccountError, Accounts};
-use crate::config::UsersCommand;
+use crate::config::{MemberArgs, UsersCommand};
 use crate::model::time::rfc3339;
 use crate::store;
 use std::io::BufRead;
@@ -46,7 +46,7 @@ pub async fn run(accounts: &Accounts, command: UsersCommand) -> Result<(), Accou
                 );
             }
         }
-        UsersCommand::Grant { email, owner, role } => {
+        UsersCommand::Grant(MemberArgs { email, owner, role }) => {
             let user = accounts.user(&email).await?;
             accounts.grant(&user, &owner, role).await?;
             println!("{} is {role} of {owner}", user.email);
@@ -59,6 +59,18 @@ pub async fn run(accounts: &Accounts, command: UsersCommand) -> Result<(), Accou
                 "password of {} set; every session of theirs ended",
                 user.email
             );
+        }
+        UsersCommand::Invite {
+            member: MemberArgs { email, owner, role },
+            dashboard_url,
+        } => {
+            let new = accounts.invite(&owner, role, &email, "cli").await?;
+            let base = dashboard_url.as_deref().unwrap_or("").trim_end_matches('/');
+            println!(
+                "invitation for {} to {owner} as {role}, once, for 7 days:",
+                new.invitation.email
+            );
+            println!("{base}/invite/{}", new.token);
         }
         UsersCommand::Disable { email } => {
             let user = accounts.user(&email).await?;

@@ -208,25 +208,39 @@ pub enum UsersCommand {
     /// List the users, their roles and whether they are disabled.
     List,
     /// Give a user a role in an owner (or change the role they have there).
-    Grant {
-        #[arg(long)]
-        email: String,
-        #[arg(long)]
-        owner: String,
-        /// admin, editor or viewer.
-        #[arg(long, value_parser = parse_role)]
-        role: crate::model::Role,
-    },
+    Grant(MemberArgs),
     /// Set a user's password (they are signed out everywhere).
     ResetPassword {
         #[arg(long)]
         email: String,
+    },
+    /// Invite someone by email to an owner with a role: prints a one-time link, valid
+    /// for 7 days, that joins their account or makes one.
+    Invite {
+        #[command(flatten)]
+        member: MemberArgs,
+        /// The dashboard's address as its users reach it (`https://admin.example.com`),
+        /// to print the whole link.
+        #[arg(long, env = "HOP_DASHBOARD_URL")]
+        dashboard_url: Option<String>,
     },
     /// Disable a user: they cannot sign in, and every session of theirs ends.
     Disable {
         #[arg(long)]
         email: String,
     },
+}
+
+/// Someone's role in an owner: `--email`, `--owner`, `--role`.
+#[derive(Debug, Args)]
+pub struct MemberArgs {
+    #[arg(long)]
+    pub email: String,
+    #[arg(long)]
+    pub owner: String,
+    /// admin, editor or viewer.
+    #[arg(long, value_parser = parse_role)]
+    pub role: crate::model::Role,
 }
 
 fn parse_role(s: &str) -> Result<crate::model::Role, String> {

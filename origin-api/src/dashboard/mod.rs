@@ -10,6 +10,7 @@
 
 mod assets;
 mod link_form;
+mod members;
 mod pages;
 mod render;
 mod session;
@@ -46,6 +47,9 @@ pub fn router(state: AppState) -> Router {
             get(pages::links).post(link_form::create),
         )
         .route("/o/{owner}/links/new", get(link_form::new_link))
+        .route("/o/{owner}/members", get(members::members))
+        .route("/o/{owner}/invitations", post(members::invite))
+        .route("/invite/{token}", get(members::open).post(members::accept))
         .route(
             "/o/{owner}/links/{domain}/{code}",
             get(link_form::edit).post(link_form::update),

@@ -3,14 +3,14 @@
 
 use super::render::{failure, message, not_found_for, refused_post, render, Nav};
 use super::session::{
-    cookie, login_cookie_name, no_session_cookie, session_cookie, set_cookie, ClientIp, Signed,
+    login_cookie_name, no_session_cookie, session_cookie, set_cookie, token_tied, with_tied_token,
+    ClientIp, Signed,
 };
 use crate::accounts::password::MIN_PASSWORD_CHARS;
 use crate::accounts::{AccountError, Accounts, SignedIn};
 use crate::links::Links;
 use crate::model::time::rfc3339;
 use crate::model::{Creator, Link, LinkState, ListFilter, Role};
-use crate::random_ids::random_hex;
 use crate::store;
 use crate::views::links::ListParams;
 use askama::Template;
@@ -20,7 +20,6 @@ use axum::response::{AppendHeaders, IntoResponse, Redirect, Response};
 use axum::Form;
 use serde::Deserialize;
 use std::sync::Arc;
-use subtle::ConstantTimeEq;
 
 #[derive(Template)]
 #[template(path = "dashboard/login.html")]
@@ -53,6 +52,7 @@ struct LinksPage {
     links: Vec<LinkRow>,
     next: Option<String>,
     may_edit: bool,
+    may_admin: bool,
 }
 
 struct StatusOption {
@@ -124,20 +124,17 @@ fn login_page(
     email: String,
     error: Option<String>,
 ) -> Response {
-    let Ok(csrf) = random_hex::<16>() else {
-        return failure("no randomness for the sign-in form");
-    };
-    let cookie = set_cookie(accounts, login_cookie_name(accounts), &csrf, 3600);
-    let page = render(
-        status,
-        &LoginPage {
-            nav: None,
-            csrf,
-            email,
-            error,
-        },
-    );
-    ([(header::SET_COOKIE, cookie)], page).into_response()
+    with_tied_token(accounts, |csrf| {
+        render(
+            status,
+            &LoginPage {
+                nav: None,
+                csrf,
+                email,
+                error,
+            },
+        )
+    })
 }
 
 #[derive(Deserialize)]
@@ -157,9 +154,7 @@ pub(super) async fn login(
     headers: HeaderMap,
     Form(form): Form<LoginForm>,
 ) -> Response {
-    let tied = cookie(&headers, login_cookie_name(&accounts)).is_some_and(|c| {
-        !form.csrf.is_empty() && bool::from(c.as_bytes().ct_eq(form.csrf.as_bytes()))
-    });
+    let tied = token_tied(&accounts, &headers, &form.csrf);
     if !tied {
         return refused_post();
     }
@@ -197,7 +192,7 @@ pub(super) async fn login(
     }
 }
 
-fn capitalized(s: &str) -> String {
+pub(super) fn capitalized(s: &str) -> String {
     let mut chars = s.chars();
     chars
         .next()
@@ -427,6 +422,9 @@ pub(super) async fn links(
             may_edit: signed
                 .role_in(&owner)
                 .is_some_and(|r| r.allows(Role::Editor)),
+            may_admin: signed
+                .role_in(&owner)
+                .is_some_and(|r| r.allows(Role::Admin)),
             next,
             owner,
         },

@@ -43,6 +43,26 @@ pub(super) fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> 
         .map(|(_, value)| value)
 }
 
+/// A page with a form that no session vouches for yet (signing in, accepting an
+/// invitation), given a fresh token that a cookie ties to this browser.
+pub(super) fn with_tied_token(
+    accounts: &Accounts,
+    page: impl FnOnce(String) -> Response,
+) -> Response {
+    let Ok(token) = crate::random_ids::random_hex::<16>() else {
+        return super::render::failure("no randomness for a form");
+    };
+    let cookie = set_cookie(accounts, login_cookie_name(accounts), &token, 3600);
+    ([(header::SET_COOKIE, cookie)], page(token)).into_response()
+}
+
+/// Whether `token`, posted with such a form, is the one its cookie ties to this browser.
+pub(super) fn token_tied(accounts: &Accounts, headers: &HeaderMap, token: &str) -> bool {
+    use subtle::ConstantTimeEq;
+    cookie(headers, login_cookie_name(accounts))
+        .is_some_and(|c| !token.is_empty() && bool::from(c.as_bytes().ct_eq(token.as_bytes())))
+}
+
 /// A `Set-Cookie` value: `HttpOnly`, `SameSite=Lax` (a link from an email to a page
 /// finds the user signed in; a post from another site carries no cookie), for the
 /// whole site, `Secure` unless told otherwise. `max_age_s` 0 removes it.

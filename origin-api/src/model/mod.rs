@@ -15,4 +15,4 @@ pub use api_key::ApiKey;
 pub use ban::{denylist, denylist_snapshot, Ban, BanTarget};
 pub use domain::{Creator, Domain, DomainAccess, DomainStatus, Refusal};
 pub use link::{Link, LinkOptions, LinkState, ListFilter, Published, KV_PROPAGATION_MS};
-pub use user::{LoginAttempts, Membership, Role, Session, User};
+pub use user::{Invitation, LoginAttempts, Membership, Role, Session, User};

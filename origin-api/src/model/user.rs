@@ -78,6 +78,21 @@ pub struct LoginAttempts {
     pub last_at: i64,
 }
 
+/// An invitation to join an owner with a role, as stored (only its token's hash).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invitation {
+    pub token_hash: String,
+    pub owner_id: String,
+    pub role: Role,
+    /// Whom it was made for (lowercased): the account it makes or joins.
+    pub email: String,
+    /// The user id of the admin who made it, or `cli`.
+    pub created_by: String,
+    pub created_at: i64,
+    pub expires_at: i64,
+    pub used_at: Option<i64>,
+}
+
 /// A user's role in one owner.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Membership {

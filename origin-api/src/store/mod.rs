@@ -15,6 +15,7 @@ mod contract;
 pub mod domains;
 mod fencing;
 pub mod idempotency;
+pub mod invitations;
 pub use clicks::{
     Attributed, ClickDims, ClickStore, DimCount, Folded, Increments, LinkRef, Rollup, Totals,
     FOLD_PARTS, OTHER_REFERRERS,

@@ -176,6 +176,19 @@ pub async fn memberships(db: &Db, user_id: &str) -> Result<Vec<Membership>, Stor
         .collect()
 }
 
+/// The members of `owner_id` (email and role), by email.
+pub async fn members_of(db: &Db, owner_id: &str) -> Result<Vec<(String, Role)>, StoreError> {
+    let rows: Vec<(String, String)> = db.read_all(MEMBERS_OF_OWNER, &[owner_id.into()]).await?;
+    rows.into_iter()
+        .map(|(email, role)| {
+            let role = Role::parse(&role)
+                .ok_or_else(|| StoreError::Corrupt(format!("membership role {role:?}")))?;
+            Ok((email, role))
+        })
+        .collect()
+}
+
+const MEMBERS_OF_OWNER: &str = include_str!("queries/members_of_owner.sql");
 const INSERT_USER: &str = include_str!("queries/insert_user.sql");
 const USER_BY_EMAIL: &str = include_str!("queries/user_by_email.sql");
 const USER_BY_ID: &str = include_str!("queries/user_by_id.sql");

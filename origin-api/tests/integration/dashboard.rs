@@ -1003,3 +1003,174 @@ async fn the_current_password_is_guessed_no_faster_than_at_sign_in() {
         t.cleanup().await;
     }
 }
+
+/// The invitation link a members page shows, as a path.
+fn invitation_path(page: &Page) -> String {
+    let at = page.html.find("/invite/").expect("an invitation link");
+    page.html[at..at + "/invite/".len() + 64].to_owned()
+}
+
+#[tokio::test]
+async fn an_admin_invites_a_new_member_who_joins_once() {
+    for (api, t) in apis("dash-invite-new").await {
+        member(&api, "ana@acme.example", "acme", Role::Admin).await;
+        let mut admin = Browser::new(&api);
+        admin.sign_in("ana@acme.example", PASSWORD).await;
+        let page = admin.get("/o/acme/members").await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.html);
+        let csrf = page.csrf();
+        let made = admin
+            .post(
+                "/o/acme/invitations",
+                &[
+                    ("csrf", &csrf),
+                    ("email", "Bob@Acme.example"),
+                    ("role", "editor"),
+                ],
+            )
+            .await;
+        assert_eq!(made.status, StatusCode::OK, "{}", made.html);
+        let link = invitation_path(&made);
+        assert!(
+            made.html.contains("https://dash.example/invite/"),
+            "{}",
+            made.html
+        );
+
+        let mut bob = Browser::new(&api);
+        let form = bob.get(&link).await;
+        assert_eq!(form.status, StatusCode::OK, "{}", form.html);
+        assert!(form.html.contains("Choose a password"));
+        let short = bob
+            .post(&link, &[("csrf", &form.csrf()), ("password", "short")])
+            .await;
+        assert_eq!(
+            short.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{}",
+            short.html
+        );
+        let joined = bob
+            .post(
+                &link,
+                &[
+                    ("csrf", &short.csrf()),
+                    ("password", "bob's long passphrase"),
+                ],
+            )
+            .await;
+        assert_eq!(
+            joined.status,
+            StatusCode::SEE_OTHER,
+            "{} {}",
+            t.kind(),
+            joined.html
+        );
+        assert_eq!(joined.location(), "/o/acme/links");
+        assert_eq!(
+            bob.get("/o/acme/links/new").await.status,
+            StatusCode::OK,
+            "an editor"
+        );
+
+        // Once: the link joins nobody else.
+        let mut eve = Browser::new(&api);
+        assert_eq!(eve.get(&link).await.status, StatusCode::GONE);
+        let members = admin.get("/o/acme/members").await;
+        assert!(
+            members.html.contains("bob@acme.example"),
+            "{}",
+            members.html
+        );
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn an_existing_user_joins_with_their_own_password_and_links_expire() {
+    for (api, t) in apis("dash-invite-existing").await {
+        member(&api, "gil@globex.example", "globex", Role::Admin).await;
+        let accounts = Accounts::new(api.state.db.clone());
+        let new = accounts
+            .invite("acme", Role::Viewer, "gil@globex.example", "cli")
+            .await
+            .expect("invite");
+        let link = format!("/invite/{}", new.token);
+        let mut gil = Browser::new(&api);
+        let form = gil.get(&link).await;
+        assert!(
+            form.html.contains("The password of your account"),
+            "{}",
+            form.html
+        );
+        let wrong = gil
+            .post(
+                &link,
+                &[("csrf", &form.csrf()), ("password", "not it at all")],
+            )
+            .await;
+        assert_eq!(wrong.status, StatusCode::UNAUTHORIZED, "{}", t.kind());
+        let joined = gil
+            .post(&link, &[("csrf", &wrong.csrf()), ("password", PASSWORD)])
+            .await;
+        assert_eq!(joined.status, StatusCode::SEE_OTHER, "{}", joined.html);
+        let links = gil.get("/o/acme/links").await;
+        assert_eq!(links.status, StatusCode::OK);
+        assert!(
+            links.html.contains("/o/globex/links"),
+            "both owners in the bar"
+        );
+        assert_eq!(
+            gil.get("/o/acme/links/new").await.status,
+            StatusCode::NOT_FOUND,
+            "a viewer"
+        );
+
+        let late = accounts
+            .invite("acme", Role::Admin, "gil@globex.example", "cli")
+            .await
+            .expect("invite");
+        api.exec("UPDATE invitations SET expires_at = 0 WHERE used_at IS NULL")
+            .await;
+        assert_eq!(
+            gil.get(&format!("/invite/{}", late.token)).await.status,
+            StatusCode::GONE
+        );
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn only_an_owners_admins_see_and_invite_its_members() {
+    for (api, t) in apis("dash-invite-who").await {
+        member(&api, "ed@acme.example", "acme", Role::Editor).await;
+        member(&api, "gil@globex.example", "globex", Role::Admin).await;
+        let mut editor = Browser::new(&api);
+        editor.sign_in("ed@acme.example", PASSWORD).await;
+        assert_eq!(
+            editor.get("/o/acme/members").await.status,
+            StatusCode::FORBIDDEN
+        );
+        let csrf = editor.get("/account").await.csrf();
+        let refused = editor
+            .post(
+                "/o/acme/invitations",
+                &[
+                    ("csrf", &csrf),
+                    ("email", "x@acme.example"),
+                    ("role", "admin"),
+                ],
+            )
+            .await;
+        assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", t.kind());
+        let mut outsider = Browser::new(&api);
+        outsider.sign_in("gil@globex.example", PASSWORD).await;
+        assert_eq!(
+            outsider.get("/o/acme/members").await.status,
+            StatusCode::NOT_FOUND
+        );
+        let rows: Vec<(i64,)> = api.rows("SELECT COUNT(*) FROM invitations").await;
+        assert_eq!(rows, [(0,)]);
+        t.cleanup().await;
+    }
+}

@@ -58,7 +58,7 @@ async fn tables(db: &Db) -> Vec<String> {
     names
 }
 
-const TABLES: [&str; 20] = [
+const TABLES: [&str; 21] = [
     "activation_promises",
     "api_keys",
     "bans",
@@ -71,6 +71,7 @@ const TABLES: [&str; 20] = [
     "domains",
     "id_segments",
     "idempotency",
+    "invitations",
     "leases",
     "link_hosts",
     "links",

@@ -1,0 +1,310 @@
+//! An owner's members, and invitations: an owner's admin invites someone by email with a
+//! role, and is shown a one-time link to pass on (Hop sends no email); whoever opens it
+//! joins with the password of their account, or of a new one.
+
+use super::render::{failure, message, not_found_for, refused_post, render, Nav};
+use super::session::{
+    login_cookie_name, session_cookie, set_cookie, token_tied, with_tied_token, ClientIp, Signed,
+};
+use crate::accounts::{AccountError, Accounts, SignedIn, INVITATION_TTL_MS};
+use crate::model::Role;
+use askama::Template;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{AppendHeaders, IntoResponse, Redirect, Response};
+use axum::Form;
+use serde::Deserialize;
+use std::sync::Arc;
+
+#[derive(Template)]
+#[template(path = "dashboard/members.html")]
+struct MembersPage {
+    nav: Option<Nav>,
+    owner: String,
+    members: Vec<(String, &'static str)>,
+    csrf: String,
+    /// The link of the invitation just made, shown once.
+    invited: Option<Invited>,
+    error: Option<String>,
+    days: i64,
+}
+
+struct Invited {
+    email: String,
+    role: &'static str,
+    link: String,
+}
+
+#[derive(Template)]
+#[template(path = "dashboard/invitation.html")]
+struct InvitationPage {
+    nav: Option<Nav>,
+    owner: String,
+    role: &'static str,
+    email: String,
+    has_account: bool,
+    csrf: String,
+    error: Option<String>,
+}
+
+/// Whether `signed` administers `owner`: `None` when they are no member (the page is not
+/// found), `Some(false)` for a member who is not an admin.
+fn admin_of(signed: &SignedIn, owner: &str) -> Option<bool> {
+    signed.role_in(owner).map(|r| r.allows(Role::Admin))
+}
+
+async fn members_page(
+    accounts: &Accounts,
+    signed: &SignedIn,
+    owner: &str,
+    status: StatusCode,
+    invited: Option<Invited>,
+    error: Option<String>,
+) -> Response {
+    let members = match accounts.members(owner).await {
+        Ok(m) => m
+            .into_iter()
+            .map(|(email, role)| (email, role.as_str()))
+            .collect(),
+        Err(e) => return failure(&e.to_string()),
+    };
+    render(
+        status,
+        &MembersPage {
+            nav: Nav::of(signed, Some(owner)),
+            owner: owner.to_owned(),
+            members,
+            csrf: signed.csrf_token.clone(),
+            invited,
+            error,
+            days: INVITATION_TTL_MS / 86_400_000,
+        },
+    )
+}
+
+/// `GET /o/{owner}/members`: for the owner's admins.
+pub(super) async fn members(
+    Signed(signed): Signed,
+    State(accounts): State<Arc<Accounts>>,
+    Path(owner): Path<String>,
+) -> Response {
+    match admin_of(&signed, &owner) {
+        None => not_found_for(&signed),
+        Some(false) => only_admins(&signed, &owner),
+        Some(true) => members_page(&accounts, &signed, &owner, StatusCode::OK, None, None).await,
+    }
+}
+
+fn only_admins(signed: &SignedIn, owner: &str) -> Response {
+    message(
+        StatusCode::FORBIDDEN,
+        Nav::of(signed, Some(owner)),
+        "Admins only",
+        "Only an admin of this owner manages its members.",
+    )
+}
+
+#[derive(Deserialize)]
+pub(super) struct InviteForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    email: String,
+    #[serde(default)]
+    role: String,
+}
+
+/// `POST /o/{owner}/invitations`: a new invitation, its link shown once.
+pub(super) async fn invite(
+    Signed(signed): Signed,
+    State(accounts): State<Arc<Accounts>>,
+    Path(owner): Path<String>,
+    headers: HeaderMap,
+    Form(form): Form<InviteForm>,
+) -> Response {
+    if !signed.csrf_matches(&form.csrf) {
+        return refused_post();
+    }
+    match admin_of(&signed, &owner) {
+        None => return not_found_for(&signed),
+        Some(false) => return only_admins(&signed, &owner),
+        Some(true) => {}
+    }
+    let Some(role) = Role::parse(form.role.trim()) else {
+        let why = "Choose a role: admin, editor or viewer.".to_owned();
+        return members_page(
+            &accounts,
+            &signed,
+            &owner,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            None,
+            Some(why),
+        )
+        .await;
+    };
+    match accounts
+        .invite(&owner, role, &form.email, &signed.user.user_id)
+        .await
+    {
+        Ok(new) => {
+            let invited = Invited {
+                email: new.invitation.email,
+                role: role.as_str(),
+                link: invitation_link(&accounts, &headers, &new.token),
+            };
+            members_page(
+                &accounts,
+                &signed,
+                &owner,
+                StatusCode::OK,
+                Some(invited),
+                None,
+            )
+            .await
+        }
+        Err(AccountError::BadEmail(why)) => {
+            members_page(
+                &accounts,
+                &signed,
+                &owner,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                None,
+                Some(why.to_owned()),
+            )
+            .await
+        }
+        Err(e) => failure(&e.to_string()),
+    }
+}
+
+/// The invitation's link on this dashboard, as the browser reached it.
+fn invitation_link(accounts: &Accounts, headers: &HeaderMap, token: &str) -> String {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("localhost");
+    let scheme = if accounts.secure_cookies {
+        "https"
+    } else {
+        "http"
+    };
+    format!("{scheme}://{host}/invite/{token}")
+}
+
+/// A token as an invitation's link carries it: 64 hex digits.
+fn well_formed(token: &str) -> bool {
+    token.len() == 64 && token.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+fn gone() -> Response {
+    message(
+        StatusCode::GONE,
+        None,
+        "Invitation used or expired",
+        "This invitation was used, or has expired. Ask whoever invited you for a new one.",
+    )
+}
+
+fn invitation_page(
+    accounts: &Accounts,
+    status: StatusCode,
+    invitation: &crate::model::Invitation,
+    has_account: bool,
+    error: Option<String>,
+) -> Response {
+    with_tied_token(accounts, |csrf| {
+        render(
+            status,
+            &InvitationPage {
+                nav: None,
+                owner: invitation.owner_id.clone(),
+                role: invitation.role.as_str(),
+                email: invitation.email.clone(),
+                has_account,
+                csrf,
+                error,
+            },
+        )
+    })
+}
+
+/// `GET /invite/{token}`: whoever holds the link.
+pub(super) async fn open(
+    State(accounts): State<Arc<Accounts>>,
+    Path(token): Path<String>,
+) -> Response {
+    if !well_formed(&token) {
+        return gone();
+    }
+    match accounts.invitation(&token).await {
+        Ok((invitation, has_account)) => {
+            invitation_page(&accounts, StatusCode::OK, &invitation, has_account, None)
+        }
+        Err(AccountError::InvitationGone) => gone(),
+        Err(e) => failure(&e.to_string()),
+    }
+}
+
+#[derive(Deserialize)]
+pub(super) struct AcceptForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    password: String,
+}
+
+/// `POST /invite/{token}`: joins, and signs in.
+pub(super) async fn accept(
+    State(accounts): State<Arc<Accounts>>,
+    ClientIp(client): ClientIp,
+    Path(token): Path<String>,
+    headers: HeaderMap,
+    Form(form): Form<AcceptForm>,
+) -> Response {
+    let tied = token_tied(&accounts, &headers, &form.csrf);
+    if !tied {
+        return refused_post();
+    }
+    if !well_formed(&token) {
+        return gone();
+    }
+    match accounts.accept(&token, &form.password, client).await {
+        Ok((new, invitation)) => {
+            let to = format!(
+                "/o/{}/links",
+                super::pages::path_segment(&invitation.owner_id)
+            );
+            (
+                AppendHeaders([
+                    (header::SET_COOKIE, session_cookie(&accounts, &new.secret)),
+                    (
+                        header::SET_COOKIE,
+                        set_cookie(&accounts, login_cookie_name(&accounts), "", 0),
+                    ),
+                ]),
+                Redirect::to(&to),
+            )
+                .into_response()
+        }
+        Err(AccountError::InvitationGone) => gone(),
+        Err(e) => {
+            let status = match e {
+                AccountError::WrongCredentials => StatusCode::UNAUTHORIZED,
+                AccountError::BadPassword(_) => StatusCode::UNPROCESSABLE_ENTITY,
+                AccountError::Disabled => StatusCode::FORBIDDEN,
+                AccountError::Locked { .. } | AccountError::Throttled => {
+                    StatusCode::TOO_MANY_REQUESTS
+                }
+                AccountError::Busy => StatusCode::SERVICE_UNAVAILABLE,
+                other => return failure(&other.to_string()),
+            };
+            match accounts.invitation(&token).await {
+                Ok((invitation, has_account)) => {
+                    let why = super::pages::capitalized(&e.to_string());
+                    invitation_page(&accounts, status, &invitation, has_account, Some(why))
+                }
+                Err(_) => gone(),
+            }
+        }
+    }
+}
