@@ -105,6 +105,13 @@ impl SignedIn {
             .map(|m| m.role)
     }
 
+    /// Whether the user may do what `needed` may in `owner_id`: `None` when they are no
+    /// member of it (its pages are not found for them), `Some(false)` for a member whose
+    /// role does not reach `needed`.
+    pub fn allows(&self, owner_id: &str, needed: Role) -> Option<bool> {
+        self.role_in(owner_id).map(|r| r.allows(needed))
+    }
+
     /// Whether `token` is this session's form token; constant time in the token.
     pub fn csrf_matches(&self, token: &str) -> bool {
         token.as_bytes().ct_eq(self.csrf_token.as_bytes()).into()

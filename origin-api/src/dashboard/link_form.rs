@@ -3,7 +3,7 @@
 //! pages that show it. A refused form comes back with everything typed in it and the
 //! reason; a change that lost a race with another shows what the link is now.
 
-use super::render::{failure, message, not_found_for, refused_post, render, Nav};
+use super::render::{capitalized, failure, message, not_found_for, refused_post, render, Nav};
 use super::session::Signed;
 use crate::accounts::SignedIn;
 use crate::error::AppError;
@@ -209,7 +209,7 @@ impl LinkPage {
 
 /// The owner's page for `signed`, if they may see it, and whether they may change it.
 fn role(signed: &SignedIn, owner: &str) -> Option<bool> {
-    signed.role_in(owner).map(|r| r.allows(Role::Editor))
+    signed.allows(owner, Role::Editor)
 }
 
 /// Whom the services judge: the owner, acting through this user (an operator may use
@@ -255,7 +255,7 @@ impl LinkPage {
             existing: existing.map(|l| Existing {
                 domain: l.domain.clone(),
                 code: l.code.clone(),
-                short_url: format!("https://{}/{}", l.domain, l.code),
+                short_url: l.short_url(),
                 status: l.status.as_str(),
             }),
             may_edit: role(signed, owner).unwrap_or(false)
@@ -279,7 +279,7 @@ fn refusal(e: &AppError) -> Option<(StatusCode, String)> {
     }
     let said = match e {
         AppError::Invalid { field, detail } => format!("{}: {detail}", label(field)),
-        other => capital(&other.to_string()),
+        other => capitalized(&other.to_string()),
     };
     Some((status, said))
 }
@@ -294,7 +294,7 @@ fn label(field: &str) -> String {
         "title" => "Title".into(),
         "tags" => "Tags".into(),
         "redirect" => "Redirect".into(),
-        other => capital(other),
+        other => capitalized(other),
     }
 }
 
@@ -476,11 +476,6 @@ async fn refused_form(
     } else {
         Vec::new()
     };
-    let status = if status == StatusCode::UNPROCESSABLE_ENTITY || status.is_client_error() {
-        status
-    } else {
-        StatusCode::UNPROCESSABLE_ENTITY
-    };
     let page = LinkPage {
         domains,
         error: Some(why),
@@ -509,14 +504,6 @@ fn forbidden(signed: &SignedIn, owner: &str) -> Response {
         "Read only",
         "Your role in this owner lets you read its links, not change them.",
     )
-}
-
-fn capital(s: &str) -> String {
-    let mut chars = s.chars();
-    chars
-        .next()
-        .map(|c| c.to_uppercase().chain(chars).collect())
-        .unwrap_or_default()
 }
 
 /// The fields where `theirs` (the link now) differs from `mine` (the form sent).

@@ -2,7 +2,7 @@
 //! role, and is shown a one-time link to pass on (Hop sends no email); whoever opens it
 //! joins with the password of their account, or of a new one.
 
-use super::render::{failure, message, not_found_for, refused_post, render, Nav};
+use super::render::{capitalized, failure, message, not_found_for, refused_post, render, Nav};
 use super::session::{
     login_cookie_name, session_cookie, set_cookie, token_tied, with_tied_token, ClientIp, Signed,
 };
@@ -47,12 +47,6 @@ struct InvitationPage {
     error: Option<String>,
 }
 
-/// Whether `signed` administers `owner`: `None` when they are no member (the page is not
-/// found), `Some(false)` for a member who is not an admin.
-fn admin_of(signed: &SignedIn, owner: &str) -> Option<bool> {
-    signed.role_in(owner).map(|r| r.allows(Role::Admin))
-}
-
 async fn members_page(
     accounts: &Accounts,
     signed: &SignedIn,
@@ -88,7 +82,7 @@ pub(super) async fn members(
     State(accounts): State<Arc<Accounts>>,
     Path(owner): Path<String>,
 ) -> Response {
-    match admin_of(&signed, &owner) {
+    match signed.allows(&owner, Role::Admin) {
         None => not_found_for(&signed),
         Some(false) => only_admins(&signed, &owner),
         Some(true) => members_page(&accounts, &signed, &owner, StatusCode::OK, None, None).await,
@@ -125,7 +119,7 @@ pub(super) async fn invite(
     if !signed.csrf_matches(&form.csrf) {
         return refused_post();
     }
-    match admin_of(&signed, &owner) {
+    match signed.allows(&owner, Role::Admin) {
         None => return not_found_for(&signed),
         Some(false) => return only_admins(&signed, &owner),
         Some(true) => {}
@@ -300,7 +294,7 @@ pub(super) async fn accept(
             };
             match accounts.invitation(&token).await {
                 Ok((invitation, has_account)) => {
-                    let why = super::pages::capitalized(&e.to_string());
+                    let why = capitalized(&e.to_string());
                     invitation_page(&accounts, status, &invitation, has_account, Some(why))
                 }
                 Err(_) => gone(),

@@ -1,7 +1,7 @@
 //! The dashboard's pages: each handler reads what it needs, calls a service, and renders
 //! a template or redirects.
 
-use super::render::{failure, message, not_found_for, refused_post, render, Nav};
+use super::render::{capitalized, failure, message, not_found_for, refused_post, render, Nav};
 use super::session::{
     login_cookie_name, no_session_cookie, session_cookie, set_cookie, token_tied, with_tied_token,
     ClientIp, Signed,
@@ -84,7 +84,7 @@ impl LinkRow {
                 path_segment(&link.domain),
                 path_segment(&link.code)
             ),
-            short_url: format!("https://{}/{}", link.domain, link.code),
+            short_url: link.short_url(),
             target_host: url::Url::parse(&link.target_url)
                 .ok()
                 .and_then(|u| u.host_str().map(str::to_owned))
@@ -190,14 +190,6 @@ pub(super) async fn login(
             login_page(&accounts, status, form.email, Some(capitalized(&error)))
         }
     }
-}
-
-pub(super) fn capitalized(s: &str) -> String {
-    let mut chars = s.chars();
-    chars
-        .next()
-        .map(|c| c.to_uppercase().chain(chars).collect())
-        .unwrap_or_default()
 }
 
 /// `POST /logout`: this session ends.
@@ -355,10 +347,7 @@ pub(super) async fn links(
     Path(owner): Path<String>,
     Query(query): Query<LinksQuery>,
 ) -> Response {
-    if !signed
-        .role_in(&owner)
-        .is_some_and(|r| r.allows(Role::Viewer))
-    {
+    if signed.allows(&owner, Role::Viewer) != Some(true) {
         return not_found_for(&signed);
     }
     let creator = Creator {
@@ -419,12 +408,8 @@ pub(super) async fn links(
             tag: query.tag.trim().to_owned(),
             statuses,
             links: page.items.iter().map(|l| LinkRow::of(&owner, l)).collect(),
-            may_edit: signed
-                .role_in(&owner)
-                .is_some_and(|r| r.allows(Role::Editor)),
-            may_admin: signed
-                .role_in(&owner)
-                .is_some_and(|r| r.allows(Role::Admin)),
+            may_edit: signed.allows(&owner, Role::Editor) == Some(true),
+            may_admin: signed.allows(&owner, Role::Admin) == Some(true),
             next,
             owner,
         },

@@ -92,3 +92,12 @@ pub(super) fn not_found_for(signed: &SignedIn) -> Response {
         "There is nothing here, or nothing you may see.",
     )
 }
+
+/// `s` with its first letter a capital: a service's words as a sentence on a page.
+pub(super) fn capitalized(s: &str) -> String {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}

@@ -258,7 +258,7 @@ pub(crate) async fn qr(
         Intent::ReadOrDelete,
     )
     .await?;
-    let drawn = crate::links::qr::draw(&format!("https://{}", link.route_key()), &params)?;
+    let drawn = crate::links::qr::draw(&link.short_url(), &params)?;
     Ok((
         [
             (header::CONTENT_TYPE, drawn.content_type),
