@@ -224,7 +224,7 @@ fn creator<'a>(signed: &SignedIn, owner: &'a str) -> Creator<'a> {
 
 /// `owner`'s link `domain/code`, as the API would find it for the owner (404 for any
 /// other's).
-async fn load(
+pub(super) async fn load(
     links: &Links,
     signed: &SignedIn,
     (owner, domain, code): (&str, &str, &str),
@@ -531,7 +531,7 @@ fn differences(mine: &LinkForm, theirs: &LinkForm) -> Vec<Changed> {
 }
 
 /// The page of one link.
-fn link_path(owner: &str, domain: &str, code: &str) -> String {
+pub(super) fn link_path(owner: &str, domain: &str, code: &str) -> String {
     use super::pages::path_segment;
     format!(
         "/o/{}/links/{}/{}",

@@ -8,7 +8,9 @@
 //! ([`crate::accounts`]); every form carries the session's token, and a post from
 //! another site is refused before it is read.
 
+mod analytics;
 mod assets;
+mod chart;
 mod link_form;
 mod members;
 mod pages;
@@ -53,6 +55,14 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/o/{owner}/links/{domain}/{code}",
             get(link_form::edit).post(link_form::update),
+        )
+        .route(
+            "/o/{owner}/links/{domain}/{code}/stats",
+            get(analytics::page),
+        )
+        .route(
+            "/o/{owner}/links/{domain}/{code}/stats.csv",
+            get(analytics::csv),
         )
         .route(
             "/o/{owner}/links/{domain}/{code}/delete",

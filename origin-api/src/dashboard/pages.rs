@@ -1,16 +1,20 @@
 //! The dashboard's pages: each handler reads what it needs, calls a service, and renders
 //! a template or redirects.
 
-use super::render::{capitalized, failure, message, not_found_for, refused_post, render, Nav};
+use super::chart::Sparkline;
+use super::render::{
+    capitalized, choices, failure, message, not_found_for, refused_post, render, Choice, Nav,
+};
 use super::session::{
     login_cookie_name, no_session_cookie, session_cookie, set_cookie, token_tied, with_tied_token,
     ClientIp, Signed,
 };
 use crate::accounts::password::MIN_PASSWORD_CHARS;
 use crate::accounts::{AccountError, Accounts, SignedIn};
+use crate::error::AppError;
 use crate::links::Links;
-use crate::model::time::rfc3339;
-use crate::model::{Creator, Link, LinkState, ListFilter, Role};
+use crate::model::time::{now_ms, parse_rfc3339, rfc3339};
+use crate::model::{Creator, Link, ListFilter, Role, KV_PROPAGATION_MS};
 use crate::store;
 use crate::views::links::ListParams;
 use askama::Template;
@@ -19,6 +23,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{AppendHeaders, IntoResponse, Redirect, Response};
 use axum::Form;
 use serde::Deserialize;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 #[derive(Template)]
@@ -47,18 +52,22 @@ struct AccountPage {
 struct LinksPage {
     nav: Option<Nav>,
     owner: String,
+    q: String,
+    domains: Vec<Choice>,
     tag: String,
-    statuses: Vec<StatusOption>,
+    statuses: Vec<Choice>,
+    conditions: Vec<Choice>,
+    accesses: Vec<Choice>,
+    features: Vec<Choice>,
+    from: String,
+    to: String,
+    /// Whether any filter is set (the page offers to clear them).
+    filtered: bool,
     links: Vec<LinkRow>,
     next: Option<String>,
+    error: Option<String>,
     may_edit: bool,
     may_admin: bool,
-}
-
-struct StatusOption {
-    value: &'static str,
-    label: &'static str,
-    selected: bool,
 }
 
 struct LinkRow {
@@ -70,13 +79,41 @@ struct LinkRow {
     title: String,
     tags: Vec<String>,
     status: &'static str,
+    /// Badges beyond the status: expired, limit reached, banned.
+    marks: Vec<&'static str>,
+    /// Where it stands at the edge, in words, and when it is everywhere.
+    edge: &'static str,
+    edge_by: Option<String>,
     created_at: String,
     created_on: String,
+    /// People's visits over the last 7 days, a day a point.
+    clicks: Sparkline,
 }
 
 impl LinkRow {
-    fn of(owner: &str, link: &Link) -> Self {
+    fn of(owner: &str, link: &Link, days: &[i64], banned: bool, now: i64) -> Self {
         let created_at = rfc3339(link.created_at);
+        let mut marks = Vec::new();
+        if link.expires_at.is_some_and(|at| at <= now) {
+            marks.push("expired");
+        }
+        if link.options.exhausted {
+            marks.push("limit reached");
+        }
+        if banned {
+            marks.push("banned");
+        }
+        let (edge, edge_by) = match link.published {
+            Some(p) if p.version >= link.version => {
+                let everywhere = p.at + KV_PROPAGATION_MS;
+                if everywhere <= now {
+                    ("at the edge", None)
+                } else {
+                    ("published", Some(rfc3339(everywhere)))
+                }
+            }
+            _ => ("pending", None),
+        };
         LinkRow {
             path: format!(
                 "/o/{}/links/{}/{}",
@@ -93,8 +130,12 @@ impl LinkRow {
             title: link.title.clone().unwrap_or_default(),
             tags: link.tags.clone(),
             status: link.status.as_str(),
+            marks,
+            edge,
+            edge_by,
             created_on: created_at.chars().take(10).collect(),
             created_at,
+            clicks: Sparkline::of(days),
         }
     }
 }
@@ -329,18 +370,101 @@ pub(super) async fn change_password(
     }
 }
 
-#[derive(Deserialize)]
+/// The links page's filters, as its form sends them: empty means any.
+#[derive(Debug, Default, Deserialize)]
 pub(super) struct LinksQuery {
+    #[serde(default)]
+    q: String,
+    #[serde(default)]
+    domain: String,
     #[serde(default)]
     tag: String,
     #[serde(default)]
     status: String,
     #[serde(default)]
+    condition: String,
+    #[serde(default)]
+    access: String,
+    #[serde(default)]
+    has: String,
+    /// `YYYY-MM-DD`, UTC: created on or after that day.
+    #[serde(default)]
+    from: String,
+    /// `YYYY-MM-DD`, UTC: created on or before that day.
+    #[serde(default)]
+    to: String,
+    #[serde(default)]
     cursor: String,
 }
 
-/// `GET /o/{owner}/links`: an owner's links, newest first, for any member. Another
-/// owner's page is 404, as another owner's link is in the API.
+impl LinksQuery {
+    /// The listing the API would run for the same filters.
+    fn params(&self) -> Result<ListParams, AppError> {
+        let text = |s: &str| Some(s.trim().to_owned()).filter(|s| !s.is_empty());
+        let day = |field: &'static str, s: &str, plus_days: i64| {
+            text(s)
+                .map(|d| {
+                    parse_rfc3339(&format!("{d}T00:00:00Z"))
+                        .map(|ms| rfc3339(ms + plus_days * 86_400_000))
+                        .ok_or_else(|| AppError::invalid(field, "a date, as 2026-11-30"))
+                })
+                .transpose()
+        };
+        Ok(ListParams {
+            domain: text(&self.domain),
+            tag: text(&self.tag),
+            status: choice("status", &self.status)?,
+            q: text(&self.q),
+            condition: choice("condition", &self.condition)?,
+            access: choice("access", &self.access)?,
+            has: choice("has", &self.has)?,
+            created_after: day("created_after", &self.from, 0)?,
+            // The last day is included whole.
+            created_before: day("created_before", &self.to, 1)?,
+            cursor: text(&self.cursor),
+            limit: None,
+        })
+    }
+
+    /// The query string of these filters, at `cursor`.
+    fn at(&self, cursor: &str) -> String {
+        url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(
+                [
+                    ("q", self.q.trim()),
+                    ("domain", self.domain.as_str()),
+                    ("tag", self.tag.trim()),
+                    ("status", self.status.as_str()),
+                    ("condition", self.condition.as_str()),
+                    ("access", self.access.as_str()),
+                    ("has", self.has.as_str()),
+                    ("from", self.from.trim()),
+                    ("to", self.to.trim()),
+                    ("cursor", cursor),
+                ]
+                .into_iter()
+                .filter(|(_, v)| !v.is_empty()),
+            )
+            .finish()
+    }
+}
+
+/// A select's value as the API's enum: empty is none; anything else not offered is an
+/// error naming the field.
+fn choice<T: serde::de::DeserializeOwned>(
+    field: &'static str,
+    value: &str,
+) -> Result<Option<T>, AppError> {
+    if value.is_empty() {
+        return Ok(None);
+    }
+    serde_json::from_value(serde_json::Value::String(value.to_owned()))
+        .map(Some)
+        .map_err(|_| AppError::invalid(field, "not one of the choices offered"))
+}
+
+/// `GET /o/{owner}/links`: an owner's links, newest first, for any member, found by
+/// text and filters. Another owner's page is 404, as another owner's link is in the API.
 pub(super) async fn links(
     Signed(signed): Signed,
     State(links): State<Arc<Links>>,
@@ -355,65 +479,139 @@ pub(super) async fn links(
         admin: false,
         domains: None,
     };
-    let status = LinkState::parse(&query.status);
-    let params = ListParams {
-        domain: None,
-        tag: Some(query.tag.trim().to_owned()).filter(|t| !t.is_empty()),
-        status,
-        cursor: Some(query.cursor.clone()).filter(|c| !c.is_empty()),
-        limit: None,
+    let domains = match store::domains::for_owner(&links.db, &owner).await {
+        Ok(found) => found.into_iter().map(|d| d.domain).collect::<Vec<_>>(),
+        Err(e) => return failure(&e.to_string()),
     };
-    let filter = match ListFilter::new(&creator, params) {
+    let mut page = LinksPage {
+        nav: Nav::of(&signed, Some(&owner)),
+        q: query.q.trim().to_owned(),
+        domains: choices(
+            &domains
+                .iter()
+                .map(|d| (d.as_str(), d.as_str()))
+                .collect::<Vec<_>>(),
+            &query.domain,
+        ),
+        tag: query.tag.trim().to_owned(),
+        statuses: choices(
+            &[
+                ("active", "Active"),
+                ("disabled", "Disabled"),
+                ("deleted", "Deleted"),
+            ],
+            &query.status,
+        ),
+        conditions: choices(
+            &[
+                ("expired", "Expired"),
+                ("exhausted", "Visit limit reached"),
+                ("banned", "Banned"),
+            ],
+            &query.condition,
+        ),
+        accesses: choices(
+            &[
+                ("public", "Public"),
+                ("password", "Password"),
+                ("signed", "Signed"),
+            ],
+            &query.access,
+        ),
+        features: choices(&[("rules", "Rules"), ("split", "A/B split")], &query.has),
+        from: query.from.trim().to_owned(),
+        to: query.to.trim().to_owned(),
+        filtered: !query.at("").is_empty(),
+        links: Vec::new(),
+        next: None,
+        error: None,
+        may_edit: signed.allows(&owner, Role::Editor) == Some(true),
+        may_admin: signed.allows(&owner, Role::Admin) == Some(true),
+        owner: owner.clone(),
+    };
+    let filter = match query
+        .params()
+        .and_then(|params| ListFilter::new(&creator, params))
+    {
         Ok(f) => f,
-        Err(e) => {
-            return message(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                Nav::of(&signed, Some(&owner)),
-                "That filter cannot be used",
-                &e.to_string(),
-            )
+        Err(AppError::Invalid { field, detail }) => {
+            page.error = Some(format!("{}: {detail}", filter_label(field)));
+            return render(StatusCode::UNPROCESSABLE_ENTITY, &page);
         }
+        Err(e @ AppError::Forbidden(_)) => {
+            page.error = Some(capitalized(&e.to_string()));
+            return render(StatusCode::FORBIDDEN, &page);
+        }
+        Err(e) => return failure(&e.to_string()),
     };
-    let page = match store::links::list(&links.db, &filter).await {
+    let found = match store::links::list(&links.db, &filter).await {
         Ok(found) => filter.page(found),
         Err(e) => return failure(&e.to_string()),
     };
-    let selected = status.map_or("", LinkState::as_str);
-    let statuses = [
-        ("", "Live"),
-        ("active", "Active"),
-        ("disabled", "Disabled"),
-        ("deleted", "Deleted"),
-    ]
-    .into_iter()
-    .map(|(value, label)| StatusOption {
-        value,
-        label,
-        selected: value == selected,
-    })
-    .collect();
-    let next = page.next_cursor.map(|c| {
-        format!(
-            "/o/{}/links?tag={}&status={}&cursor={}",
-            path_segment(&owner),
-            query_value(query.tag.trim()),
-            selected,
-            query_value(&c)
-        )
-    });
-    render(
-        StatusCode::OK,
-        &LinksPage {
-            nav: Nav::of(&signed, Some(&owner)),
-            tag: query.tag.trim().to_owned(),
-            statuses,
-            links: page.items.iter().map(|l| LinkRow::of(&owner, l)).collect(),
-            may_edit: signed.allows(&owner, Role::Editor) == Some(true),
-            may_admin: signed.allows(&owner, Role::Admin) == Some(true),
-            next,
-            owner,
-        },
-    )
+    let (days, deny) = match tokio::try_join!(
+        recent_days(&links, &found.items),
+        store::bans::denylist(&links.db)
+    ) {
+        Ok((days, deny)) => (days, shared::Denylist::from(deny)),
+        Err(e) => return failure(&e.to_string()),
+    };
+    let now = now_ms();
+    page.links = found
+        .items
+        .iter()
+        .map(|l| {
+            let week = days.get(&l.link_id).map_or(&[0; SPARK_DAYS], |d| d);
+            LinkRow::of(&page.owner, l, week, l.banned_by(&deny), now)
+        })
+        .collect();
+    page.next = found
+        .next_cursor
+        .map(|c| format!("/o/{}/links?{}", path_segment(&page.owner), query.at(&c)));
+    render(StatusCode::OK, &page)
+}
+
+/// A filter as the form names it.
+fn filter_label(field: &str) -> &'static str {
+    match field {
+        "q" => "Search",
+        "domain" => "Domain",
+        "tag" => "Tag",
+        "status" => "Status",
+        "condition" => "Condition",
+        "access" => "Access",
+        "has" => "Carries",
+        "created_after" => "Created from",
+        "created_before" => "Created to",
+        "cursor" => "Page",
+        _ => "Filter",
+    }
+}
+
+/// Days a row's sparkline covers: today (UTC) and the 6 before.
+const SPARK_DAYS: usize = 7;
+
+/// People's visits per day to each of `links` over the last [`SPARK_DAYS`] days, oldest
+/// first; links without any are left out.
+async fn recent_days(
+    links: &Links,
+    shown: &[Link],
+) -> Result<HashMap<u64, [i64; SPARK_DAYS]>, crate::store::StoreError> {
+    const DAY_MS: i64 = 86_400_000;
+    let today = now_ms().div_euclid(DAY_MS) * DAY_MS;
+    let from = today - (SPARK_DAYS as i64 - 1) * DAY_MS;
+    let ids: Vec<u64> = shown.iter().map(|l| l.link_id).collect();
+    let mut days: HashMap<u64, [i64; SPARK_DAYS]> = HashMap::new();
+    for (link, day, visits) in
+        store::human_visits_by_day(&links.db, &ids, from, today + DAY_MS).await?
+    {
+        let Ok(i) = usize::try_from((day - from) / DAY_MS) else {
+            continue;
+        };
+        if let Some(slot) = days.entry(link).or_default().get_mut(i) {
+            *slot += visits;
+        }
+    }
+    Ok(days)
 }
 
 /// Anything else.
@@ -433,7 +631,48 @@ pub(super) fn path_segment(s: &str) -> String {
         .replace('+', "%20")
 }
 
-/// A value in a query string.
-fn query_value(s: &str) -> String {
-    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_next_page_keeps_every_filter_and_only_those_set() {
+        let q = LinksQuery {
+            q: " 50% off ".into(),
+            condition: "banned".into(),
+            from: "2026-11-01".into(),
+            cursor: "old".into(),
+            ..LinksQuery::default()
+        };
+        assert_eq!(
+            q.at("next"),
+            "q=50%25+off&condition=banned&from=2026-11-01&cursor=next"
+        );
+        let params = q.params().expect("params");
+        assert_eq!(
+            params.created_after.as_deref(),
+            Some("2026-11-01T00:00:00Z")
+        );
+        assert_eq!(params.condition, Some(crate::model::Condition::Banned));
+        let to = LinksQuery {
+            to: "2026-11-30".into(),
+            ..LinksQuery::default()
+        };
+        assert_eq!(
+            to.params().expect("params").created_before.as_deref(),
+            Some("2026-12-01T00:00:00Z"),
+            "the last day is included whole"
+        );
+        let bad = LinksQuery {
+            access: "everyone".into(),
+            ..LinksQuery::default()
+        };
+        assert!(matches!(
+            bad.params(),
+            Err(AppError::Invalid {
+                field: "access",
+                ..
+            })
+        ));
+    }
 }

@@ -101,3 +101,22 @@ pub(super) fn capitalized(s: &str) -> String {
         .map(|c| c.to_uppercase().chain(chars).collect())
         .unwrap_or_default()
 }
+
+/// An option of a select.
+pub(super) struct Choice {
+    pub(super) value: String,
+    pub(super) label: String,
+    pub(super) selected: bool,
+}
+
+/// The options `(value, label)` of a select, `selected` marked.
+pub(super) fn choices(options: &[(&str, &str)], selected: &str) -> Vec<Choice> {
+    options
+        .iter()
+        .map(|(value, label)| Choice {
+            value: (*value).to_owned(),
+            label: (*label).to_owned(),
+            selected: *value == selected,
+        })
+        .collect()
+}

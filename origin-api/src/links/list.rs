@@ -3,8 +3,11 @@
 //! while others are created.
 
 use crate::error::AppError;
+use crate::model::time::{now_ms, parse_rfc3339};
 use crate::model::{Creator, Link, ListFilter};
-use crate::views::links::{ListParams, Page, DEFAULT_PAGE, MAX_PAGE, MAX_TAG_CHARS};
+use crate::views::links::{
+    ListParams, Page, DEFAULT_PAGE, MAX_PAGE, MAX_SEARCH_CHARS, MAX_TAG_CHARS,
+};
 
 impl ListFilter {
     /// The listing `params` ask for, of `caller`'s links: only on the domains its key is
@@ -47,11 +50,49 @@ impl ListFilter {
                 ));
             }
         }
+        let search = params
+            .q
+            .map(|q| {
+                let q = q.trim();
+                if q.is_empty() || q.chars().count() > MAX_SEARCH_CHARS {
+                    return Err(AppError::invalid(
+                        "q",
+                        format!("a search is 1 to {MAX_SEARCH_CHARS} characters"),
+                    ));
+                }
+                Ok(q.to_lowercase())
+            })
+            .transpose()?;
+        let instant = |field: &'static str, raw: Option<String>| {
+            raw.map(|s| {
+                parse_rfc3339(&s).ok_or_else(|| {
+                    AppError::invalid(field, "use RFC 3339, e.g. 2026-11-01T00:00:00Z")
+                })
+            })
+            .transpose()
+        };
+        let created_from = instant("created_after", params.created_after)?;
+        let created_to = instant("created_before", params.created_before)?;
+        if let (Some(from), Some(to)) = (created_from, created_to) {
+            if from >= to {
+                return Err(AppError::invalid(
+                    "created_after",
+                    "must be before created_before",
+                ));
+            }
+        }
         Ok(ListFilter {
             owner_id: caller.owner.to_owned(),
             domains,
             tag: params.tag,
             status: params.status,
+            search,
+            condition: params.condition,
+            access: params.access,
+            feature: params.has,
+            created_from,
+            created_to,
+            now: now_ms(),
             after,
             limit,
         })

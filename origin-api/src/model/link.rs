@@ -230,14 +230,139 @@ pub struct ListFilter {
     pub domains: Vec<String>,
     pub tag: Option<String>,
     pub status: Option<LinkState>,
+    /// Lowercase text found in the code, the target URL or the title.
+    pub search: Option<String>,
+    pub condition: Option<Condition>,
+    pub access: Option<AccessKind>,
+    pub feature: Option<Feature>,
+    /// Created in `[from, to)`, Unix ms.
+    pub created_from: Option<i64>,
+    pub created_to: Option<i64>,
+    /// The instant `Condition::Expired` is judged at, Unix ms.
+    pub now: i64,
     /// `(created_at, link_id)` of the last link of the previous page.
     pub after: Option<(i64, u64)>,
     pub limit: u32,
 }
 
+/// What a listing may ask of a link beyond its status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Condition {
+    /// Its expiry has passed.
+    Expired,
+    /// Its visit limit was reached.
+    Exhausted,
+    /// An active ban matches its code or the host of any of its targets.
+    Banned,
+}
+
+/// Who may follow a link, as a listing filters by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AccessKind {
+    Public,
+    Password,
+    Signed,
+}
+
+/// What a link may carry that a listing filters by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Feature {
+    /// Targeting rules.
+    Rules,
+    /// An A/B split.
+    Split,
+}
+
+impl LinkOptions {
+    /// A `LIKE` pattern on the `options` column (no wildcard but `%`, no escape) that
+    /// matches the links with this feature, access or condition, and only those: the
+    /// column is this struct's JSON, whose top-level keys are written with unescaped
+    /// quotes that no string value inside it can produce.
+    pub fn column_pattern(part: OptionPart) -> &'static str {
+        match part {
+            OptionPart::Feature(Feature::Rules) => "%\"rules\":[%",
+            OptionPart::Feature(Feature::Split) => "%\"split\":[%",
+            OptionPart::Access(AccessKind::Password) => "%\"access\":{\"password\":%",
+            OptionPart::Access(AccessKind::Signed) => "%\"access\":{\"signed\":%",
+            // Public links are those that match neither, filtered by the store.
+            OptionPart::Access(AccessKind::Public) => "%\"access\":{%",
+            OptionPart::Exhausted => "%\"exhausted\":true%",
+        }
+    }
+}
+
+/// A part of [`LinkOptions`] a listing filters by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptionPart {
+    Feature(Feature),
+    Access(AccessKind),
+    Exhausted,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether SQL's `LIKE` would match `pattern`, `%X%` with no other wildcard.
+    fn like(column: &str, pattern: &str) -> bool {
+        column.contains(pattern.trim_matches('%'))
+    }
+
+    #[test]
+    fn option_patterns_match_their_part_and_no_text_that_spells_it() {
+        let all = [
+            OptionPart::Feature(Feature::Rules),
+            OptionPart::Feature(Feature::Split),
+            OptionPart::Access(AccessKind::Password),
+            OptionPart::Access(AccessKind::Signed),
+            OptionPart::Exhausted,
+        ];
+        // A title and description that spell every key and value a pattern looks for.
+        let spelled: String = all
+            .iter()
+            .map(|p| LinkOptions::column_pattern(*p))
+            .collect();
+        let decoy = LinkOptions {
+            preview: Some(shared::preview::Preview {
+                title: Some(spelled.clone()),
+                description: Some(spelled.replace('%', "")),
+                image_url: None,
+            }),
+            expired_url: Some(format!("https://e.example/?q={spelled}")),
+            ..LinkOptions::default()
+        };
+        let column = decoy.to_column().expect("a column");
+        for part in all {
+            assert!(
+                !like(&column, LinkOptions::column_pattern(part)),
+                "{part:?} in {column}"
+            );
+        }
+        let full: LinkOptions = serde_json::from_value(serde_json::json!({
+            "split": [{"target_url": "https://a.example/", "weight": 50}, {"target_url": "https://b.example/", "weight": 50}],
+            "exhausted": true,
+            "max_visits": 3,
+            "access": {"password": {"salt": "00", "hash": "00", "iterations": 1, "key": "00"}},
+        }))
+        .expect("options");
+        let column = full.to_column().expect("a column");
+        for (part, expected) in [
+            (all[0], false),
+            (all[1], true),
+            (all[2], true),
+            (all[3], false),
+            (all[4], true),
+        ] {
+            assert_eq!(
+                like(&column, LinkOptions::column_pattern(part)),
+                expected,
+                "{part:?} in {column}"
+            );
+        }
+    }
 
     #[test]
     fn edge_expiry_rounds_up_to_the_second() {

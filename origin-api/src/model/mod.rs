@@ -14,5 +14,8 @@ pub mod user;
 pub use api_key::ApiKey;
 pub use ban::{denylist, denylist_snapshot, Ban, BanTarget};
 pub use domain::{Creator, Domain, DomainAccess, DomainStatus, Refusal};
-pub use link::{Link, LinkOptions, LinkState, ListFilter, Published, KV_PROPAGATION_MS};
+pub use link::{
+    AccessKind, Condition, Feature, Link, LinkOptions, LinkState, ListFilter, OptionPart,
+    Published, KV_PROPAGATION_MS,
+};
 pub use user::{Invitation, LoginAttempts, Membership, Role, Session, User};

@@ -235,6 +235,10 @@ mod tests {
                 n(links::MAX_TAG_CHARS),
             ),
             (
+                param("/v1/links", "get", "q", "maxLength"),
+                n(links::MAX_SEARCH_CHARS),
+            ),
+            (
                 param("/v1/stats", "get", "top", "maximum"),
                 n(crate::clicks::stats::MAX_TOP as usize),
             ),

@@ -488,6 +488,34 @@ async fn exhaust_reached(
     Ok(exhausted)
 }
 
+/// People's visits per UTC day to each of `links` in `[from, to)` (on day boundaries),
+/// as `(link, day, visits)`, from each link's own rows of `click_hours` (an index range
+/// per link, whatever the owner's size): the sparklines of a page of the dashboard.
+pub async fn human_visits_by_day(
+    db: &Db,
+    links: &[u64],
+    from: i64,
+    to: i64,
+) -> Result<Vec<(u64, i64, i64)>, StoreError> {
+    let mut found = Vec::new();
+    for chunk in links.chunks(CHUNK) {
+        // Built at run time: one placeholder per link.
+        let sql = format!(
+            "SELECT link_id, hour - (hour % 86400000), CAST(SUM(visits) AS BIGINT) \
+             FROM click_hours WHERE hour >= $1 AND hour < $2 AND bot = $3 \
+             AND link_id IN ({}) GROUP BY link_id, hour - (hour % 86400000)",
+            list_placeholders(4, chunk.len())
+        );
+        let mut args: Vec<Arg<'_>> = vec![from.into(), to.into(), false.into()];
+        args.extend(chunk.iter().map(|id| Arg::from(db_id(*id))));
+        let rows: Vec<(i64, i64, i64)> = db.read_all(&sql, &args).await?;
+        for (id, day, visits) in rows {
+            found.push((link_id(id)?, day, visits));
+        }
+    }
+    Ok(found)
+}
+
 /// `link_id` as the database stores it.
 fn db_id(link: u64) -> i64 {
     link as i64

@@ -8,7 +8,7 @@ use super::link_rows::{to_i64, LinkRow, SELECT_COLUMNS};
 use super::outbox::{insert_outbox, link_row, OutboxInsert};
 use super::sql::{list_placeholders, values_placeholders, Arg, Conn};
 use crate::db::Db;
-use crate::model::{Link, ListFilter};
+use crate::model::{AccessKind, Condition, Link, LinkOptions, ListFilter, OptionPart};
 use shared::CodeKind;
 
 /// Links per multi-row statement in a bulk insert: 18 parameters each stays well under
@@ -498,20 +498,25 @@ pub async fn to_target(
 
 /// Up to `filter.limit + 1` links, newest first (the extra one tells that there is
 /// a next page).
+///
+/// Every filter narrows the walk down the owner's index (`links_by_owner`, newest
+/// first), which stops once a page is full: a page of a common filter reads about a
+/// page of rows, a rare one reads further (docs/dashboard.md, "Searching").
 pub async fn list(db: &Db, filter: &ListFilter) -> Result<Vec<Link>, StoreError> {
     // Built at run time: optional filters, one placeholder per domain and the limit
     // inlined; from fixed fragments, every value a bound parameter.
     let mut sql = format!("SELECT {SELECT_COLUMNS} FROM links WHERE owner_id = $1");
+    // Tags are a JSON array in text: match the element, quotes included.
     let tag_pattern = filter.tag.as_ref().map(|t| {
-        // Tags are a JSON array in text: match the element, quotes included, with
-        // the LIKE wildcards escaped.
-        let json = serde_json::to_string(t).unwrap_or_default();
-        let escaped = json
-            .replace('!', "!!")
-            .replace('%', "!%")
-            .replace('_', "!_");
-        format!("%{escaped}%")
+        format!(
+            "%{}%",
+            like_escaped(&serde_json::to_string(t).unwrap_or_default())
+        )
     });
+    let search_pattern = filter
+        .search
+        .as_ref()
+        .map(|q| format!("%{}%", like_escaped(q)));
     let cursor_id = filter
         .after
         .map(|(_, id)| to_i64(id, "cursor"))
@@ -535,6 +540,52 @@ pub async fn list(db: &Db, filter: &ListFilter) -> Result<Vec<Link>, StoreError>
         args.push(p.into());
         sql.push_str(&format!(" AND tags LIKE ${} ESCAPE '!'", args.len()));
     }
+    if let Some(p) = &search_pattern {
+        // Lowercased on both sides: PostgreSQL's LIKE minds case, SQLite's does not
+        // (and SQLite lowers ASCII letters only).
+        args.push(p.into());
+        let n = args.len();
+        sql.push_str(&format!(
+            " AND (LOWER(code) LIKE ${n} ESCAPE '!' OR LOWER(target_url) LIKE ${n} ESCAPE '!' \
+             OR LOWER(COALESCE(title, '')) LIKE ${n} ESCAPE '!')"
+        ));
+    }
+    let mut option = |part: OptionPart, negated: bool| {
+        args.push(LinkOptions::column_pattern(part).into());
+        sql.push_str(&if negated {
+            format!(" AND (options IS NULL OR options NOT LIKE ${})", args.len())
+        } else {
+            format!(" AND options LIKE ${}", args.len())
+        });
+    };
+    match filter.access {
+        Some(AccessKind::Public) => option(OptionPart::Access(AccessKind::Public), true),
+        Some(kind) => option(OptionPart::Access(kind), false),
+        None => {}
+    }
+    if let Some(feature) = filter.feature {
+        option(OptionPart::Feature(feature), false);
+    }
+    match filter.condition {
+        Some(Condition::Exhausted) => option(OptionPart::Exhausted, false),
+        Some(Condition::Expired) => {
+            args.push(filter.now.into());
+            sql.push_str(&format!(
+                " AND expires_at IS NOT NULL AND expires_at <= ${}",
+                args.len()
+            ));
+        }
+        Some(Condition::Banned) => sql.push_str(BANNED),
+        None => {}
+    }
+    if let Some(from) = filter.created_from {
+        args.push(from.into());
+        sql.push_str(&format!(" AND created_at >= ${}", args.len()));
+    }
+    if let Some(to) = filter.created_to {
+        args.push(to.into());
+        sql.push_str(&format!(" AND created_at < ${}", args.len()));
+    }
     if let (Some((at, _)), Some(id)) = (filter.after, cursor_id) {
         args.push(at.into());
         args.push(id.into());
@@ -550,6 +601,22 @@ pub async fn list(db: &Db, filter: &ListFilter) -> Result<Vec<Link>, StoreError>
     let rows: Vec<LinkRow> = db.read_all(&sql, &args).await?;
     rows.into_iter().map(Link::try_from).collect()
 }
+
+/// `s` in a `LIKE` pattern with `ESCAPE '!'`, its wildcards taken literally.
+fn like_escaped(s: &str) -> String {
+    s.replace('!', "!!").replace('%', "!%").replace('_', "!_")
+}
+
+/// A link an active ban matches, as the edge's denylist matches it: its code on its
+/// domain, or the host of its target or of any other target (`link_hosts`), or a
+/// domain above that host (`evil.example` matches `cdn.evil.example`).
+const BANNED: &str = " AND (EXISTS (SELECT 1 FROM bans b WHERE b.lifted_at IS NULL \
+     AND b.kind = 'code' AND b.domain = links.domain AND b.code = links.code) \
+     OR EXISTS (SELECT 1 FROM bans b WHERE b.lifted_at IS NULL AND b.kind = 'host' \
+     AND (links.target_host = b.host OR SUBSTR(links.target_host, LENGTH(links.target_host) - LENGTH(b.host)) = '.' || b.host)) \
+     OR EXISTS (SELECT 1 FROM link_hosts h, bans b WHERE h.link_id = links.link_id \
+     AND b.lifted_at IS NULL AND b.kind = 'host' \
+     AND (h.host = b.host OR SUBSTR(h.host, LENGTH(h.host) - LENGTH(b.host)) = '.' || b.host)))";
 
 /// A link by its route key, as the redirect reads it on a miss.
 const GET_LINK: &str = include_str!("queries/link_by_route.sql");

@@ -17,8 +17,8 @@ mod fencing;
 pub mod idempotency;
 pub mod invitations;
 pub use clicks::{
-    Attributed, ClickDims, ClickStore, DimCount, Folded, Increments, LinkRef, Rollup, Totals,
-    FOLD_PARTS, OTHER_REFERRERS,
+    human_visits_by_day, Attributed, ClickDims, ClickStore, DimCount, Folded, Increments, LinkRef,
+    Rollup, Totals, FOLD_PARTS, OTHER_REFERRERS,
 };
 pub use outbox::OutboxStore;
 mod link_rows;

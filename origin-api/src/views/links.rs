@@ -4,7 +4,7 @@
 
 use super::present;
 use crate::model::time::rfc3339;
-use crate::model::{Link, LinkState, KV_PROPAGATION_MS};
+use crate::model::{AccessKind, Condition, Feature, Link, LinkState, KV_PROPAGATION_MS};
 use serde::{Deserialize, Serialize};
 use shared::preview::Preview;
 use shared::split::Variant;
@@ -234,6 +234,9 @@ pub const MAX_TAGS: usize = 20;
 /// See [`MAX_TITLE_CHARS`].
 pub const MAX_TAG_CHARS: usize = 64;
 
+/// The longest text a search of links takes.
+pub const MAX_SEARCH_CHARS: usize = 100;
+
 /// Links per page unless the caller asks otherwise.
 pub const DEFAULT_PAGE: u32 = 50;
 
@@ -251,6 +254,23 @@ pub struct ListParams {
     pub tag: Option<String>,
     /// Without it, tombstones are left out.
     pub status: Option<LinkState>,
+    /// Text found in the code, the target URL or the title, whatever its case: 1 to
+    /// 100 characters.
+    #[param(min_length = 1, max_length = 100)]
+    pub q: Option<String>,
+    /// `expired` (its expiry passed), `exhausted` (its visit limit was reached) or
+    /// `banned` (an active ban matches its code or the host of any of its targets).
+    pub condition: Option<Condition>,
+    /// Who may follow it: `public`, `password` or `signed`.
+    pub access: Option<AccessKind>,
+    /// What it carries: `rules` or a `split`.
+    pub has: Option<Feature>,
+    /// RFC 3339: links created at or after this instant.
+    #[param(format = DateTime)]
+    pub created_after: Option<String>,
+    /// RFC 3339: links created before this instant.
+    #[param(format = DateTime)]
+    pub created_before: Option<String>,
     /// The `next_cursor` of the page before.
     #[param(min_length = 1)]
     pub cursor: Option<String>,

@@ -2,7 +2,7 @@
 //! post must pass. Each test attacks one promise of docs/dashboard.md, on both
 //! databases, through the dashboard's real router.
 
-use crate::common::{apis, Api};
+use crate::common::{apis, apis_with, Api};
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{header, Request, StatusCode};
@@ -1171,6 +1171,199 @@ async fn only_an_owners_admins_see_and_invite_its_members() {
         );
         let rows: Vec<(i64,)> = api.rows("SELECT COUNT(*) FROM invitations").await;
         assert_eq!(rows, [(0,)]);
+        t.cleanup().await;
+    }
+}
+
+const EDGE_TOKEN: &str = "dashboard-edge-token-0123456789";
+
+/// A click on `link` (`domain/code`) as the edge reports it.
+fn click(id: &str, link: &str, country: &str, bot: bool) -> Value {
+    json!({
+        "event_id": id, "link": link, "version": 1, "at": origin_api::model::time::now_ms(),
+        "country": country, "referrer_host": "news.example",
+        "device": if bot { "other" } else { "mobile" }, "bot": bot, "status": 302,
+    })
+}
+
+#[tokio::test]
+async fn a_viewer_sees_a_links_visits_by_people_with_bots_apart_and_downloads_them() {
+    for (api, t) in apis_with("dash-stats", &["--edge-token", EDGE_TOKEN]).await {
+        member(&api, "vic@acme.example", "acme", Role::Viewer).await;
+        member(&api, "gil@globex.example", "globex", Role::Admin).await;
+        let key = api.key("acme", false).await;
+        for code in ["spring", "quiet"] {
+            let made = api
+                .create(
+                    &key,
+                    json!({"target_url": "https://shop.example/", "code": code}),
+                )
+                .await;
+            assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+        }
+        let batch = json!({"events": [
+            click("c-1", "s.example/spring", "DE", false),
+            click("c-2", "s.example/spring", "DE", false),
+            click("c-3", "s.example/spring", "US", false),
+            click("c-4", "s.example/spring", "US", true),
+        ]});
+        let sent = api.post_json(EDGE_TOKEN, "/v1/edge/clicks", &batch).await;
+        assert_eq!(sent.status, StatusCode::OK, "{}", sent.text);
+        api.fold_clicks().await;
+
+        let mut viewer = Browser::new(&api);
+        viewer.sign_in("vic@acme.example", PASSWORD).await;
+        let page = viewer.get("/o/acme/links/s.example/spring/stats").await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.html);
+        assert!(
+            page.html.contains("Visits by people</dt><dd>3</dd>"),
+            "people only by default: {}",
+            page.html
+        );
+        assert!(page.html.contains("Visits by bots</dt><dd>1</dd>"));
+        assert!(page.html.contains("<td>DE</td><td>2</td>"), "{}", page.html);
+        assert!(page.html.contains("<svg") && page.html.contains(": 3 by people"));
+        assert!(!page.html.contains("by bots</title>"));
+        let with_bots = viewer
+            .get("/o/acme/links/s.example/spring/stats?range=24h&bots=1")
+            .await;
+        assert!(
+            with_bots.html.contains(": 3 by people, 1 by bots"),
+            "{}",
+            with_bots.html
+        );
+        assert!(with_bots.html.contains("<td>US</td><td>2</td>"));
+
+        // The list draws each link's week, and says its total.
+        let list = viewer.get("/o/acme/links").await;
+        assert!(
+            list.html
+                .contains("aria-label=\"Analytics: 3 visits by people in 7 days\""),
+            "{}",
+            list.html
+        );
+        assert!(list
+            .html
+            .contains("aria-label=\"Analytics: 0 visits by people in 7 days\""));
+
+        let csv = viewer
+            .get("/o/acme/links/s.example/spring/stats.csv?range=7d")
+            .await;
+        assert_eq!(csv.status, StatusCode::OK);
+        assert!(csv.headers[header::CONTENT_TYPE]
+            .to_str()
+            .expect("ASCII")
+            .starts_with("text/csv"));
+        let mut lines = csv.html.lines();
+        assert_eq!(lines.next(), Some("start,visits,redirects,bots"));
+        let sums = lines.fold([0_i64; 3], |mut sums, line| {
+            for (sum, cell) in sums.iter_mut().zip(line.split(',').skip(1)) {
+                *sum += cell.parse::<i64>().expect("a count");
+            }
+            sums
+        });
+        assert_eq!(sums, [3, 3, 1], "{}", csv.html);
+
+        // A range too long for hours says so and keeps the form.
+        let refused = viewer
+            .get("/o/acme/links/s.example/spring/stats?range=custom&from=2026-01-01&to=2026-06-30&granularity=hour")
+            .await;
+        assert_eq!(
+            refused.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{}",
+            t.kind()
+        );
+        assert!(
+            refused.html.contains("hours per request"),
+            "{}",
+            refused.html
+        );
+        assert!(refused.html.contains("value=\"2026-01-01\""));
+
+        // Another owner's member sees nothing of it, through either owner's path.
+        let mut other = Browser::new(&api);
+        other.sign_in("gil@globex.example", PASSWORD).await;
+        for path in [
+            "/o/acme/links/s.example/spring/stats",
+            "/o/globex/links/s.example/spring/stats",
+            "/o/globex/links/s.example/spring/stats.csv",
+        ] {
+            assert_eq!(
+                other.get(path).await.status,
+                StatusCode::NOT_FOUND,
+                "{path}"
+            );
+        }
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn the_links_page_finds_links_and_says_where_each_stands() {
+    for (api, t) in apis("dash-find").await {
+        member(&api, "vic@acme.example", "acme", Role::Viewer).await;
+        let key = api.key("acme", false).await;
+        let ops = api.key("ops", true).await;
+        for (code, target) in [
+            ("spring-sale", "https://shop.example/spring"),
+            ("autumn", "https://evil.example/fall"),
+            ("winter", "https://shop.example/winter"),
+        ] {
+            let made = api
+                .create(&key, json!({"target_url": target, "code": code}))
+                .await;
+            assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+        }
+        let ban = json!({"kind": "host", "host": "evil.example", "reason": "phishing"});
+        assert_eq!(
+            api.post_json(&ops, "/v1/bans", &ban).await.status,
+            StatusCode::CREATED
+        );
+        let mut viewer = Browser::new(&api);
+        viewer.sign_in("vic@acme.example", PASSWORD).await;
+
+        let found = viewer.get("/o/acme/links?q=SPRING").await;
+        assert_eq!(found.status, StatusCode::OK, "{}", found.html);
+        assert!(found.html.contains("https://s.example/spring-sale"));
+        assert!(
+            !found.html.contains("https://s.example/winter"),
+            "{}",
+            t.kind()
+        );
+        assert!(
+            found.html.contains("value=\"SPRING\""),
+            "the search stays in its box"
+        );
+
+        let banned = viewer.get("/o/acme/links?condition=banned").await;
+        assert!(
+            banned.html.contains("https://s.example/autumn"),
+            "{}",
+            banned.html
+        );
+        assert!(!banned.html.contains("https://s.example/spring-sale"));
+        assert!(banned
+            .html
+            .contains("<span class=\"badge bad\">banned</span>"));
+        // Nothing was published in this test: every link is still on its way to the edge.
+        assert!(banned.html.contains("<td>pending</td>"), "{}", banned.html);
+
+        // A date that is not one says which field, keeps the others, and lists nothing.
+        let refused = viewer.get("/o/acme/links?q=spring&from=someday").await;
+        assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(
+            refused.html.contains("Created from: a date"),
+            "{}",
+            refused.html
+        );
+        assert!(refused.html.contains("value=\"spring\""));
+        assert!(!refused.html.contains("https://s.example/spring-sale"));
+
+        let page = viewer.get("/o/acme/links?q=shop&status=active").await;
+        assert!(page.html.contains("<option value=\"active\" selected>"));
+        assert!(page.html.contains("https://s.example/winter"));
+        assert!(!page.html.contains("https://s.example/autumn"));
         t.cleanup().await;
     }
 }

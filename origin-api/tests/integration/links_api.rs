@@ -871,6 +871,186 @@ async fn listing_pages_through_the_owners_links_newest_first_without_gaps_or_rep
     }
 }
 
+/// The codes of a listing's page, in order.
+fn codes(page: &Reply) -> Vec<String> {
+    page.body["items"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .map(|l| l["code"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn listing_finds_links_by_text_condition_access_content_and_creation_time() {
+    const EDGE: &str = "listing-edge-token-0123456789";
+    for (api, t) in crate::common::apis_with("list-find", &["--edge-token", EDGE]).await {
+        let token = api.key("acme", false).await;
+        let other = api.key("globex", false).await;
+        let ops = api.key("ops", true).await;
+        let links = [
+            json!({"code": "Spring-Sale", "target_url": "https://shop.example/spring", "title": "Big 50% off"}),
+            json!({"code": "autumn", "target_url": "https://SHOP.example/fall?c=spring", "title": "Leaves"}),
+            json!({"code": "winter", "target_url": "https://shop.example/w", "title": "SPRING is near",
+                   "rules": [{"when": {"device": ["ios"]}, "target_url": "https://cdn.evil.example/app"}]}),
+            json!({"code": "a-b", "target_url": "https://shop.example/a", "split": [
+                {"target_url": "https://shop.example/a", "weight": 50},
+                {"target_url": "https://shop.example/b", "weight": 50}]}),
+            json!({"code": "secret", "target_url": "https://shop.example/s", "access": "password", "password": "correct horse"}),
+            json!({"code": "signed", "target_url": "https://shop.example/t", "access": "signed"}),
+            json!({"code": "once", "target_url": "https://shop.example/o", "max_visits": 1}),
+            json!({"code": "old", "target_url": "https://shop.example/old", "expires_at": "2099-01-01T00:00:00Z"}),
+            json!({"code": "bad-code", "target_url": "https://shop.example/b"}),
+        ];
+        for body in links {
+            let res = api.create(&token, body).await;
+            assert_eq!(res.status, StatusCode::CREATED, "{}", res.text);
+        }
+        let res = api
+            .create(
+                &other,
+                json!({"code": "spring-theirs", "target_url": "https://shop.example/spring"}),
+            )
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED);
+
+        // Text: in the code, the target or the title, whatever its case; never another
+        // owner's; a wildcard is only itself.
+        let found = codes(&api.list(&token, "?q=SpRiNg").await);
+        assert_eq!(found, ["winter", "autumn", "Spring-Sale"], "{}", t.kind());
+        assert_eq!(codes(&api.list(&token, "?q=50%25").await), ["Spring-Sale"]);
+        assert_eq!(
+            codes(&api.list(&token, "?q=5_%25").await),
+            Vec::<String>::new()
+        );
+
+        // Access and content.
+        assert_eq!(
+            codes(&api.list(&token, "?access=password").await),
+            ["secret"]
+        );
+        assert_eq!(codes(&api.list(&token, "?access=signed").await), ["signed"]);
+        assert_eq!(
+            api.list(&token, "?access=public").await.body["items"]
+                .as_array()
+                .map(Vec::len),
+            Some(7)
+        );
+        assert_eq!(codes(&api.list(&token, "?has=rules").await), ["winter"]);
+        assert_eq!(codes(&api.list(&token, "?has=split").await), ["a-b"]);
+
+        // Conditions: none yet.
+        for condition in ["expired", "exhausted", "banned"] {
+            let none = api.list(&token, &format!("?condition={condition}")).await;
+            assert_eq!(
+                codes(&none),
+                Vec::<String>::new(),
+                "{condition}: {}",
+                none.text
+            );
+        }
+        // A code ban, and a host ban that reaches a rule's target through its parent domain.
+        for ban in [
+            json!({"kind": "code", "code": "bad-code", "reason": "malware"}),
+            json!({"kind": "host", "host": "evil.example", "reason": "phishing"}),
+        ] {
+            assert_eq!(api.ban(&ops, ban).await.status, StatusCode::CREATED);
+        }
+        assert_eq!(
+            codes(&api.list(&token, "?condition=banned").await),
+            ["bad-code", "winter"]
+        );
+        // The visit limit, reached by people's visits counted from the edge.
+        let click = json!({"events": [{"event_id": "x-1", "link": "s.example/once", "version": 1,
+            "at": origin_api::model::time::now_ms(), "country": "DE", "referrer_host": "news.example",
+            "device": "mobile", "bot": false, "status": 302}]});
+        let sent = api.post_json(EDGE, "/v1/edge/clicks", &click).await;
+        assert_eq!(sent.body["counted"], 1, "{}", sent.text);
+        api.fold_clicks().await;
+        assert_eq!(
+            codes(&api.list(&token, "?condition=exhausted").await),
+            ["once"]
+        );
+        // An expiry that has passed (set in the past here, as time would).
+        api.exec("UPDATE links SET expires_at = 1000 WHERE code = 'old'")
+            .await;
+        assert_eq!(
+            codes(&api.list(&token, "?condition=expired").await),
+            ["old"]
+        );
+
+        // Creation time: [after, before).
+        let all = api.list(&token, "").await;
+        let items = all.body["items"].as_array().expect("items").clone();
+        let at = |code: &str| {
+            items
+                .iter()
+                .find(|l| l["code"] == code)
+                .and_then(|l| l["created_at"].as_str())
+                .expect("created_at")
+                .to_owned()
+        };
+        api.exec("UPDATE links SET created_at = created_at - 86400000 WHERE code = 'Spring-Sale'")
+            .await;
+        let (spring, secret) = (at("Spring-Sale"), at("secret"));
+        let before = api
+            .list(&token, &format!("?created_before={}", urlencoded(&spring)))
+            .await;
+        assert_eq!(codes(&before), ["Spring-Sale"], "{}", before.text);
+        let after = api
+            .list(
+                &token,
+                &format!("?created_after={}&q=s", urlencoded(&secret)),
+            )
+            .await;
+        assert!(
+            !codes(&after).contains(&"Spring-Sale".to_owned()),
+            "{}",
+            after.text
+        );
+        assert!(codes(&after).contains(&"secret".to_owned()));
+
+        // Filters combine, and page as any listing does.
+        let mut seen = Vec::new();
+        let mut query = "?limit=1&q=shop.example%2F".to_owned();
+        loop {
+            let page = api.list(&token, &query).await;
+            seen.extend(codes(&page));
+            match page.body["next_cursor"].as_str() {
+                Some(c) => query = format!("?limit=1&q=shop.example%2F&cursor={c}"),
+                None => break,
+            }
+        }
+        assert_eq!(seen.len(), 9, "{seen:?}");
+
+        for bad in [
+            "?q=".to_owned(),
+            format!("?q={}", "x".repeat(101)),
+            "?condition=sad".to_owned(),
+            "?access=open".to_owned(),
+            "?has=tags".to_owned(),
+            "?created_after=yesterday".to_owned(),
+            format!("?created_after={0}&created_before={0}", urlencoded(&spring)),
+        ] {
+            let refused = api.list(&token, &bad).await;
+            assert_eq!(
+                refused.status,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "{bad}: {}",
+                refused.text
+            );
+        }
+        t.cleanup().await;
+    }
+}
+
+fn urlencoded(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
 impl Api {
     async fn ban(&self, token: &str, body: Value) -> Reply {
         self.post_json(token, "/v1/bans", &body).await
