@@ -2,15 +2,16 @@
 //! a range chosen by preset or by dates, people by default and bots apart.
 
 use super::chart::{BarChart, Bucket};
-use super::link_form::{link_path, load};
-use super::render::{choices, failure, not_found_for, render, Choice, Nav};
+use super::link_form::link_path;
+use super::link_tools::readable;
+use super::render::{choices, failure, render, Choice, Nav};
 use super::session::Signed;
 use crate::clicks::stats::{link_stats, Range};
 use crate::clicks::ClickService;
 use crate::error::AppError;
-use crate::links::{Intent, Links};
+use crate::links::Links;
 use crate::model::time::{now_ms, parse_rfc3339, rfc3339};
-use crate::model::{Link, Role};
+use crate::model::Link;
 use crate::views::stats::{Granularity, LinkStats, Ranked, StatsParams};
 use askama::Template;
 use axum::extract::{Path, Query, State};
@@ -222,22 +223,6 @@ pub(super) async fn csv(
         body,
     )
         .into_response()
-}
-
-/// The link, if `signed` may read its owner's links; else the page that says not found.
-async fn readable(
-    signed: &crate::accounts::SignedIn,
-    links: &Links,
-    key: (&str, &str, &str),
-) -> Result<Link, Response> {
-    if signed.allows(key.0, Role::Viewer) != Some(true) {
-        return Err(not_found_for(signed));
-    }
-    match load(links, signed, key, Intent::ReadOrDelete).await {
-        Ok(link) => Ok(link),
-        Err(AppError::NotFound) => Err(not_found_for(signed)),
-        Err(e) => Err(failure(&e.to_string())),
-    }
 }
 
 async fn stats_of(

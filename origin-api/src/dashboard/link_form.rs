@@ -3,167 +3,25 @@
 //! pages that show it. A refused form comes back with everything typed in it and the
 //! reason; a change that lost a race with another shows what the link is now.
 
+use super::link_fields::{device_choices, LinkForm, RuleRow, VariantRow, UTM};
 use super::render::{capitalized, failure, message, not_found_for, refused_post, render, Nav};
 use super::session::Signed;
 use crate::accounts::SignedIn;
 use crate::error::AppError;
 use crate::links::Links;
 use crate::links::{create_link_once, delete_link, owned_link, update_link, Created, Intent};
-use crate::model::time::{parse_rfc3339, rfc3339};
 use crate::model::{Creator, Link, LinkState, Role};
 use crate::store;
-use crate::views::links::{CreateLink, UpdateLink};
 use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
-/// The fields of the link form, as the browser posts them (every one text).
-#[derive(Debug, Default, Deserialize)]
-pub(super) struct LinkForm {
-    #[serde(default)]
-    csrf: String,
-    #[serde(default)]
-    target_url: String,
-    #[serde(default)]
-    domain: String,
-    #[serde(default)]
-    code: String,
-    #[serde(default)]
-    title: String,
-    /// Comma-separated.
-    #[serde(default)]
-    tags: String,
-    /// `YYYY-MM-DDTHH:MM` in UTC (an `<input type=datetime-local>`), or empty.
-    #[serde(default)]
-    expires_at: String,
-    #[serde(default)]
-    redirect: String,
-    /// `active` or `disabled` (changing only).
-    #[serde(default)]
-    status: String,
-    /// The version the form was filled from (changing only).
-    #[serde(default)]
-    version: String,
-}
-
-impl LinkForm {
-    /// The form filled from `link`.
-    fn of(link: &Link) -> Self {
-        LinkForm {
-            csrf: String::new(),
-            target_url: link.target_url.clone(),
-            domain: link.domain.clone(),
-            code: link.code.clone(),
-            title: link.title.clone().unwrap_or_default(),
-            tags: link.tags.join(", "),
-            expires_at: link.expires_at.map(datetime_local).unwrap_or_default(),
-            redirect: link.redirect.code().to_string(),
-            status: link.status.as_str().to_owned(),
-            version: link.version.to_string(),
-        }
-    }
-
-    fn tags(&self) -> Vec<String> {
-        self.tags
-            .split(',')
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .map(str::to_owned)
-            .collect()
-    }
-
-    /// The expiry as RFC 3339, or `None` when the field is empty; the field's name and
-    /// why when it cannot be read.
-    fn expiry(&self) -> Result<Option<String>, AppError> {
-        let raw = self.expires_at.trim();
-        if raw.is_empty() {
-            return Ok(None);
-        }
-        // A `datetime-local` input sends minutes, sometimes seconds; the form says UTC.
-        let candidate = match raw.len() {
-            16 => format!("{raw}:00Z"),
-            _ => format!("{raw}Z"),
-        };
-        parse_rfc3339(&candidate)
-            .map(|ms| Some(rfc3339(ms)))
-            .ok_or_else(|| {
-                AppError::invalid("expires_at", "a date and time, YYYY-MM-DDTHH:MM (UTC)")
-            })
-    }
-
-    fn redirect(&self) -> Result<Option<u16>, AppError> {
-        match self.redirect.trim() {
-            "" => Ok(None),
-            r => r
-                .parse()
-                .map(Some)
-                .map_err(|_| AppError::invalid("redirect", "301, 302, 307 or 308")),
-        }
-    }
-
-    /// The API's create body: what the form says, and nothing it leaves empty.
-    fn to_create(&self) -> Result<CreateLink, AppError> {
-        let mut body = Map::new();
-        body.insert("target_url".into(), json!(self.target_url.trim()));
-        for (name, value) in [
-            ("domain", &self.domain),
-            ("code", &self.code),
-            ("title", &self.title),
-        ] {
-            if !value.trim().is_empty() {
-                body.insert(name.into(), json!(value.trim()));
-            }
-        }
-        let tags = self.tags();
-        if !tags.is_empty() {
-            body.insert("tags".into(), json!(tags));
-        }
-        if let Some(expiry) = self.expiry()? {
-            body.insert("expires_at".into(), json!(expiry));
-        }
-        if let Some(redirect) = self.redirect()? {
-            body.insert("redirect".into(), json!(redirect));
-        }
-        serde_json::from_value(Value::Object(body))
-            .map_err(|e| AppError::invalid("form", e.to_string()))
-    }
-
-    /// The API's change body: every field of the form, an empty one clearing what it
-    /// may clear (the title, the expiry).
-    fn to_update(&self) -> Result<UpdateLink, AppError> {
-        let title = self.title.trim();
-        let mut body = json!({
-            "target_url": self.target_url.trim(),
-            "title": if title.is_empty() { Value::Null } else { json!(title) },
-            "tags": self.tags(),
-            "expires_at": self.expiry()?,
-        });
-        if let Some(redirect) = self.redirect()? {
-            body["redirect"] = json!(redirect);
-        }
-        if let Some(status) = LinkState::parse(self.status.trim()) {
-            body["status"] = json!(status);
-        }
-        serde_json::from_value(body).map_err(|e| AppError::invalid("form", e.to_string()))
-    }
-
-    fn version(&self) -> Result<u64, AppError> {
-        self.version
-            .trim()
-            .parse()
-            .map_err(|_| AppError::invalid("version", "reload the page"))
-    }
-}
-
-/// `YYYY-MM-DDTHH:MM` in UTC, as a `datetime-local` input shows it.
-fn datetime_local(ms: i64) -> String {
-    rfc3339(ms).chars().take(16).collect()
-}
+/// The form as a browser posts it: pairs, in order, a name repeated for a list.
+type Posted = Form<Vec<(String, String)>>;
 
 #[derive(Template)]
 #[template(path = "dashboard/link_form.html")]
@@ -181,6 +39,9 @@ struct LinkPage {
     error: Option<String>,
     /// The link as it is now, when a change lost a race with another.
     conflict: Option<Vec<Changed>>,
+    /// The rows shown: the form's, and a blank one to fill.
+    rules: Vec<RuleRow>,
+    variants: Vec<VariantRow>,
 }
 
 struct Existing {
@@ -204,6 +65,37 @@ impl LinkPage {
             ("307", "307 Temporary Redirect"),
             ("308", "308 Permanent Redirect"),
         ]
+    }
+
+    fn accesses(&self) -> [(&'static str, &'static str); 3] {
+        [
+            ("public", "Anyone with the link"),
+            ("password", "Visitors who give a password"),
+            ("signed", "Only links with a signed token"),
+        ]
+    }
+
+    fn devices(&self) -> Vec<(String, &'static str)> {
+        device_choices()
+    }
+
+    /// The page of the existing link `l`.
+    fn path(&self, l: &Existing) -> String {
+        link_path(&self.owner, &l.domain, &l.code)
+    }
+
+    fn utm_set(&self) -> bool {
+        self.form.utm.iter().any(|v| !v.is_empty())
+    }
+
+    /// The UTM builder's fields: `(name, label, value)`.
+    fn utm_fields(&self) -> Vec<(&'static str, &'static str, String)> {
+        let labels = ["Source", "Medium", "Campaign", "Term", "Content"];
+        UTM.iter()
+            .zip(labels)
+            .zip(&self.form.utm)
+            .map(|((name, label), value)| (*name, label, value.clone()))
+            .collect()
     }
 }
 
@@ -249,6 +141,7 @@ async fn domains_of(links: &Links, owner: &str) -> Result<Vec<String>, AppError>
 impl LinkPage {
     /// The page of `existing` (or of a new link), with `form` in it and nothing said.
     fn new(signed: &SignedIn, owner: &str, existing: Option<&Link>, form: LinkForm) -> Self {
+        let (rules, variants) = form.rows_to_show();
         LinkPage {
             nav: Nav::of(signed, Some(owner)),
             owner: owner.to_owned(),
@@ -266,6 +159,8 @@ impl LinkPage {
             notice: None,
             error: None,
             conflict: None,
+            rules,
+            variants,
         }
     }
 }
@@ -311,7 +206,7 @@ pub(super) async fn new_link(
         Ok(domains) => {
             let page = LinkPage {
                 domains,
-                ..LinkPage::new(&signed, &owner, None, LinkForm::default())
+                ..LinkPage::new(&signed, &owner, None, LinkForm::blank())
             };
             render(StatusCode::OK, &page)
         }
@@ -324,10 +219,14 @@ pub(super) async fn create(
     Signed(signed): Signed,
     State(links): State<Arc<Links>>,
     Path(owner): Path<String>,
-    Form(form): Form<LinkForm>,
+    Form(posted): Posted,
 ) -> Response {
+    let form = LinkForm::from_pairs(&posted);
     if let Some(refused) = refused_change(&signed, &owner, &form.csrf) {
         return refused;
+    }
+    if form.adding.is_some() {
+        return with_more_rows(&signed, &links, &owner, None, form).await;
     }
     let made = async {
         links.create_limit.take(&limit_key(&signed), 1)?;
@@ -383,8 +282,9 @@ pub(super) async fn update(
     Signed(signed): Signed,
     State(links): State<Arc<Links>>,
     Path((owner, domain, code)): Path<(String, String, String)>,
-    Form(form): Form<LinkForm>,
+    Form(posted): Posted,
 ) -> Response {
+    let form = LinkForm::from_pairs(&posted);
     if let Some(refused) = refused_change(&signed, &owner, &form.csrf) {
         return refused;
     }
@@ -393,6 +293,9 @@ pub(super) async fn update(
         Err(AppError::NotFound) => return not_found_for(&signed),
         Err(e) => return refused_form(&signed, &links, &owner, None, form, &e).await,
     };
+    if form.adding.is_some() {
+        return with_more_rows(&signed, &links, &owner, Some(&current), form).await;
+    }
     let changed = async {
         let expected = form.version()?;
         let changes = form.to_update()?;
@@ -429,8 +332,9 @@ pub(super) async fn delete(
     Signed(signed): Signed,
     State(links): State<Arc<Links>>,
     Path((owner, domain, code)): Path<(String, String, String)>,
-    Form(form): Form<LinkForm>,
+    Form(posted): Posted,
 ) -> Response {
+    let form = LinkForm::from_pairs(&posted);
     if let Some(refused) = refused_change(&signed, &owner, &form.csrf) {
         return refused;
     }
@@ -471,6 +375,7 @@ async fn refused_form(
         return failure(&e.to_string());
     };
     form.csrf.clear();
+    form.password.clear();
     let domains = if existing.is_none() {
         domains_of(links, owner).await.unwrap_or_default()
     } else {
@@ -482,6 +387,30 @@ async fn refused_form(
         ..LinkPage::new(signed, owner, existing, form)
     };
     render(status, &page)
+}
+
+/// The form again, as sent, with one more blank row of what it asked for: how rules and
+/// variants are added without JavaScript. Nothing is saved.
+async fn with_more_rows(
+    signed: &SignedIn,
+    links: &Links,
+    owner: &str,
+    existing: Option<&Link>,
+    mut form: LinkForm,
+) -> Response {
+    form.csrf.clear();
+    // The password typed is not sent back into the page.
+    form.password.clear();
+    let domains = if existing.is_none() {
+        domains_of(links, owner).await.unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let page = LinkPage {
+        domains,
+        ..LinkPage::new(signed, owner, existing, form)
+    };
+    render(StatusCode::OK, &page)
 }
 
 /// Why a post may not change `owner`'s links, if it may not: its form token wrong, or its
@@ -508,26 +437,68 @@ fn forbidden(signed: &SignedIn, owner: &str) -> Response {
 
 /// The fields where `theirs` (the link now) differs from `mine` (the form sent).
 fn differences(mine: &LinkForm, theirs: &LinkForm) -> Vec<Changed> {
-    let pairs: [(&'static str, &str, &str); 6] = [
-        ("Target", &mine.target_url, &theirs.target_url),
-        ("Title", &mine.title, &theirs.title),
-        ("Tags", &mine.tags, &theirs.tags),
-        ("Expires", &mine.expires_at, &theirs.expires_at),
-        ("Redirect", &mine.redirect, &theirs.redirect),
-        ("Status", &mine.status, &theirs.status),
-    ];
-    pairs
-        .into_iter()
-        .filter(|(_, a, b)| a.trim() != b.trim())
-        .map(|(field, _, now)| Changed {
-            field,
-            now: if now.is_empty() {
-                "(none)".into()
-            } else {
-                now.to_owned()
-            },
-        })
-        .collect()
+    let mut changed = Vec::new();
+    let mut compare = |field: &'static str, a: &str, b: &str| {
+        if a.trim() != b.trim() {
+            changed.push(Changed {
+                field,
+                now: if b.trim().is_empty() {
+                    "(none)".into()
+                } else {
+                    b.trim().to_owned()
+                },
+            });
+        }
+    };
+    compare("Target", &mine.target(), &theirs.target());
+    compare("Title", &mine.title, &theirs.title);
+    compare("Tags", &mine.tags, &theirs.tags);
+    compare("Expires", &mine.expires_at, &theirs.expires_at);
+    compare("Redirect", &mine.redirect, &theirs.redirect);
+    compare("Status", &mine.status, &theirs.status);
+    if mine.options {
+        compare("Visit limit", &mine.max_visits, &theirs.max_visits);
+        compare("Access", &mine.access, &theirs.access);
+        compare("Page once expired", &mine.expired_url, &theirs.expired_url);
+        let count = |n: usize, what: &str| match n {
+            0 => String::new(),
+            n => format!("{n} {what}"),
+        };
+        if mine.rules != theirs.rules {
+            compare(
+                "Rules",
+                "(changed)",
+                &count(theirs.rules.len(), "rules, as now shown"),
+            );
+        }
+        if mine.variants != theirs.variants {
+            let now = theirs
+                .variants
+                .iter()
+                .map(|v| format!("{} ({}%)", v.target, v.weight))
+                .collect::<Vec<_>>()
+                .join(", ");
+            compare("Split", "(changed)", &now);
+        }
+        let flags = |f: &LinkForm| {
+            format!(
+                "interstitial {}, clicks recorded {}, query passed on {}",
+                yes(f.interstitial),
+                yes(f.record_clicks),
+                yes(f.forward_query)
+            )
+        };
+        compare("Visitors", &flags(mine), &flags(theirs));
+    }
+    changed
+}
+
+fn yes(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
 }
 
 /// The page of one link.

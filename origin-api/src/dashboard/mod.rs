@@ -11,7 +11,9 @@
 mod analytics;
 mod assets;
 mod chart;
+mod link_fields;
 mod link_form;
+mod link_tools;
 mod members;
 mod pages;
 mod render;
@@ -55,6 +57,16 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/o/{owner}/links/{domain}/{code}",
             get(link_form::edit).post(link_form::update),
+        )
+        .route("/o/{owner}/alias", get(link_tools::alias))
+        .route(
+            "/o/{owner}/links/{domain}/{code}/test",
+            get(link_tools::test),
+        )
+        .route("/o/{owner}/links/{domain}/{code}/qr", get(link_tools::qr))
+        .route(
+            "/o/{owner}/links/{domain}/{code}/tokens",
+            post(link_tools::token),
         )
         .route(
             "/o/{owner}/links/{domain}/{code}/stats",

@@ -390,6 +390,33 @@ async fn assign_code(
     }
 }
 
+/// Whether `code` could be a new link of `creator` on `domain` (the default domain when
+/// `None`): what the dashboard's alias field says as it is typed. Judged as creating
+/// the link would judge it, except for its target: the domain, the alias's shape and
+/// reserved words, then whether a link (a tombstone included) holds the code.
+pub async fn alias_available(
+    state: &Links,
+    creator: &Creator<'_>,
+    domain: Option<&str>,
+    code: &str,
+) -> Result<(), AppError> {
+    let domain = match domain.filter(|d| !d.trim().is_empty()) {
+        Some(d) => normalize_short_domain(d).map_err(|e| AppError::invalid("domain", e))?,
+        None => state.settings.policy.default_domain.clone(),
+    };
+    let registered = store::domains::get(&state.db, &domain).await?;
+    admit_new_link(&domain, registered.as_ref(), creator)?;
+    let settings = registered.map(|d| d.settings).unwrap_or_default();
+    let code = settings.canonical_code(code.trim()).into_owned();
+    validate_alias(&code, &settings.codes).map_err(|e| AppError::invalid("code", e))?;
+    match store::links::get(&state.db, &domain, &code).await? {
+        Some(_) => Err(AppError::Taken {
+            route: format!("{domain}/{code}"),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Refuses a new link on `name` that the registry does not allow `creator`: 422 naming
 /// the field when the domain is not registered or takes no links, 403 when it is
 /// another owner's or outside the key's domains.

@@ -18,6 +18,7 @@ pub use service::{LinkSettings, Links, TargetPolicy};
 
 pub use bulk::{create_bulk, BulkOutcome};
 pub use create::{
-    check_idempotency_key, create_link, create_link_once, Created, IDEMPOTENCY_TTL_MS,
+    alias_available, check_idempotency_key, create_link, create_link_once, Created,
+    IDEMPOTENCY_TTL_MS,
 };
 pub use update::{delete_link, owned_link, parse_if_match, update_link, Intent};

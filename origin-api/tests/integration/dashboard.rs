@@ -1367,3 +1367,230 @@ async fn the_links_page_finds_links_and_says_where_each_stands() {
         t.cleanup().await;
     }
 }
+
+/// The options part of a link form: what a browser sends with every box as shown.
+fn options_form<'f>(fields: &[(&'f str, &'f str)]) -> Vec<(&'f str, &'f str)> {
+    let mut all = vec![
+        ("options", "1"),
+        ("record_clicks", "1"),
+        ("forward_query", "1"),
+    ];
+    all.extend_from_slice(fields);
+    all
+}
+
+#[tokio::test]
+async fn an_editor_sets_every_option_a_link_has_and_tries_it_before_sharing_it() {
+    for (api, t) in apis("dash-link-options").await {
+        member(&api, "ana@acme.example", "acme", Role::Editor).await;
+        let key = api.key("acme", false).await;
+        let mut browser = Browser::new(&api);
+        browser.sign_in("ana@acme.example", PASSWORD).await;
+        let new = browser.get("/o/acme/links/new").await;
+        for shown in [
+            "name=\"rule-0-target\"",
+            "name=\"variant-1-weight\"",
+            "name=\"utm_campaign\"",
+            "name=\"preview_title\"",
+        ] {
+            assert!(new.html.contains(shown), "{shown}: {}", new.html);
+        }
+
+        // Without JavaScript, "Add a rule" shows the form again with one more row, saving
+        // nothing.
+        let typed = options_form(&[
+            ("target_url", "https://shop.example/spring"),
+            ("code", "spring"),
+            ("rule-0-target", "https://apps.example/ios"),
+            ("rule-0-device", "ios"),
+            ("add", "rule"),
+        ]);
+        let more = browser
+            .post_owned("/o/acme/links", &link_form(&new, &typed))
+            .await;
+        assert_eq!(more.status, StatusCode::OK, "{}", more.html);
+        assert!(more.html.contains("name=\"rule-1-target\""));
+        assert!(more.html.contains("value=\"https://apps.example/ios\""));
+        assert_eq!(
+            api.read(&key, "s.example", "spring").await.status,
+            StatusCode::NOT_FOUND
+        );
+
+        let fields = options_form(&[
+            ("target_url", "https://shop.example/spring?ref=mail"),
+            ("utm_source", "newsletter"),
+            ("utm_campaign", "spring"),
+            ("domain", "s.example"),
+            ("code", "spring"),
+            ("title", "Spring sale"),
+            ("rule-0-target", "https://apps.example/ios"),
+            ("rule-0-device", "ios"),
+            ("rule-0-country", "nl, de"),
+            ("rule-1-target", ""),
+            ("variant-0-target", "https://shop.example/a"),
+            ("variant-0-weight", "50"),
+            ("variant-1-target", "https://shop.example/b"),
+            ("variant-1-weight", "50"),
+            ("max_visits", "1000"),
+            ("access", "public"),
+            ("access_was", "public"),
+            ("preview_title", "Everything must go"),
+        ]);
+        let created = browser
+            .post_owned("/o/acme/links", &link_form(&new, &fields))
+            .await;
+        assert_eq!(
+            created.status,
+            StatusCode::SEE_OTHER,
+            "{} {}",
+            t.kind(),
+            created.html
+        );
+        let read = api.read(&key, "s.example", "spring").await;
+        assert_eq!(
+            read.body["target_url"],
+            "https://shop.example/spring?ref=mail&utm_source=newsletter&utm_campaign=spring"
+        );
+        assert_eq!(
+            read.body["rules"][0]["when"],
+            json!({"device": ["ios"], "country": ["NL", "DE"]})
+        );
+        assert_eq!(read.body["split"][1]["weight"], 50);
+        assert_eq!(read.body["max_visits"], 1000);
+        assert_eq!(read.body["preview"]["title"], "Everything must go");
+        assert_eq!(read.body["record_clicks"], true);
+
+        // The page shows them back, the UTM parameters in their own fields.
+        let page = browser.get("/o/acme/links/s.example/spring").await;
+        assert!(
+            page.html
+                .contains("value=\"https://shop.example/spring?ref=mail\""),
+            "{}",
+            page.html
+        );
+        assert!(page
+            .html
+            .contains("id=\"utm_source\" name=\"utm_source\" value=\"newsletter\""));
+        assert!(page
+            .html
+            .contains("id=\"rule-0-device-ios\" name=\"rule-0-device\" value=\"ios\" checked"));
+
+        // The tester runs the edge's decision: an iPhone in NL follows the rule, a
+        // computer falls to the split.
+        let iphone = browser
+            .get("/o/acme/links/s.example/spring/test?run=1&agent=iphone&country=nl")
+            .await;
+        assert_eq!(iphone.status, StatusCode::OK, "{}", iphone.html);
+        assert!(
+            iphone.html.contains("Sent to https://apps.example/ios"),
+            "{}",
+            iphone.html
+        );
+        let desk = browser
+            .get("/o/acme/links/s.example/spring/test?run=1&agent=windows&country=NL")
+            .await;
+        assert!(
+            desk.html.contains(
+                "Chance picks one of: https://shop.example/a (50%); https://shop.example/b (50%)"
+            ),
+            "{}",
+            desk.html
+        );
+        let bad = browser
+            .get("/o/acme/links/s.example/spring/test?run=1&agent=windows&country=Netherlands")
+            .await;
+        assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+
+        // Removing the rule and the split: their rows sent blank.
+        let page = browser.get("/o/acme/links/s.example/spring").await;
+        let cleared = options_form(&[
+            ("target_url", "https://shop.example/spring?ref=mail"),
+            ("utm_source", "newsletter"),
+            ("utm_campaign", "spring"),
+            ("title", "Spring sale"),
+            ("rule-0-target", ""),
+            ("access", "signed"),
+            ("access_was", "public"),
+        ]);
+        let saved = browser
+            .post_owned(
+                "/o/acme/links/s.example/spring",
+                &link_form(&page, &cleared),
+            )
+            .await;
+        assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.html);
+        let read = api.read(&key, "s.example", "spring").await;
+        assert_eq!(read.body["rules"], json!([]));
+        assert_eq!(read.body["split"], Value::Null);
+        assert_eq!(read.body["max_visits"], Value::Null);
+        assert_eq!(read.body["access"], "signed");
+
+        // A token issued on the page opens the link; saving the page again keeps it valid.
+        let page = browser.get("/o/acme/links/s.example/spring").await;
+        let issued = browser
+            .post(
+                "/o/acme/links/s.example/spring/tokens",
+                &[("csrf", &page.csrf()), ("hours", "2")],
+            )
+            .await;
+        assert_eq!(issued.status, StatusCode::CREATED, "{}", issued.html);
+        let url = issued
+            .html
+            .split("https://s.example/spring?t=")
+            .nth(1)
+            .and_then(|rest| {
+                rest.split(|c: char| !c.is_ascii_alphanumeric() && c != '.' && c != '-' && c != '_')
+                    .next()
+            })
+            .expect("the token's address")
+            .to_owned();
+        let path = format!("/spring?t={url}");
+        assert_eq!(
+            api.visit("GET", "s.example", &path).await.status,
+            StatusCode::FOUND
+        );
+        let page = browser.get("/o/acme/links/s.example/spring").await;
+        let again = options_form(&[
+            ("target_url", "https://shop.example/spring"),
+            ("access", "signed"),
+            ("access_was", "signed"),
+        ]);
+        let saved = browser
+            .post_owned("/o/acme/links/s.example/spring", &link_form(&page, &again))
+            .await;
+        assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.html);
+        assert_eq!(
+            api.visit("GET", "s.example", &path).await.status,
+            StatusCode::FOUND,
+            "the token still opens the link"
+        );
+
+        // The QR code, as a file.
+        let qr = browser
+            .get("/o/acme/links/s.example/spring/qr?format=svg&size=256&margin=2&ecc=H")
+            .await;
+        assert_eq!(qr.status, StatusCode::OK);
+        assert_eq!(qr.headers[header::CONTENT_TYPE], "image/svg+xml");
+        assert!(qr.headers[header::CONTENT_DISPOSITION]
+            .to_str()
+            .expect("ASCII")
+            .contains("s.example-spring-qr.svg"));
+        let bad = browser
+            .get("/o/acme/links/s.example/spring/qr?format=svg&size=9&margin=2&ecc=H")
+            .await;
+        assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+
+        // The alias field says, as it is typed, whether an alias is free.
+        let taken = browser
+            .get("/o/acme/alias?domain=s.example&code=spring")
+            .await;
+        assert!(taken.html.contains("is taken"), "{}", taken.html);
+        let free = browser
+            .get("/o/acme/alias?domain=s.example&code=autumn-sale")
+            .await;
+        assert!(free.html.contains("is free"), "{}", free.html);
+        let short = browser.get("/o/acme/alias?domain=s.example&code=a").await;
+        assert!(short.html.contains("class=\"error\""), "{}", short.html);
+        t.cleanup().await;
+    }
+}
