@@ -10,6 +10,7 @@
 
 mod analytics;
 mod assets;
+mod bulk;
 mod chart;
 mod link_fields;
 mod link_form;
@@ -51,6 +52,7 @@ pub fn router(state: AppState) -> Router {
             get(pages::links).post(link_form::create),
         )
         .route("/o/{owner}/links/new", get(link_form::new_link))
+        .route("/o/{owner}/links/bulk", post(bulk::apply))
         .route("/o/{owner}/members", get(members::members))
         .route("/o/{owner}/invitations", post(members::invite))
         .route("/invite/{token}", get(members::open).post(members::accept))

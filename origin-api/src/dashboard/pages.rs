@@ -66,6 +66,7 @@ struct LinksPage {
     links: Vec<LinkRow>,
     next: Option<String>,
     error: Option<String>,
+    csrf: String,
     may_edit: bool,
     may_admin: bool,
 }
@@ -73,6 +74,8 @@ struct LinksPage {
 struct LinkRow {
     /// The link's own page in the dashboard.
     path: String,
+    /// What a bulk action gets for it: `domain/code@version`, the version as shown.
+    selection: String,
     short_url: String,
     target_url: String,
     target_host: String,
@@ -115,6 +118,7 @@ impl LinkRow {
             _ => ("pending", None),
         };
         LinkRow {
+            selection: format!("{}/{}@{}", link.domain, link.code, link.version),
             path: format!(
                 "/o/{}/links/{}/{}",
                 path_segment(owner),
@@ -525,6 +529,7 @@ pub(super) async fn links(
         links: Vec::new(),
         next: None,
         error: None,
+        csrf: signed.csrf_token.clone(),
         may_edit: signed.allows(&owner, Role::Editor) == Some(true),
         may_admin: signed.allows(&owner, Role::Admin) == Some(true),
         owner: owner.clone(),

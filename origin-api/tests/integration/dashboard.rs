@@ -1594,3 +1594,163 @@ async fn an_editor_sets_every_option_a_link_has_and_tries_it_before_sharing_it()
         t.cleanup().await;
     }
 }
+
+/// The selection value the list page gives a link: `domain/code@version`.
+fn selection(page: &Page, route: &str) -> String {
+    let at = page
+        .html
+        .find(&format!("value=\"{route}@"))
+        .unwrap_or_else(|| panic!("{route} is listed: {}", page.html));
+    let rest = &page.html[at + "value=\"".len()..];
+    rest[..rest.find('"').expect("closing quote")].to_owned()
+}
+
+#[tokio::test]
+async fn a_bulk_tag_changes_each_link_at_the_version_shown_and_reports_the_one_changed_meanwhile() {
+    for (api, t) in apis("dash-bulk").await {
+        member(&api, "ana@acme.example", "acme", Role::Editor).await;
+        member(&api, "vic@acme.example", "acme", Role::Viewer).await;
+        let key = api.key("acme", false).await;
+        for code in ["one-link", "two-link", "three-link"] {
+            let made = api
+                .create(&key, json!({"target_url": "https://shop.example/", "code": code, "title": "=HYPERLINK(\"https://evil.example\")"}))
+                .await;
+            assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+        }
+        let mut browser = Browser::new(&api);
+        browser.sign_in("ana@acme.example", PASSWORD).await;
+        let list = browser.get("/o/acme/links").await;
+        let picked: Vec<String> = ["one-link", "two-link", "three-link"]
+            .iter()
+            .map(|c| selection(&list, &format!("s.example/{c}")))
+            .collect();
+        // A colleague's script changes one of them after the page was loaded.
+        let theirs = api
+            .patch_json(
+                &key,
+                "/v1/links/s.example/two-link",
+                Some("\"1\""),
+                json!({"title": "Theirs"}),
+            )
+            .await;
+        assert_eq!(theirs.status, StatusCode::OK, "{}", theirs.text);
+        let csrf = list.csrf();
+        let mut form = vec![
+            ("csrf", csrf.as_str()),
+            ("action", "add_tag"),
+            ("tag", "spring"),
+        ];
+        form.extend(picked.iter().map(|p| ("select", p.as_str())));
+        let done = browser.post("/o/acme/links/bulk", &form).await;
+        assert_eq!(done.status, StatusCode::OK, "{}", done.html);
+        assert!(
+            done.html
+                .contains("2 changed, 1 changed by someone else meanwhile"),
+            "{} {}",
+            t.kind(),
+            done.html
+        );
+        assert!(done.html.contains("class=\"result conflict\""));
+        for (code, tags, title) in [
+            (
+                "one-link",
+                json!(["spring"]),
+                json!("=HYPERLINK(\"https://evil.example\")"),
+            ),
+            ("two-link", json!([]), json!("Theirs")),
+            (
+                "three-link",
+                json!(["spring"]),
+                json!("=HYPERLINK(\"https://evil.example\")"),
+            ),
+        ] {
+            let read = api.read(&key, "s.example", code).await;
+            assert_eq!(
+                (&read.body["tags"], &read.body["title"]),
+                (&tags, &title),
+                "{code}"
+            );
+        }
+        // The same selection again: the two changed are now at a newer version too.
+        let again = browser.post("/o/acme/links/bulk", &form).await;
+        assert!(
+            again
+                .html
+                .contains("0 changed, 3 changed by someone else meanwhile"),
+            "{}",
+            again.html
+        );
+
+        // A viewer may export a selection, not change it; a cell stays text.
+        let mut viewer = Browser::new(&api);
+        viewer.sign_in("vic@acme.example", PASSWORD).await;
+        let list = viewer.get("/o/acme/links").await;
+        assert!(
+            !list.html.contains("value=\"add_tag\""),
+            "a viewer is offered no change"
+        );
+        let csrf = list.csrf();
+        let one = selection(&list, "s.example/one-link");
+        let refused = viewer
+            .post(
+                "/o/acme/links/bulk",
+                &[("csrf", &csrf), ("action", "delete"), ("select", &one)],
+            )
+            .await;
+        assert_eq!(refused.status, StatusCode::FORBIDDEN);
+        assert_eq!(
+            api.read(&key, "s.example", "one-link").await.body["status"],
+            "active"
+        );
+        let csv = viewer
+            .post(
+                "/o/acme/links/bulk",
+                &[("csrf", &csrf), ("action", "export"), ("select", &one)],
+            )
+            .await;
+        assert_eq!(csv.status, StatusCode::OK);
+        assert!(
+            csv.html
+                .starts_with("short_url,domain,code,target_url,title"),
+            "{}",
+            csv.html
+        );
+        assert!(
+            csv.html
+                .contains(",\"'=HYPERLINK(\"\"https://evil.example\"\")\","),
+            "{}",
+            csv.html
+        );
+
+        // Deleting through the list, and nothing without a selection or a token.
+        let list = browser.get("/o/acme/links").await;
+        let three = selection(&list, "s.example/three-link");
+        let csrf = list.csrf();
+        let none = browser
+            .post(
+                "/o/acme/links/bulk",
+                &[("csrf", &csrf), ("action", "delete")],
+            )
+            .await;
+        assert_eq!(none.status, StatusCode::UNPROCESSABLE_ENTITY);
+        let forged = browser
+            .post(
+                "/o/acme/links/bulk",
+                &[("action", "delete"), ("select", &three)],
+            )
+            .await;
+        assert_eq!(forged.status, StatusCode::FORBIDDEN);
+        let deleted = browser
+            .post(
+                "/o/acme/links/bulk",
+                &[("csrf", &csrf), ("action", "delete"), ("select", &three)],
+            )
+            .await;
+        assert!(deleted.html.contains("Deleted."), "{}", deleted.html);
+        assert_eq!(
+            api.read(&key, "s.example", "three-link").await.body["status"],
+            "deleted"
+        );
+        t.cleanup().await;
+    }
+}
