@@ -4,7 +4,7 @@
 use super::chart::{BarChart, Bucket};
 use super::link_form::link_path;
 use super::link_tools::readable;
-use super::render::{choices, failure, render, Choice, Nav};
+use super::render::{choices, failure, render, utc, Choice, Nav};
 use super::session::Signed;
 use crate::clicks::stats::{link_stats, Range};
 use crate::clicks::ClickService;
@@ -297,7 +297,7 @@ fn shown(stats: &LinkStats, page: &AnalyticsPage, q: &StatsQuery, now: i64) -> S
         chart: BarChart::of(&buckets, stats.include_bots),
         buckets,
         granularity: if hourly { "hour" } else { "day" },
-        as_of: stats.data_as_of.replace('T', " ").replace('Z', " UTC"),
+        as_of: utc(as_of),
         late: now - as_of > LATE_MS,
         csv: format!("{}/stats.csv?{}", page.link_path, query_string(q)),
         tops,

@@ -3,7 +3,7 @@
 
 use super::chart::Sparkline;
 use super::render::{
-    capitalized, choices, failure, message, not_found_for, refused_post, render, Choice, Nav,
+    capitalized, choices, failure, message, not_found_for, refused_post, render, utc, Choice, Nav,
 };
 use super::session::{
     login_cookie_name, no_session_cookie, session_cookie, set_cookie, token_tied, with_tied_token,
@@ -112,7 +112,7 @@ impl LinkRow {
                 if everywhere <= now {
                     ("at the edge", None)
                 } else {
-                    ("published", Some(rfc3339(everywhere)))
+                    ("published", Some(utc(everywhere)))
                 }
             }
             _ => ("pending", None),

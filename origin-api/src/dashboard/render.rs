@@ -120,3 +120,9 @@ pub(super) fn choices(options: &[(&str, &str)], selected: &str) -> Vec<Choice> {
         })
         .collect()
 }
+
+/// Unix ms as a person reads a time here: `2026-12-06 08:57:44 UTC`.
+pub(super) fn utc(ms: i64) -> String {
+    let t = crate::model::time::rfc3339(ms);
+    format!("{} UTC", t.get(..19).unwrap_or(&t).replace('T', " "))
+}

@@ -2,6 +2,7 @@
 //! (the harness is this crate's library). Each module was a binary of its own; one
 //! links once and builds the worker once (docs/testing.md).
 
+mod dashboard_browser;
 mod edge_activation;
 mod edge_bans;
 mod edge_cache;
