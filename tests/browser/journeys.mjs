@@ -135,6 +135,8 @@ try {
   step = "the admin signs in and invites a marketer and a viewer";
   const admin = await person("admin");
   await signIn(admin.page, env("HOP_EMAIL"), env("HOP_PASSWORD"));
+  check(new URL(admin.page.url()).pathname === `/o/${OWNER}`, `signed in to ${admin.page.url()}`);
+  await accessible(admin.page, "overview");
   const marketerLink = await invite(admin.page, MARKETER, "editor");
   const viewerLink = await invite(admin.page, VIEWER, "viewer");
   clean(admin.page);

@@ -16,6 +16,7 @@ mod link_fields;
 mod link_form;
 mod link_tools;
 mod members;
+mod overview;
 mod pages;
 mod render;
 mod session;
@@ -47,6 +48,7 @@ pub fn router(state: AppState) -> Router {
         .route("/logout/everywhere", post(pages::logout_everywhere))
         .route("/account", get(pages::account))
         .route("/account/password", post(pages::change_password))
+        .route("/o/{owner}", get(overview::page))
         .route(
             "/o/{owner}/links",
             get(pages::links).post(link_form::create),

@@ -282,7 +282,7 @@ async fn sign_out(
 /// `GET /`: the first owner's links, or a word on having none.
 pub(super) async fn home(Signed(signed): Signed) -> Response {
     match signed.memberships.first() {
-        Some(m) => Redirect::to(&format!("/o/{}/links", path_segment(&m.owner_id))).into_response(),
+        Some(m) => Redirect::to(&format!("/o/{}", path_segment(&m.owner_id))).into_response(),
         None => message(
             StatusCode::OK,
             Nav::of(&signed, None),
@@ -509,6 +509,7 @@ pub(super) async fn links(
         conditions: choices(
             &[
                 ("expired", "Expired"),
+                ("expiring", "Expiring within 7 days"),
                 ("exhausted", "Visit limit reached"),
                 ("banned", "Banned"),
             ],

@@ -255,7 +255,12 @@ pub enum Condition {
     Exhausted,
     /// An active ban matches its code or the host of any of its targets.
     Banned,
+    /// Live, and its expiry falls within the next 7 days.
+    Expiring,
 }
+
+/// How far ahead [`Condition::Expiring`] looks.
+pub const EXPIRING_WITHIN_MS: i64 = 7 * 86_400_000;
 
 /// Who may follow a link, as a listing filters by it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]

@@ -16,6 +16,6 @@ pub use ban::{denylist, denylist_snapshot, Ban, BanTarget};
 pub use domain::{Creator, Domain, DomainAccess, DomainStatus, Refusal};
 pub use link::{
     AccessKind, Condition, Feature, Link, LinkOptions, LinkState, ListFilter, OptionPart,
-    Published, KV_PROPAGATION_MS,
+    Published, EXPIRING_WITHIN_MS, KV_PROPAGATION_MS,
 };
 pub use user::{Invitation, LoginAttempts, Membership, Role, Session, User};

@@ -8,7 +8,9 @@ use super::link_rows::{to_i64, LinkRow, SELECT_COLUMNS};
 use super::outbox::{insert_outbox, link_row, OutboxInsert};
 use super::sql::{list_placeholders, values_placeholders, Arg, Conn};
 use crate::db::Db;
-use crate::model::{AccessKind, Condition, Link, LinkOptions, ListFilter, OptionPart};
+use crate::model::{
+    AccessKind, Condition, Link, LinkOptions, ListFilter, OptionPart, EXPIRING_WITHIN_MS,
+};
 use shared::CodeKind;
 
 /// Links per multi-row statement in a bulk insert: 18 parameters each stays well under
@@ -576,6 +578,14 @@ pub async fn list(db: &Db, filter: &ListFilter) -> Result<Vec<Link>, StoreError>
             ));
         }
         Some(Condition::Banned) => sql.push_str(BANNED),
+        Some(Condition::Expiring) => {
+            args.push(filter.now.into());
+            args.push(filter.now.saturating_add(EXPIRING_WITHIN_MS).into());
+            let (now, until) = (args.len() - 1, args.len());
+            sql.push_str(&format!(
+                " AND status = 'active' AND expires_at > ${now} AND expires_at <= ${until}"
+            ));
+        }
         None => {}
     }
     if let Some(from) = filter.created_from {

@@ -258,8 +258,9 @@ pub struct ListParams {
     /// 100 characters.
     #[param(min_length = 1, max_length = 100)]
     pub q: Option<String>,
-    /// `expired` (its expiry passed), `exhausted` (its visit limit was reached) or
-    /// `banned` (an active ban matches its code or the host of any of its targets).
+    /// `expired` (its expiry passed), `expiring` (active, expiring within 7 days),
+    /// `exhausted` (its visit limit was reached) or `banned` (an active ban matches its
+    /// code or the host of any of its targets).
     pub condition: Option<Condition>,
     /// Who may follow it: `public`, `password` or `signed`.
     pub access: Option<AccessKind>,

@@ -208,7 +208,7 @@ async fn signing_in_shows_the_owners_links_and_signing_out_ends_the_session() {
         }
 
         let home = browser.get("/").await;
-        assert_eq!(home.location(), "/o/acme/links", "{}", t.kind());
+        assert_eq!(home.location(), "/o/acme", "{}", t.kind());
         let links = browser.get("/o/acme/links").await;
         assert_eq!(links.status, StatusCode::OK, "{}", links.html);
         assert!(
@@ -1117,7 +1117,7 @@ async fn an_existing_user_joins_with_their_own_password_and_links_expire() {
         let links = gil.get("/o/acme/links").await;
         assert_eq!(links.status, StatusCode::OK);
         assert!(
-            links.html.contains("/o/globex/links"),
+            links.html.contains("href=\"/o/globex\""),
             "both owners in the bar"
         );
         assert_eq!(
@@ -1751,6 +1751,85 @@ async fn a_bulk_tag_changes_each_link_at_the_version_shown_and_reports_the_one_c
             api.read(&key, "s.example", "three-link").await.body["status"],
             "deleted"
         );
+        t.cleanup().await;
+    }
+}
+
+/// A click on `link` made `ago_ms` before now.
+fn click_ago(id: &str, link: &str, ago_ms: i64) -> Value {
+    let mut c = click(id, link, "NL", false);
+    c["at"] = json!(origin_api::model::time::now_ms() - ago_ms);
+    c
+}
+
+#[tokio::test]
+async fn the_overview_compares_visits_and_says_what_needs_attention() {
+    // Clicks up to 16 days old are taken: the week before this one is seeded too.
+    let flags = ["--edge-token", EDGE_TOKEN, "--click-id-retention-h", "400"];
+    for (api, t) in apis_with("dash-overview", &flags).await {
+        member(&api, "vic@acme.example", "acme", Role::Viewer).await;
+        let key = api.key("acme", false).await;
+        let ops = api.key("ops", true).await;
+        let soon =
+            origin_api::model::time::rfc3339(origin_api::model::time::now_ms() + 2 * 86_400_000);
+        for body in [
+            json!({"target_url": "https://shop.example/", "code": "popular-one"}),
+            json!({"target_url": "https://shop.example/", "code": "ending", "expires_at": soon}),
+            json!({"target_url": "https://bad.example/", "code": "phish"}),
+        ] {
+            let made = api.create(&key, body).await;
+            assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+        }
+        let ban = json!({"kind": "host", "host": "bad.example", "reason": "phishing"});
+        assert_eq!(
+            api.post_json(&ops, "/v1/bans", &ban).await.status,
+            StatusCode::CREATED
+        );
+        const DAY: i64 = 86_400_000;
+        let batch = json!({"events": [
+            click_ago("o-1", "s.example/popular-one", 0),
+            click_ago("o-2", "s.example/popular-one", 0),
+            click_ago("o-3", "s.example/ending", 0),
+            click_ago("o-4", "s.example/popular-one", 3 * DAY),
+            click_ago("o-5", "s.example/popular-one", 10 * DAY),
+        ]});
+        let sent = api.post_json(EDGE_TOKEN, "/v1/edge/clicks", &batch).await;
+        assert_eq!(sent.body["counted"], 5, "{}", sent.text);
+        api.fold_clicks().await;
+
+        let mut viewer = Browser::new(&api);
+        viewer.sign_in("vic@acme.example", PASSWORD).await;
+        assert_eq!(viewer.get("/").await.location(), "/o/acme");
+        let page = viewer.get("/o/acme").await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.html);
+        let html = &page.html;
+        // Today 3 (yesterday none by this hour); 7 days 4 against 1 the week before.
+        assert!(
+            html.contains("Visits by people today</dt><dd>3</dd>"),
+            "{} {html}",
+            t.kind()
+        );
+        assert!(
+            html.contains(">new <span class=\"muted\">against 0 yesterday"),
+            "{html}"
+        );
+        assert!(html.contains("Over the last 7 days</dt><dd>4</dd>"));
+        assert!(
+            html.contains("+300% <span class=\"muted\">against 1 the 7 days before"),
+            "{html}"
+        );
+        let top = &html[html.find("Most visited").expect("top list")..];
+        assert!(
+            top.find("s.example/popular-one") < top.find("s.example/ending"),
+            "most visited first"
+        );
+        let attention = &html[html.find("Needs attention").expect("attention")..];
+        assert!(attention.contains("Expiring within 7 days"), "{attention}");
+        assert!(attention.contains("s.example/ending"));
+        assert!(attention.contains("<h3>Banned</h3>"));
+        assert!(attention.contains("s.example/phish"));
+        assert!(attention.contains("/o/acme/links?condition=banned"));
+        assert_eq!(viewer.get("/o/globex").await.status, StatusCode::NOT_FOUND);
         t.cleanup().await;
     }
 }

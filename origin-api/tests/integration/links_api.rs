@@ -1026,6 +1026,18 @@ async fn listing_finds_links_by_text_condition_access_content_and_creation_time(
         }
         assert_eq!(seen.len(), 9, "{seen:?}");
 
+        // Expiring within 7 days: not the one of 2099, not the expired one.
+        let soon =
+            origin_api::model::time::rfc3339(origin_api::model::time::now_ms() + 3 * 86_400_000);
+        let res = api
+            .create(&token, json!({"code": "soon", "target_url": "https://shop.example/soon", "expires_at": soon}))
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text);
+        assert_eq!(
+            codes(&api.list(&token, "?condition=expiring").await),
+            ["soon"]
+        );
+
         for bad in [
             "?q=".to_owned(),
             format!("?q={}", "x".repeat(101)),
