@@ -861,6 +861,39 @@ pub async fn grant_membership(c: &mut Conn) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
+/// `store/users.rs`: a member's role changed, never the last admin's away.
+pub async fn change_member_role(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/change_member_role.sql",
+        "u",
+        "o",
+        "viewer"
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/users.rs`: a membership ended, never the last admin's.
+pub async fn remove_member(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/remove_member.sql",
+        "u",
+        "o"
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/api_keys.rs`: an owner's keys.
+pub async fn api_keys_of_owner(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/api_keys_of_owner.sql", "o")
+        .fetch_all(c)
+        .await?;
+    Ok(())
+}
+
 /// `store/users.rs`: a user's roles.
 pub async fn memberships_of_user(c: &mut Conn) -> Result<(), sqlx::Error> {
     sqlx::query_file!(

@@ -283,6 +283,12 @@ impl AuthGuard {
         result
     }
 
+    /// Drops the key held under `key_id`: a key revoked here is refused at once by this
+    /// process (others read it again within their hold).
+    pub fn forget(&self, key_id: &str) {
+        self.keys.remove(key_id);
+    }
+
     /// Holds a key that verified; returns it.
     pub fn hold(&self, key: ApiKey) -> Arc<ApiKey> {
         let key = Arc::new(key);

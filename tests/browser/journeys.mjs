@@ -139,6 +139,12 @@ try {
   await accessible(admin.page, "overview");
   const marketerLink = await invite(admin.page, MARKETER, "editor");
   const viewerLink = await invite(admin.page, VIEWER, "viewer");
+  await admin.page.goto(`${DASH}/o/${OWNER}/keys`);
+  await admin.page.fill("#name", "A script");
+  await admin.page.click("button:text('Make the key')");
+  await admin.page.waitForLoadState("load");
+  check((await admin.page.inputValue("input[aria-label='The new key']")).startsWith("hop_"), "the new key is shown");
+  await accessible(admin.page, "API keys");
   clean(admin.page);
 
   step = "the marketer joins and creates a link with a rule and a split";

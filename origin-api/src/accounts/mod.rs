@@ -75,6 +75,11 @@ pub enum AccountError {
     /// The invitation was used, ran out, or never was.
     #[error("this invitation was used or has expired: ask for a new one")]
     InvitationGone,
+    /// A change that would leave an owner without an admin.
+    #[error("an owner keeps at least one admin: make someone else admin first")]
+    LastAdmin,
+    #[error("that user is not a member of this owner")]
+    NotAMember,
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("{0}")]
@@ -292,6 +297,44 @@ impl Accounts {
     /// The members of `owner_id`: email and role, by email.
     pub async fn members(&self, owner_id: &str) -> Result<Vec<(String, Role)>, AccountError> {
         Ok(store::users::members_of(&self.db, owner_id).await?)
+    }
+
+    /// Changes the role of the member `email` of `owner_id`; never leaves the owner
+    /// without an admin.
+    pub async fn change_role(
+        &self,
+        owner_id: &str,
+        email: &str,
+        role: Role,
+    ) -> Result<(), AccountError> {
+        let user = self.member(owner_id, email).await?;
+        match store::users::change_role(&self.db, &user.user_id, owner_id, role).await? {
+            true => Ok(()),
+            false => Err(AccountError::LastAdmin),
+        }
+    }
+
+    /// Ends the membership of `email` in `owner_id`; never its last admin's.
+    pub async fn remove_member(&self, owner_id: &str, email: &str) -> Result<(), AccountError> {
+        let user = self.member(owner_id, email).await?;
+        match store::users::remove_member(&self.db, &user.user_id, owner_id).await? {
+            true => Ok(()),
+            false => Err(AccountError::LastAdmin),
+        }
+    }
+
+    /// The user `email`, if a member of `owner_id`.
+    async fn member(&self, owner_id: &str, email: &str) -> Result<User, AccountError> {
+        let user = self.user(email).await.map_err(|e| match e {
+            AccountError::NoSuchUser | AccountError::BadEmail(_) => AccountError::NotAMember,
+            other => other,
+        })?;
+        let theirs = store::users::memberships(&self.db, &user.user_id).await?;
+        if theirs.iter().any(|m| m.owner_id == owner_id) {
+            Ok(user)
+        } else {
+            Err(AccountError::NotAMember)
+        }
     }
 
     /// Disables the user and ends every session of theirs.

@@ -99,6 +99,68 @@ fn only_admins(signed: &SignedIn, owner: &str) -> Response {
 }
 
 #[derive(Deserialize)]
+pub(super) struct MemberForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    email: String,
+    /// A role, or `remove`.
+    #[serde(default)]
+    role: String,
+}
+
+/// `POST /o/{owner}/members`: a member's role changed, or the member removed; never the
+/// owner's last admin.
+pub(super) async fn change(
+    Signed(signed): Signed,
+    State(accounts): State<Arc<Accounts>>,
+    Path(owner): Path<String>,
+    Form(form): Form<MemberForm>,
+) -> Response {
+    if !signed.csrf_matches(&form.csrf) {
+        return refused_post();
+    }
+    match signed.allows(&owner, Role::Admin) {
+        None => return not_found_for(&signed),
+        Some(false) => return only_admins(&signed, &owner),
+        Some(true) => {}
+    }
+    let done = if form.role == "remove" {
+        accounts.remove_member(&owner, &form.email).await
+    } else if let Some(role) = Role::parse(&form.role) {
+        accounts.change_role(&owner, &form.email, role).await
+    } else {
+        let why = Some("Choose a role, or remove.".to_owned());
+        return members_page(
+            &accounts,
+            &signed,
+            &owner,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            None,
+            why,
+        )
+        .await;
+    };
+    match done {
+        Ok(()) => Redirect::to(&format!(
+            "/o/{}/members",
+            super::pages::path_segment(&owner)
+        ))
+        .into_response(),
+        Err(e @ (AccountError::LastAdmin | AccountError::NotAMember)) => {
+            let status = if matches!(e, AccountError::LastAdmin) {
+                StatusCode::CONFLICT
+            } else {
+                StatusCode::NOT_FOUND
+            };
+            let why = Some(capitalized(&e.to_string()));
+            members_page(&accounts, &signed, &owner, status, None, why).await
+        }
+        Err(e) => failure(&e.to_string()),
+    }
+}
+
+#[derive(Deserialize)]
 pub(super) struct InviteForm {
     #[serde(default)]
     csrf: String,

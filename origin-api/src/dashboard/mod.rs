@@ -12,6 +12,7 @@ mod analytics;
 mod assets;
 mod bulk;
 mod chart;
+mod keys;
 mod link_fields;
 mod link_form;
 mod link_tools;
@@ -55,8 +56,13 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/o/{owner}/links/new", get(link_form::new_link))
         .route("/o/{owner}/links/bulk", post(bulk::apply))
-        .route("/o/{owner}/members", get(members::members))
+        .route(
+            "/o/{owner}/members",
+            get(members::members).post(members::change),
+        )
         .route("/o/{owner}/invitations", post(members::invite))
+        .route("/o/{owner}/keys", get(keys::list).post(keys::create))
+        .route("/o/{owner}/keys/{key_id}/revoke", post(keys::revoke))
         .route("/invite/{token}", get(members::open).post(members::accept))
         .route(
             "/o/{owner}/links/{domain}/{code}",

@@ -31,17 +31,29 @@ pub async fn insert(db: &Db, key: &ApiKey) -> Result<(), StoreError> {
     Ok(())
 }
 
+impl From<KeyRow> for ApiKey {
+    fn from(r: KeyRow) -> ApiKey {
+        ApiKey {
+            key_id: r.key_id,
+            owner_id: r.owner_id,
+            name: r.name,
+            secret_hash: r.secret_hash,
+            scopes: r.scopes,
+            created_at: r.created_at,
+            revoked_at: r.revoked_at,
+        }
+    }
+}
+
 pub async fn find(db: &Db, key_id: &str) -> Result<Option<ApiKey>, StoreError> {
     let row: Option<KeyRow> = db.read_optional(FIND_API_KEY, &[key_id.into()]).await?;
-    Ok(row.map(|r| ApiKey {
-        key_id: r.key_id,
-        owner_id: r.owner_id,
-        name: r.name,
-        secret_hash: r.secret_hash,
-        scopes: r.scopes,
-        created_at: r.created_at,
-        revoked_at: r.revoked_at,
-    }))
+    Ok(row.map(ApiKey::from))
+}
+
+/// An owner's keys, revoked ones included, newest first.
+pub async fn of_owner(db: &Db, owner_id: &str) -> Result<Vec<ApiKey>, StoreError> {
+    let rows: Vec<KeyRow> = db.read_all(API_KEYS_OF_OWNER, &[owner_id.into()]).await?;
+    Ok(rows.into_iter().map(ApiKey::from).collect())
 }
 
 /// Marks a key revoked; `false` when there is no such live key.
@@ -55,6 +67,8 @@ pub async fn revoke(db: &Db, key_id: &str, now: i64) -> Result<bool, StoreError>
 const INSERT_API_KEY: &str = include_str!("queries/insert_api_key.sql");
 
 const FIND_API_KEY: &str = include_str!("queries/find_api_key.sql");
+
+const API_KEYS_OF_OWNER: &str = include_str!("queries/api_keys_of_owner.sql");
 
 /// An API key revoked, unless it was.
 const REVOKE_API_KEY: &str = include_str!("queries/revoke_api_key.sql");

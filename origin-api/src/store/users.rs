@@ -164,6 +164,36 @@ pub async fn grant(
     Ok(())
 }
 
+/// Changes a member's role in `owner_id`, unless that would leave it without an admin:
+/// `false` when nothing changed (no such member, or the last admin).
+///
+/// The count is read in the same statement; two admins demoting each other at the same
+/// instant could still both succeed, and an operator restores one with
+/// `hop-origin users grant`.
+pub async fn change_role(
+    db: &Db,
+    user_id: &str,
+    owner_id: &str,
+    role: Role,
+) -> Result<bool, StoreError> {
+    let changed = db
+        .write(
+            CHANGE_MEMBER_ROLE,
+            &[user_id.into(), owner_id.into(), role.as_str().into()],
+        )
+        .await?;
+    Ok(changed == 1)
+}
+
+/// Ends a membership, unless it is the owner's last admin's: `false` when nothing was
+/// removed (see [`change_role`]).
+pub async fn remove_member(db: &Db, user_id: &str, owner_id: &str) -> Result<bool, StoreError> {
+    let removed = db
+        .write(REMOVE_MEMBER, &[user_id.into(), owner_id.into()])
+        .await?;
+    Ok(removed == 1)
+}
+
 /// The owners the user is a member of, by owner.
 pub async fn memberships(db: &Db, user_id: &str) -> Result<Vec<Membership>, StoreError> {
     let rows: Vec<(String, String)> = db.read_all(MEMBERSHIPS_OF_USER, &[user_id.into()]).await?;
@@ -189,6 +219,8 @@ pub async fn members_of(db: &Db, owner_id: &str) -> Result<Vec<(String, Role)>, 
 }
 
 const MEMBERS_OF_OWNER: &str = include_str!("queries/members_of_owner.sql");
+const CHANGE_MEMBER_ROLE: &str = include_str!("queries/change_member_role.sql");
+const REMOVE_MEMBER: &str = include_str!("queries/remove_member.sql");
 const INSERT_USER: &str = include_str!("queries/insert_user.sql");
 const USER_BY_EMAIL: &str = include_str!("queries/user_by_email.sql");
 const USER_BY_ID: &str = include_str!("queries/user_by_id.sql");

@@ -1833,3 +1833,213 @@ async fn the_overview_compares_visits_and_says_what_needs_attention() {
         t.cleanup().await;
     }
 }
+
+#[tokio::test]
+async fn an_admin_changes_roles_and_never_leaves_the_owner_without_an_admin() {
+    for (api, t) in apis("dash-roles").await {
+        member(&api, "ada@acme.example", "acme", Role::Admin).await;
+        member(&api, "vic@acme.example", "acme", Role::Viewer).await;
+        member(&api, "eve@acme.example", "acme", Role::Editor).await;
+        member(&api, "gil@globex.example", "globex", Role::Admin).await;
+        let mut admin = Browser::new(&api);
+        admin.sign_in("ada@acme.example", PASSWORD).await;
+        let page = admin.get("/o/acme/members").await;
+        let csrf = page.csrf();
+        let promoted = admin
+            .post(
+                "/o/acme/members",
+                &[
+                    ("csrf", &csrf),
+                    ("email", "vic@acme.example"),
+                    ("role", "editor"),
+                ],
+            )
+            .await;
+        assert_eq!(
+            promoted.status,
+            StatusCode::SEE_OTHER,
+            "{} {}",
+            t.kind(),
+            promoted.html
+        );
+        // The member's next page already has the new role: roles are read per request.
+        let mut vic = Browser::new(&api);
+        vic.sign_in("vic@acme.example", PASSWORD).await;
+        assert_eq!(vic.get("/o/acme/links/new").await.status, StatusCode::OK);
+        let removed = admin
+            .post(
+                "/o/acme/members",
+                &[
+                    ("csrf", &csrf),
+                    ("email", "vic@acme.example"),
+                    ("role", "remove"),
+                ],
+            )
+            .await;
+        assert_eq!(removed.status, StatusCode::SEE_OTHER);
+        assert_eq!(vic.get("/o/acme/links").await.status, StatusCode::NOT_FOUND);
+
+        // The last admin can neither leave nor step down.
+        for role in ["remove", "editor"] {
+            let refused = admin
+                .post(
+                    "/o/acme/members",
+                    &[
+                        ("csrf", &csrf),
+                        ("email", "ada@acme.example"),
+                        ("role", role),
+                    ],
+                )
+                .await;
+            assert_eq!(
+                refused.status,
+                StatusCode::CONFLICT,
+                "{role}: {}",
+                refused.html
+            );
+            assert!(refused.html.contains("at least one admin"));
+        }
+        // With a second admin, the first may step down.
+        let second = admin
+            .post(
+                "/o/acme/members",
+                &[
+                    ("csrf", &csrf),
+                    ("email", "eve@acme.example"),
+                    ("role", "admin"),
+                ],
+            )
+            .await;
+        assert_eq!(second.status, StatusCode::SEE_OTHER);
+        let down = admin
+            .post(
+                "/o/acme/members",
+                &[
+                    ("csrf", &csrf),
+                    ("email", "ada@acme.example"),
+                    ("role", "viewer"),
+                ],
+            )
+            .await;
+        assert_eq!(down.status, StatusCode::SEE_OTHER);
+        assert_eq!(
+            admin.get("/o/acme/members").await.status,
+            StatusCode::FORBIDDEN
+        );
+
+        // Another owner's admin reaches nothing of acme's, and nobody outside it.
+        let mut gil = Browser::new(&api);
+        gil.sign_in("gil@globex.example", PASSWORD).await;
+        let csrf = gil.get("/o/globex/members").await.csrf();
+        let foreign = gil
+            .post(
+                "/o/acme/members",
+                &[
+                    ("csrf", &csrf),
+                    ("email", "eve@acme.example"),
+                    ("role", "viewer"),
+                ],
+            )
+            .await;
+        assert_eq!(foreign.status, StatusCode::NOT_FOUND);
+        let outsider = gil
+            .post(
+                "/o/globex/members",
+                &[
+                    ("csrf", &csrf),
+                    ("email", "eve@acme.example"),
+                    ("role", "viewer"),
+                ],
+            )
+            .await;
+        assert_eq!(outsider.status, StatusCode::NOT_FOUND, "{}", outsider.html);
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn an_admin_makes_a_key_seen_once_and_revokes_it() {
+    for (api, t) in apis("dash-keys").await {
+        member(&api, "ada@acme.example", "acme", Role::Admin).await;
+        member(&api, "eve@acme.example", "acme", Role::Editor).await;
+        member(&api, "gil@globex.example", "globex", Role::Admin).await;
+        let mut admin = Browser::new(&api);
+        admin.sign_in("ada@acme.example", PASSWORD).await;
+        let page = admin.get("/o/acme/keys").await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.html);
+        let csrf = page.csrf();
+        let made = admin
+            .post(
+                "/o/acme/keys",
+                &[
+                    ("csrf", &csrf),
+                    ("name", "Newsletter sync"),
+                    ("domain", "s.example"),
+                ],
+            )
+            .await;
+        assert_eq!(
+            made.status,
+            StatusCode::CREATED,
+            "{} {}",
+            t.kind(),
+            made.html
+        );
+        let token = made
+            .html
+            .split("aria-label=\"The new key\" readonly value=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .expect("the token, shown once")
+            .to_owned();
+        assert!(token.starts_with("hop_"));
+        assert!(made.html.contains("<td>s.example</td>"), "{}", made.html);
+        let listed = api.call_as(&token, "GET", "/v1/links").await;
+        assert_eq!(
+            listed.status,
+            StatusCode::OK,
+            "the key works: {}",
+            listed.text
+        );
+        let again = admin.get("/o/acme/keys").await;
+        assert!(
+            !again.html.contains(&token),
+            "the token is never shown again"
+        );
+        let refused = admin
+            .post(
+                "/o/acme/keys",
+                &[("csrf", &csrf), ("name", "x"), ("domain", "other.example")],
+            )
+            .await;
+        assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
+
+        let key_id = token.split('_').nth(1).expect("key id").to_owned();
+        // Nobody else revokes it: an editor is told, another owner's admin finds nothing.
+        let mut eve = Browser::new(&api);
+        eve.sign_in("eve@acme.example", PASSWORD).await;
+        assert_eq!(eve.get("/o/acme/keys").await.status, StatusCode::FORBIDDEN);
+        let mut gil = Browser::new(&api);
+        gil.sign_in("gil@globex.example", PASSWORD).await;
+        let gil_csrf = gil.get("/o/globex/keys").await.csrf();
+        let path = format!("/o/globex/keys/{key_id}/revoke");
+        assert_eq!(
+            gil.post(&path, &[("csrf", &gil_csrf)]).await.status,
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            api.call_as(&token, "GET", "/v1/links").await.status,
+            StatusCode::OK
+        );
+
+        let path = format!("/o/acme/keys/{key_id}/revoke");
+        let revoked = admin.post(&path, &[("csrf", &csrf)]).await;
+        assert_eq!(revoked.status, StatusCode::SEE_OTHER, "{}", revoked.html);
+        assert_eq!(
+            api.call_as(&token, "GET", "/v1/links").await.status,
+            StatusCode::UNAUTHORIZED
+        );
+        assert!(admin.get("/o/acme/keys").await.html.contains("revoked "));
+        t.cleanup().await;
+    }
+}

@@ -1,0 +1,4 @@
+DELETE FROM memberships
+WHERE user_id = $1 AND owner_id = $2
+    AND (role <> 'admin'
+        OR (SELECT COUNT(*) FROM memberships a WHERE a.owner_id = $2 AND a.role = 'admin') > 1)
