@@ -145,6 +145,10 @@ try {
   await admin.page.waitForLoadState("load");
   check((await admin.page.inputValue("input[aria-label='The new key']")).startsWith("hop_"), "the new key is shown");
   await accessible(admin.page, "API keys");
+  for (const [path, label] of [["/admin", "administration"], ["/admin/bans", "bans"], ["/admin/domains", "domains"], ["/admin/users", "users"]]) {
+    await admin.page.goto(`${DASH}${path}`);
+    await accessible(admin.page, label);
+  }
   clean(admin.page);
 
   step = "the marketer joins and creates a link with a rule and a split";

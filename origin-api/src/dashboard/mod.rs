@@ -8,6 +8,7 @@
 //! ([`crate::accounts`]); every form carries the session's token, and a post from
 //! another site is refused before it is read.
 
+mod admin;
 mod analytics;
 mod assets;
 mod bulk;
@@ -90,6 +91,15 @@ pub fn router(state: AppState) -> Router {
             "/o/{owner}/links/{domain}/{code}/delete",
             post(link_form::delete),
         )
+        .route("/admin", get(admin::overview))
+        .route("/admin/outbox/retry", post(admin::retry))
+        .route("/admin/bans", get(admin::bans).post(admin::ban))
+        .route("/admin/bans/{id}/lift", post(admin::lift))
+        .route("/admin/domains", get(admin::domains))
+        .route("/admin/domains/{domain}", post(admin::update))
+        .route("/admin/users", get(admin::users))
+        .route("/admin/users/disable", post(admin::disable))
+        .route("/admin/owner", get(admin::owner))
         .route("/assets/{name}", get(assets::asset))
         .fallback(pages::not_found)
         .layer(axum::middleware::from_fn_with_state(

@@ -12,6 +12,8 @@ pub(super) struct Nav {
     pub(super) current: Option<String>,
     pub(super) email: String,
     pub(super) csrf: String,
+    /// Whether the bar links to the operators' pages.
+    pub(super) operator: bool,
 }
 
 pub(super) struct NavOwner {
@@ -33,6 +35,7 @@ impl Nav {
             current: current.map(str::to_owned),
             email: signed.user.email.clone(),
             csrf: signed.csrf_token.clone(),
+            operator: signed.user.operator,
         })
     }
 }

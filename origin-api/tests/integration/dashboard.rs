@@ -2043,3 +2043,153 @@ async fn an_admin_makes_a_key_seen_once_and_revokes_it() {
         t.cleanup().await;
     }
 }
+
+#[tokio::test]
+async fn an_operator_bans_lifts_disables_a_domain_and_a_user_and_nobody_else_can() {
+    for (api, t) in apis("dash-admin").await {
+        let accounts = Accounts::new(api.state.db.clone());
+        accounts
+            .create_user("op@hop.example", PASSWORD, true)
+            .await
+            .expect("operator");
+        member(&api, "ada@acme.example", "acme", Role::Admin).await;
+        let key = api.key("acme", false).await;
+        let mut ada = Browser::new(&api);
+        ada.sign_in("ada@acme.example", PASSWORD).await;
+        for path in ["/admin", "/admin/bans", "/admin/domains", "/admin/users"] {
+            assert_eq!(ada.get(path).await.status, StatusCode::NOT_FOUND, "{path}");
+        }
+        let ada_csrf = ada.get("/o/acme/links").await.csrf();
+        let forged = ada
+            .post(
+                "/admin/bans",
+                &[
+                    ("csrf", &ada_csrf),
+                    ("kind", "host"),
+                    ("host", "x.example"),
+                    ("reason", "r"),
+                ],
+            )
+            .await;
+        assert_eq!(forged.status, StatusCode::NOT_FOUND);
+
+        let mut op = Browser::new(&api);
+        op.sign_in("op@hop.example", PASSWORD).await;
+        let home = op.get("/admin").await;
+        assert_eq!(home.status, StatusCode::OK, "{}", home.html);
+        assert!(home.html.contains("Refused by the edge"));
+        let csrf = home.csrf();
+        let retried = op.post("/admin/outbox/retry", &[("csrf", &csrf)]).await;
+        assert!(
+            retried.html.contains("0 put back in line"),
+            "{}",
+            retried.html
+        );
+
+        // A ban needs its reason; made, it is the API's ban too, and lifted the same.
+        let refused = op
+            .post(
+                "/admin/bans",
+                &[
+                    ("csrf", &csrf),
+                    ("kind", "host"),
+                    ("host", "evil.example"),
+                    ("reason", " "),
+                ],
+            )
+            .await;
+        assert_eq!(
+            refused.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{} {}",
+            t.kind(),
+            refused.html
+        );
+        assert!(
+            refused.html.contains("value=\"evil.example\""),
+            "the form is kept"
+        );
+        let banned = op
+            .post(
+                "/admin/bans",
+                &[
+                    ("csrf", &csrf),
+                    ("kind", "host"),
+                    ("host", "evil.example"),
+                    ("reason", "phishing kit"),
+                ],
+            )
+            .await;
+        assert_eq!(banned.status, StatusCode::SEE_OTHER, "{}", banned.html);
+        let ops_key = api.key("ops", true).await;
+        let listed = api.call_as(&ops_key, "GET", "/v1/bans").await;
+        let id = listed
+            .body
+            .as_array()
+            .and_then(|a| a.iter().find(|b| b["host"] == "evil.example"))
+            .map(|b| b["id"].clone())
+            .unwrap_or_else(|| panic!("the ban is listed: {}", listed.text));
+        assert!(
+            listed.text.contains("user:op@hop.example"),
+            "who banned: {}",
+            listed.text
+        );
+        let made = api
+            .create(&key, json!({"target_url": "https://evil.example/x"}))
+            .await;
+        assert!(made.text.contains("the host is banned"), "{}", made.text);
+        let lifted = op
+            .post(&format!("/admin/bans/{id}/lift"), &[("csrf", &csrf)])
+            .await;
+        assert_eq!(lifted.status, StatusCode::SEE_OTHER);
+        let made = api
+            .create(&key, json!({"target_url": "https://evil.example/x"}))
+            .await;
+        assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+
+        // Disabling a domain: it takes no new link; a stale page changes nothing.
+        let page = op.get("/admin/domains").await;
+        let version = page
+            .html
+            .split("/admin/domains/s.example\"")
+            .nth(1)
+            .and_then(|rest| rest.split("name=\"version\" value=\"").nth(1))
+            .and_then(|rest| rest.split('"').next())
+            .expect("the domain's version")
+            .to_owned();
+        let off = [
+            ("csrf", csrf.as_str()),
+            ("version", version.as_str()),
+            ("shared", "1"),
+            ("default_redirect", "302"),
+            ("forward_query", "1"),
+        ];
+        let saved = op.post("/admin/domains/s.example", &off).await;
+        assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.html);
+        let made = api
+            .create(&key, json!({"target_url": "https://shop.example/"}))
+            .await;
+        assert_eq!(
+            made.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{}",
+            made.text
+        );
+        assert!(made.text.contains("disabled"));
+        let stale = op.post("/admin/domains/s.example", &off).await;
+        assert_eq!(stale.status, StatusCode::CONFLICT, "{}", stale.html);
+
+        // Disabling a user ends their sessions at once.
+        let users = op.get("/admin/users").await;
+        assert!(users.html.contains("acme (admin)"), "{}", users.html);
+        let out = op
+            .post(
+                "/admin/users/disable",
+                &[("csrf", &csrf), ("email", "ada@acme.example")],
+            )
+            .await;
+        assert_eq!(out.status, StatusCode::SEE_OTHER);
+        assert_eq!(ada.get("/o/acme/links").await.location(), "/login");
+        t.cleanup().await;
+    }
+}
