@@ -1,5 +1,60 @@
-//! What the pages a visit may get (the password form, a social preview, the
-//! interstitial) share of drawing HTML: text escaped for an element or an attribute.
+//! What the pages a visitor may get share: one small style, inline (a page of a short
+//! domain loads nothing from anywhere), readable on a phone; the document around each
+//! page's own words; and text escaped for an element or an attribute.
+//!
+//! The fixed pages (not found, expired, blocked, …) are assembled at compile time
+//! ([`visitor_page!`]), so answering with one formats nothing.
+
+/// The style of every visitor page: a column of readable width, the system's font, a
+/// link colour with enough contrast (WCAG AA on white), visible focus.
+macro_rules! visitor_style {
+    () => {
+        "body{font:17px/1.55 system-ui,-apple-system,\"Segoe UI\",Roboto,sans-serif;\
+         color:#1b1f24;background:#fff;max-width:32rem;margin:12vh auto;padding:0 1.25rem}\
+         h1{font-size:1.5rem;line-height:1.25}a{color:#0b5cad}\
+         code{overflow-wrap:anywhere;font-size:.9em}\
+         input,button{font:inherit;padding:.5rem .6rem;margin:.3rem 0;width:100%;\
+         box-sizing:border-box;border:1px solid #8c959f;border-radius:6px}\
+         button{background:#0b5cad;color:#fff;border-color:#0b5cad}\
+         :focus-visible{outline:3px solid #f4a100;outline-offset:2px}\
+         .note{color:#a40e26}.go{display:inline-block;margin-top:.5rem;font-weight:600}"
+    };
+}
+pub(crate) use visitor_style;
+
+/// The start of a visitor page, up to `<body>`, with its title (a literal).
+macro_rules! visitor_head {
+    ($title:expr) => {
+        concat!(
+            "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
+            "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">",
+            "<meta name=\"robots\" content=\"noindex\"><title>",
+            $title,
+            "</title><style>",
+            $crate::html::visitor_style!(),
+            "</style></head><body><main>"
+        )
+    };
+}
+pub(crate) use visitor_head;
+
+/// A whole fixed visitor page: its title as its heading, then its words (HTML).
+macro_rules! visitor_page {
+    ($title:expr, $body:expr) => {
+        concat!(
+            $crate::html::visitor_head!($title),
+            "<h1>",
+            $title,
+            "</h1>",
+            $body,
+            "</main></body></html>\n"
+        )
+    };
+}
+pub(crate) use visitor_page;
+
+/// The end of a visitor page begun with [`visitor_head!`].
+pub(crate) const VISITOR_TAIL: &str = "</main></body></html>\n";
 
 /// Text safe inside an HTML attribute or element.
 pub(crate) fn escape(s: &str) -> String {

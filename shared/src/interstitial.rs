@@ -9,7 +9,7 @@
 //! that mix scripts: telling scripts apart needs Unicode's script tables, which would
 //! cost the edge's WebAssembly more than the rest of this page.
 
-use crate::html::escape;
+use crate::html::{escape, visitor_head, VISITOR_TAIL};
 use crate::visit_url::VisitUrl;
 
 /// The host of `target` as the page shows it: `(readable, punycode)`, the second only
@@ -40,12 +40,10 @@ pub fn page(target: &str) -> String {
     };
     let target = escape(target);
     format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"robots\" content=\"noindex\">\
-         <meta name=\"viewport\" content=\"width=device-width\"><title>You are leaving</title></head>\n\
-         <body><h1>You are about to leave</h1><p>This link goes to {host}.</p>\
+        "{}<h1>You are about to leave</h1><p>This link goes to {host}.</p>\
          <p>Its full address is <code>{target}</code></p>\
-         <p><a href=\"{target}\" rel=\"noreferrer noopener\">Continue to {}</a></p></body></html>\n",
+         <p><a class=\"go\" href=\"{target}\" rel=\"noreferrer noopener\">Continue to {}</a></p>{VISITOR_TAIL}",
+        visitor_head!("You are leaving"),
         escape(&readable)
     )
 }

@@ -256,20 +256,15 @@ pub enum Tried {
 /// managers' own guidance has it) and a password saved for one link is offered for
 /// that link only, never filled into another's.
 const FORM_HEAD: &str = concat!(
-    "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
-    "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">",
-    "<meta name=\"robots\" content=\"noindex\"><title>Password required</title>",
-    "<style>body{font:16px/1.5 system-ui,sans-serif;max-width:24rem;",
-    "margin:15vh auto;padding:0 1rem}input,button{font:inherit;padding:.4rem;",
-    "margin:.3rem 0;width:100%;box-sizing:border-box}.note{color:#a00}</style>",
-    "</head><body><h1>Password required</h1>",
+    crate::html::visitor_head!("Password required"),
+    "<h1>Password required</h1>",
     "<p>This link is protected. Enter its password to continue.</p>",
 );
 const FORM_FIELDS: &str = concat!(
     "<label for=\"password\">Password</label>",
     "<input id=\"password\" type=\"password\" name=\"password\" ",
     "autocomplete=\"current-password\" required autofocus>",
-    "<button type=\"submit\">Continue</button></form></body></html>\n"
+    "<button type=\"submit\">Continue</button></form></main></body></html>\n"
 );
 
 /// Which form: as first shown, after a wrong password, or once the link's attempts

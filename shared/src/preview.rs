@@ -95,9 +95,15 @@ impl Preview {
         } else {
             String::new()
         };
+        // A person who lands here (a crawler's refresh not followed) gets the visitor
+        // pages' style and one link on.
         format!(
-            "<!doctype html>\n<html><head><meta charset=\"utf-8\">\n<title>{title}</title>\n{tags}\
-             {refresh}</head>\n<body><a href=\"{target}\">{target}</a></body></html>\n"
+            "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n\
+             <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\n\
+             <title>{title}</title>\n{tags}{refresh}<style>{}</style></head>\n\
+             <body><main><h1>{title}</h1><p><a class=\"go\" href=\"{target}\">Continue to the page</a></p>\
+             <p><code>{target}</code></p></main></body></html>\n",
+            crate::html::visitor_style!()
         )
     }
 }

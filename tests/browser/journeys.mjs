@@ -187,6 +187,34 @@ try {
     return res.status === 302 && res.headers.get("location") === "https://apps.example/ios";
   });
 
+  step = "the pages visitors see are styled and accessible";
+  for (const [code, fields] of [
+    ["leave-check", async () => m.check("#interstitial")],
+    ["pass-check", async () => { await m.check("#access-password"); await m.fill("#password", "correct horse battery"); }],
+  ]) {
+    await m.goto(`${DASH}/o/${OWNER}/links/new`);
+    await m.fill("#target_url", "https://shop.example/visitor");
+    await m.fill("#code", code);
+    await fields();
+    await m.click("button:text('Create')");
+    await m.waitForLoadState("load");
+    check(m.url().endsWith(`/links/localhost/${code}`), `${code} was not created: ${await m.textContent("main")}`);
+  }
+  const visitor = await person("visitor");
+  for (const [code, label, heading] of [
+    ["no-such-link-here", "visitor: not found", "Not found"],
+    ["leave-check", "visitor: interstitial", "You are about to leave"],
+    ["pass-check", "visitor: password form", "Password required"],
+  ]) {
+    await eventually(90, `the edge's page for ${code}`, async () => {
+      await visitor.page.goto(`${EDGE}/${code}`);
+      return (await visitor.page.textContent("h1")) === heading;
+    });
+    await accessible(visitor.page, label);
+  }
+  await visitor.page.screenshot({ path: join(SHOTS, "visitor-password.png") });
+  await visitor.context.close();
+
   step = "the click shows in the link's analytics";
   await eventually(120, "the edge's click to be counted", async () => {
     await m.goto(`${DASH}/o/${OWNER}/links/localhost/spring-launch/stats?range=24h`);

@@ -519,10 +519,10 @@ fn decide_known<'u>(
     }
     match record.status {
         EdgeStatus::Deleted => {
-            return Decision::new(visit.method, Outcome::Deleted, 410, Body::Text(DELETED))
+            return Decision::new(visit.method, Outcome::Deleted, 410, Body::Html(DELETED))
         }
         EdgeStatus::Disabled => {
-            return Decision::new(visit.method, Outcome::Disabled, 404, Body::Text(DISABLED))
+            return Decision::new(visit.method, Outcome::Disabled, 404, Body::Html(DISABLED))
         }
         EdgeStatus::Active | EdgeStatus::Banned => {}
     }
@@ -534,7 +534,7 @@ fn decide_known<'u>(
         own_expired_url
             .or(settings.expired_url.as_deref())
             .and_then(|url| Decision::page(Outcome::Expired, url, deny))
-            .unwrap_or_else(|| Decision::new(visit.method, Outcome::Expired, 410, Body::Text(why)))
+            .unwrap_or_else(|| Decision::new(visit.method, Outcome::Expired, 410, Body::Html(why)))
     };
     if record.exhausted {
         return ended(EXHAUSTED);
@@ -546,7 +546,7 @@ fn decide_known<'u>(
         return match extras.is_some_and(|e| e.password()) {
             // The form; its `POST` is the adapter's to check ([`Decision::password_tried`]).
             true => Decision::password_form(visit.method, 403, visit.route, Form::First),
-            false => Decision::new(visit.method, Outcome::Private, 403, Body::Text(PRIVATE)),
+            false => Decision::new(visit.method, Outcome::Private, 403, Body::Html(PRIVATE)),
         };
     }
     // Posting the form again once let in: look with `GET`.

@@ -12,21 +12,41 @@ use crate::route::RouteKey;
 use crate::visit_url::VisitUrl;
 use std::borrow::Cow;
 
-pub(super) const NOT_FOUND: &str = "Not found.\n";
-pub(super) const DISABLED: &str = "This link is not available.\n";
-pub(super) const EXPIRED: &str = "This link has expired.\n";
-pub(super) const EXHAUSTED: &str = "This link has reached its limit of visits.\n";
-pub(super) const DELETED: &str = "This link was deleted.\n";
-const UNAVAILABLE: &str = "This link cannot be resolved right now. Please try again shortly.\n";
+use crate::html::visitor_page;
+
+pub(super) const NOT_FOUND: &str = visitor_page!(
+    "Not found",
+    "<p>There is no link at this address. Check it for a typing mistake, \
+     or ask whoever gave it to you.</p>"
+);
+pub(super) const DISABLED: &str = visitor_page!(
+    "Link not available",
+    "<p>This link is switched off for now by its owner.</p>"
+);
+pub(super) const EXPIRED: &str = visitor_page!("Link expired", "<p>This link has expired.</p>");
+pub(super) const EXHAUSTED: &str = visitor_page!(
+    "Link expired",
+    "<p>This link has reached its limit of visits.</p>"
+);
+pub(super) const DELETED: &str =
+    visitor_page!("Link deleted", "<p>This link was deleted by its owner.</p>");
+const UNAVAILABLE: &str = visitor_page!(
+    "Try again shortly",
+    "<p>This link cannot be resolved right now. Please try again in a moment.</p>"
+);
 const METHOD_NOT_ALLOWED: &str = "Only GET and HEAD are supported.\n";
 const METHOD_NOT_ALLOWED_BUT_FORMS: &str =
     "Only GET and HEAD are supported (and POST of a password link's form).\n";
-pub(super) const PRIVATE: &str = "This link is private: open it with the link you were given. \
-Links to it expire; ask its owner for a new one.\n";
-const BANNED: &str = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-<meta name=\"robots\" content=\"noindex\"><title>Link blocked</title></head>\
-<body><h1>Link blocked</h1><p>This short link was blocked because it was reported \
-as harmful. You have not been redirected.</p></body></html>\n";
+pub(super) const PRIVATE: &str = visitor_page!(
+    "Private link",
+    "<p>This link is private: open it with the link you were given. \
+     Links to it expire; ask its owner for a new one.</p>"
+);
+const BANNED: &str = visitor_page!(
+    "Link blocked",
+    "<p>This short link was blocked because it was reported as harmful. \
+     You have not been redirected.</p>"
+);
 
 const NO_STORE: &str = "no-store";
 /// What a link's answer depends on besides its URL, when it has rules or a preview.
@@ -58,13 +78,13 @@ impl Decision {
     }
 
     pub fn not_found(method: Method) -> Self {
-        Decision::new(method, Outcome::NotFound, 404, Body::Text(NOT_FOUND))
+        Decision::new(method, Outcome::NotFound, 404, Body::Html(NOT_FOUND))
     }
 
     /// The answer when the record or the origin cannot be read: never a 404 for a link
     /// that may exist.
     pub fn unavailable(method: Method, retry_after_s: u32) -> Self {
-        let mut d = Decision::new(method, Outcome::Unavailable, 503, Body::Text(UNAVAILABLE));
+        let mut d = Decision::new(method, Outcome::Unavailable, 503, Body::Html(UNAVAILABLE));
         d.headers
             .push("retry-after", retry_after_s.to_string().into());
         d

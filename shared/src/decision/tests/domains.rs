@@ -170,7 +170,7 @@ fn a_link_past_its_visit_limit_has_ended_like_an_expired_one() {
     let none = Denylist::default();
     let d = run(Some(&rec), Method::Get, None, &none);
     assert_eq!((d.status, d.outcome), (410, Outcome::Expired));
-    assert_eq!(d.body, Body::Text(EXHAUSTED));
+    assert_eq!(d.body, Body::Html(EXHAUSTED));
     assert_eq!(d.header("location"), None);
     let with_page = EdgeRecord {
         expired_url: Some("https://shop.example/sold-out".into()),

@@ -101,7 +101,7 @@ fn disabled_and_unknown_links_are_not_found() {
     assert_eq!(d.header("cache-control"), Some("no-store"));
     let d = run(None, Method::Get, None, &Denylist::default());
     assert_eq!((d.status, d.outcome), (404, Outcome::NotFound));
-    assert_eq!(d.body, Body::Text(NOT_FOUND));
+    assert_eq!(d.body, Body::Html(NOT_FOUND));
 }
 
 #[test]

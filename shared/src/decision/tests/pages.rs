@@ -128,3 +128,66 @@ fn a_domain_s_interstitial_wins_over_a_preview_for_anyone_but_a_crawler() {
         .unwrap_or_default()
         .contains("url=https://shop.example/x"));
 }
+
+/// Every page a visitor may be answered with, by what brings it on.
+fn every_visitor_page() -> Vec<(&'static str, String)> {
+    use crate::decision::responses::{DELETED, DISABLED, EXHAUSTED, EXPIRED, NOT_FOUND, PRIVATE};
+    let route = RouteKey::new("s.example", "pass1").expect("route");
+    let preview = Preview {
+        title: Some("Spring sale".into()),
+        ..Preview::default()
+    };
+    let mut pages: Vec<(&'static str, String)> = [
+        ("not found", NOT_FOUND),
+        ("disabled", DISABLED),
+        ("expired", EXPIRED),
+        ("exhausted", EXHAUSTED),
+        ("deleted", DELETED),
+        ("private", PRIVATE),
+    ]
+    .into_iter()
+    .map(|(name, page)| (name, page.to_owned()))
+    .collect();
+    for (name, d) in [
+        ("blocked", Decision::banned(Method::Get)),
+        ("unavailable", Decision::unavailable(Method::Get, 5)),
+    ] {
+        pages.push((name, d.body.text().unwrap_or_default().to_owned()));
+    }
+    pages.push((
+        "interstitial",
+        crate::interstitial::page("https://shop.example/"),
+    ));
+    pages.push((
+        "password",
+        crate::password::form(&route, crate::password::Form::Wrong),
+    ));
+    pages.push((
+        "preview's fallback",
+        preview.page("https://s.example/x", "https://shop.example/", false),
+    ));
+    pages
+}
+
+#[test]
+fn every_page_a_visitor_may_get_has_the_one_style_and_loads_nothing() {
+    let style = crate::html::visitor_style!();
+    for (name, page) in every_visitor_page() {
+        for must in [
+            "<!doctype html>",
+            "<html lang=\"en\">",
+            "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">",
+            style,
+            "<h1>",
+            "<main>",
+        ] {
+            assert!(page.contains(must), "{name} lacks {must}: {page}");
+        }
+        // Nothing from anywhere else: no script, no stylesheet, no image, no frame.
+        for never in [
+            "<script", "<link", "<img", "<iframe", "src=", "@import", "url(",
+        ] {
+            assert!(!page.contains(never), "{name} has {never}: {page}");
+        }
+    }
+}
