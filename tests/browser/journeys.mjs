@@ -261,6 +261,40 @@ try {
   check(await v.isDisabled("#rule-0-target"), "a viewer's rule fields are not disabled");
   clean(v);
 
+  step = "with JavaScript off, sign in, find, create, edit and delete a link";
+  {
+    const context = await browser.newContext({ javaScriptEnabled: false });
+    const p = await context.newPage();
+    await p.goto(`${DASH}/login`);
+    await p.fill("#email", env("HOP_EMAIL"));
+    await p.fill("#password", env("HOP_PASSWORD"));
+    await p.click("button[type=submit]");
+    await p.waitForLoadState("load");
+    await p.goto(`${DASH}/o/${OWNER}/links/new`);
+    await p.fill("#target_url", "https://shop.example/no-js");
+    await p.fill("#code", "no-js-link");
+    await p.fill("#rule-0-target", "https://apps.example/no-js");
+    await p.check("#rule-0-device-android");
+    // "Add a rule" without JavaScript: the form comes back with one more row.
+    await p.click("button[name=add][value=rule]");
+    await p.waitForLoadState("load");
+    check(await p.isVisible("#rule-1-target"), "no second rule row after Add a rule");
+    await p.click("button:text('Create')");
+    await p.waitForLoadState("load");
+    check(p.url().endsWith("/links/localhost/no-js-link"), `not created without JavaScript: ${p.url()}`);
+    await p.goto(`${DASH}/o/${OWNER}/links?q=no-js`);
+    check((await p.textContent("table.links")).includes("https://localhost/no-js-link"), "the search finds it");
+    await p.goto(`${DASH}/o/${OWNER}/links/localhost/no-js-link`);
+    await p.fill("#title", "Edited without scripts");
+    await p.click("button:text('Save')");
+    await p.waitForLoadState("load");
+    check((await p.textContent("[role=status]")).includes("Saved."), "not saved without JavaScript");
+    await p.click("button:text('Delete this link')");
+    await p.waitForLoadState("load");
+    check(p.url().endsWith(`/o/${OWNER}/links`), `not deleted without JavaScript: ${p.url()}`);
+    await context.close();
+  }
+
   step = "the screenshot of the links page";
   await admin.page.goto(`${DASH}/o/${OWNER}/links`);
   await admin.page.screenshot({ path: join(SHOTS, "dashboard-links.png") });

@@ -221,11 +221,20 @@ async fn build(links: &Links, clicks: &ClickService, owner: &str) -> Result<Buil
         list(Some(Condition::Exhausted)),
         list(Some(Condition::Banned)),
     ];
+    // "Banned" asks every link against the active bans (D-245): with none, nothing to ask.
+    let any_ban = !store::bans::list(&links.db, false).await?.is_empty();
+    let banned = async {
+        if any_ban {
+            store::links::list(&links.db, &filters[3]).await
+        } else {
+            Ok(Vec::new())
+        }
+    };
     let (recent, expiring, exhausted, banned) = tokio::try_join!(
         store::links::list(&links.db, &filters[0]),
         store::links::list(&links.db, &filters[1]),
         store::links::list(&links.db, &filters[2]),
-        store::links::list(&links.db, &filters[3]),
+        banned,
     )?;
     let shown = |mut found: Vec<Link>| {
         found.truncate(SHOWN as usize);

@@ -282,10 +282,11 @@ pub enum Feature {
 }
 
 impl LinkOptions {
-    /// A `LIKE` pattern on the `options` column (no wildcard but `%`, no escape) that
-    /// matches the links with this feature, access or condition, and only those: the
-    /// column is this struct's JSON, whose top-level keys are written with unescaped
-    /// quotes that no string value inside it can produce.
+    /// A `LIKE` pattern on the `options` column (no wildcard but `%`, no escape, no
+    /// single quote: the store writes it into its statement) that matches the links with
+    /// this feature, access or condition, and only those: the column is this struct's
+    /// JSON, whose top-level keys are written with unescaped quotes that no string value
+    /// inside it can produce.
     pub fn column_pattern(part: OptionPart) -> &'static str {
         match part {
             OptionPart::Feature(Feature::Rules) => "%\"rules\":[%",

@@ -544,20 +544,19 @@ pub async fn list(db: &Db, filter: &ListFilter) -> Result<Vec<Link>, StoreError>
     }
     if let Some(p) = &search_pattern {
         // Lowercased on both sides: PostgreSQL's LIKE minds case, SQLite's does not
-        // (and SQLite lowers ASCII letters only).
+        // (and SQLite lowers ASCII letters only). The expression is the one
+        // `links_search` indexes on PostgreSQL (migration 0016), word for word.
         args.push(p.into());
-        let n = args.len();
-        sql.push_str(&format!(
-            " AND (LOWER(code) LIKE ${n} ESCAPE '!' OR LOWER(target_url) LIKE ${n} ESCAPE '!' \
-             OR LOWER(COALESCE(title, '')) LIKE ${n} ESCAPE '!')"
-        ));
+        sql.push_str(&format!(" AND {SEARCHED} LIKE ${} ESCAPE '!'", args.len()));
     }
+    // The patterns are the code's own constants, written into the statement so that a
+    // partial index on one (`links_exhausted`) is seen to apply.
     let mut option = |part: OptionPart, negated: bool| {
-        args.push(LinkOptions::column_pattern(part).into());
+        let pattern = LinkOptions::column_pattern(part);
         sql.push_str(&if negated {
-            format!(" AND (options IS NULL OR options NOT LIKE ${})", args.len())
+            format!(" AND (options IS NULL OR options NOT LIKE '{pattern}')")
         } else {
-            format!(" AND options LIKE ${}", args.len())
+            format!(" AND options LIKE '{pattern}'")
         });
     };
     match filter.access {
@@ -611,6 +610,10 @@ pub async fn list(db: &Db, filter: &ListFilter) -> Result<Vec<Link>, StoreError>
     let rows: Vec<LinkRow> = db.read_all(&sql, &args).await?;
     rows.into_iter().map(Link::try_from).collect()
 }
+
+/// The text a search looks in: the code, the target, the title and the tags, lowercased.
+const SEARCHED: &str =
+    "LOWER(code || ' ' || target_url || ' ' || COALESCE(title, '') || ' ' || tags)";
 
 /// `s` in a `LIKE` pattern with `ESCAPE '!'`, its wildcards taken literally.
 fn like_escaped(s: &str) -> String {
