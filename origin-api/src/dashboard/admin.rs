@@ -408,12 +408,7 @@ pub(super) async fn update(
     Path(name): Path<String>,
     Form(posted): Form<Vec<(String, String)>>,
 ) -> Response {
-    let field = |n: &str| {
-        posted
-            .iter()
-            .find(|(k, _)| k == n)
-            .map_or("", |(_, v)| v.trim())
-    };
+    let field = |name: &str| super::render::posted(&posted, name).trim();
     if !signed.csrf_matches(field("csrf")) {
         return refused_post();
     }

@@ -127,13 +127,7 @@ pub(super) async fn apply(
     Path(owner): Path<String>,
     Form(posted): Form<Vec<(String, String)>>,
 ) -> Response {
-    let field = |name: &str| {
-        posted
-            .iter()
-            .rev()
-            .find(|(k, _)| k == name)
-            .map_or("", |(_, v)| v.as_str())
-    };
+    let field = |name: &str| super::render::posted(&posted, name);
     if !signed.csrf_matches(field("csrf")) {
         return refused_post();
     }

@@ -368,25 +368,13 @@ async fn refused_form(
     links: &Links,
     owner: &str,
     existing: Option<&Link>,
-    mut form: LinkForm,
+    form: LinkForm,
     e: &AppError,
 ) -> Response {
     let Some((status, why)) = refusal(e) else {
         return failure(&e.to_string());
     };
-    form.csrf.clear();
-    form.password.clear();
-    let domains = if existing.is_none() {
-        domains_of(links, owner).await.unwrap_or_default()
-    } else {
-        Vec::new()
-    };
-    let page = LinkPage {
-        domains,
-        error: Some(why),
-        ..LinkPage::new(signed, owner, existing, form)
-    };
-    render(status, &page)
+    form_again(signed, links, owner, existing, form, status, Some(why)).await
 }
 
 /// The form again, as sent, with one more blank row of what it asked for: how rules and
@@ -396,10 +384,23 @@ async fn with_more_rows(
     links: &Links,
     owner: &str,
     existing: Option<&Link>,
+    form: LinkForm,
+) -> Response {
+    form_again(signed, links, owner, existing, form, StatusCode::OK, None).await
+}
+
+/// The page of a form that was sent and not saved, with what was typed in it (but the
+/// password, never sent back into a page) and `error`.
+async fn form_again(
+    signed: &SignedIn,
+    links: &Links,
+    owner: &str,
+    existing: Option<&Link>,
     mut form: LinkForm,
+    status: StatusCode,
+    error: Option<String>,
 ) -> Response {
     form.csrf.clear();
-    // The password typed is not sent back into the page.
     form.password.clear();
     let domains = if existing.is_none() {
         domains_of(links, owner).await.unwrap_or_default()
@@ -408,9 +409,10 @@ async fn with_more_rows(
     };
     let page = LinkPage {
         domains,
+        error,
         ..LinkPage::new(signed, owner, existing, form)
     };
-    render(StatusCode::OK, &page)
+    render(status, &page)
 }
 
 /// Why a post may not change `owner`'s links, if it may not: its form token wrong, or its

@@ -98,15 +98,28 @@ fn only_admins(signed: &SignedIn, owner: &str) -> Response {
     )
 }
 
+/// A member's email and a role: an invitation's, or a member's new one (or `remove`).
 #[derive(Deserialize)]
 pub(super) struct MemberForm {
     #[serde(default)]
     csrf: String,
     #[serde(default)]
     email: String,
-    /// A role, or `remove`.
     #[serde(default)]
     role: String,
+}
+
+/// Why a post to `owner`'s members may not be acted on, if it may not: its form token
+/// wrong, or its user not the owner's admin.
+fn refused_admin_post(signed: &SignedIn, owner: &str, csrf: &str) -> Option<Response> {
+    if !signed.csrf_matches(csrf) {
+        return Some(refused_post());
+    }
+    match signed.allows(owner, Role::Admin) {
+        None => Some(not_found_for(signed)),
+        Some(false) => Some(only_admins(signed, owner)),
+        Some(true) => None,
+    }
 }
 
 /// `POST /o/{owner}/members`: a member's role changed, or the member removed; never the
@@ -117,13 +130,8 @@ pub(super) async fn change(
     Path(owner): Path<String>,
     Form(form): Form<MemberForm>,
 ) -> Response {
-    if !signed.csrf_matches(&form.csrf) {
-        return refused_post();
-    }
-    match signed.allows(&owner, Role::Admin) {
-        None => return not_found_for(&signed),
-        Some(false) => return only_admins(&signed, &owner),
-        Some(true) => {}
+    if let Some(refused) = refused_admin_post(&signed, &owner, &form.csrf) {
+        return refused;
     }
     let done = if form.role == "remove" {
         accounts.remove_member(&owner, &form.email).await
@@ -160,31 +168,16 @@ pub(super) async fn change(
     }
 }
 
-#[derive(Deserialize)]
-pub(super) struct InviteForm {
-    #[serde(default)]
-    csrf: String,
-    #[serde(default)]
-    email: String,
-    #[serde(default)]
-    role: String,
-}
-
 /// `POST /o/{owner}/invitations`: a new invitation, its link shown once.
 pub(super) async fn invite(
     Signed(signed): Signed,
     State(accounts): State<Arc<Accounts>>,
     Path(owner): Path<String>,
     headers: HeaderMap,
-    Form(form): Form<InviteForm>,
+    Form(form): Form<MemberForm>,
 ) -> Response {
-    if !signed.csrf_matches(&form.csrf) {
-        return refused_post();
-    }
-    match signed.allows(&owner, Role::Admin) {
-        None => return not_found_for(&signed),
-        Some(false) => return only_admins(&signed, &owner),
-        Some(true) => {}
+    if let Some(refused) = refused_admin_post(&signed, &owner, &form.csrf) {
+        return refused;
     }
     let Some(role) = Role::parse(form.role.trim()) else {
         let why = "Choose a role: admin, editor or viewer.".to_owned();

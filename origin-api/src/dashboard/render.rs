@@ -129,3 +129,13 @@ pub(super) fn utc(ms: i64) -> String {
     let t = crate::model::time::rfc3339(ms);
     format!("{} UTC", t.get(..19).unwrap_or(&t).replace('T', " "))
 }
+
+/// The value of `name` in a form posted as pairs (the last one, as a browser's repeated
+/// field is read), or empty.
+pub(super) fn posted<'f>(pairs: &'f [(String, String)], name: &str) -> &'f str {
+    pairs
+        .iter()
+        .rev()
+        .find(|(k, _)| k == name)
+        .map_or("", |(_, v)| v.as_str())
+}

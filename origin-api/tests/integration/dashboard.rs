@@ -513,6 +513,14 @@ fn link_form<'f>(page: &Page, fields: &[(&'f str, &'f str)]) -> Vec<(String, Str
 }
 
 impl Browser<'_> {
+    /// Posts the members page's form: `email`'s role in `owner` set to `role` (or
+    /// `remove`).
+    async fn set_role(&mut self, owner: &str, csrf: &str, email: &str, role: &str) -> Page {
+        let path = format!("/o/{owner}/members");
+        self.post(&path, &[("csrf", csrf), ("email", email), ("role", role)])
+            .await
+    }
+
     async fn post_owned(&mut self, path: &str, form: &[(String, String)]) -> Page {
         let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         self.post(path, &pairs).await
@@ -1846,14 +1854,7 @@ async fn an_admin_changes_roles_and_never_leaves_the_owner_without_an_admin() {
         let page = admin.get("/o/acme/members").await;
         let csrf = page.csrf();
         let promoted = admin
-            .post(
-                "/o/acme/members",
-                &[
-                    ("csrf", &csrf),
-                    ("email", "vic@acme.example"),
-                    ("role", "editor"),
-                ],
-            )
+            .set_role("acme", &csrf, "vic@acme.example", "editor")
             .await;
         assert_eq!(
             promoted.status,
@@ -1867,14 +1868,7 @@ async fn an_admin_changes_roles_and_never_leaves_the_owner_without_an_admin() {
         vic.sign_in("vic@acme.example", PASSWORD).await;
         assert_eq!(vic.get("/o/acme/links/new").await.status, StatusCode::OK);
         let removed = admin
-            .post(
-                "/o/acme/members",
-                &[
-                    ("csrf", &csrf),
-                    ("email", "vic@acme.example"),
-                    ("role", "remove"),
-                ],
-            )
+            .set_role("acme", &csrf, "vic@acme.example", "remove")
             .await;
         assert_eq!(removed.status, StatusCode::SEE_OTHER);
         assert_eq!(vic.get("/o/acme/links").await.status, StatusCode::NOT_FOUND);
@@ -1882,14 +1876,7 @@ async fn an_admin_changes_roles_and_never_leaves_the_owner_without_an_admin() {
         // The last admin can neither leave nor step down.
         for role in ["remove", "editor"] {
             let refused = admin
-                .post(
-                    "/o/acme/members",
-                    &[
-                        ("csrf", &csrf),
-                        ("email", "ada@acme.example"),
-                        ("role", role),
-                    ],
-                )
+                .set_role("acme", &csrf, "ada@acme.example", role)
                 .await;
             assert_eq!(
                 refused.status,
@@ -1901,25 +1888,11 @@ async fn an_admin_changes_roles_and_never_leaves_the_owner_without_an_admin() {
         }
         // With a second admin, the first may step down.
         let second = admin
-            .post(
-                "/o/acme/members",
-                &[
-                    ("csrf", &csrf),
-                    ("email", "eve@acme.example"),
-                    ("role", "admin"),
-                ],
-            )
+            .set_role("acme", &csrf, "eve@acme.example", "admin")
             .await;
         assert_eq!(second.status, StatusCode::SEE_OTHER);
         let down = admin
-            .post(
-                "/o/acme/members",
-                &[
-                    ("csrf", &csrf),
-                    ("email", "ada@acme.example"),
-                    ("role", "viewer"),
-                ],
-            )
+            .set_role("acme", &csrf, "ada@acme.example", "viewer")
             .await;
         assert_eq!(down.status, StatusCode::SEE_OTHER);
         assert_eq!(
@@ -1932,25 +1905,11 @@ async fn an_admin_changes_roles_and_never_leaves_the_owner_without_an_admin() {
         gil.sign_in("gil@globex.example", PASSWORD).await;
         let csrf = gil.get("/o/globex/members").await.csrf();
         let foreign = gil
-            .post(
-                "/o/acme/members",
-                &[
-                    ("csrf", &csrf),
-                    ("email", "eve@acme.example"),
-                    ("role", "viewer"),
-                ],
-            )
+            .set_role("acme", &csrf, "eve@acme.example", "viewer")
             .await;
         assert_eq!(foreign.status, StatusCode::NOT_FOUND);
         let outsider = gil
-            .post(
-                "/o/globex/members",
-                &[
-                    ("csrf", &csrf),
-                    ("email", "eve@acme.example"),
-                    ("role", "viewer"),
-                ],
-            )
+            .set_role("globex", &csrf, "eve@acme.example", "viewer")
             .await;
         assert_eq!(outsider.status, StatusCode::NOT_FOUND, "{}", outsider.html);
         t.cleanup().await;
