@@ -228,7 +228,9 @@ pub async fn insert_domain(c: &mut Conn) -> Result<(), sqlx::Error> {
         1_i64,
         0_i64,
         0_i64,
-        false
+        false,
+        Some("Acme"),
+        Some("#0b5cad")
     )
     .execute(c)
     .await?;
@@ -269,6 +271,8 @@ pub async fn update_domain(c: &mut Conn) -> Result<(), sqlx::Error> {
         0_i64,
         0_i64,
         false,
+        Some("Acme"),
+        Some("#0b5cad"),
         1_i64
     )
     .execute(c)

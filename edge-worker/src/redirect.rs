@@ -73,7 +73,9 @@ impl Pending {
         if !decision.asks_password(self.method, Some(access)) {
             return decision;
         }
-        crate::access::attempt(access, &self.route, query, &self.request, self.now_ms).await
+        crate::access::attempt(access, &self.route, query, &self.request, self.now_ms)
+            .await
+            .in_look_of(self.settings())
     }
 
     /// The decision, with the click reported when the visit is one; `granted`: a
@@ -213,7 +215,7 @@ impl Visitor {
         }
         let code = settings.canonical_code(code);
         let Some(route) = RouteKey::new(host, code.as_ref()) else {
-            return respond::settled(&Decision::not_found(self.method));
+            return respond::settled(&Decision::not_found(self.method).in_look_of(&settings));
         };
         let visit = Pending {
             method: self.method,

@@ -12,7 +12,8 @@ use crate::model::{Domain, DomainAccess, DomainStatus};
 use crate::store;
 use crate::store::StoreError;
 use crate::views::domains::{
-    CreateDomain, UpdateDomain, MAX_CODE_LENGTH, MAX_LIST, MAX_MAX_AGE_S, MIN_CODE_LENGTH,
+    BrandBody, CreateDomain, UpdateDomain, MAX_CODE_LENGTH, MAX_LIST, MAX_MAX_AGE_S,
+    MIN_CODE_LENGTH,
 };
 use shared::{normalize_short_domain, Alphabet, CodeSpace, RedirectStatus};
 
@@ -126,6 +127,12 @@ impl CreateDomain {
             d.settings.status = DomainStatus::parse(s)
                 .ok_or_else(|| AppError::invalid("status", "use active or disabled"))?;
         }
+        if let Some(b) = &self.brand {
+            d.settings.brand = Some(
+                shared::Brand::check(&b.name, &b.colour)
+                    .map_err(|e| AppError::invalid("brand", e))?,
+            );
+        }
         // The allowed hosts first: the domain's own pages must be on them too.
         if let Some(hosts) = &self.allowed_target_hosts {
             if hosts.is_empty() || hosts.len() > MAX_LIST {
@@ -191,6 +198,10 @@ fn registration_of(d: &Domain) -> CreateDomain {
         expired_url: d.settings.expired_url.clone(),
         allowed_target_hosts: d.allowed_target_hosts.clone(),
         status: Some(d.settings.status.as_str().to_owned()),
+        brand: d.settings.brand.as_ref().map(|b| BrandBody {
+            name: b.name.clone(),
+            colour: b.colour.clone(),
+        }),
     }
 }
 
@@ -234,6 +245,9 @@ pub async fn update_domain(
     }
     if let Some(hosts) = patch.allowed_target_hosts {
         req.allowed_target_hosts = hosts;
+    }
+    if let Some(brand) = patch.brand {
+        req.brand = brand;
     }
     let now = now_ms();
     let mut next = req.domain(state, now).await?;

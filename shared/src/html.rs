@@ -17,7 +17,8 @@ macro_rules! visitor_style {
          box-sizing:border-box;border:1px solid #8c959f;border-radius:6px}\
          button{background:#0b5cad;color:#fff;border-color:#0b5cad}\
          :focus-visible{outline:3px solid #f4a100;outline-offset:2px}\
-         .note{color:#a40e26}.go{display:inline-block;margin-top:.5rem;font-weight:600}"
+         .note{color:#a40e26}.go{display:inline-block;margin-top:.5rem;font-weight:600}\
+         .brand{color:#0b5cad;font-weight:700;margin:0 0 1.5rem}"
     };
 }
 pub(crate) use visitor_style;
@@ -56,6 +57,46 @@ pub(crate) use visitor_page;
 /// The end of a visitor page begun with [`visitor_head!`].
 pub(crate) const VISITOR_TAIL: &str = "</main></body></html>\n";
 
+/// The style's accent: links, buttons and a brand's name, replaced by a brand's colour.
+const ACCENT: &str = "#0b5cad";
+
+/// `page` as `brand`'s: its name above the page's own words, its colour for the accent.
+/// The colour is replaced in the style alone (the page's words, a target's address say,
+/// may hold the same text), and only when it is `#rrggbb`.
+pub(crate) fn branded(page: &str, brand: &crate::domain::Brand) -> String {
+    let mut out = String::with_capacity(page.len() + brand.name.len() + 32);
+    let (head, rest) = page.split_once("</style>").unwrap_or(("", page));
+    match (
+        head.split_once(ACCENT),
+        crate::domain::hex_colour(&brand.colour),
+    ) {
+        // The accent stands in the style once per rule that uses it: each is replaced.
+        (Some(_), Some(_)) => {
+            let mut parts = head.split(ACCENT);
+            out.push_str(parts.next().unwrap_or_default());
+            for part in parts {
+                out.push_str(&brand.colour);
+                out.push_str(part);
+            }
+        }
+        _ => out.push_str(head),
+    }
+    if !head.is_empty() {
+        out.push_str("</style>");
+    }
+    match rest.split_once("<main>") {
+        Some((before, after)) => {
+            out.push_str(before);
+            out.push_str("<main><p class=\"brand\">");
+            out.push_str(&escape(&brand.name));
+            out.push_str("</p>");
+            out.push_str(after);
+        }
+        None => out.push_str(rest),
+    }
+    out
+}
+
 /// Text safe inside an HTML attribute or element.
 pub(crate) fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -70,4 +111,34 @@ pub(crate) fn escape(s: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::Brand;
+
+    #[test]
+    fn a_brand_recolours_the_style_and_names_itself_above_the_page() {
+        let page = visitor_page!("Not found", "<p>See https://e.example/#0b5cad</p>");
+        assert!(visitor_style!().contains(ACCENT));
+        let brand = Brand {
+            name: "Acme <Shop>".into(),
+            colour: "#8a1c1c".into(),
+        };
+        let shown = branded(page, &brand);
+        assert!(!shown[..shown.find("</style>").expect("a style")].contains(ACCENT));
+        assert!(
+            shown.contains("<main><p class=\"brand\">Acme &lt;Shop&gt;</p><h1>Not found</h1>"),
+            "{shown}"
+        );
+        // The page's own words keep the text the accent has.
+        assert!(shown.contains("https://e.example/#0b5cad"), "{shown}");
+        // A colour that is not one changes nothing in the style.
+        let odd = Brand {
+            name: "X".into(),
+            colour: "red;}body{display:none".into(),
+        };
+        assert!(!branded(page, &odd).contains("display:none"));
+    }
 }

@@ -53,8 +53,8 @@ pub use decision::{
 };
 pub use denylist::{Denylist, DenylistSnapshot};
 pub use domain::{
-    config_key, normalize_domain, normalize_short_domain, visitor_host, DomainConfig,
-    DomainSettings, DomainStatus, RouteKey, VisitorHost,
+    config_key, normalize_domain, normalize_short_domain, visitor_host, Brand, BrandError,
+    DomainConfig, DomainSettings, DomainStatus, RouteKey, VisitorHost,
 };
 pub use permutation::{CodeCodec, KeyRing};
 pub use record::{EdgeRecord, EdgeStatus, RedirectStatus};

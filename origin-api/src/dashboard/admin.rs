@@ -333,6 +333,8 @@ struct DomainRow {
     root_url: String,
     expired_url: String,
     allowed_target_hosts: String,
+    brand_name: String,
+    brand_colour: String,
 }
 
 async fn domains_page(
@@ -375,6 +377,12 @@ async fn domains_page(
                             .allowed_target_hosts
                             .clone()
                             .map(|h| h.join(", "))
+                            .unwrap_or_default(),
+                        brand_name: s.brand.as_ref().map(|b| b.name.clone()).unwrap_or_default(),
+                        brand_colour: s
+                            .brand
+                            .as_ref()
+                            .map(|b| b.colour.clone())
                             .unwrap_or_default(),
                         active: s.status == DomainStatus::Active,
                         name: d.domain,
@@ -443,6 +451,13 @@ pub(super) async fn update(
             root_url: Some(text("root_url")),
             expired_url: Some(text("expired_url")),
             allowed_target_hosts: Some((!hosts.is_empty()).then_some(hosts)),
+            brand: Some(match (text("brand_name"), text("brand_colour")) {
+                (None, None) => None,
+                (name, colour) => Some(crate::views::domains::BrandBody {
+                    name: name.unwrap_or_default(),
+                    colour: colour.unwrap_or_default(),
+                }),
+            }),
             status: Some(
                 if field("active") == "1" {
                     "active"

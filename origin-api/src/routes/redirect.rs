@@ -103,7 +103,9 @@ pub(crate) async fn posted(
                 .attempt(&form.access, &form.route, client, &body, now_ms())
                 .await
                 .map_err(AppError::Internal)?;
-            Ok::<_, AppError>(Decision::password_tried(&form.route, query, tried))
+            Ok::<_, AppError>(
+                Decision::password_tried(&form.route, query, tried).in_look_of(&form.settings),
+            )
         })
         .await
         {
@@ -457,6 +459,8 @@ type Decided = (Decision, Option<Visited>, Option<Box<Form>>);
 pub(crate) struct Form {
     route: RouteKey,
     access: shared::access::Access,
+    /// The domain's settings: the form again is in its look.
+    settings: DomainSettings,
 }
 
 /// The decision on a visit of `route` whose entry is known, and the click it makes.
@@ -504,6 +508,7 @@ fn decided(
                 Box::new(Form {
                     route: route.clone(),
                     access: access.clone(),
+                    settings: settings.clone(),
                 })
             });
         return (decision, None, form);

@@ -8,7 +8,9 @@ use crate::db::Db;
 use crate::model::sequence::{code_sequence, code_step};
 use crate::model::time::now_ms;
 use crate::model::{Domain, DomainAccess};
-use shared::{Alphabet, CodeSpace, DomainConfig, DomainSettings, DomainStatus, RedirectStatus};
+use shared::{
+    Alphabet, Brand, CodeSpace, DomainConfig, DomainSettings, DomainStatus, RedirectStatus,
+};
 use std::collections::HashMap;
 
 /// The columns of what visitors get (`shared::DomainSettings`), as
@@ -26,6 +28,8 @@ pub(super) struct SettingsRow {
     root_url: Option<String>,
     expired_url: Option<String>,
     interstitial: bool,
+    brand_name: Option<String>,
+    brand_colour: Option<String>,
 }
 
 impl SettingsRow {
@@ -48,6 +52,13 @@ impl SettingsRow {
             root_url: self.root_url.clone(),
             expired_url: self.expired_url.clone(),
             interstitial: self.interstitial,
+            brand: match (&self.brand_name, &self.brand_colour) {
+                (Some(name), Some(colour)) => Some(Brand {
+                    name: name.clone(),
+                    colour: colour.clone(),
+                }),
+                _ => None,
+            },
         })
     }
 }
@@ -236,6 +247,8 @@ fn row_args<'a>(d: &'a Domain, hosts: &'a Option<String>, version: i64) -> Vec<A
         d.created_at.into(),
         d.updated_at.into(),
         d.settings.interstitial.into(),
+        d.settings.brand.as_ref().map(|b| b.name.as_str()).into(),
+        d.settings.brand.as_ref().map(|b| b.colour.as_str()).into(),
     ]
 }
 
@@ -476,7 +489,8 @@ mod tests {
     /// What [`DomainRow`] reads, and what [`row_args`] binds, in its order.
     const COLUMNS: &str = "domain, alphabet, code_length, case_insensitive, forward_query, \
          default_redirect, max_age_s, status, not_found_url, root_url, expired_url, shared, \
-         allowed_target_hosts, version, created_at, updated_at, interstitial";
+         allowed_target_hosts, version, created_at, updated_at, interstitial, brand_name, \
+         brand_colour";
 
     fn words(s: &str) -> String {
         s.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -493,6 +507,6 @@ mod tests {
         ] {
             assert!(words(sql).contains(&words(COLUMNS)), "{sql}");
         }
-        assert!(words(INSERT_DOMAIN).contains(&format!("VALUES ({})", list_placeholders(1, 17))));
+        assert!(words(INSERT_DOMAIN).contains(&format!("VALUES ({})", list_placeholders(1, 19))));
     }
 }

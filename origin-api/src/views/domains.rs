@@ -75,6 +75,23 @@ pub struct CreateDomain {
     #[serde(default)]
     #[schema(pattern = "^(active|disabled)$")]
     pub status: Option<String>,
+    /// How the pages its visitors may get (not found, expired, the interstitial, the
+    /// password form, …) look: Hop's own look without.
+    #[serde(default)]
+    pub brand: Option<BrandBody>,
+}
+
+/// A brand domain's name, above each page its visitors may get, and its colour for
+/// links and buttons.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BrandBody {
+    #[schema(min_length = 1, max_length = 60)]
+    pub name: String,
+    /// `#rrggbb`, with at least 4.5:1 contrast on white (WCAG AA), so its links stay
+    /// readable: a lighter one is refused, saying its ratio.
+    #[schema(pattern = "^#[0-9A-Fa-f]{6}$")]
+    pub colour: String,
 }
 
 /// A domain as the API shows it.
@@ -96,6 +113,7 @@ pub struct DomainView {
     pub root_url: Option<String>,
     pub expired_url: Option<String>,
     pub allowed_target_hosts: Option<Vec<String>>,
+    pub brand: Option<BrandBody>,
     pub version: u64,
     pub created_at: String,
     pub updated_at: String,
@@ -123,6 +141,10 @@ impl Domain {
             root_url: self.settings.root_url.clone(),
             expired_url: self.settings.expired_url.clone(),
             allowed_target_hosts: self.allowed_target_hosts.clone(),
+            brand: self.settings.brand.as_ref().map(|b| BrandBody {
+                name: b.name.clone(),
+                colour: b.colour.clone(),
+            }),
             version: self.version,
             created_at: rfc3339(self.created_at),
             updated_at: rfc3339(self.updated_at),
@@ -175,4 +197,8 @@ pub struct UpdateDomain {
     #[serde(default)]
     #[schema(pattern = "^(active|disabled)$")]
     pub status: Option<String>,
+    /// `null` gives the domain's pages Hop's own look again.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<BrandBody>)]
+    pub brand: Option<Option<BrandBody>>,
 }

@@ -841,3 +841,60 @@ async fn a_start_queues_the_settings_of_domains_the_edge_never_got() {
     }
     t.cleanup().await;
 }
+
+#[tokio::test]
+async fn a_brand_domains_visitors_see_its_name_and_colour_and_a_light_colour_is_refused() {
+    for (api, t) in apis("domain-brand").await {
+        let admin = api.key("ops", true).await;
+        let light = json!({"domain": "go.acme.example", "shared": true,
+            "brand": {"name": "Acme", "colour": "#ffcc00"}});
+        let refused = api.post_json(&admin, "/v1/domains", &light).await;
+        assert_eq!(
+            refused.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{}",
+            refused.text
+        );
+        assert!(
+            refused.text.contains("1.5:1") && refused.text.contains("4.5:1"),
+            "{}",
+            refused.text
+        );
+        let body = json!({"domain": "go.acme.example", "shared": true,
+            "brand": {"name": "Acme <Shop>", "colour": "#8A1C1C"}});
+        let made = api.post_json(&admin, "/v1/domains", &body).await;
+        assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+        assert_eq!(
+            made.body["brand"],
+            json!({"name": "Acme <Shop>", "colour": "#8a1c1c"})
+        );
+
+        let page = api.visit("GET", "go.acme.example", "/nothing-here").await;
+        assert_eq!(page.status, StatusCode::NOT_FOUND, "{}", t.kind());
+        assert!(
+            page.text
+                .contains("<p class=\"brand\">Acme &lt;Shop&gt;</p>"),
+            "{}",
+            page.text
+        );
+        assert!(page.text.contains("a{color:#8a1c1c}"), "{}", page.text);
+        // Another domain keeps Hop's look.
+        let plain = api.visit("GET", "s.example", "/nothing-here").await;
+        assert!(!plain.text.contains("class=\"brand\""));
+
+        // null gives the domain Hop's look again.
+        let cleared = api
+            .patch_json(
+                &admin,
+                "/v1/domains/go.acme.example",
+                Some("\"1\""),
+                json!({"brand": null}),
+            )
+            .await;
+        assert_eq!(cleared.status, StatusCode::OK, "{}", cleared.text);
+        assert_eq!(cleared.body["brand"], Value::Null);
+        let page = api.visit("GET", "go.acme.example", "/nothing-here").await;
+        assert!(!page.text.contains("class=\"brand\""), "{}", page.text);
+        t.cleanup().await;
+    }
+}

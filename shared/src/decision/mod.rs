@@ -392,8 +392,9 @@ pub fn decide_root(method: Method, pages: Option<(&DomainSettings, &Denylist)>) 
             .root_url
             .as_deref()
             .and_then(|url| Decision::page(Outcome::NotFound, url, deny))
-            .unwrap_or_else(|| Decision::not_found(method)),
-        _ => Decision::not_found(method),
+            .unwrap_or_else(|| Decision::not_found(method).in_look_of(s)),
+        Some((s, _)) => Decision::not_found(method).in_look_of(s),
+        None => Decision::not_found(method),
     }
 }
 
@@ -407,7 +408,7 @@ pub fn decide(
 ) -> Decision {
     let stored = || record.map(|r| Target::Stored(&r.target));
     let known = record.map(|r| (Basics::from(r), Extras::of_record(r)));
-    decide_with(visit, known, stored, deny, settings)
+    decide_with(visit, known, stored, deny, settings).in_look_of(settings)
 }
 
 /// [`decide`] for a record whose target is already parsed.
@@ -419,7 +420,7 @@ pub fn decide_prepared(
 ) -> Decision {
     let parsed = || prepared.map(PreparedRecord::decided_target);
     let known = prepared.map(|p| (p.basics, p.extras()));
-    decide_with(visit, known, parsed, deny, settings)
+    decide_with(visit, known, parsed, deny, settings).in_look_of(settings)
 }
 
 /// A record's target as a decision needs it.

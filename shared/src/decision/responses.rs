@@ -77,6 +77,20 @@ impl Decision {
         }
     }
 
+    /// The decision with its page, if it has one, in the domain's brand, if it has one:
+    /// `decide` and `decide_root` answer so; an adapter that answers a password's `POST`
+    /// itself ([`Decision::password_tried`]) passes the domain's settings here.
+    pub fn in_look_of(mut self, settings: &DomainSettings) -> Self {
+        if let Some(brand) = &settings.brand {
+            self.body = match self.body {
+                Body::Html(page) => Body::Page(crate::html::branded(page, brand)),
+                Body::Page(page) => Body::Page(crate::html::branded(&page, brand)),
+                other => other,
+            };
+        }
+        self
+    }
+
     pub fn not_found(method: Method) -> Self {
         Decision::new(method, Outcome::NotFound, 404, Body::Html(NOT_FOUND))
     }

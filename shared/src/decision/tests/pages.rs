@@ -191,3 +191,47 @@ fn every_page_a_visitor_may_get_has_the_one_style_and_loads_nothing() {
         }
     }
 }
+
+#[test]
+fn a_brand_domains_visitors_get_its_name_and_colour_and_others_hops_look() {
+    let brand = crate::domain::Brand::check("Acme Shop", "#8A1C1C").expect("a brand");
+    let settings = DomainSettings {
+        brand: Some(brand),
+        ..DomainSettings::default()
+    };
+    let none = Denylist::default();
+    let route = RouteKey::new("s.example", "7Fk3aQx").expect("route");
+    let visit = Visit {
+        method: Method::Get,
+        route: &route,
+        query: None,
+        now_ms: 0,
+        client: Client::default(),
+        draw: 0,
+        access_granted: false,
+    };
+    let unknown = decide(&visit, None, &none, &settings);
+    assert_eq!(unknown.status, 404);
+    let page = unknown.body.text().expect("a page");
+    assert!(page.contains("<p class=\"brand\">Acme Shop</p>"), "{page}");
+    assert!(page.contains("#8a1c1c"), "{page}");
+    let plain = decide(&visit, None, &none, &DomainSettings::default());
+    assert!(!plain
+        .body
+        .text()
+        .expect("a page")
+        .contains("class=\"brand\""));
+    // A HEAD has no page to dress.
+    let head = decide(
+        &Visit {
+            method: Method::Head,
+            ..visit
+        },
+        None,
+        &none,
+        &settings,
+    );
+    assert_eq!(head.body, Body::Empty);
+    let root = decide_root(Method::Get, Some((&settings, &none)));
+    assert!(root.body.text().expect("a page").contains("Acme Shop"));
+}
