@@ -63,12 +63,12 @@ const ACCENT: &str = "#0b5cad";
 /// `page` as `brand`'s: its name above the page's own words, its colour for the accent.
 /// The colour is replaced in the style alone (the page's words, a target's address say,
 /// may hold the same text), and only when it is `#rrggbb`.
-pub(crate) fn branded(page: &str, brand: &crate::domain::Brand) -> String {
+pub(crate) fn branded(page: &str, brand: &crate::brand::Brand) -> String {
     let mut out = String::with_capacity(page.len() + brand.name.len() + 32);
     let (head, rest) = page.split_once("</style>").unwrap_or(("", page));
     match (
         head.split_once(ACCENT),
-        crate::domain::hex_colour(&brand.colour),
+        crate::brand::hex_colour(&brand.colour),
     ) {
         // The accent stands in the style once per rule that uses it: each is replaced.
         (Some(_), Some(_)) => {
@@ -116,7 +116,7 @@ pub(crate) fn escape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::Brand;
+    use crate::brand::Brand;
 
     #[test]
     fn a_brand_recolours_the_style_and_names_itself_above_the_page() {

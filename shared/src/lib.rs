@@ -5,7 +5,8 @@
 //!
 //! - [`alphabet`] and [`codes`]: generated codes as fixed-length numbers, custom aliases;
 //! - [`permutation`]: the keyed bijection from `link_id` to code;
-//! - [`domain`]: domain normalization, per-domain settings; [`route`]: route keys;
+//! - [`domain`]: domain normalization, per-domain settings (and a brand domain's look,
+//!   [`brand`]); [`route`]: route keys;
 //! - [`record`] and [`denylist`]: what the edge stores in KV;
 //! - [`target`]: target URL validation and the visitor's query merge;
 //! - [`visit_url`]: the parts of a visited URL, read off the runtime's serialization;
@@ -24,6 +25,7 @@ pub mod activation;
 pub mod agent;
 pub mod alphabet;
 pub mod answer;
+pub mod brand;
 pub mod clicks;
 pub mod codes;
 pub mod decision;
@@ -46,6 +48,7 @@ pub mod targeting;
 pub mod visit_url;
 
 pub use alphabet::Alphabet;
+pub use brand::{Brand, BrandError};
 pub use codes::{CodeKind, CodeSpace};
 pub use decision::{
     decide, decide_prepared, decide_root, reject_early, Body, Client, Decision, Headers, Method,
@@ -53,8 +56,8 @@ pub use decision::{
 };
 pub use denylist::{Denylist, DenylistSnapshot};
 pub use domain::{
-    config_key, normalize_domain, normalize_short_domain, visitor_host, Brand, BrandError,
-    DomainConfig, DomainSettings, DomainStatus, RouteKey, VisitorHost,
+    config_key, normalize_domain, normalize_short_domain, visitor_host, DomainConfig,
+    DomainSettings, DomainStatus, RouteKey, VisitorHost,
 };
 pub use permutation::{CodeCodec, KeyRing};
 pub use record::{EdgeRecord, EdgeStatus, RedirectStatus};

@@ -194,7 +194,7 @@ fn every_page_a_visitor_may_get_has_the_one_style_and_loads_nothing() {
 
 #[test]
 fn a_brand_domains_visitors_get_its_name_and_colour_and_others_hops_look() {
-    let brand = crate::domain::Brand::check("Acme Shop", "#8A1C1C").expect("a brand");
+    let brand = crate::brand::Brand::check("Acme Shop", "#8A1C1C").expect("a brand");
     let settings = DomainSettings {
         brand: Some(brand),
         ..DomainSettings::default()
