@@ -66,6 +66,11 @@ impl Denylist {
         }
     }
 
+    /// Whether it bans nothing.
+    pub fn is_empty(&self) -> bool {
+        self.codes.is_empty() && self.hosts.is_empty()
+    }
+
     pub fn blocks_code(&self, route: &RouteKey) -> bool {
         !self.codes.is_empty() && self.codes.contains(&route.to_string())
     }

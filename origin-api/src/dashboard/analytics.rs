@@ -4,7 +4,7 @@
 use super::chart::{BarChart, Bucket};
 use super::link_form::link_path;
 use super::link_tools::readable;
-use super::render::{choices, failure, render, utc, Choice, Nav};
+use super::render::{choices, download, failure, render, utc, Choice, Nav};
 use super::session::Signed;
 use crate::clicks::stats::{link_stats, Range};
 use crate::clicks::ClickService;
@@ -15,7 +15,7 @@ use crate::model::Link;
 use crate::views::stats::{Granularity, LinkStats, Ranked, StatsParams};
 use askama::Template;
 use axum::extract::{Path, Query, State};
-use axum::http::{header, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use std::sync::Arc;
@@ -201,28 +201,11 @@ pub(super) async fn csv(
             p.start, p.counts.visits, p.counts.redirects, p.counts.bots
         ));
     }
-    // The file's name is the link's, reduced to characters any file system takes.
-    let name: String = format!("{}-{}-visits.csv", link.domain, link.code)
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    (
-        [
-            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_owned()),
-            (
-                header::CONTENT_DISPOSITION,
-                format!("attachment; filename=\"{name}\""),
-            ),
-        ],
+    download(
+        "text/csv; charset=utf-8",
+        &format!("{}-{}-visits.csv", link.domain, link.code),
         body,
     )
-        .into_response()
 }
 
 async fn stats_of(

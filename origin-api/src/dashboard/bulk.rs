@@ -3,7 +3,7 @@
 //! reported, never overwritten; the answer says what became of every row.
 
 use super::link_form::link_path;
-use super::render::{capitalized, failure, not_found_for, refused_post, render, Nav};
+use super::render::{capitalized, download, failure, not_found_for, refused_post, render, Nav};
 use super::session::Signed;
 use crate::error::AppError;
 use crate::links::{delete_link, owned_link, update_link, Intent, Links};
@@ -12,8 +12,8 @@ use crate::model::{Creator, Link, LinkState, Role};
 use crate::views::links::UpdateLink;
 use askama::Template;
 use axum::extract::{Path, State};
-use axum::http::{header, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Response;
 use axum::Form;
 use serde_json::json;
 use std::sync::Arc;
@@ -319,17 +319,7 @@ async fn export(links: &Links, creator: &Creator<'_>, picked: &[&str]) -> Respon
         body.push_str(&line.join(","));
         body.push('\n');
     }
-    (
-        [
-            (header::CONTENT_TYPE, "text/csv; charset=utf-8"),
-            (
-                header::CONTENT_DISPOSITION,
-                "attachment; filename=\"links.csv\"",
-            ),
-        ],
-        body,
-    )
-        .into_response()
+    download("text/csv; charset=utf-8", "links.csv", body)
 }
 
 /// A CSV cell: quoted when it must be, and never read by a spreadsheet as a formula

@@ -3,7 +3,9 @@
 //! code to download, and a signed token to share.
 
 use super::link_form::{link_path, load};
-use super::render::{capitalized, failure, message, not_found_for, refused_post, render, Nav};
+use super::render::{
+    capitalized, download, failure, message, not_found_for, refused_post, render, Nav,
+};
 use super::session::Signed;
 use crate::accounts::SignedIn;
 use crate::error::AppError;
@@ -15,7 +17,7 @@ use crate::views::links::{IssueToken, QrParams};
 use askama::Template;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
-use axum::http::{header, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 use axum::Form;
 use serde::Deserialize;
@@ -225,10 +227,10 @@ pub(super) async fn test(
         return render(StatusCode::UNPROCESSABLE_ENTITY, &page);
     }
     let (deny, settings) = match tokio::try_join!(
-        store::bans::denylist(&links.db),
+        links.cache.denylist(&links.db, std::time::Instant::now()),
         store::domains::settings(&links.db, &link.domain)
     ) {
-        Ok((deny, settings)) => (shared::Denylist::from(deny), settings),
+        Ok(found) => found,
         Err(e) => return failure(&e.to_string()),
     };
     let Some(route) = shared::RouteKey::new(link.domain.as_str(), link.code.as_str()) else {
@@ -305,27 +307,8 @@ pub(super) async fn qr(
             } else {
                 "png"
             };
-            let name: String = format!("{}-{}-qr.{extension}", link.domain, link.code)
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || matches!(c, '-' | '.') {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
-                .collect();
-            (
-                [
-                    (header::CONTENT_TYPE, drawn.content_type.to_owned()),
-                    (
-                        header::CONTENT_DISPOSITION,
-                        format!("attachment; filename=\"{name}\""),
-                    ),
-                ],
-                drawn.bytes,
-            )
-                .into_response()
+            let name = format!("{}-{}-qr.{extension}", link.domain, link.code);
+            download(drawn.content_type, &name, drawn.bytes)
         }
         Err(e) => message(
             StatusCode::UNPROCESSABLE_ENTITY,

@@ -222,7 +222,11 @@ async fn build(links: &Links, clicks: &ClickService, owner: &str) -> Result<Buil
         list(Some(Condition::Banned)),
     ];
     // "Banned" asks every link against the active bans (D-245): with none, nothing to ask.
-    let any_ban = !store::bans::list(&links.db, false).await?.is_empty();
+    let any_ban = !links
+        .cache
+        .denylist(&links.db, std::time::Instant::now())
+        .await?
+        .is_empty();
     let banned = async {
         if any_ban {
             store::links::list(&links.db, &filters[3]).await

@@ -554,11 +554,13 @@ pub(super) async fn links(
         Ok(found) => filter.page(found),
         Err(e) => return failure(&e.to_string()),
     };
+    // The bans as this origin's redirects hold them: read at most once a few seconds,
+    // and at once after a ban changes here.
     let (days, deny) = match tokio::try_join!(
         recent_days(&links, &found.items),
-        store::bans::denylist(&links.db)
+        links.cache.denylist(&links.db, std::time::Instant::now())
     ) {
-        Ok((days, deny)) => (days, shared::Denylist::from(deny)),
+        Ok(found) => found,
         Err(e) => return failure(&e.to_string()),
     };
     let now = now_ms();

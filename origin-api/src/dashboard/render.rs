@@ -139,3 +139,33 @@ pub(super) fn posted<'f>(pairs: &'f [(String, String)], name: &str) -> &'f str {
         .find(|(k, _)| k == name)
         .map_or("", |(_, v)| v.as_str())
 }
+
+/// A file to download: `body` of `content_type`, saved as `name` reduced to characters
+/// any file system takes (a link's domain and code may hold others).
+pub(super) fn download(
+    content_type: &str,
+    name: &str,
+    body: impl axum::response::IntoResponse,
+) -> Response {
+    let name: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    (
+        [
+            (axum::http::header::CONTENT_TYPE, content_type.to_owned()),
+            (
+                axum::http::header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{name}\""),
+            ),
+        ],
+        body,
+    )
+        .into_response()
+}
