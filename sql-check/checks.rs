@@ -230,7 +230,8 @@ pub async fn insert_domain(c: &mut Conn) -> Result<(), sqlx::Error> {
         0_i64,
         false,
         Some("Acme"),
-        Some("#0b5cad")
+        Some("#0b5cad"),
+        Some("https://bit.ly")
     )
     .execute(c)
     .await?;
@@ -273,6 +274,7 @@ pub async fn update_domain(c: &mut Conn) -> Result<(), sqlx::Error> {
         false,
         Some("Acme"),
         Some("#0b5cad"),
+        Some("https://bit.ly"),
         1_i64
     )
     .execute(c)
@@ -1124,6 +1126,59 @@ pub async fn members_of_owner(c: &mut Conn) -> Result<(), sqlx::Error> {
     sqlx::query_file!(
         "../../origin-api/src/store/queries/members_of_owner.sql",
         "o"
+    )
+    .fetch_all(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/legacy_misses.rs`: a code's visits sent on to the old shortener, kept or added to.
+pub async fn upsert_legacy_miss(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/upsert_legacy_miss.sql",
+        "d",
+        "Spring24",
+        3_i64,
+        1_i64,
+        0_i64,
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/legacy_misses.rs`: added to a code already kept, once its domain is full.
+pub async fn add_to_legacy_miss(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/add_to_legacy_miss.sql",
+        "d",
+        "Spring24",
+        3_i64,
+        1_i64,
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/legacy_misses.rs`: the codes a domain keeps.
+pub async fn count_legacy_misses(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/count_legacy_misses.sql", "d")
+        .fetch_one(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/legacy_misses.rs`: a page of the codes still visited there.
+pub async fn list_legacy_misses(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/list_legacy_misses.sql",
+        "d",
+        i64::MAX,
+        "",
+        100_i64
     )
     .fetch_all(c)
     .await?;

@@ -22,6 +22,7 @@ use crate::housekeeping::Housekeeping;
 use crate::links::access::PasswordGate;
 use crate::links::{LinkSettings, Links, TargetPolicy};
 use crate::metrics::Metrics;
+use crate::model::ShortUrls;
 use crate::proxies::Proxies;
 use crate::ratelimit::CreateLimit;
 use crate::redirects::{RedirectSettings, Redirects};
@@ -144,6 +145,7 @@ pub fn build(db: Db, settings: Settings) -> AppState {
             policy: policy.clone(),
             permutation_keys: secrets.permutation_keys.clone(),
             code_key_version: settings.code_key_version,
+            short_urls: ShortUrls::new(&settings.short_url_bases),
         },
     };
     let redirects = Redirects {
@@ -152,6 +154,7 @@ pub fn build(db: Db, settings: Settings) -> AppState {
         metrics: metrics.clone(),
         proxies: proxies.clone(),
         recorder: recorder.clone(),
+        legacy: counts.legacy.clone(),
         passwords,
         settings: RedirectSettings {
             default_domain: settings.default_domain.clone(),

@@ -172,8 +172,27 @@ impl CreateDomain {
                 *slot = Some(url);
             }
         }
+        if let Some(raw) = &self.legacy_url {
+            // Target policy, but not the domain's allowed hosts: those say where its
+            // links may point, and the old shortener is where its links were.
+            let url = redirect_url(&mut lookups, &name, "legacy_url", raw).await?;
+            d.settings.legacy_url = Some(legacy_base(&url)?);
+        }
         Ok(d)
     }
+}
+
+/// A `legacy_url` as the fallback appends codes to it: a base without a query or a
+/// fragment, and without its trailing slash.
+fn legacy_base(url: &str) -> Result<String, AppError> {
+    let parsed = url::Url::parse(url).map_err(|e| AppError::invalid("legacy_url", e))?;
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err(AppError::invalid(
+            "legacy_url",
+            "the old shortener's base, without a query or a fragment: codes are appended to its path",
+        ));
+    }
+    Ok(url.trim_end_matches('/').to_owned())
 }
 
 /// The registration that says what `d` is, every field set.
@@ -194,6 +213,7 @@ fn registration_of(d: &Domain) -> CreateDomain {
         default_redirect: Some(i64::from(d.settings.default_redirect.code())),
         max_age_s: Some(i64::from(d.settings.max_age_s)),
         not_found_url: d.settings.not_found_url.clone(),
+        legacy_url: d.settings.legacy_url.clone(),
         root_url: d.settings.root_url.clone(),
         expired_url: d.settings.expired_url.clone(),
         allowed_target_hosts: d.allowed_target_hosts.clone(),
@@ -236,6 +256,7 @@ pub async fn update_domain(
     req.status = patch.status.or(req.status);
     for (slot, given) in [
         (&mut req.not_found_url, patch.not_found_url),
+        (&mut req.legacy_url, patch.legacy_url),
         (&mut req.root_url, patch.root_url),
         (&mut req.expired_url, patch.expired_url),
     ] {

@@ -167,6 +167,12 @@ pub async fn serve_on(
         let (c, stop) = (clicks.clone(), stop.subscribe());
         async move { c.fold(stop).await }
     });
+    // Codes sent on to a domain's old shortener, counted per code.
+    let legacy = tokio::spawn(clicks::legacy::run(
+        state.db.clone(),
+        state.clicks.counts.legacy.clone(),
+        stop.subscribe(),
+    ));
     // How far this process has written clicks, for the stats' `data_as_of`.
     let reporting = tokio::spawn({
         let (c, metrics, stop) = (clicks.clone(), state.metrics.clone(), stop.subscribe());
@@ -214,6 +220,7 @@ pub async fn serve_on(
     let _ = listening.await;
     let _ = recording.await;
     let _ = folding.await;
+    let _ = legacy.await;
     // Everything held is written (or counted as dropped): nothing is outstanding.
     let _ = reporting.await;
     clicks.forget_reports().await;

@@ -22,6 +22,8 @@ pub struct Redirects {
     /// Which peers' forwarding headers are believed.
     pub proxies: Proxies,
     pub recorder: Arc<Recorder>,
+    /// Visits sent on to a domain's old shortener, counted per code.
+    pub legacy: Arc<crate::clicks::legacy::LegacyMisses>,
     /// Password links' attempts: counted per link, hashed a few at a time.
     pub passwords: Arc<PasswordGate>,
     pub settings: RedirectSettings,

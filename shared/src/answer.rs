@@ -43,11 +43,14 @@ pub enum Outcome {
     MethodNotAllowed,
     /// A private link visited without what opens it (a valid, unexpired token).
     Private,
+    /// A code with no link, sent on to the shortener the domain moved from (its
+    /// `legacy_url`).
+    Legacy,
 }
 
 impl Outcome {
     /// Every outcome, in the order of its discriminant.
-    pub const ALL: [Outcome; 9] = [
+    pub const ALL: [Outcome; 10] = [
         Outcome::Redirect,
         Outcome::NotFound,
         Outcome::Disabled,
@@ -57,6 +60,7 @@ impl Outcome {
         Outcome::Unavailable,
         Outcome::MethodNotAllowed,
         Outcome::Private,
+        Outcome::Legacy,
     ];
 
     /// Its name in metrics and logs.
@@ -71,6 +75,7 @@ impl Outcome {
             Outcome::Unavailable => "unavailable",
             Outcome::MethodNotAllowed => "method_not_allowed",
             Outcome::Private => "private",
+            Outcome::Legacy => "legacy",
         }
     }
 }

@@ -203,6 +203,11 @@ pub struct DomainSettings {
     /// Where a visitor of a code with no link goes (302), instead of a 404.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_found_url: Option<String>,
+    /// The shortener this domain moved from (`https://bit.ly`, or a base with a path):
+    /// a code with no link goes to the same code there (302, never stored), ahead of
+    /// `not_found_url`, so links not imported yet keep working while they are moved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub legacy_url: Option<String>,
     /// Where a visitor of `/` goes (302), instead of a 404.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub root_url: Option<String>,
@@ -234,6 +239,7 @@ impl Default for DomainSettings {
             max_age_s: DEFAULT_MAX_AGE_S,
             status: DomainStatus::Active,
             not_found_url: None,
+            legacy_url: None,
             root_url: None,
             expired_url: None,
             interstitial: false,

@@ -119,7 +119,7 @@ pub fn version_of(key: &str, value: &str) -> Option<u64> {
         let config = crate::DomainConfig::from_json(value).ok()?;
         // Every page a domain sends visitors to must be one the edge can redirect to.
         let s = &config.settings;
-        for url in [&s.not_found_url, &s.root_url, &s.expired_url]
+        for url in [&s.not_found_url, &s.legacy_url, &s.root_url, &s.expired_url]
             .into_iter()
             .flatten()
         {

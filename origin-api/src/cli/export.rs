@@ -13,6 +13,7 @@ const PAGE: &str = "1000";
 
 /// The CSV columns, in order.
 pub const CSV_COLUMNS: &[&str] = &[
+    "short_url",
     "domain",
     "code",
     "target_url",
@@ -143,6 +144,7 @@ pub fn unneutralized(cell: String) -> String {
 
 fn csv_row(link: &LinkView) -> Vec<String> {
     vec![
+        link.short_url.clone(),
         link.domain.clone(),
         link.code.clone(),
         link.target_url.clone(),

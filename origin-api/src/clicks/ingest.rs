@@ -36,6 +36,8 @@ pub struct Clicks {
     /// The redirect cache, told at once of a link whose visit limit a write of clicks
     /// reached, so this origin's own redirect stops at once too.
     cache: Option<crate::cache::RedirectCache>,
+    /// Visits of codes with no link sent on to a domain's old shortener.
+    pub legacy: Arc<super::legacy::LegacyMisses>,
 }
 
 impl std::fmt::Debug for Clicks {
@@ -52,9 +54,10 @@ impl Clicks {
             referrer_cap,
             links: quick_cache::sync::Cache::new(LINK_REFS_HELD),
             retention_ms: i64::try_from(retention_h.saturating_mul(3_600_000)).unwrap_or(i64::MAX),
-            metrics,
             edge_late_since: AtomicI64::new(i64::MAX),
             cache: None,
+            legacy: Arc::new(super::legacy::LegacyMisses::new(metrics.clone())),
+            metrics,
         }
     }
 
@@ -167,6 +170,7 @@ impl Clicks {
                 None => receipt.unknown_links += 1,
             }
         }
+        let mut legacy: Vec<(&str, &TallyRow)> = Vec::new();
         for (claim, row) in &rows {
             match links.get(row.link.as_str()) {
                 Some(l) => attributed.push(Attributed {
@@ -176,7 +180,13 @@ impl Clicks {
                     dims: ClickDims::of_row(row),
                     n: i64::from(row.n),
                 }),
-                None => receipt.unknown_links += u64::from(row.n),
+                None => {
+                    receipt.unknown_links += u64::from(row.n);
+                    // The only visit the edge reports that redirects without a record.
+                    if row.version.is_none() && (300..400).contains(&row.status) {
+                        legacy.push((claim, row));
+                    }
+                }
             }
         }
         // Every message is claimed, even one whose clicks all went elsewhere, so that a
@@ -193,6 +203,16 @@ impl Clicks {
             .min()
             .unwrap_or(now);
         let fresh = store.stage_clicks(&claims, &attributed, made, now).await?;
+        if !legacy.is_empty() {
+            let sealed: HashMap<&str, i64> = tallies_taken
+                .iter()
+                .map(|t| (t.batch_id.as_str(), t.at))
+                .collect();
+            for (claim, row) in legacy.iter().filter(|(c, _)| fresh.contains(*c)) {
+                let at = sealed.get(claim).copied().unwrap_or(row.hour);
+                self.legacy.note(&row.link, u64::from(row.n), row.bot, at);
+            }
+        }
         for a in &attributed {
             let n = u64::try_from(a.n).unwrap_or_default();
             if fresh.contains(a.claim) {

@@ -13,6 +13,7 @@ pub mod budget;
 pub mod fold;
 mod ingest;
 pub mod lateness;
+pub mod legacy;
 pub mod recorder;
 mod service;
 pub mod stats;

@@ -467,6 +467,18 @@ pub struct Settings {
     )]
     pub allow_target_hosts: Vec<AllowedHost>,
 
+    /// How a domain's short URLs are written where it is not served on
+    /// `https://{domain}` (the API's `short_url`), comma-separated `DOMAIN=BASE` pairs:
+    /// `localhost=http://localhost:8787` for `wrangler dev`. Only the scheme, host and
+    /// port of a base count.
+    #[arg(
+        long,
+        env = "HOP_SHORT_URL_BASES",
+        value_delimiter = ',',
+        global = true
+    )]
+    pub short_url_bases: Vec<crate::model::ShortUrlBase>,
+
     /// Failed authentications a client address may make per minute (in bursts of as
     /// many); past them it is answered 429 until a failure's worth of time has passed.
     #[arg(

@@ -330,6 +330,7 @@ struct DomainRow {
     interstitial: bool,
     forward_query: bool,
     not_found_url: String,
+    legacy_url: String,
     root_url: String,
     expired_url: String,
     allowed_target_hosts: String,
@@ -371,6 +372,7 @@ async fn domains_page(
                         interstitial: s.interstitial,
                         forward_query: s.forward_query,
                         not_found_url: s.not_found_url.clone().unwrap_or_default(),
+                        legacy_url: s.legacy_url.clone().unwrap_or_default(),
                         root_url: s.root_url.clone().unwrap_or_default(),
                         expired_url: s.expired_url.clone().unwrap_or_default(),
                         allowed_target_hosts: d
@@ -448,6 +450,7 @@ pub(super) async fn update(
             interstitial: Some(field("interstitial") == "1"),
             forward_query: Some(field("forward_query") == "1"),
             not_found_url: Some(text("not_found_url")),
+            legacy_url: Some(text("legacy_url")),
             root_url: Some(text("root_url")),
             expired_url: Some(text("expired_url")),
             allowed_target_hosts: Some((!hosts.is_empty()).then_some(hosts)),

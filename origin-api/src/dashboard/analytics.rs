@@ -140,7 +140,7 @@ pub(super) async fn page(
     let now = now_ms();
     let mut page = AnalyticsPage {
         nav: Nav::of(&signed, Some(&owner)),
-        short_url: link.short_url(),
+        short_url: links.short_url(&link),
         link_path: link_path(&owner, &link.domain, &link.code),
         presets: choices(
             &PRESETS

@@ -304,7 +304,7 @@ async fn export(links: &Links, creator: &Creator<'_>, picked: &[&str]) -> Respon
             Err(e) => return failure(&e.to_string()),
         };
         let cells = [
-            link.short_url(),
+            links.short_url(&link),
             link.domain.clone(),
             link.code.clone(),
             link.target_url.clone(),

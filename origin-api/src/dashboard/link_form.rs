@@ -140,7 +140,13 @@ async fn domains_of(links: &Links, owner: &str) -> Result<Vec<String>, AppError>
 
 impl LinkPage {
     /// The page of `existing` (or of a new link), with `form` in it and nothing said.
-    fn new(signed: &SignedIn, owner: &str, existing: Option<&Link>, form: LinkForm) -> Self {
+    fn new(
+        signed: &SignedIn,
+        owner: &str,
+        existing: Option<&Link>,
+        form: LinkForm,
+        links: &Links,
+    ) -> Self {
         let (rules, variants) = form.rows_to_show();
         LinkPage {
             nav: Nav::of(signed, Some(owner)),
@@ -148,7 +154,7 @@ impl LinkPage {
             existing: existing.map(|l| Existing {
                 domain: l.domain.clone(),
                 code: l.code.clone(),
-                short_url: l.short_url(),
+                short_url: links.short_url(l),
                 status: l.status.as_str(),
             }),
             may_edit: role(signed, owner).unwrap_or(false)
@@ -206,7 +212,7 @@ pub(super) async fn new_link(
         Ok(domains) => {
             let page = LinkPage {
                 domains,
-                ..LinkPage::new(&signed, &owner, None, LinkForm::blank())
+                ..LinkPage::new(&signed, &owner, None, LinkForm::blank(), &links)
             };
             render(StatusCode::OK, &page)
         }
@@ -265,7 +271,7 @@ pub(super) async fn edit(
     };
     let page = LinkPage {
         notice: shown.saved.is_some().then_some("Saved."),
-        ..LinkPage::new(&signed, &owner, Some(&link), LinkForm::of(&link))
+        ..LinkPage::new(&signed, &owner, Some(&link), LinkForm::of(&link), &links)
     };
     render(StatusCode::OK, &page)
 }
@@ -319,7 +325,7 @@ pub(super) async fn update(
             let page = LinkPage {
                 error: Some("Someone changed this link while you were editing it. Nothing was saved: compare, then save again to replace their change.".into()),
                 conflict: Some(conflict),
-                ..LinkPage::new(&signed, &owner, Some(&current), mine)
+                ..LinkPage::new(&signed, &owner, Some(&current), mine, &links)
             };
             render(StatusCode::CONFLICT, &page)
         }
@@ -410,7 +416,7 @@ async fn form_again(
     let page = LinkPage {
         domains,
         error,
-        ..LinkPage::new(signed, owner, existing, form)
+        ..LinkPage::new(signed, owner, existing, form, links)
     };
     render(status, &page)
 }

@@ -185,7 +185,7 @@ pub(super) async fn test(
         .map_or(q.ua.trim().to_owned(), |(_, _, ua)| (*ua).to_owned());
     let mut page = TestPage {
         nav: Nav::of(&signed, Some(&owner)),
-        short_url: link.short_url(),
+        short_url: links.short_url(&link),
         link_path: link_path(&owner, &link.domain, &link.code),
         agents: SAMPLE_AGENTS
             .iter()
@@ -299,7 +299,7 @@ pub(super) async fn qr(
     };
     let drawn = params
         .map_err(|e| AppError::BadRequest(e.body_text()))
-        .and_then(|Query(p)| crate::links::qr::draw(&link.short_url(), &p));
+        .and_then(|Query(p)| crate::links::qr::draw(&links.short_url(&link), &p));
     match drawn {
         Ok(drawn) => {
             let extension = if drawn.content_type.contains("svg") {

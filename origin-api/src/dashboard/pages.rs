@@ -94,7 +94,14 @@ struct LinkRow {
 }
 
 impl LinkRow {
-    fn of(owner: &str, link: &Link, days: &[i64], banned: bool, now: i64) -> Self {
+    fn of(
+        owner: &str,
+        link: &Link,
+        short_url: String,
+        days: &[i64],
+        banned: bool,
+        now: i64,
+    ) -> Self {
         let created_at = rfc3339(link.created_at);
         let mut marks = Vec::new();
         if link.expires_at.is_some_and(|at| at <= now) {
@@ -125,7 +132,7 @@ impl LinkRow {
                 path_segment(&link.domain),
                 path_segment(&link.code)
             ),
-            short_url: link.short_url(),
+            short_url,
             target_host: url::Url::parse(&link.target_url)
                 .ok()
                 .and_then(|u| u.host_str().map(str::to_owned))
@@ -569,7 +576,14 @@ pub(super) async fn links(
         .iter()
         .map(|l| {
             let week = days.get(&l.link_id).map_or(&[0; SPARK_DAYS], |d| d);
-            LinkRow::of(&page.owner, l, week, l.banned_by(&deny), now)
+            LinkRow::of(
+                &page.owner,
+                l,
+                links.short_url(l),
+                week,
+                l.banned_by(&deny),
+                now,
+            )
         })
         .collect();
     page.next = found

@@ -11,7 +11,7 @@ use super::service::Links;
 use crate::error::AppError;
 use crate::model::time::now_ms;
 use crate::model::Creator;
-use crate::model::Link;
+use crate::model::{Link, ShortUrls};
 use crate::store;
 use crate::store::{BulkInsert, DomainAt, IdempotencyKey, StoreError};
 use crate::views::links::{
@@ -80,7 +80,7 @@ async fn judge(
 impl Judged {
     /// The answer, in request order, once `inserted` says which ready links went in (the
     /// others found their code taken).
-    fn response(&self, inserted: &[bool]) -> BulkResponse {
+    fn response(&self, inserted: &[bool], urls: &ShortUrls) -> BulkResponse {
         let results = self
             .slots
             .iter()
@@ -91,7 +91,7 @@ impl Judged {
                     if inserted.get(*i).copied().unwrap_or(false) {
                         BulkResult::Ok {
                             ok: true,
-                            link: Box::new(link.view()),
+                            link: Box::new(link.view(urls)),
                         }
                     } else {
                         failure(&answer(
@@ -152,7 +152,7 @@ pub async fn create_bulk(
     }
 
     let judged = judge(state, creator, &body.links).await?;
-    let assemble = |inserted: &[bool]| judged.response(inserted);
+    let assemble = |inserted: &[bool]| judged.response(inserted, &state.settings.short_urls);
     let respond =
         |inserted: &[bool]| serde_json::to_string(&assemble(inserted)).unwrap_or_default();
     let outcome = store::links::insert_bulk(

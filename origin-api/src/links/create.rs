@@ -74,7 +74,7 @@ pub async fn create_link_once(
     }
     let mut lookups = Lookups::new(&state.db, &state.settings.policy);
     let link = prepare_link(state, &mut lookups, creator, &req).await?;
-    let response = serde_json::to_string(&link.view()).unwrap_or_default();
+    let response = serde_json::to_string(&state.view(&link)).unwrap_or_default();
     match store::links::insert_idempotent(&state.db, &link, &lookups.judged_by(), &idem, &response)
         .await
     {

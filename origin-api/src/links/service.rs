@@ -5,6 +5,7 @@ use crate::cache::RedirectCache;
 use crate::config::AllowedHost;
 use crate::db::Db;
 use crate::metrics::Metrics;
+use crate::model::ShortUrls;
 use crate::ratelimit::CreateLimit;
 use crate::segments::{CodeSequences, SegmentAllocator};
 use shared::KeyRing;
@@ -33,6 +34,18 @@ pub struct Links {
     pub settings: LinkSettings,
 }
 
+impl Links {
+    /// `link` as the API shows it.
+    pub fn view(&self, link: &crate::model::Link) -> crate::views::links::LinkView {
+        link.view(&self.settings.short_urls)
+    }
+
+    /// What visitors are given of `link`.
+    pub fn short_url(&self, link: &crate::model::Link) -> String {
+        self.settings.short_urls.of(&link.domain, &link.code)
+    }
+}
+
 /// What the links service reads of the configuration.
 #[derive(Debug, Clone)]
 pub struct LinkSettings {
@@ -41,6 +54,8 @@ pub struct LinkSettings {
     pub permutation_keys: Option<KeyRing>,
     /// The key version that makes new codes (`--code-key-version`), else the newest.
     pub code_key_version: Option<u32>,
+    /// How the links' full short URLs are written.
+    pub short_urls: ShortUrls,
 }
 
 /// Where visitors may be sent: the rules every target, rule target, variant, preview

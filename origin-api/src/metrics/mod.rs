@@ -142,6 +142,9 @@ pub struct Metrics {
     /// Clicks of this origin's own redirects dropped: the recorder's queue was full, or
     /// the database refused them for longer than the recorder retries.
     pub clicks_dropped: Counter,
+    /// Visits of codes with no link sent on to a domain's old shortener, by what
+    /// became of their count: `noted`, or `dropped` (too many codes at once).
+    pub legacy_misses: Family<ResultLabel, Counter>,
     /// Link writes refused by a unique index other than the route key's.
     pub write_conflicts: Counter,
     /// Connections (and reconnections) of the listener for other origins' changes.
@@ -219,6 +222,7 @@ impl Default for Metrics {
             edge_denylist_age: metric(&mut registry, "edge_denylist_age_seconds", "The oldest denylist any edge location reported using within the last two minutes: how long before its report it last read one"),
             edge_denylist_ages: Arc::default(),
             clicks_dropped: metric(&mut registry, "clicks_dropped", "Clicks of this origin's own redirects dropped (recorder queue full, or the database failing)"),
+            legacy_misses: metric(&mut registry, "legacy_misses", "Visits of codes with no link sent on to the domain's old shortener (legacy_url), by result: noted (counted per code for GET /v1/domains/{domain}/legacy-misses) or dropped (more codes at once than a flush holds, or past a domain's cap)"),
             write_conflicts: metric(&mut registry, "write_conflicts", "Link writes refused by a unique index other than (domain, code): an id handed out twice; each is a 500"),
             freshness_connects: metric(&mut registry, "freshness_connects", "Connections of the listener for other origins' changes (PostgreSQL); each forgets the redirect cache"),
             redirect_seconds: {

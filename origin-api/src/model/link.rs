@@ -141,11 +141,6 @@ impl Link {
         format!("{}/{}", self.domain, self.code)
     }
 
-    /// The link as visitors are given it: `https://{domain}/{code}`.
-    pub fn short_url(&self) -> String {
-        format!("https://{}", self.route_key())
-    }
-
     /// The host of the target, as host bans match it.
     pub fn target_host(&self) -> String {
         host_of(&self.target_url)

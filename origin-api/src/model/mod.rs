@@ -8,6 +8,7 @@ pub mod ban;
 pub mod domain;
 pub mod link;
 pub mod sequence;
+pub mod short_url;
 pub mod time;
 pub mod user;
 
@@ -18,4 +19,5 @@ pub use link::{
     AccessKind, Condition, Feature, Link, LinkOptions, LinkState, ListFilter, OptionPart,
     Published, EXPIRING_WITHIN_MS, KV_PROPAGATION_MS,
 };
+pub use short_url::{ShortUrlBase, ShortUrls};
 pub use user::{Invitation, LoginAttempts, Membership, Role, Session, User};

@@ -2,16 +2,20 @@
 //! domains it may create links on.
 
 use super::body::ApiJson;
-use super::body::ApiPath;
+use super::body::{ApiPath, ApiQuery};
 use super::responses::{AdminOnly, IfMatchHonoured, IfMatchRequired, NotRegistered};
 use crate::auth::Caller;
 use crate::domains::Domains;
 use crate::domains::{delete_domain, update_domain};
 use crate::error::{AppError, Problem};
 use crate::links::parse_if_match;
-use crate::model::Domain;
+use crate::model::time::rfc3339;
+use crate::model::{Domain, DomainAccess};
 use crate::store;
-use crate::views::domains::{CreateDomain, DomainView, UpdateDomain};
+use crate::views::domains::{
+    CreateDomain, DomainView, LegacyMissParams, LegacyMissView, UpdateDomain,
+};
+use crate::views::links::Page;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::Response;
@@ -147,4 +151,67 @@ pub(crate) async fn delete(
     delete_domain(&state, &name, expected).await?;
     tracing::info!(domain = %name, by = %caller.key_id, "domain removed");
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// `GET /v1/domains/{domain}/legacy-misses`: the codes visitors still ask the domain's
+/// old shortener for (its `legacy_url`), most visited first, without those a link here
+/// has since taken: what is left to import. For an admin key, or a key of an owner of
+/// the domain (a shared domain's misses are its operators').
+#[utoipa::path(get, path = "/v1/domains/{domain}/legacy-misses", operation_id = "list_legacy_misses", tag = "domains",
+    params(("domain" = String, Path), LegacyMissParams),
+    responses(
+        (status = 200, description = "A page of codes, most visited first", body = Page<LegacyMissView>),
+        (status = 404, description = "not registered, or not this key's owner's", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "a bad limit or cursor", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = [])))]
+pub(crate) async fn legacy_misses(
+    State(state): State<Arc<Domains>>,
+    caller: Caller,
+    ApiPath(name): ApiPath<String>,
+    ApiQuery(params): ApiQuery<LegacyMissParams>,
+) -> Result<Json<Page<LegacyMissView>>, AppError> {
+    let name = shared::normalize_short_domain(&name).map_err(|_| AppError::NotFound)?;
+    let domain = store::domains::get(&state.db, &name)
+        .await?
+        .filter(|d| {
+            caller.reaches(&d.domain)
+                && (caller.admin
+                    || matches!(&d.access, DomainAccess::Owners(_) if d.access.admits(&caller.owner_id)))
+        })
+        .ok_or(AppError::NotFound)?;
+    let limit = params.limit.unwrap_or(100);
+    if !(1..=1000).contains(&limit) {
+        return Err(AppError::invalid("limit", "between 1 and 1000"));
+    }
+    let after = params
+        .cursor
+        .as_deref()
+        .map(|c| {
+            c.split_once('.')
+                .and_then(|(v, code)| Some((v.parse::<i64>().ok()?, code)))
+                .ok_or_else(|| AppError::invalid("cursor", "not a cursor this API gave out"))
+        })
+        .transpose()?;
+    let mut misses = store::legacy_misses::list(&state.db, &name, after, limit + 1).await?;
+    let more = misses.len() > usize::try_from(limit).unwrap_or(usize::MAX);
+    misses.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+    let next_cursor = more
+        .then(|| misses.last().map(|m| format!("{}.{}", m.visits, m.code)))
+        .flatten();
+    let base = domain.settings.legacy_url.as_deref().unwrap_or_default();
+    Ok(Json(Page {
+        items: misses
+            .into_iter()
+            .map(|m| LegacyMissView {
+                legacy_url: format!("{base}/{}", m.code),
+                code: m.code,
+                visits: m.visits,
+                bot_visits: m.bot_visits,
+                first_seen_at: rfc3339(m.first_seen_at),
+                last_seen_at: rfc3339(m.last_seen_at),
+            })
+            .collect(),
+        next_cursor,
+    }))
 }

@@ -23,8 +23,8 @@ use axum::Json;
 use std::sync::Arc;
 
 /// A link with its `ETag` (the version) and status.
-fn link_response(status: StatusCode, link: &Link) -> Response {
-    super::body::versioned(status, &link.view(), link.version)
+fn link_response(links: &Links, status: StatusCode, link: &Link) -> Response {
+    super::body::versioned(status, &links.view(link), link.version)
 }
 
 /// `POST /v1/links`, with an optional `Idempotency-Key`.
@@ -52,19 +52,22 @@ pub(crate) async fn create(
     let key = idempotency_key(&headers)?;
     let res = match create_link_once(&state, &caller.creator(), body, key).await? {
         Created::New(link) => with_location(
-            link_response(StatusCode::CREATED, &link),
+            link_response(&state, StatusCode::CREATED, &link),
             &link.domain,
             &link.code,
         ),
         Created::Existing(link) => {
-            let mut res = link_response(StatusCode::OK, &link);
+            let mut res = link_response(&state, StatusCode::OK, &link);
             res.headers_mut()
                 .insert("hop-deduplicated", HeaderValue::from_static("true"));
             with_location(res, &link.domain, &link.code)
         }
         Created::Replayed(json) => {
-            let view: LinkView = serde_json::from_str(&json)
+            let mut view: LinkView = serde_json::from_str(&json)
                 .map_err(|e| AppError::Internal(format!("idempotency response: {e}")))?;
+            if view.short_url.is_empty() {
+                view.short_url = state.settings.short_urls.of(&view.domain, &view.code);
+            }
             let mut res = (StatusCode::CREATED, Json(&view)).into_response();
             let h = res.headers_mut();
             h.insert("idempotent-replayed", HeaderValue::from_static("true"));
@@ -145,7 +148,7 @@ pub(crate) async fn list(
     let filter = ListFilter::new(&caller.creator(), params)?;
     let page = filter.page(store::links::list(&state.db, &filter).await?);
     Ok(Json(Page {
-        items: page.items.iter().map(Link::view).collect(),
+        items: page.items.iter().map(|l| state.view(l)).collect(),
         next_cursor: page.next_cursor,
     }))
 }
@@ -171,7 +174,7 @@ pub(crate) async fn read(
         Intent::ReadOrDelete,
     )
     .await?;
-    Ok(link_response(StatusCode::OK, &link))
+    Ok(link_response(&state, StatusCode::OK, &link))
 }
 
 /// `PATCH /v1/links/{domain}/{code}` with `If-Match: "<version>"`.
@@ -201,7 +204,7 @@ pub(crate) async fn update(
     let expected = parse_if_match(headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok()))?;
     let current = owned_link(&state.db, &caller.creator(), &domain, &code, Intent::Change).await?;
     let link = update_link(&state, current, expected, changes).await?;
-    Ok(link_response(StatusCode::OK, &link))
+    Ok(link_response(&state, StatusCode::OK, &link))
 }
 
 /// `DELETE /v1/links/{domain}/{code}`: a tombstone; `If-Match` is honoured when sent.
@@ -258,7 +261,7 @@ pub(crate) async fn qr(
         Intent::ReadOrDelete,
     )
     .await?;
-    let drawn = crate::links::qr::draw(&link.short_url(), &params)?;
+    let drawn = crate::links::qr::draw(&state.short_url(&link), &params)?;
     Ok((
         [
             (header::CONTENT_TYPE, drawn.content_type),

@@ -90,6 +90,10 @@ fn router_under(state: AppState, in_flight: InFlightLayer) -> Router {
                 .patch(domains::update)
                 .delete(domains::delete),
         )
+        .route(
+            "/v1/domains/{domain}/legacy-misses",
+            get(domains::legacy_misses),
+        )
         .route("/v1/bans", post(bans::create).get(bans::list))
         .route("/v1/bans/{id}", axum::routing::delete(bans::lift))
         .route("/v1/edge/resolve/{domain}/{code}", get(edge::resolve))

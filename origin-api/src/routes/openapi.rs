@@ -30,6 +30,7 @@ use utoipa::{Modify, OpenApi};
         domains::read,
         domains::update,
         domains::delete,
+        domains::legacy_misses,
         bans::create,
         bans::list,
         bans::lift,

@@ -227,6 +227,13 @@ fn record_click(
     headers: &HeaderMap,
     peer: Option<SocketAddr>,
 ) {
+    if decision.outcome == shared::Outcome::Legacy {
+        if let Clicked::Route(route) = &clicked {
+            let bot = Reduced::of(headers.get(header::USER_AGENT), None, None).bot;
+            state.legacy.note(route.as_str(), 1, bot, at);
+        }
+        return;
+    }
     if !state.recorder.enabled()
         || !counts_as_click(shared::Method::Get, decision.outcome)
         || decision.unrecorded

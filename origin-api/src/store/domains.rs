@@ -30,6 +30,7 @@ pub(super) struct SettingsRow {
     interstitial: bool,
     brand_name: Option<String>,
     brand_colour: Option<String>,
+    legacy_url: Option<String>,
 }
 
 impl SettingsRow {
@@ -59,6 +60,7 @@ impl SettingsRow {
                 }),
                 _ => None,
             },
+            legacy_url: self.legacy_url.clone(),
         })
     }
 }
@@ -249,6 +251,7 @@ fn row_args<'a>(d: &'a Domain, hosts: &'a Option<String>, version: i64) -> Vec<A
         d.settings.interstitial.into(),
         d.settings.brand.as_ref().map(|b| b.name.as_str()).into(),
         d.settings.brand.as_ref().map(|b| b.colour.as_str()).into(),
+        d.settings.legacy_url.as_deref().into(),
     ]
 }
 
@@ -490,7 +493,7 @@ mod tests {
     const COLUMNS: &str = "domain, alphabet, code_length, case_insensitive, forward_query, \
          default_redirect, max_age_s, status, not_found_url, root_url, expired_url, shared, \
          allowed_target_hosts, version, created_at, updated_at, interstitial, brand_name, \
-         brand_colour";
+         brand_colour, legacy_url";
 
     fn words(s: &str) -> String {
         s.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -507,6 +510,6 @@ mod tests {
         ] {
             assert!(words(sql).contains(&words(COLUMNS)), "{sql}");
         }
-        assert!(words(INSERT_DOMAIN).contains(&format!("VALUES ({})", list_placeholders(1, 19))));
+        assert!(words(INSERT_DOMAIN).contains(&format!("VALUES ({})", list_placeholders(1, 20))));
     }
 }

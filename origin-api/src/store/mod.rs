@@ -16,6 +16,7 @@ pub mod domains;
 mod fencing;
 pub mod idempotency;
 pub mod invitations;
+pub mod legacy_misses;
 pub use clicks::{
     human_visits_by_day, Attributed, ClickDims, ClickStore, DimCount, Folded, Increments, LinkRef,
     Rollup, Totals, FOLD_PARTS, OTHER_REFERRERS,

@@ -62,6 +62,12 @@ pub struct CreateDomain {
     /// Where a visitor of a code with no link goes instead of a 404.
     #[serde(default)]
     pub not_found_url: Option<String>,
+    /// The shortener this domain is moving from (`https://bit.ly`, or a base with a
+    /// path, without a query): while set, a code with no link is sent to the same code
+    /// there (302, `no-store`) ahead of `not_found_url`, and counted
+    /// (`GET /v1/domains/{domain}/legacy-misses`).
+    #[serde(default)]
+    pub legacy_url: Option<String>,
     /// Where a visitor of `/` goes.
     #[serde(default)]
     pub root_url: Option<String>,
@@ -110,6 +116,7 @@ pub struct DomainView {
     pub default_redirect: u16,
     pub max_age_s: u32,
     pub not_found_url: Option<String>,
+    pub legacy_url: Option<String>,
     pub root_url: Option<String>,
     pub expired_url: Option<String>,
     pub allowed_target_hosts: Option<Vec<String>>,
@@ -138,6 +145,7 @@ impl Domain {
             default_redirect: self.settings.default_redirect.code(),
             max_age_s: self.settings.max_age_s,
             not_found_url: self.settings.not_found_url.clone(),
+            legacy_url: self.settings.legacy_url.clone(),
             root_url: self.settings.root_url.clone(),
             expired_url: self.settings.expired_url.clone(),
             allowed_target_hosts: self.allowed_target_hosts.clone(),
@@ -185,6 +193,10 @@ pub struct UpdateDomain {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>)]
     pub not_found_url: Option<Option<String>>,
+    /// `null` ends the fallback to the old shortener.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub legacy_url: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>)]
     pub root_url: Option<Option<String>>,
@@ -201,4 +213,31 @@ pub struct UpdateDomain {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<BrandBody>)]
     pub brand: Option<Option<BrandBody>>,
+}
+
+/// One code visitors still ask the domain's old shortener for (`GET
+/// /v1/domains/{domain}/legacy-misses`): no link here has it yet.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
+pub struct LegacyMissView {
+    pub code: String,
+    /// Where the visits went: the domain's `legacy_url` and the code.
+    pub legacy_url: String,
+    /// Visits sent on to the old shortener, bots' included.
+    pub visits: i64,
+    /// Of them, bots' (by user agent).
+    pub bot_visits: i64,
+    /// RFC 3339, UTC.
+    pub first_seen_at: String,
+    pub last_seen_at: String,
+}
+
+/// The query of `GET /v1/domains/{domain}/legacy-misses`.
+#[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct LegacyMissParams {
+    /// 1 to 1000 (default 100).
+    pub limit: Option<i64>,
+    /// `next_cursor` of the page before.
+    pub cursor: Option<String>,
 }

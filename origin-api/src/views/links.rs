@@ -4,7 +4,7 @@
 
 use super::present;
 use crate::model::time::rfc3339;
-use crate::model::{AccessKind, Condition, Feature, Link, LinkState, KV_PROPAGATION_MS};
+use crate::model::{AccessKind, Condition, Feature, Link, LinkState, ShortUrls, KV_PROPAGATION_MS};
 use serde::{Deserialize, Serialize};
 use shared::preview::Preview;
 use shared::split::Variant;
@@ -12,9 +12,10 @@ use shared::targeting::Rule;
 use shared::CodeKind;
 
 impl Link {
-    /// The link as the API shows it.
-    pub fn view(&self) -> LinkView {
+    /// The link as the API shows it, its short URL written by `urls`.
+    pub fn view(&self, urls: &ShortUrls) -> LinkView {
         LinkView {
+            short_url: urls.of(&self.domain, &self.code),
             domain: self.domain.clone(),
             code: self.code.clone(),
             target_url: self.target_url.clone(),
@@ -61,6 +62,12 @@ impl Link {
 /// The JSON form of a link.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct LinkView {
+    /// What visitors are given: `https://{domain}/{code}`, or the base the operator
+    /// serves the domain on (`--short-url-base`). Absent from a create's answer stored
+    /// before this field existed, so an idempotent replay fills it in.
+    #[serde(default)]
+    #[schema(example = "https://go.example/summer")]
+    pub short_url: String,
     pub domain: String,
     pub code: String,
     pub target_url: String,

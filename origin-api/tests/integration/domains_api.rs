@@ -898,3 +898,219 @@ async fn a_brand_domains_visitors_see_its_name_and_colour_and_a_light_colour_is_
         t.cleanup().await;
     }
 }
+
+/// A domain moving from another shortener: while `legacy_url` is set, a code with no
+/// link goes to the same code there (with the query), at the origin; each such visit,
+/// the origin's own and those the edge reports, is counted per code, and the codes are
+/// listed most visited first until a link takes them. A banned code stays 403, the
+/// old shortener's host banned turns the fallback off, and `null` ends it. The URL is
+/// held to the target policy and must be a base.
+#[tokio::test]
+async fn a_moving_domain_sends_unknown_codes_to_its_old_shortener_and_counts_them() {
+    const EDGE: &str = "edge-legacy-token";
+    for (api, t) in crate::common::apis_with("domain-legacy", &["--edge-token", EDGE]).await {
+        let admin = api.key("ops", true).await;
+        let body = json!({"domain": "go.acme.example", "owners": ["acme"]});
+        let made = api.post_json(&admin, "/v1/domains", &body).await;
+        assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+        for (bad, why) in [
+            ("https://old.example/?x=1", "without a query"),
+            ("https://go.acme.example", "own domains"),
+            ("http://10.0.0.7", "links may point only at public hosts"),
+            ("ftp://old.example", ""),
+        ] {
+            let refused = api
+                .patch_json(
+                    &admin,
+                    "/v1/domains/go.acme.example",
+                    Some("\"1\""),
+                    json!({ "legacy_url": bad }),
+                )
+                .await;
+            assert_eq!(
+                refused.status,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "{bad}: {}",
+                refused.text
+            );
+            assert!(
+                refused.text.contains("legacy_url") && refused.text.contains(why),
+                "{}",
+                refused.text
+            );
+        }
+        let set = api
+            .patch_json(
+                &admin,
+                "/v1/domains/go.acme.example",
+                Some("\"1\""),
+                json!({ "legacy_url": "https://old.example/s/" }),
+            )
+            .await;
+        assert_eq!(set.status, StatusCode::OK, "{}", set.text);
+        assert_eq!(
+            set.body["legacy_url"],
+            "https://old.example/s",
+            "{}",
+            t.kind()
+        );
+
+        let sent = api
+            .visit("GET", "go.acme.example", "/Spring24?utm_source=mail")
+            .await;
+        assert_eq!(sent.status, StatusCode::FOUND);
+        assert_eq!(
+            sent.headers["location"],
+            "https://old.example/s/Spring24?utm_source=mail"
+        );
+        assert_eq!(sent.headers["cache-control"], "no-store");
+        api.visit("GET", "go.acme.example", "/Spring24").await;
+        api.visit("GET", "go.acme.example", "/rare").await;
+        assert_eq!(
+            api.visit("HEAD", "go.acme.example", "/headonly")
+                .await
+                .status,
+            StatusCode::FOUND
+        );
+        // The origin's own visits above had no user agent: bots. The edge's tally: rows of
+        // a route with no link, answered 302.
+        let hour = origin_api::model::time::now_ms() / 3_600_000 * 3_600_000;
+        let row = |code: &str, bot: bool, n: u32| {
+            json!({"link": format!("go.acme.example/{code}"),
+            "hour": hour, "device": if bot { "other" } else { "desktop" }, "bot": bot, "status": 302, "n": n})
+        };
+        let tally = json!({"tallies": [{"batch_id": "legacy-1", "at": origin_api::model::time::now_ms(),
+            "rows": [row("Spring24", false, 5), row("Spring24", true, 2), row("edge-only", false, 1)]}]});
+        let taken = api.post_json(EDGE, "/v1/edge/clicks", &tally).await;
+        assert_eq!(taken.status, StatusCode::OK, "{}", taken.text);
+        // Delivered again, counted once.
+        api.post_json(EDGE, "/v1/edge/clicks", &tally).await;
+        api.flush_legacy_misses().await;
+
+        let acme = api.key("acme", false).await;
+        let misses = api
+            .call_as(&acme, "GET", "/v1/domains/go.acme.example/legacy-misses")
+            .await;
+        assert_eq!(misses.status, StatusCode::OK, "{}", misses.text);
+        let seen: Vec<(&str, i64, i64)> = misses.body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                (
+                    m["code"].as_str().unwrap(),
+                    m["visits"].as_i64().unwrap(),
+                    m["bot_visits"].as_i64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [("Spring24", 9, 4), ("edge-only", 1, 0), ("rare", 1, 1)],
+            "{}",
+            t.kind()
+        );
+        assert_eq!(
+            misses.body["items"][0]["legacy_url"],
+            "https://old.example/s/Spring24"
+        );
+        // Pages: one at a time, the cursor carrying on where the last stopped.
+        let first = api
+            .call_as(
+                &acme,
+                "GET",
+                "/v1/domains/go.acme.example/legacy-misses?limit=2",
+            )
+            .await;
+        let cursor = first.body["next_cursor"]
+            .as_str()
+            .expect("a next page")
+            .to_owned();
+        let second = api
+            .call_as(
+                &acme,
+                "GET",
+                &format!("/v1/domains/go.acme.example/legacy-misses?limit=2&cursor={cursor}"),
+            )
+            .await;
+        assert_eq!(second.body["items"][0]["code"], "rare", "{}", second.text);
+        assert_eq!(second.body["next_cursor"], Value::Null);
+        // Another owner's key learns nothing of the domain.
+        let other = api.key("globex", false).await;
+        assert_eq!(
+            api.call_as(&other, "GET", "/v1/domains/go.acme.example/legacy-misses")
+                .await
+                .status,
+            StatusCode::NOT_FOUND
+        );
+
+        // Imported: the link answers, and the code leaves the list.
+        let imported = api
+            .create(&acme, json!({"target_url": "https://acme.example/spring", "domain": "go.acme.example", "code": "Spring24"}))
+            .await;
+        assert_eq!(imported.status, StatusCode::CREATED, "{}", imported.text);
+        let visit = api.visit("GET", "go.acme.example", "/Spring24").await;
+        assert_eq!(visit.headers["location"], "https://acme.example/spring");
+        let misses = api
+            .call_as(&acme, "GET", "/v1/domains/go.acme.example/legacy-misses")
+            .await;
+        assert_eq!(
+            misses.body["items"][0]["code"], "edge-only",
+            "{}",
+            misses.text
+        );
+
+        // Bans hold: a banned code is 403; the old shortener banned, no fallback.
+        let ban = api
+            .post_json(&admin, "/v1/bans", &json!({"kind": "code", "domain": "go.acme.example", "code": "banned-one", "reason": "phishing"}))
+            .await;
+        assert_eq!(ban.status, StatusCode::CREATED, "{}", ban.text);
+        assert_eq!(
+            api.visit("GET", "go.acme.example", "/banned-one")
+                .await
+                .status,
+            StatusCode::FORBIDDEN
+        );
+        let ban = api
+            .post_json(
+                &admin,
+                "/v1/bans",
+                &json!({"kind": "host", "host": "old.example", "reason": "taken over"}),
+            )
+            .await;
+        assert_eq!(ban.status, StatusCode::CREATED, "{}", ban.text);
+        assert_eq!(
+            api.visit("GET", "go.acme.example", "/other").await.status,
+            StatusCode::NOT_FOUND
+        );
+        let lift = api
+            .call_as(&admin, "DELETE", &format!("/v1/bans/{}", ban.body["id"]))
+            .await;
+        assert_eq!(lift.status, StatusCode::NO_CONTENT, "{}", lift.text);
+        assert_eq!(
+            api.visit("GET", "go.acme.example", "/other").await.status,
+            StatusCode::FOUND
+        );
+
+        // Unset: the fallback ends.
+        let version = api
+            .call_as(&admin, "GET", "/v1/domains/go.acme.example")
+            .await
+            .body["version"]
+            .clone();
+        let unset = api
+            .patch_json(
+                &admin,
+                "/v1/domains/go.acme.example",
+                Some(&format!("\"{version}\"")),
+                json!({ "legacy_url": null }),
+            )
+            .await;
+        assert_eq!(unset.status, StatusCode::OK, "{}", unset.text);
+        assert_eq!(
+            api.visit("GET", "go.acme.example", "/other").await.status,
+            StatusCode::NOT_FOUND
+        );
+        t.cleanup().await;
+    }
+}

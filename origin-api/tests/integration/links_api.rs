@@ -1,7 +1,7 @@
 //! The links API and the origin's own redirect, through the real router, on every
 //! database available.
 
-use crate::common::{apis, apis_with, Api, Reply, TestDb};
+use crate::common::{apis, apis_with, register, Api, Reply, TestDb};
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use origin_api::api_keys;
@@ -1862,4 +1862,105 @@ async fn without_an_edge_token_the_resolve_endpoint_says_it_is_not_configured() 
         .unwrap_or_default()
         .contains("HOP_EDGE_TOKEN"));
     t.cleanup().await;
+}
+
+/// Every answer that shows a link names its full short URL: `https://` by default, the
+/// operator's base for a domain served otherwise (`wrangler dev`'s `localhost:8787`), in
+/// a create, a read, an update, the list, a bulk create and an idempotent replay, also
+/// of an answer stored before the field existed.
+#[tokio::test]
+async fn every_link_answer_names_its_full_short_url() {
+    for (api, t) in apis_with(
+        "short-url",
+        &["--short-url-bases", "localhost=http://localhost:8787"],
+    )
+    .await
+    {
+        register(&api.state.db, "localhost").await;
+        let token = api.key("acme", false).await;
+        let created = api
+            .create(&token, json!({ "target_url": "https://dest.example/a" }))
+            .await;
+        assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+        let code = created.body["code"].as_str().unwrap().to_owned();
+        let https = format!("https://s.example/{code}");
+        assert_eq!(created.body["short_url"], https.as_str(), "{}", t.kind());
+        assert_eq!(
+            api.read(&token, "s.example", &code).await.body["short_url"],
+            https.as_str()
+        );
+        let patched = api
+            .patch_json(
+                &token,
+                &format!("/v1/links/s.example/{code}"),
+                Some("\"1\""),
+                json!({ "title": "A" }),
+            )
+            .await;
+        assert_eq!(
+            patched.body["short_url"],
+            https.as_str(),
+            "{}",
+            patched.text
+        );
+
+        let local = api
+            .create(
+                &token,
+                json!({ "target_url": "https://dest.example/b", "domain": "localhost", "code": "spring" }),
+            )
+            .await;
+        assert_eq!(
+            local.body["short_url"], "http://localhost:8787/spring",
+            "{}",
+            local.text
+        );
+        let list = api.call_as(&token, "GET", "/v1/links").await;
+        let listed: Vec<&str> = list.body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["short_url"].as_str().unwrap())
+            .collect();
+        assert_eq!(listed, ["http://localhost:8787/spring", https.as_str()]);
+        let bulk = api
+            .post_json(
+                &token,
+                "/v1/links/bulk",
+                &json!({ "links": [{ "target_url": "https://dest.example/c", "code": "bulk-c" }] }),
+            )
+            .await;
+        assert_eq!(
+            bulk.body["results"][0]["link"]["short_url"], "https://s.example/bulk-c",
+            "{}",
+            bulk.text
+        );
+
+        // A replay answers as the create did; one stored before `short_url` existed gets
+        // it filled in.
+        let body = json!({ "target_url": "https://dest.example/d" });
+        let first = api
+            .post_json_idempotent(&token, "/v1/links", "k-1", &body)
+            .await;
+        let again = api
+            .post_json_idempotent(&token, "/v1/links", "k-1", &body)
+            .await;
+        assert_eq!(again.headers["idempotent-replayed"], "true");
+        assert_eq!(again.body, first.body);
+        let stored: Vec<(String,)> = api
+            .rows("SELECT response FROM idempotency WHERE key = 'k-1'")
+            .await;
+        let mut old: Value = serde_json::from_str(&stored[0].0).unwrap();
+        old.as_object_mut().unwrap().remove("short_url");
+        api.exec(&format!(
+            "UPDATE idempotency SET response = '{}' WHERE key = 'k-1'",
+            old.to_string().replace('\'', "''")
+        ))
+        .await;
+        let replayed = api
+            .post_json_idempotent(&token, "/v1/links", "k-1", &body)
+            .await;
+        assert_eq!(replayed.body, first.body, "{}", t.kind());
+        t.cleanup().await;
+    }
 }

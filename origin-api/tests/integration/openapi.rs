@@ -102,6 +102,7 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
             "GET /v1/bans",
             "GET /v1/domains",
             "GET /v1/domains/{domain}",
+            "GET /v1/domains/{domain}/legacy-misses",
             "GET /v1/edge/denylist",
             "GET /v1/edge/resolve/{domain}/{code}",
             "GET /v1/links",

@@ -217,7 +217,10 @@ async fn creates_edits_and_bans_reach_the_edge_coalesced_with_the_fast_lane_firs
             json!({ "target_url": "https://dest.example/a", "code": "spring" }),
         )
         .await;
-        assert_eq!(link.view().edge.state, views::links::EdgeState::Pending);
+        assert_eq!(
+            link.view(&Default::default()).edge.state,
+            views::links::EdgeState::Pending
+        );
         // Two edits before anything is published: the edge gets version 3 only.
         let mut current = link;
         for target in ["https://dest.example/b", "https://dest.example/c"] {
@@ -272,7 +275,7 @@ async fn creates_edits_and_bans_reach_the_edge_coalesced_with_the_fast_lane_firs
 
         // The link says so, with when it will be visible everywhere.
         let read = stored(&s, "spring").await;
-        let view = read.view();
+        let view = read.view(&Default::default());
         assert_eq!(
             view.edge.state,
             views::links::EdgeState::Published,
@@ -286,7 +289,10 @@ async fn creates_edits_and_bans_reach_the_edge_coalesced_with_the_fast_lane_firs
         // A further edit makes it pending again until it is delivered.
         let edited = edit(&s, &read, json!({ "title": "Spring" })).await;
         let again = stored(&s, "spring").await;
-        assert_eq!(again.view().edge.state, views::links::EdgeState::Pending);
+        assert_eq!(
+            again.view(&Default::default()).edge.state,
+            views::links::EdgeState::Pending
+        );
         drain(&s).await;
         let record = s.edge.value("l:s.example/spring").expect("record");
         assert_eq!(record["v"], json!(edited.version));
@@ -344,7 +350,11 @@ async fn a_failed_push_is_retried_and_an_older_version_never_replaces_a_newer_on
         );
         assert_eq!(s.state.metrics.publish_edge_ahead.get(), 1);
         assert_eq!(
-            stored(&s, "retry-me").await.view().edge.state,
+            stored(&s, "retry-me")
+                .await
+                .view(&Default::default())
+                .edge
+                .state,
             views::links::EdgeState::Pending
         );
         t.cleanup().await;
@@ -915,7 +925,11 @@ async fn a_value_the_edge_refuses_is_set_aside_and_everything_behind_it_is_deliv
             .expect("failed")
             .is_empty());
         assert_eq!(
-            stored(&s, "poison").await.view().edge.state,
+            stored(&s, "poison")
+                .await
+                .view(&Default::default())
+                .edge
+                .state,
             views::links::EdgeState::Published
         );
         t.cleanup().await;
@@ -1016,11 +1030,19 @@ async fn a_key_the_edge_did_not_answer_for_is_not_counted_as_delivered() {
         .await;
         s.publisher.step().await.expect("step");
         assert_eq!(
-            stored(&s, "spoken").await.view().edge.state,
+            stored(&s, "spoken")
+                .await
+                .view(&Default::default())
+                .edge
+                .state,
             views::links::EdgeState::Published
         );
         assert_eq!(
-            stored(&s, "silent").await.view().edge.state,
+            stored(&s, "silent")
+                .await
+                .view(&Default::default())
+                .edge
+                .state,
             views::links::EdgeState::Pending,
             "{}",
             t.kind()
@@ -1029,7 +1051,11 @@ async fn a_key_the_edge_did_not_answer_for_is_not_counted_as_delivered() {
         s.edge.unanswered.lock().expect("lock").clear();
         drain(&s).await;
         assert_eq!(
-            stored(&s, "silent").await.view().edge.state,
+            stored(&s, "silent")
+                .await
+                .view(&Default::default())
+                .edge
+                .state,
             views::links::EdgeState::Published
         );
         t.cleanup().await;

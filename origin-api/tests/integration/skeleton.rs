@@ -58,7 +58,7 @@ async fn tables(db: &Db) -> Vec<String> {
     names
 }
 
-const TABLES: [&str; 21] = [
+const TABLES: [&str; 22] = [
     "activation_promises",
     "api_keys",
     "bans",
@@ -73,6 +73,7 @@ const TABLES: [&str; 21] = [
     "idempotency",
     "invitations",
     "leases",
+    "legacy_misses",
     "link_hosts",
     "links",
     "login_attempts",

@@ -30,7 +30,10 @@ pub const MAX_CLICK_BATCH: usize = 1_000;
 
 /// Whether a visit answered with `outcome` is a click on a link: a `GET` that found a
 /// link, or a banned code (which is one, even when its record is gone). Unknown codes are
-/// scans, not clicks; `HEAD` is how previewers and monitors check a link, not a visit.
+/// scans, not clicks, except one sent on to the domain's old shortener: that visit is
+/// reported so the origin can list the codes still visited there (the tally's row for
+/// a route with no link, answered 302, is a legacy miss). `HEAD` is how previewers and
+/// monitors check a link, not a visit.
 pub fn counts_as_click(method: Method, outcome: Outcome) -> bool {
     method == Method::Get
         && matches!(
@@ -40,6 +43,7 @@ pub fn counts_as_click(method: Method, outcome: Outcome) -> bool {
                 | Outcome::Expired
                 | Outcome::Deleted
                 | Outcome::Banned
+                | Outcome::Legacy
         )
 }
 

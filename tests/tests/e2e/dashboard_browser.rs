@@ -31,6 +31,8 @@ async fn the_dashboards_journeys_pass_in_a_real_browser() {
         .env("HOP_EDGE_PORT", edge_port.to_string())
         .env("HOP_METRICS_PORT", free_port().to_string())
         .env("HOP_DASHBOARD_PORT", dashboard_port.to_string())
+        // Two scripts/dev at once (these tests run side by side) each need their own.
+        .env("HOP_INSPECTOR_PORT", free_port().to_string())
         .env("HOP_DEV_DIR", dir.path());
     let mut dev = Process::spawn("scripts/dev", command, dir.path().join("dev.log"));
     let dashboard = format!("http://127.0.0.1:{dashboard_port}");

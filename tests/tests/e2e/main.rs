@@ -9,6 +9,7 @@ mod edge_cache;
 mod edge_clicks;
 mod edge_domains;
 mod edge_kv_incident;
+mod edge_legacy;
 mod edge_memory;
 mod edge_origin;
 mod edge_smoke;

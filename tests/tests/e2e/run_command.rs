@@ -61,6 +61,8 @@ async fn scripts_dev_runs_origin_and_edge_and_stops_them() {
         .env("HOP_EDGE_PORT", edge_port.to_string())
         .env("HOP_METRICS_PORT", free_port().to_string())
         .env("HOP_DASHBOARD_PORT", dashboard_port.to_string())
+        // Two scripts/dev at once (these tests run side by side) each need their own.
+        .env("HOP_INSPECTOR_PORT", free_port().to_string())
         .env("HOP_DEV_DIR", dir.path());
     let mut dev = Process::spawn("scripts/dev", command, dir.path().join("dev.log"));
 
@@ -97,12 +99,15 @@ async fn scripts_dev_runs_origin_and_edge_and_stops_them() {
         .await
         .expect("create");
     assert_eq!(created.status(), StatusCode::CREATED, "{}", dev.log());
+    // The short URL the API gives is the one to follow: under scripts/dev, the edge's.
+    let created: serde_json::Value = created.json().await.expect("a link");
+    let short_url = created["short_url"].as_str().expect("short_url").to_owned();
+    assert_eq!(
+        short_url,
+        format!("http://localhost:{edge_port}/e2e-published")
+    );
     hop_e2e::wait_published(&origin, key.trim(), "localhost", "e2e-published").await;
-    let res = client()
-        .get(format!("http://localhost:{edge_port}/e2e-published"))
-        .send()
-        .await
-        .expect("edge answers");
+    let res = client().get(&short_url).send().await.expect("edge answers");
     assert_eq!(res.status(), StatusCode::FOUND);
     assert_eq!(
         res.headers().get("location").and_then(|v| v.to_str().ok()),
@@ -150,7 +155,7 @@ async fn scripts_dev_runs_origin_and_edge_and_stops_them() {
         .expect("links page");
     assert_eq!(links.status(), StatusCode::OK);
     let html = links.text().await.expect("page");
-    assert!(html.contains("https://localhost/e2e-published"), "{html}");
+    assert!(html.contains(&short_url), "{html}");
 
     // Stopping the script stops what it started, and it wrote nothing of the developer's.
     dev.stop();

@@ -279,7 +279,6 @@ impl Api {
         }
     }
 
-    /// `POST path` with a JSON body and `Authorization: Bearer token`.
     /// Adds the edge's staged clicks to the rollups, as the origin's fold task does
     /// every second (the router alone runs no background task).
     pub async fn fold_clicks(&self) -> origin_api::clicks::fold::FoldReport {
@@ -291,6 +290,18 @@ impl Api {
             .expect("fold the staged clicks")
     }
 
+    /// Writes the legacy misses this origin holds, as its flush task would.
+    pub async fn flush_legacy_misses(&self) {
+        self.state
+            .clicks
+            .counts
+            .legacy
+            .flush(&self.state.db)
+            .await
+            .expect("legacy misses written");
+    }
+
+    /// `POST path` with a JSON body and `Authorization: Bearer token`.
     pub async fn post_json(&self, token: &str, path: &str, body: &Value) -> Reply {
         self.send(
             Request::post(path)

@@ -187,3 +187,65 @@ fn a_link_past_its_visit_limit_has_ended_like_an_expired_one() {
     let d = run(Some(&rec), Method::Get, None, &deny(&[], &["shop.example"]));
     assert_eq!(d.status, 403);
 }
+
+/// A domain moving from another shortener sends a code it has no link for to the same
+/// code there, with the visitor's query, never to be kept by a browser (the link may be
+/// imported a moment later); ahead of its page for unknown codes. A link, a banned
+/// code, a ban of the old shortener's host, a disabled domain and a `POST` are
+/// answered as without it.
+#[test]
+fn a_moving_domain_sends_codes_it_lacks_to_its_old_shortener() {
+    let moving = DomainSettings {
+        legacy_url: Some("https://old.example/s".into()),
+        ..with_pages()
+    };
+    let none = Denylist::default();
+    let d = run_on(
+        None,
+        Method::Get,
+        Some("utm_source=mail&a=1"),
+        &none,
+        &moving,
+    );
+    assert_eq!((d.status, d.outcome), (302, Outcome::Legacy));
+    assert_eq!(
+        d.header("location"),
+        Some("https://old.example/s/7Fk3aQx?utm_source=mail&a=1")
+    );
+    assert_eq!(d.header("cache-control"), Some("no-store"));
+    assert!(
+        crate::clicks::counts_as_click(Method::Get, d.outcome),
+        "counted per code"
+    );
+    let head = run_on(None, Method::Head, None, &none, &moving);
+    assert_eq!(
+        (head.status, head.header("location")),
+        (302, Some("https://old.example/s/7Fk3aQx"))
+    );
+    assert!(!crate::clicks::counts_as_click(Method::Head, head.outcome));
+
+    let link = active("https://dest.example/");
+    let d = run_on(Some(&link), Method::Get, None, &none, &moving);
+    assert_eq!(d.header("location"), Some("https://dest.example/"));
+    let code_banned = deny(&["s.example/7Fk3aQx"], &[]);
+    assert_eq!(
+        run_on(None, Method::Get, None, &code_banned, &moving).status,
+        403
+    );
+    // The old shortener banned: the domain's own page for unknown codes, as without it.
+    let host_banned = deny(&[], &["old.example"]);
+    let d = run_on(None, Method::Get, None, &host_banned, &moving);
+    assert_eq!(
+        (d.outcome, d.header("location")),
+        (Outcome::NotFound, Some("https://www.acme.example/missing"))
+    );
+    let disabled = DomainSettings {
+        status: DomainStatus::Disabled,
+        ..moving.clone()
+    };
+    assert_eq!(
+        run_on(None, Method::Get, None, &none, &disabled).status,
+        404
+    );
+    assert_eq!(run_on(None, Method::Post, None, &none, &moving).status, 405);
+}
