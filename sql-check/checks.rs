@@ -1184,3 +1184,24 @@ pub async fn list_legacy_misses(c: &mut Conn) -> Result<(), sqlx::Error> {
     .await?;
     Ok(())
 }
+
+/// `store/foreign_codes.rs`, `store/activation.rs`: a domain's import window.
+pub async fn foreign_window(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/foreign_window.sql", "d")
+        .fetch_optional(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/foreign_codes.rs`: a domain's import window opened or extended.
+pub async fn upsert_foreign_window(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/upsert_foreign_window.sql",
+        "d",
+        0_i64,
+        3_600_000_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}

@@ -141,11 +141,13 @@ pub fn build(db: Db, settings: Settings) -> AppState {
         create_limit: create_limit.clone(),
         password_changes: CreateLimit::counting("changes passwords", PASSWORD_CHANGES_PER_S),
         passwords: passwords.clone(),
+        foreign: Default::default(),
         settings: LinkSettings {
             policy: policy.clone(),
             permutation_keys: secrets.permutation_keys.clone(),
             code_key_version: settings.code_key_version,
             short_urls: ShortUrls::new(&settings.short_url_bases),
+            import_edge_wait: Duration::from_secs(settings.import_edge_wait),
         },
     };
     let redirects = Redirects {

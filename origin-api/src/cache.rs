@@ -121,7 +121,8 @@ pub trait RedirectSource: Send + Sync {
     async fn get_link(&self, domain: &str, code: &str) -> Result<Option<Link>, StoreError>;
     async fn denylist(&self) -> Result<shared::DenylistSnapshot, StoreError>;
     async fn domain_settings(&self, domain: &str) -> Result<DomainSettings, StoreError>;
-    /// The end of `domain`'s code sequence ([`crate::ceiling`]).
+    /// The end of `domain`'s code sequence ([`crate::ceiling`]); `u64::MAX` for a domain
+    /// holding imported codes.
     async fn code_ceiling(&self, domain: &str) -> Result<u64, StoreError>;
     async fn served_domains(&self) -> Result<Vec<String>, StoreError>;
 }
@@ -138,6 +139,11 @@ impl RedirectSource for crate::db::Db {
         store::domains::settings(self, domain).await
     }
     async fn code_ceiling(&self, domain: &str) -> Result<u64, StoreError> {
+        // Codes imported from another shortener may have the generated shape with any
+        // number: a domain that holds them has no ceiling (it is never lowered again).
+        if store::foreign_codes::window(self, domain).await?.is_some() {
+            return Ok(u64::MAX);
+        }
         SegmentSource::segment_ceiling(self, &crate::model::sequence::code_sequence(domain)).await
     }
     async fn served_domains(&self) -> Result<Vec<String>, StoreError> {

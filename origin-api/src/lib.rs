@@ -19,6 +19,7 @@ pub mod error;
 pub mod freshness;
 pub mod health;
 pub mod housekeeping;
+pub mod imports;
 pub mod in_flight;
 pub mod links;
 pub mod metrics;

@@ -39,6 +39,11 @@ pub struct ActivationMeta {
     /// were versioned by `high`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub v: Option<u64>,
+    /// Until when (Unix seconds) the domain may hold codes imported from another
+    /// shortener that KV does not hold yet: their numbers are anyone's, so until then
+    /// no code the window does not cover is answered 404 unasked (it cannot be dated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub f: Option<i64>,
 }
 
 /// What the edge may conclude about a code KV does not hold.
@@ -82,9 +87,18 @@ impl ActivationMeta {
         self.low <= id && id < self.high.saturating_add(self.headroom)
     }
 
+    /// Whether codes imported from another shortener may still be missing from KV at
+    /// `now_s` (see [`ActivationMeta::f`]).
+    pub fn importing(&self, now_s: i64) -> bool {
+        self.f.is_some_and(|until| now_s <= until)
+    }
+
     /// What a generated code of link id `id` may be at `now_s`.
     pub fn date(&self, id: u64, now_s: i64) -> NewCode {
-        if id < self.low {
+        if self.importing(now_s) && (self.is_stale(now_s) || !self.covers(id)) {
+            // An imported code's number says nothing of when it was made.
+            NewCode::Undatable
+        } else if id < self.low {
             NewCode::No
         } else if self.is_stale(now_s) {
             // The promise ran out: any id at or past `low` may be new.
@@ -113,6 +127,12 @@ pub fn may_be_new(
     now_s: i64,
 ) -> NewCode {
     match classify(code, space) {
+        // A code too short for an alias may be an imported one.
+        None if meta.is_some_and(|m| m.importing(now_s))
+            && crate::codes::validate_imported_code(code).is_ok() =>
+        {
+            NewCode::Undatable
+        }
         None => NewCode::No,
         Some(CodeKind::Custom) => NewCode::Undatable,
         Some(CodeKind::Generated) => {
@@ -164,6 +184,57 @@ mod tests {
             at,
             window_s: 600,
             v: Some(7),
+            f: None,
+        }
+    }
+
+    /// While a domain imports codes from another shortener, no code it may hold is
+    /// answered 404 unasked: not one of the generated shape outside the window (below
+    /// `low` too), nor one shorter than an alias; a random path still is, and so is
+    /// everything once the import's window has passed.
+    #[test]
+    fn while_a_domain_imports_codes_no_code_it_may_hold_is_dated_away() {
+        let (space, keys) = setup();
+        let codec = CodeCodec::new(&keys, 1, space).unwrap();
+        let importing = ActivationMeta {
+            f: Some(NOW + 60),
+            ..meta(NOW)
+        };
+        for id in [0, 9_999, 40_000, 3_000_000_000] {
+            let code = codec.code_for(id).unwrap();
+            assert_eq!(
+                may_be_new(&code, &space, Some(&keys), Some(&importing), NOW),
+                NewCode::Undatable,
+                "{id}"
+            );
+            assert_eq!(
+                may_be_new(&code, &space, Some(&keys), Some(&importing), NOW + 61),
+                NewCode::No,
+                "{id} after the import's window"
+            );
+        }
+        let in_window = codec.code_for(20_000).unwrap();
+        assert_eq!(
+            may_be_new(&in_window, &space, Some(&keys), Some(&importing), NOW),
+            NewCode::InWindow
+        );
+        for short in ["a", "x9"] {
+            assert_eq!(
+                may_be_new(short, &space, Some(&keys), Some(&importing), NOW),
+                NewCode::Undatable,
+                "{short}"
+            );
+            assert_eq!(
+                may_be_new(short, &space, Some(&keys), Some(&meta(NOW)), NOW),
+                NewCode::No
+            );
+        }
+        for never in ["robots.txt", "-x", "metrics"] {
+            assert_eq!(
+                may_be_new(never, &space, Some(&keys), Some(&importing), NOW),
+                NewCode::No,
+                "{never}"
+            );
         }
     }
 

@@ -226,6 +226,28 @@ pub fn validate_alias(alias: &str, space: &CodeSpace) -> Result<(), AliasError> 
     Ok(())
 }
 
+/// Checks a code brought from another shortener (an import): the characters and start of
+/// an alias, 1 to 64 of them, and not a reserved word; it may have the generated shape
+/// or be shorter than an alias (YOURLS keywords of one letter exist), since it was
+/// printed elsewhere and must be kept exactly. Such codes are dated at the edge as
+/// `shared::activation` says for a domain with foreign codes.
+pub fn validate_imported_code(code: &str) -> Result<(), AliasError> {
+    let len = code.chars().count();
+    if !(1..=ALIAS_MAX_LEN).contains(&len) {
+        return Err(AliasError::Length { found: len });
+    }
+    if let Some(bad) = code.chars().find(|&c| !is_alias_char(c)) {
+        return Err(AliasError::BadCharacter { found: bad });
+    }
+    if !code.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        return Err(AliasError::BadStart);
+    }
+    if is_reserved(code) {
+        return Err(AliasError::Reserved(code.to_owned()));
+    }
+    Ok(())
+}
+
 /// Classifies a requested code for a domain, or `None` when it can be neither kind (the
 /// edge answers 404 at once, without reading anything).
 ///

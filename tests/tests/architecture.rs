@@ -881,6 +881,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "ratelimit",
             "auth",
             "links",
+            "imports",
             "bans",
             "domains",
             "clicks",

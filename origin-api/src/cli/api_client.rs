@@ -5,6 +5,7 @@
 //! caller allows. Retrying a create is safe only because every create it sends carries an
 //! `Idempotency-Key`; anything else the origin refuses is reported as it said it.
 
+use crate::views::imports::{ImportReport, ImportRequest};
 use crate::views::links::{BulkResponse, LinkView, Page};
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use reqwest::{RequestBuilder, StatusCode};
@@ -83,6 +84,25 @@ impl ApiClient {
                     .post(url.clone())
                     .header(CONTENT_TYPE, "application/json")
                     .header("idempotency-key", idempotency_key)
+                    .body(body.clone())
+            })
+            .await?;
+        response
+            .json()
+            .await
+            .map_err(|e| ClientError::BadResponse(e.to_string()))
+    }
+
+    /// `POST /v1/imports`: safe to send again, since an import finds the links it made
+    /// by their codes.
+    pub async fn import(&self, body: &ImportRequest) -> Result<ImportReport, ClientError> {
+        let url = self.url("/v1/imports")?;
+        let body = serde_json::to_string(body).map_err(|e| ClientError::Setup(e.to_string()))?;
+        let response = self
+            .send(|| {
+                self.http
+                    .post(url.clone())
+                    .header(CONTENT_TYPE, "application/json")
                     .body(body.clone())
             })
             .await?;

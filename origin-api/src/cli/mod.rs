@@ -7,6 +7,7 @@ pub mod api_client;
 pub mod config_check;
 pub mod export;
 pub mod import;
+pub mod import_from;
 pub mod users;
 
 use crate::config::{ApiArgs, ExportArgs, ImportArgs};
@@ -63,6 +64,9 @@ pub async fn run_import(
     listen: SocketAddr,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let (client, base) = connect(&args.api, listen)?;
+    if let Some(from) = args.from {
+        return run_import_from(&client, args, from.into()).await;
+    }
     let options = import::ImportOptions {
         file: args.file,
         journal: args.journal,
@@ -91,6 +95,88 @@ pub async fn run_import(
         return Err(format!(
             "{} rows were refused; fix them in the file and run the same command again",
             summary.failed
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// `import --from SOURCE`: prints the outcome per kind and every link that did not
+/// arrive; fails when links were refused.
+async fn run_import_from(
+    client: &ApiClient,
+    args: ImportArgs,
+    source: crate::views::imports::Source,
+) -> Result<(), Box<dyn std::error::Error>> {
+    use crate::views::imports::Outcome;
+    let source_token =
+        crate::config::read_secret(&|name| std::env::var(name).ok(), "HOP_SOURCE_TOKEN")
+            .map_err(|e| e.to_string())?
+            .map(secrecy::SecretString::from);
+    let options = import_from::FromOptions {
+        source,
+        input: args.file.display().to_string(),
+        dry_run: args.dry_run,
+        domain: args.domain,
+        journal: args.journal,
+        report: args.report,
+        source_token,
+        rows_per_call: usize::from(args.batch_size),
+        source_interval: Duration::from_secs(60) / import_from::BITLY_CALLS_PER_MINUTE,
+    };
+    let bar = progress_bar("{bar:40} {pos}/{len} ({per_sec}, {eta} left)");
+    let done = import_from::import_from(client, &options, &bar).await;
+    bar.finish_and_clear();
+    let done = done?;
+    if done.rows.is_empty() && done.resumed_from > 0 {
+        println!(
+            "nothing to do: an earlier run finished this import (see its journal, or --journal); \
+             delete the journal to send everything again"
+        );
+        return Ok(());
+    }
+    let s = &done.summary;
+    let verb = if args.dry_run { "would be " } else { "" };
+    println!(
+        "{} links: {verb}created {}, {verb}changed {}, unchanged {}, refused {}, skipped {}, deferred {}",
+        done.rows.len(),
+        s.created,
+        s.changed,
+        s.unchanged,
+        s.refused,
+        s.skipped,
+        s.deferred
+    );
+    if done.resumed_from > 0 {
+        println!(
+            "  (resumed after {} parts an earlier run had sent)",
+            done.resumed_from
+        );
+    }
+    for r in done
+        .rows
+        .iter()
+        .filter(|r| {
+            !matches!(
+                r.outcome,
+                Outcome::Created | Outcome::Changed | Outcome::Unchanged
+            )
+        })
+        .take(20)
+    {
+        println!(
+            "  row {} {}/{}: {:?}: {}",
+            r.row,
+            r.domain.as_deref().unwrap_or_default(),
+            r.code,
+            r.outcome,
+            r.reason.as_deref().unwrap_or_default()
+        );
+    }
+    if s.refused > 0 && !args.dry_run {
+        return Err(format!(
+            "{} links were refused (see above, or --report); fix them at the source or in Hop and run the same command again",
+            s.refused
         )
         .into());
     }

@@ -77,7 +77,22 @@ pub struct ApiArgs {
 pub struct ImportArgs {
     /// A CSV file with a header row. Columns: target_url (required), code, domain,
     /// expires_at (RFC 3339), redirect, title, tags (comma-separated), forward_query.
+    /// With --from: the other shortener's export file (or a saved API page), or the URL
+    /// of its API listing (Bitly: https://api-ssl.bitly.com/v4/groups/GUID/bitlinks,
+    /// with its token in HOP_SOURCE_TOKEN or the file HOP_SOURCE_TOKEN_FILE names).
     pub file: std::path::PathBuf,
+    /// Import another shortener's links, codes and domains exactly
+    /// (docs/migrating.md).
+    #[arg(long, value_enum)]
+    pub from: Option<ImportSource>,
+    /// With --from: say per link what would be created, changed, refused and why,
+    /// changing nothing.
+    #[arg(long, requires = "from")]
+    pub dry_run: bool,
+    /// With --from: write every link's line (row, domain, code, outcome, reason, notes,
+    /// short URL) to this CSV file.
+    #[arg(long, requires = "from")]
+    pub report: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub api: ApiArgs,
     /// Where progress is recorded, so a re-run resumes [default: FILE.hop-import].
@@ -112,6 +127,29 @@ pub struct ExportArgs {
     /// Deleted links too (after the others).
     #[arg(long)]
     pub include_deleted: bool,
+}
+
+/// The shorteners `import --from` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ImportSource {
+    Bitly,
+    Shlink,
+    Yourls,
+    Kutt,
+    Dub,
+}
+
+impl From<ImportSource> for crate::views::imports::Source {
+    fn from(s: ImportSource) -> Self {
+        use crate::views::imports::Source;
+        match s {
+            ImportSource::Bitly => Source::Bitly,
+            ImportSource::Shlink => Source::Shlink,
+            ImportSource::Yourls => Source::Yourls,
+            ImportSource::Kutt => Source::Kutt,
+            ImportSource::Dub => Source::Dub,
+        }
+    }
 }
 
 /// How `export` writes links.
@@ -478,6 +516,19 @@ pub struct Settings {
         global = true
     )]
     pub short_url_bases: Vec<crate::model::ShortUrlBase>,
+
+    /// Seconds an import waits, before it creates links whose codes have their domain's
+    /// generated shape, for the edge to learn that the domain imports such codes: KV's
+    /// 60 s to show a write everywhere, a location's 30 s cache of it, and room for
+    /// clocks. 0 for an origin with no edge in front of it.
+    #[arg(
+        long,
+        env = "HOP_IMPORT_EDGE_WAIT",
+        default_value = "120",
+        value_parser = clap::value_parser!(u64).range(0..=900),
+        global = true
+    )]
+    pub import_edge_wait: u64,
 
     /// Failed authentications a client address may make per minute (in bursts of as
     /// many); past them it is answered 429 until a failure's worth of time has passed.

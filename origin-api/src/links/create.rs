@@ -277,6 +277,31 @@ pub(crate) async fn prepare_link(
     creator: &Creator<'_>,
     req: &CreateLink,
 ) -> Result<Link, AppError> {
+    prepare_link_as(state, lookups, creator, req, Codes::Alias).await
+}
+
+/// Which codes a new link may ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Codes {
+    /// An alias: never of the domain's generated shape, so the two kinds never collide.
+    Alias,
+    /// A code another shortener printed ([`shared::codes::validate_imported_code`]): any
+    /// shape; the import has made sure the domain has no ceiling and that the edge asks
+    /// before it answers 404 ([`crate::store::foreign_codes`]).
+    Imported,
+    /// As `Imported`, for a dry run: the link is judged whole but spends no id (its
+    /// `link_id` is 0) and is never stored.
+    ImportedDryRun,
+}
+
+/// [`prepare_link`], with codes as `codes` says.
+pub(crate) async fn prepare_link_as(
+    state: &Links,
+    lookups: &mut Lookups<'_>,
+    creator: &Creator<'_>,
+    req: &CreateLink,
+    codes: Codes,
+) -> Result<Link, AppError> {
     let now = now_ms();
     let domain = match &req.domain {
         Some(d) => normalize_short_domain(d).map_err(|e| AppError::invalid("domain", e))?,
@@ -304,14 +329,22 @@ pub(crate) async fn prepare_link(
     let alias = match &req.code {
         Some(code) => {
             let code = settings.canonical_code(code).into_owned();
-            validate_alias(&code, &settings.codes).map_err(|e| AppError::invalid("code", e))?;
+            match codes {
+                Codes::Alias => validate_alias(&code, &settings.codes),
+                Codes::Imported | Codes::ImportedDryRun => {
+                    shared::codes::validate_imported_code(&code)
+                }
+            }
+            .map_err(|e| AppError::invalid("code", e))?;
             Some(code)
         }
         None => None,
     };
     let (codec, key_version) = codec(state, &settings)?;
-    let (link_id, code, code_number) =
-        assign_code(state, &domain, &settings.codes, alias, &codec).await?;
+    let (link_id, code, code_number) = match (codes, alias) {
+        (Codes::ImportedDryRun, Some(code)) => (0, code, None),
+        (_, alias) => assign_code(state, &domain, &settings.codes, alias, &codec).await?,
+    };
     let code_kind = match code_number {
         Some(_) => CodeKind::Generated,
         None => CodeKind::Custom,
@@ -384,9 +417,22 @@ async fn assign_code(
         let code = codec
             .code_for(number)
             .map_err(|e| AppError::Internal(e.to_string()))?;
-        if !is_reserved(&code) {
-            return Ok((link_id, code, Some(number)));
+        if is_reserved(&code) {
+            continue;
         }
+        // A domain holding imported codes may hold this one already: skipped like a
+        // reserved word (one read, on such domains only).
+        if state.foreign.holds(&state.db, domain).await?
+            && store::links::get(&state.db, domain, &code).await?.is_some()
+        {
+            tracing::info!(
+                domain,
+                code,
+                "a generated code is held by an imported link: skipped"
+            );
+            continue;
+        }
+        return Ok((link_id, code, Some(number)));
     }
 }
 

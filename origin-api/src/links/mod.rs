@@ -3,7 +3,7 @@
 
 mod bulk;
 mod create;
-mod fields;
+pub(crate) mod fields;
 mod fingerprint;
 pub(crate) use fields::{on_allowed_host, redirect_url};
 mod list;
@@ -14,9 +14,12 @@ pub mod qr;
 mod service;
 mod update;
 
-pub use service::{LinkSettings, Links, TargetPolicy};
+pub use service::{ForeignDomains, LinkSettings, Links, TargetPolicy};
 
 pub use bulk::{create_bulk, BulkOutcome};
+pub(crate) use create::{
+    admit_new_link, generated_taken, prepare_link_as, stored, write_failed, Codes,
+};
 pub use create::{
     alias_available, check_idempotency_key, create_link, create_link_once, Created,
     IDEMPOTENCY_TTL_MS,

@@ -31,7 +31,55 @@ pub struct Links {
     pub password_changes: CreateLimit,
     /// The one gate every password hash passes (visitors' too).
     pub passwords: Arc<PasswordGate>,
+    /// The domains holding codes imported from other shorteners.
+    pub foreign: ForeignDomains,
     pub settings: LinkSettings,
+}
+
+/// Which domains hold imported codes ([`crate::store::foreign_codes`]), remembered: a
+/// domain that holds some always will; one that did not is asked again after a few
+/// seconds (another origin may have imported since).
+#[derive(Debug, Default)]
+pub struct ForeignDomains {
+    known: std::sync::Mutex<std::collections::HashMap<String, (bool, std::time::Instant)>>,
+}
+
+/// How long "holds no imported codes" is believed.
+const FOREIGN_RECHECK: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl ForeignDomains {
+    /// Whether `domain` holds imported codes.
+    pub async fn holds(&self, db: &Db, domain: &str) -> Result<bool, crate::store::StoreError> {
+        let now = std::time::Instant::now();
+        if let Some(&(holds, at)) = self.lock().get(domain) {
+            if holds || now.duration_since(at) < FOREIGN_RECHECK {
+                return Ok(holds);
+            }
+        }
+        let holds = crate::store::foreign_codes::window(db, domain)
+            .await?
+            .is_some();
+        self.noted(domain, holds);
+        Ok(holds)
+    }
+
+    /// Remembers that `domain` holds imported codes (or not).
+    pub fn noted(&self, domain: &str, holds: bool) {
+        let mut known = self.lock();
+        // Made-up domains never reach here (only registered ones take links); still,
+        // the map is bounded.
+        if known.len() > 10_000 {
+            known.clear();
+        }
+        known.insert(domain.to_owned(), (holds, std::time::Instant::now()));
+    }
+
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, (bool, std::time::Instant)>>
+    {
+        self.known.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 impl Links {
@@ -56,6 +104,9 @@ pub struct LinkSettings {
     pub code_key_version: Option<u32>,
     /// How the links' full short URLs are written.
     pub short_urls: ShortUrls,
+    /// How long the edge takes to learn that a domain imports codes of its generated
+    /// shape (`--import-edge-wait`).
+    pub import_edge_wait: std::time::Duration,
 }
 
 /// Where visitors may be sent: the rules every target, rule target, variant, preview

@@ -95,6 +95,23 @@ pub struct LinkOptions {
     /// Who may follow the link, with its secret; `None`: anyone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub access: Option<shared::access::Access>,
+    /// Where the link came from, when an import made it (never sent to the edge).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported: Option<Imported>,
+}
+
+/// What an import keeps of a link's life at the shortener it came from (issue 39).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Imported {
+    /// `bitly`, `shlink`, `yourls`, `kutt` or `dub`.
+    pub from: String,
+    /// The source's count of visits when it was imported: a baseline, shown apart from
+    /// Hop's own counts and never added to them (the sources count bots their own way).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clicks: Option<u64>,
+    /// When the source made it, Unix ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<i64>,
 }
 
 fn is_false(b: &bool) -> bool {

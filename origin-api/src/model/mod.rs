@@ -16,7 +16,7 @@ pub use api_key::ApiKey;
 pub use ban::{denylist, denylist_snapshot, Ban, BanTarget};
 pub use domain::{Creator, Domain, DomainAccess, DomainStatus, Refusal};
 pub use link::{
-    AccessKind, Condition, Feature, Link, LinkOptions, LinkState, ListFilter, OptionPart,
+    AccessKind, Condition, Feature, Imported, Link, LinkOptions, LinkState, ListFilter, OptionPart,
     Published, EXPIRING_WITHIN_MS, KV_PROPAGATION_MS,
 };
 pub use short_url::{ShortUrlBase, ShortUrls};

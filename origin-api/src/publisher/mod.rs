@@ -720,6 +720,7 @@ impl Publisher {
             at: p.at_ms.div_euclid(1000),
             window_s: u64::try_from(p.window_ms / 1000).unwrap_or_default(),
             v: u64::try_from(p.v).ok(),
+            f: p.foreign_until_ms.map(|ms| ms.div_euclid(1000)),
         };
         Ok(SyncItem {
             key: activation_key(domain),

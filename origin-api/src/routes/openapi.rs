@@ -1,7 +1,7 @@
 //! `/openapi.json`: the API description, generated from the handlers' annotations and
 //! the request and response types themselves, so it changes when they do.
 
-use super::{admin, bans, domains, edge, health, links, redirect, stats};
+use super::{admin, bans, domains, edge, health, imports, links, redirect, stats};
 use axum::http::header;
 use axum::response::IntoResponse;
 use std::sync::LazyLock;
@@ -31,6 +31,7 @@ use utoipa::{Modify, OpenApi};
         domains::update,
         domains::delete,
         domains::legacy_misses,
+        imports::create,
         bans::create,
         bans::list,
         bans::lift,

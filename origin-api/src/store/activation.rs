@@ -46,6 +46,8 @@ pub struct ActivationPromise {
     pub low: i64,
     pub high: i64,
     pub headroom: i64,
+    /// The end of the domain's import window, if it has one (`foreign_codes`).
+    pub foreign_until_ms: Option<i64>,
 }
 
 /// `SELECT limit, ms_left` of the promise that binds the reservation of a segment of
@@ -70,6 +72,8 @@ const OLDEST_UNDELIVERED_CODE: &str = include_str!("queries/oldest_undelivered_c
 /// The smallest `low` of a sequence's promises still running at `$1`, and its last
 /// promise's version.
 const RUNNING_PROMISES: &str = include_str!("queries/running_promises.sql");
+/// The domain's import window (`foreign_codes`).
+const FOREIGN_WINDOW: &str = include_str!("queries/foreign_window.sql");
 const INSERT_ACTIVATION_PROMISE: &str = include_str!("queries/insert_activation_promise.sql");
 /// The promises that ran out before `$2` by more than `$1`.
 const FORGET_ACTIVATION_PROMISES: &str = include_str!("queries/forget_activation_promises.sql");
@@ -130,7 +134,9 @@ pub(super) async fn record(
         .saturating_mul(window_ms + SKEW_MARGIN_MS)
         / window_ms.max(1);
     let headroom = by_rate.max(MIN_HEADROOM_SEGMENTS.saturating_mul(step.max(1)));
+    let foreign: Option<(i64, i64)> = c.fetch_optional(FOREIGN_WINDOW, &[domain.into()]).await?;
     let promise = ActivationPromise {
+        foreign_until_ms: foreign.map(|(_, until)| until),
         v: now.max(last_v.unwrap_or(0) + 1),
         at_ms: now,
         window_ms,

@@ -14,6 +14,7 @@ mod clicks;
 mod contract;
 pub mod domains;
 mod fencing;
+pub mod foreign_codes;
 pub mod idempotency;
 pub mod invitations;
 pub mod legacy_misses;

@@ -38,6 +38,11 @@ impl Link {
                 Some(shared::access::Access::Signed { .. }) => AccessMode::Signed,
                 Some(shared::access::Access::Password { .. }) => AccessMode::Password,
             },
+            imported: self.options.imported.as_ref().map(|i| ImportedView {
+                from: i.from.clone(),
+                clicks: i.clicks,
+                created_at: i.created_at.map(rfc3339),
+            }),
             code_kind: self.code_kind,
             version: self.version,
             created_at: rfc3339(self.created_at),
@@ -101,13 +106,28 @@ pub struct LinkView {
     /// issued for it (`POST …/tokens`), or visitors who give its password. Neither the
     /// secret nor the password (nor its hash) is ever shown.
     pub access: AccessMode,
-    /// `generated` or `custom`.
+    /// Where an import brought the link from, with the source's own count of visits
+    /// (`imported.clicks`, kept apart from Hop's); `null` for a link made in Hop.
+    #[serde(default)]
+    pub imported: Option<ImportedView>,
+    /// `generated` or `custom` (an imported code is `custom`, whatever its shape).
     #[schema(value_type = String, example = "generated")]
     pub code_kind: CodeKind,
     pub version: u64,
     pub created_at: String,
     pub updated_at: String,
     pub edge: EdgeView,
+}
+
+/// Where an imported link came from.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
+pub struct ImportedView {
+    /// `bitly`, `shlink`, `yourls`, `kutt` or `dub`.
+    pub from: String,
+    /// The source's count of visits when imported (its bots counted its own way).
+    pub clicks: Option<u64>,
+    /// When the source made it, RFC 3339.
+    pub created_at: Option<String>,
 }
 
 /// Where the link stands at the edge.
@@ -130,7 +150,7 @@ pub enum EdgeState {
 }
 
 /// The body of `POST /v1/links` (and each item of a bulk create).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateLink {
     #[schema(min_length = 1, max_length = 2048)]

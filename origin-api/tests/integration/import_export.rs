@@ -1,7 +1,7 @@
 //! `import` and `export` against a served origin, on SQLite and PostgreSQL: rows become
 //! links exactly once however often the import runs, and the export gives them back.
 
-use crate::common::{app_state, TestDb};
+use crate::common::{app_state_with, TestDb};
 use indicatif::ProgressBar;
 use origin_api::api_keys;
 use origin_api::cli::api_client::ApiClient;
@@ -14,9 +14,9 @@ use std::path::Path;
 use std::time::Duration;
 
 /// A served origin and a client of it with a fresh key.
-struct Served {
-    client: ApiClient,
-    origin: String,
+pub(crate) struct Served {
+    pub(crate) client: ApiClient,
+    pub(crate) origin: String,
     server: tokio::task::JoinHandle<()>,
 }
 
@@ -34,11 +34,16 @@ impl Drop for Served {
 }
 
 async fn serve(t: &TestDb, owner: &str) -> Served {
+    serve_with(t, owner, &[]).await
+}
+
+/// [`serve`], the origin given `flags`.
+pub(crate) async fn serve_with(t: &TestDb, owner: &str, flags: &[&str]) -> Served {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("test setup");
     let origin = format!("http://{}/", listener.local_addr().expect("test setup"));
-    let state = app_state(t);
+    let state = app_state_with(t, flags);
     let (key, token) = api_keys::issue(owner, "import", &api_keys::Grant::default(), now_ms())
         .expect("test setup");
     origin_api::store::api_keys::insert(&state.db, &key)
@@ -272,7 +277,7 @@ async fn export_shows_only_the_keys_owner_and_tombstones_on_request() {
     )
     .unwrap();
     mine.import(&options(&file)).await.unwrap();
-    let state = app_state(&t);
+    let state = crate::common::app_state(&t);
     let link = origin_api::store::links::get(&state.db, "s.example", "gone")
         .await
         .unwrap()

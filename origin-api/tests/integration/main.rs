@@ -16,6 +16,7 @@ mod freshness;
 mod hostile;
 mod import_export;
 mod import_restart;
+mod imports;
 mod key_rotation;
 mod links_api;
 mod observability;

@@ -116,6 +116,7 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
             "POST /v1/bans",
             "POST /v1/domains",
             "POST /v1/edge/clicks",
+            "POST /v1/imports",
             "POST /v1/links",
             "POST /v1/links/bulk",
             "POST /v1/links/{domain}/{code}/tokens",

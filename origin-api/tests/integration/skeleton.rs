@@ -58,7 +58,7 @@ async fn tables(db: &Db) -> Vec<String> {
     names
 }
 
-const TABLES: [&str; 22] = [
+const TABLES: [&str; 23] = [
     "activation_promises",
     "api_keys",
     "bans",
@@ -69,6 +69,7 @@ const TABLES: [&str; 22] = [
     "click_staged",
     "domain_owners",
     "domains",
+    "foreign_codes",
     "id_segments",
     "idempotency",
     "invitations",

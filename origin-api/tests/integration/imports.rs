@@ -1,0 +1,441 @@
+//! `POST /v1/imports` on every database available: another shortener's links arrive with
+//! their codes and domains exactly, never twice; a dry run stores nothing; what cannot
+//! move is said per link; codes of the generated shape wait for the edge's import window
+//! and then answer at the origin, also after a restart, and never collide with the
+//! codes Hop generates itself.
+
+use crate::common::{apis, Api, Reply, TEST_KEYS};
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+
+fn fixture(name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/imports")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+async fn import(api: &Api, key: &str, format: &str, content: &str, dry_run: bool) -> Reply {
+    api.post_json(
+        key,
+        "/v1/imports",
+        &json!({"source": "bitly", "format": format, "content": content, "dry_run": dry_run}),
+    )
+    .await
+}
+
+/// Each row's (code, outcome).
+fn outcomes(report: &Value) -> Vec<(String, String)> {
+    report["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| {
+            (
+                r["code"].as_str().expect("a code").to_owned(),
+                r["outcome"].as_str().expect("an outcome").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+/// As if the domain's import window had opened long enough ago for the edge to know.
+async fn window_known(api: &Api) {
+    api.exec("UPDATE foreign_codes SET opened_at = opened_at - 600000")
+        .await;
+}
+
+#[tokio::test]
+async fn a_bitly_page_moves_its_branded_links_once_with_every_back_half() {
+    for (api, t) in apis("import-bitly").await {
+        let admin = api.key("ops", true).await;
+        let made = api
+            .post_json(
+                &admin,
+                "/v1/domains",
+                &json!({"domain": "go.acme.co", "owners": ["acme"]}),
+            )
+            .await;
+        assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+        let key = api.key("acme", false).await;
+        let page = fixture("bitly-page-1.json");
+
+        // A dry run says what would happen and changes nothing.
+        let dry = import(&api, &key, "api", &page, true).await;
+        assert_eq!(dry.status, StatusCode::OK, "{}", dry.text);
+        let expected = pairs(&[
+            ("3xYzAbC", "created"),
+            ("summer", "created"),
+            ("Summer-Sale", "created"),
+            ("acme-summer", "skipped"),
+            ("4aBcDeF", "skipped"),
+            ("winter", "created"),
+        ]);
+        assert_eq!(outcomes(&dry.body), expected, "{}", t.kind());
+        assert!(dry.body["rows"][0]["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("generated codes"));
+        assert!(dry.body["rows"][3]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("bit.ly"));
+        assert_eq!(
+            api.read(&key, "go.acme.co", "summer").await.status,
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            api.count("foreign_codes").await,
+            0,
+            "a dry run opens no window"
+        );
+
+        // The real run: the code of the generated shape waits for the edge.
+        let first = import(&api, &key, "api", &page, false).await;
+        assert_eq!(first.status, StatusCode::OK, "{}", first.text);
+        assert_eq!(
+            first.body["rows"][0]["outcome"], "deferred",
+            "{}",
+            first.text
+        );
+        assert_eq!(first.body["summary"]["created"], 3);
+        let retry: u64 = first.headers["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((100..=121).contains(&retry), "{retry}");
+        let summer = api.read(&key, "go.acme.co", "summer").await;
+        assert_eq!(summer.body["target_url"], "https://acme.example/summer?x=1");
+        assert_eq!(summer.body["short_url"], "https://go.acme.co/summer");
+        assert_eq!(summer.body["code_kind"], "custom");
+        assert_eq!(summer.body["imported"]["from"], "bitly");
+        assert_eq!(
+            summer.body["imported"]["created_at"],
+            "2024-03-01T10:00:00Z"
+        );
+        assert_eq!(summer.body["tags"], json!(["summer", "2024"]));
+        assert_eq!(
+            api.read(&key, "go.acme.co", "winter").await.body["status"],
+            "disabled",
+            "archived arrives disabled"
+        );
+
+        // Sent again once the edge knows: the rest arrives, nothing twice.
+        window_known(&api).await;
+        let again = import(&api, &key, "api", &page, false).await;
+        assert_eq!(
+            outcomes(&again.body),
+            pairs(&[
+                ("3xYzAbC", "created"),
+                ("summer", "unchanged"),
+                ("Summer-Sale", "unchanged"),
+                ("acme-summer", "skipped"),
+                ("4aBcDeF", "skipped"),
+                ("winter", "unchanged"),
+            ]),
+            "{}",
+            again.text
+        );
+        let visit = api.visit("GET", "go.acme.co", "/3xYzAbC").await;
+        assert_eq!(visit.status, StatusCode::FOUND, "{}", t.kind());
+        // A fresh origin (nothing cached): the code's number is past the domain's
+        // sequence, yet it is no 404.
+        let restarted = Api::of(&t);
+        let visit = restarted.visit("GET", "go.acme.co", "/3xYzAbC").await;
+        assert_eq!(visit.status, StatusCode::FOUND, "{}", t.kind());
+        assert_eq!(visit.headers["location"], "https://acme.example/summer?x=1");
+
+        // The source changed: the import follows it.
+        let moved = page.replace(
+            "https://acme.example/winter",
+            "https://acme.example/winter-2",
+        );
+        let changed = import(&api, &key, "api", &moved, false).await;
+        assert_eq!(changed.body["summary"]["changed"], 1, "{}", changed.text);
+        assert_eq!(
+            api.read(&key, "go.acme.co", "winter").await.body["target_url"],
+            "https://acme.example/winter-2"
+        );
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn what_hop_holds_is_never_overwritten_and_each_refusal_says_why() {
+    for (api, t) in apis("import-refusals").await {
+        let admin = api.key("ops", true).await;
+        for (domain, owner) in [("go.acme.co", "acme"), ("go.globex.example", "globex")] {
+            let made = api
+                .post_json(
+                    &admin,
+                    "/v1/domains",
+                    &json!({"domain": domain, "owners": [owner]}),
+                )
+                .await;
+            assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+        }
+        let key = api.key("acme", false).await;
+        let native = api
+            .create(&key, json!({"target_url": "https://acme.example/", "domain": "go.acme.co", "code": "spring-sale"}))
+            .await;
+        assert_eq!(native.status, StatusCode::CREATED, "{}", native.text);
+        let csv = fixture("bitly-export.csv")
+            + "Theirs,https://go.globex.example/theirs,https://globex.example/,2024-01-01,,,1,false\n";
+        let report = import(&api, &key, "csv", &csv, false).await;
+        assert_eq!(report.status, StatusCode::OK, "{}", report.text);
+        assert_eq!(
+            outcomes(&report.body),
+            pairs(&[
+                ("spring", "created"),
+                ("spring-sale", "refused"),
+                ("4aBcDeF", "skipped"),
+                ("broken", "refused"),
+                ("theirs", "refused"),
+            ]),
+            "{}",
+            t.kind()
+        );
+        let reason = |i: usize| {
+            report.body["rows"][i]["reason"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        };
+        assert!(reason(1).contains("made in Hop"), "{}", reason(1));
+        assert!(reason(3).contains("target_url"), "{}", reason(3));
+        assert!(reason(4).contains("other owners"), "{}", reason(4));
+        assert_eq!(
+            api.read(&key, "go.acme.co", "spring-sale").await.body["target_url"],
+            "https://acme.example/",
+            "untouched"
+        );
+        let spring = api.read(&key, "go.acme.co", "spring").await;
+        assert_eq!(spring.body["imported"]["clicks"], 1204);
+        // A deleted import is not brought back by the next run.
+        let gone = api
+            .call_as(&key, "DELETE", "/v1/links/go.acme.co/spring")
+            .await;
+        assert_eq!(gone.status, StatusCode::NO_CONTENT);
+        let again = import(&api, &key, "csv", &csv, false).await;
+        assert_eq!(again.body["rows"][0]["outcome"], "refused");
+        assert!(again.body["rows"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("deleted"));
+        // A file that is no Bitly export is refused whole.
+        let bad = import(&api, &key, "csv", "Name,Count\nA,1\n", false).await;
+        assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", bad.text);
+        assert!(bad.text.contains("content"), "{}", bad.text);
+        t.cleanup().await;
+    }
+}
+
+/// Codes Hop generates skip the ones an import brought: the first of the numbers the
+/// domain's sequence will issue next are taken by imported links, and creating links
+/// still works, each with a code of its own.
+#[tokio::test]
+async fn generated_codes_step_around_imported_ones() {
+    for (api, t) in apis("import-collide").await {
+        let key = api.key("acme", false).await;
+        let first = api
+            .create(&key, json!({"target_url": "https://acme.example/1"}))
+            .await;
+        assert_eq!(first.status, StatusCode::CREATED, "{}", first.text);
+        let code = first.body["code"].as_str().unwrap().to_owned();
+        let keys = shared::KeyRing::parse(TEST_KEYS).unwrap();
+        let codec = shared::CodeCodec::new(&keys, 1, shared::CodeSpace::default()).unwrap();
+        let n = codec.link_id_of(&code).unwrap();
+        let next: Vec<String> = (n + 1..=n + 3)
+            .map(|i| codec.code_for(i).unwrap())
+            .collect();
+        let page = json!({"links": next.iter().map(|c| json!({
+            "id": format!("s.example/{c}"), "long_url": "https://imported.example/", "custom_bitlinks": []
+        })).collect::<Vec<_>>()});
+        let opened = import(&api, &key, "api", &page.to_string(), false).await;
+        assert_eq!(opened.body["summary"]["deferred"], 3, "{}", opened.text);
+        window_known(&api).await;
+        let done = import(&api, &key, "api", &page.to_string(), false).await;
+        assert_eq!(done.body["summary"]["created"], 3, "{}", done.text);
+        for i in 0..3 {
+            let made = api
+                .create(
+                    &key,
+                    json!({"target_url": format!("https://acme.example/n{i}")}),
+                )
+                .await;
+            assert_eq!(
+                made.status,
+                StatusCode::CREATED,
+                "{}: {}",
+                t.kind(),
+                made.text
+            );
+            let code = made.body["code"].as_str().unwrap();
+            assert!(!next.iter().any(|c| c == code), "{code} issued again");
+        }
+        for c in &next {
+            let visit = api.visit("GET", "s.example", &format!("/{c}")).await;
+            assert_eq!(visit.headers["location"], "https://imported.example/");
+        }
+        t.cleanup().await;
+    }
+}
+
+/// A stub of Bitly's API: `GET /v4/groups/Bg1/bitlinks`, paged by `search_after`, with
+/// its token checked; the second page is refused once as rate-limited (429,
+/// `Retry-After: 1`), and, while `broken`, answered 401.
+#[derive(Clone, Default)]
+struct BitlyStub {
+    calls: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    broken: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    limited: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+async fn bitly_stub(
+    axum::extract::State(stub): axum::extract::State<BitlyStub>,
+    headers: axum::http::HeaderMap,
+    axum::extract::Query(q): axum::extract::Query<std::collections::HashMap<String, String>>,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some("Bearer bitly-token") {
+        return (StatusCode::FORBIDDEN, "FORBIDDEN").into_response();
+    }
+    let after = q.get("search_after").cloned().unwrap_or_default();
+    stub.calls
+        .lock()
+        .expect("the stub's log")
+        .push(after.clone());
+    assert_eq!(q.get("size").map(String::as_str), Some("100"));
+    let link = |id: &str, url: &str, custom: &[&str]| {
+        json!({"id": id, "long_url": url,
+        "custom_bitlinks": custom, "tags": [], "archived": false, "created_at": "2024-01-01T00:00:00+0000"})
+    };
+    match after.as_str() {
+        "" => Json(json!({"links": [
+                link("go.acme.co/one", "https://acme.example/1", &["https://go.acme.co/uno"]),
+                link("bit.ly/2bCdEfG", "https://acme.example/2", &[]),
+            ], "pagination": {"search_after": "p2", "size": 2}}))
+        .into_response(),
+        "p2" if stub.broken.load(std::sync::atomic::Ordering::SeqCst) => {
+            (StatusCode::UNAUTHORIZED, "INVALID_ACCESS_TOKEN").into_response()
+        }
+        "p2" if !stub.limited.swap(true, std::sync::atomic::Ordering::SeqCst) => (
+            StatusCode::TOO_MANY_REQUESTS,
+            [("retry-after", "1")],
+            "RATE_LIMIT_EXCEEDED",
+        )
+            .into_response(),
+        "p2" => Json(json!({"links": [
+                link("go.acme.co/Rt5Yu8K", "https://acme.example/3", &[]),
+            ], "pagination": {"search_after": "", "size": 2}}))
+        .into_response(),
+        _ => (StatusCode::BAD_REQUEST, "bad cursor").into_response(),
+    }
+}
+
+use axum::Json;
+
+/// `import --from bitly URL`: pages fetched as Bitly's API pages them, its rate limit
+/// waited out, a refused page ends the run with its cursor kept, and the next run
+/// resumes from it; a code of the generated shape is deferred and sent again.
+#[tokio::test]
+async fn the_bitly_api_is_paged_waited_out_and_resumed() {
+    use origin_api::cli::import_from::{import_from, FromOptions};
+    use origin_api::views::imports::Source;
+    let Some(t) = crate::common::TestDb::all("import-bitly-api")
+        .await
+        .into_iter()
+        .next()
+    else {
+        return;
+    };
+    let served = crate::import_export::serve_with(&t, "acme", &["--import-edge-wait", "1"]).await;
+    let admin = Api::of(&t);
+    let ops = admin.key("ops", true).await;
+    let made = admin
+        .post_json(
+            &ops,
+            "/v1/domains",
+            &json!({"domain": "go.acme.co", "owners": ["acme"]}),
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+    let stub = BitlyStub::default();
+    stub.broken.store(true, std::sync::atomic::Ordering::SeqCst);
+    let app = axum::Router::new()
+        .route("/v4/groups/Bg1/bitlinks", axum::routing::get(bitly_stub))
+        .with_state(stub.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let dir = tempfile::tempdir().unwrap();
+    let options = FromOptions {
+        source: Source::Bitly,
+        input: format!("http://{addr}/v4/groups/Bg1/bitlinks"),
+        dry_run: false,
+        domain: None,
+        journal: Some(dir.path().join("bitly.journal")),
+        report: Some(dir.path().join("report.csv")),
+        source_token: Some("bitly-token".into()),
+        rows_per_call: 1000,
+        source_interval: std::time::Duration::from_millis(10),
+    };
+    let bar = indicatif::ProgressBar::hidden();
+    let first = import_from(&served.client, &options, &bar).await;
+    let err = first.expect_err("the second page is refused").to_string();
+    assert!(err.contains("401"), "{err}");
+    assert_eq!(
+        admin.read(&ops, "go.acme.co", "uno").await.status,
+        StatusCode::NOT_FOUND,
+        "another owner's key sees nothing"
+    );
+
+    stub.broken
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    let done = import_from(&served.client, &options, &bar)
+        .await
+        .expect("resumed");
+    assert_eq!(done.resumed_from, 1, "the first page is not fetched again");
+    let got: Vec<(usize, &str, Outcome)> = done
+        .rows
+        .iter()
+        .map(|r| (r.row, r.code.as_str(), r.outcome))
+        .collect();
+    use origin_api::views::imports::Outcome;
+    assert_eq!(got, [(3, "Rt5Yu8K", Outcome::Created)], "{:?}", done.rows);
+    assert_eq!(
+        *stub.calls.lock().unwrap(),
+        ["", "p2", "p2", "p2"],
+        "page 1 once; page 2 refused, rate-limited, then served"
+    );
+    let report = std::fs::read_to_string(dir.path().join("report.csv")).unwrap();
+    assert!(
+        report.starts_with("row,domain,code,outcome,reason,notes,short_url\n"),
+        "{report}"
+    );
+    assert!(report.contains("3,go.acme.co,Rt5Yu8K,created,"), "{report}");
+    let key = admin.key("acme", false).await;
+    for code in ["one", "uno", "Rt5Yu8K"] {
+        let link = admin.read(&key, "go.acme.co", code).await;
+        assert_eq!(link.status, StatusCode::OK, "{code}");
+    }
+    assert_eq!(
+        import_from(&served.client, &options, &bar)
+            .await
+            .unwrap()
+            .rows
+            .len(),
+        0,
+        "a finished import does nothing again"
+    );
+    server.abort();
+    drop(served);
+    t.cleanup().await;
+}
