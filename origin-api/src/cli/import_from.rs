@@ -208,7 +208,7 @@ async fn import_file(
 ) -> Result<(), FromError> {
     let path = Path::new(&options.input);
     let text = std::fs::read_to_string(path).map_err(io_err(path))?;
-    let parts = if text.trim_start().starts_with('{') {
+    let parts = if text.trim_start().starts_with(['{', '[']) {
         // A page of the source's API saved to a file.
         vec![(Format::Api, text, 0)]
     } else {
@@ -286,6 +286,94 @@ fn csv_parts(text: &str, rows: usize) -> Result<Vec<(String, usize)>, csv::Error
     Ok(parts)
 }
 
+/// How a source's API wants its token.
+enum Auth<'t> {
+    Bearer(&'t SecretString),
+    Header(&'static str, &'t SecretString),
+    /// YOURLS signs its requests in the URL (`signature=…`).
+    InUrl,
+}
+
+/// What a source's API is asked for, page after page.
+struct Pager {
+    source: Source,
+    base: url::Url,
+}
+
+impl Pager {
+    /// The URL of the page at `cursor` (`None`: the first).
+    fn page(&self, cursor: Option<&str>) -> url::Url {
+        let mut url = self.base.clone();
+        {
+            let mut q = url.query_pairs_mut();
+            match self.source {
+                Source::Bitly => {
+                    q.append_pair("size", BITLY_PAGE_SIZE);
+                    if let Some(c) = cursor {
+                        q.append_pair("search_after", c);
+                    }
+                }
+                Source::Shlink => {
+                    q.append_pair("itemsPerPage", "100");
+                    q.append_pair("page", cursor.unwrap_or("1"));
+                }
+                Source::Kutt => {
+                    q.append_pair("limit", "50");
+                    q.append_pair("skip", cursor.unwrap_or("0"));
+                }
+                Source::Dub => {
+                    q.append_pair("pageSize", "100");
+                    q.append_pair("page", cursor.unwrap_or("1"));
+                }
+                Source::Yourls => {
+                    q.append_pair("limit", "1000");
+                    q.append_pair("start", cursor.unwrap_or("0"));
+                    q.append_pair("format", "json");
+                }
+            }
+        }
+        url
+    }
+
+    /// How many of the source's items `page` holds, and the next page's cursor.
+    fn next(&self, page: &str, cursor: Option<&str>) -> Result<(usize, Option<String>), String> {
+        let n =
+            |c: Option<&str>, first: u64| c.and_then(|c| c.parse::<u64>().ok()).unwrap_or(first);
+        Ok(match self.source {
+            Source::Bitly => {
+                let p = bitly::read_api_page(page).map_err(|e| e.0)?;
+                (p.links.last().map_or(0, |l| l.row), p.search_after)
+            }
+            Source::Shlink => {
+                let p = crate::imports::shlink::read_api_page(page).map_err(|e| e.0)?;
+                (p.links.len(), p.next_page.map(|p| p.to_string()))
+            }
+            Source::Kutt => {
+                let p = crate::imports::kutt::read_api_page(page).map_err(|e| e.0)?;
+                (p.links.len(), p.next_skip.map(|s| s.to_string()))
+            }
+            Source::Dub => {
+                let items = crate::imports::dub::read_api_page(page)
+                    .map_err(|e| e.0)?
+                    .len();
+                (
+                    items,
+                    (items == 100).then(|| (n(cursor, 1) + 1).to_string()),
+                )
+            }
+            Source::Yourls => {
+                let items = crate::imports::yourls::read_api(page)
+                    .map_err(|e| e.0)?
+                    .len();
+                (
+                    items,
+                    (items == 1000).then(|| (n(cursor, 0) + 1000).to_string()),
+                )
+            }
+        })
+    }
+}
+
 /// An API, a page at a time.
 async fn import_api(
     client: &ApiClient,
@@ -295,17 +383,24 @@ async fn import_api(
     out: &mut FromSummary,
     progress: &ProgressBar,
 ) -> Result<(), FromError> {
-    if options.source != Source::Bitly {
-        return Err(FromError::Source(format!(
-            "importing from {}'s API is not supported yet: import its export file",
+    let token = options.source_token.as_ref();
+    let needs_token = || {
+        FromError::Source(format!(
+            "set HOP_SOURCE_TOKEN to {}'s API token",
             options.source.name()
-        )));
-    }
-    let token = options.source_token.as_ref().ok_or_else(|| {
-        FromError::Source(
-            "set HOP_SOURCE_TOKEN to the source's API token (Bitly: a generic access token)".into(),
-        )
-    })?;
+        ))
+    };
+    let auth = match options.source {
+        Source::Bitly | Source::Dub => Auth::Bearer(token.ok_or_else(needs_token)?),
+        Source::Shlink => Auth::Header("x-api-key", token.ok_or_else(needs_token)?),
+        Source::Kutt => Auth::Header("x-api-key", token.ok_or_else(needs_token)?),
+        Source::Yourls => Auth::InUrl,
+    };
+    let pager = Pager {
+        source: options.source,
+        base: url::Url::parse(&options.input)
+            .map_err(|e| FromError::Source(format!("{}: {e}", options.input)))?,
+    };
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(60))
         .user_agent(concat!("hop-origin/", env!("CARGO_PKG_VERSION")))
@@ -313,23 +408,22 @@ async fn import_api(
         .map_err(|e| FromError::Source(e.to_string()))?;
     let mut last_call: Option<Instant> = None;
     loop {
-        let mut url = url::Url::parse(&options.input)
-            .map_err(|e| FromError::Source(format!("{}: {e}", options.input)))?;
-        url.query_pairs_mut().append_pair("size", BITLY_PAGE_SIZE);
-        if let Some(cursor) = &journal.cursor {
-            url.query_pairs_mut().append_pair("search_after", cursor);
+        let url = pager.page(journal.cursor.as_deref());
+        let mut page = fetch(&http, &url, &auth, options.source_interval, &mut last_call).await?;
+        if options.source == Source::Shlink {
+            page = with_redirect_rules(&http, &pager.base, page, &auth, options, &mut last_call)
+                .await?;
         }
-        let page = fetch(&http, &url, token, options.source_interval, &mut last_call).await?;
-        let read =
-            bitly::read_api_page(&page).map_err(|e| FromError::Source(format!("{url}: {e}")))?;
-        let count = read.links.last().map_or(0, |l| l.row);
+        let (count, next) = pager
+            .next(&page, journal.cursor.as_deref())
+            .map_err(|e| FromError::Source(format!("{url}: {e}")))?;
         let report = send(client, options, Format::Api, page).await?;
         merge(out, report, journal.rows);
         journal.rows += count;
         out.parts += 1;
         progress.inc(count as u64);
         journal.done += 1;
-        journal.cursor = read.search_after;
+        journal.cursor = next;
         journal.finished = journal.cursor.is_none() || count == 0;
         if !options.dry_run {
             journal.save(journal_path)?;
@@ -340,12 +434,59 @@ async fn import_api(
     }
 }
 
+/// A Shlink page whose links have redirect rules, each with its rules as
+/// `GET …/short-urls/{shortCode}/redirect-rules` answers them (`redirectRules`).
+async fn with_redirect_rules(
+    http: &reqwest::Client,
+    base: &url::Url,
+    page: String,
+    auth: &Auth<'_>,
+    options: &FromOptions,
+    last_call: &mut Option<Instant>,
+) -> Result<String, FromError> {
+    let mut value: serde_json::Value = match serde_json::from_str(&page) {
+        Ok(v) => v,
+        // Not JSON: the origin says what is wrong with it.
+        Err(_) => return Ok(page),
+    };
+    let Some(items) = value
+        .pointer_mut("/shortUrls/data")
+        .and_then(|d| d.as_array_mut())
+    else {
+        return Ok(page);
+    };
+    for item in items.iter_mut() {
+        if item.get("hasRedirectRules").and_then(|h| h.as_bool()) != Some(true) {
+            continue;
+        }
+        let Some(code) = item.get("shortCode").and_then(|c| c.as_str()) else {
+            continue;
+        };
+        let mut url = base.clone();
+        url.set_query(None);
+        if let Ok(mut segments) = url.path_segments_mut() {
+            segments.pop_if_empty().push(code).push("redirect-rules");
+        }
+        if let Some(domain) = item.get("domain").and_then(|d| d.as_str()) {
+            url.query_pairs_mut().append_pair("domain", domain);
+        }
+        let rules = fetch(http, &url, auth, options.source_interval, last_call).await?;
+        let rules: serde_json::Value =
+            serde_json::from_str(&rules).map_err(|e| FromError::Source(format!("{url}: {e}")))?;
+        item["redirectRules"] = rules
+            .get("redirectRules")
+            .cloned()
+            .unwrap_or(serde_json::Value::Null);
+    }
+    Ok(value.to_string())
+}
+
 /// One page of the source's API, as text: calls spaced by `interval`, a `429` or `5xx`
 /// waited out (its `Retry-After`, else a growing wait), anything else refused at once.
 async fn fetch(
     http: &reqwest::Client,
     url: &url::Url,
-    token: &SecretString,
+    auth: &Auth<'_>,
     interval: Duration,
     last_call: &mut Option<Instant>,
 ) -> Result<String, FromError> {
@@ -359,11 +500,14 @@ async fn fetch(
             }
         }
         *last_call = Some(Instant::now());
-        let sent = http
-            .get(url.clone())
-            .header(AUTHORIZATION, format!("Bearer {}", token.expose_secret()))
-            .send()
-            .await;
+        let request = match auth {
+            Auth::Bearer(token) => http
+                .get(url.clone())
+                .header(AUTHORIZATION, format!("Bearer {}", token.expose_secret())),
+            Auth::Header(name, token) => http.get(url.clone()).header(*name, token.expose_secret()),
+            Auth::InUrl => http.get(url.clone()),
+        };
+        let sent = request.send().await;
         let response = match sent {
             Ok(r) => r,
             Err(e) if attempt < SOURCE_ATTEMPTS => {

@@ -13,6 +13,7 @@ mod analytics;
 mod assets;
 mod bulk;
 mod chart;
+mod imports;
 mod keys;
 mod link_fields;
 mod link_form;
@@ -57,6 +58,12 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/o/{owner}/links/new", get(link_form::new_link))
         .route("/o/{owner}/links/bulk", post(bulk::apply))
+        .route(
+            "/o/{owner}/import",
+            get(imports::form)
+                .post(imports::submit)
+                .layer(axum::extract::DefaultBodyLimit::max(imports::MAX_UPLOAD)),
+        )
         .route(
             "/o/{owner}/members",
             get(members::members).post(members::change),

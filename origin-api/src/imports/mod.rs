@@ -15,7 +15,11 @@
 //! minutes), such links are `deferred`, to be sent again.
 
 pub mod bitly;
+pub mod dub;
+pub mod kutt;
+pub mod shlink;
 pub mod source;
+pub mod yourls;
 
 use crate::error::AppError;
 use crate::links::fields;
@@ -29,7 +33,7 @@ use crate::store::BulkInsert;
 use crate::views::imports::{
     ImportReport, ImportRequest, ImportRow, ImportSummary, Outcome, MAX_IMPORT_LINKS,
 };
-use crate::views::links::{CreateLink, UpdateLink};
+use crate::views::links::{AccessMode, CreateLink, Password, UpdateLink};
 use shared::codes::validate_alias;
 use source::SourceLink;
 use std::collections::HashMap;
@@ -291,6 +295,10 @@ async fn judge(
         tags: (!src.tags.is_empty()).then(|| src.tags.clone()),
         forward_query: src.forward_query,
         max_visits: src.max_visits,
+        rules: (!src.rules.is_empty()).then(|| src.rules.clone()),
+        expired_url: src.expired_url.clone(),
+        access: src.password.as_ref().map(|_| AccessMode::Password),
+        password: src.password.clone().map(Password::new),
         ..CreateLink::default()
     };
     let codes = if req.dry_run {
@@ -355,6 +363,17 @@ async fn judge_existing(
     }
     if src.max_visits != current.options.max_visits {
         changes.max_visits = Some(src.max_visits);
+    }
+    let rules = fields::rules(lookups, &current.domain, src.rules.clone()).await?;
+    if rules != current.options.rules {
+        changes.rules = Some((!rules.is_empty()).then_some(rules));
+    }
+    let expired_url = match &src.expired_url {
+        Some(url) => Some(fields::link_url(lookups, &current.domain, "expired_url", url).await?),
+        None => None,
+    };
+    if expired_url != current.options.expired_url {
+        changes.expired_url = Some(expired_url);
     }
     // An expiry is changed only to one still ahead (a change may not set a past one).
     if src.expires_at != current.expires_at && src.expires_at.is_none_or(|at| at > now) {

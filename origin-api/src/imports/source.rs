@@ -25,6 +25,12 @@ pub struct SourceLink {
     pub forward_query: Option<bool>,
     /// The source's own count of visits, kept apart from Hop's (`imported_clicks`).
     pub clicks: Option<u64>,
+    /// Targeting rules mapped onto Hop's, in the order they are tried.
+    pub rules: Vec<shared::targeting::Rule>,
+    /// Where visitors go once the link has expired.
+    pub expired_url: Option<String>,
+    /// The link's password, when the source exports it in the clear (Dub's API).
+    pub password: Option<String>,
     /// What the source says of the link that Hop has no equivalent for: reported on
     /// the row, never dropped silently.
     pub notes: Vec<String>,
@@ -42,14 +48,16 @@ pub fn read(source: Source, format: Format, content: &str) -> Result<Vec<SourceL
     match (source, format) {
         (Source::Bitly, Format::Csv) => super::bitly::read_csv(content),
         (Source::Bitly, Format::Api) => super::bitly::read_api_page(content).map(|p| p.links),
-        (other, format) => Err(Unreadable(format!(
-            "importing from {} as {} is not supported yet",
-            other.name(),
-            match format {
-                Format::Csv => "csv",
-                Format::Api => "api",
-            }
-        ))),
+        (Source::Shlink, Format::Csv) => super::shlink::read_csv(content),
+        (Source::Shlink, Format::Api) => super::shlink::read_api_page(content).map(|p| p.links),
+        (Source::Yourls, Format::Csv) => super::yourls::read_csv(content),
+        (Source::Yourls, Format::Api) => super::yourls::read_api(content),
+        (Source::Kutt, Format::Api) => super::kutt::read_api_page(content).map(|p| p.links),
+        (Source::Kutt, Format::Csv) => Err(Unreadable(
+            "Kutt has no export file: import from its API (GET /api/v2/links pages)".into(),
+        )),
+        (Source::Dub, Format::Csv) => super::dub::read_csv(content),
+        (Source::Dub, Format::Api) => super::dub::read_api_page(content),
     }
 }
 
@@ -90,6 +98,15 @@ impl<'f> Columns<'f> {
     pub fn cell<'r>(&self, record: &'r csv::StringRecord, field: &str) -> Option<&'r str> {
         let (_, i) = self.found.iter().find(|(f, _)| *f == field)?;
         record.get(*i).map(str::trim).filter(|v| !v.is_empty())
+    }
+}
+
+/// A cell as a spreadsheet-safe export wrote it: a leading `'` that guards a formula
+/// (`'=…`, `'+…`, `'-…`, `'@…`) taken off again.
+pub fn unguarded(cell: &str) -> &str {
+    match cell.strip_prefix('\'') {
+        Some(rest) if rest.starts_with(['=', '+', '-', '@', '\t', '\r']) => rest,
+        _ => cell,
     }
 }
 

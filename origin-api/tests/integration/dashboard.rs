@@ -69,6 +69,42 @@ impl<'a> Browser<'a> {
     }
 
     async fn send(&mut self, method: &str, path: &str, form: Option<&[(&str, &str)]>) -> Page {
+        let body = form.map(|fields| {
+            (
+                "application/x-www-form-urlencoded".to_owned(),
+                url::form_urlencoded::Serializer::new(String::new())
+                    .extend_pairs(fields)
+                    .finish(),
+            )
+        });
+        self.send_body(method, path, body).await
+    }
+
+    /// `POST path` as a form with `enctype="multipart/form-data"` sends it.
+    async fn post_multipart(&mut self, path: &str, fields: &[(&str, &str)]) -> Page {
+        let boundary = "hop-test-boundary-7MA4YWxkTrZu0gW";
+        let mut body = String::new();
+        for (name, value) in fields {
+            let file = if *name == "file" {
+                "; filename=\"links.csv\""
+            } else {
+                ""
+            };
+            body.push_str(&format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"{file}\r\n\r\n{value}\r\n"
+            ));
+        }
+        body.push_str(&format!("--{boundary}--\r\n"));
+        let kind = format!("multipart/form-data; boundary={boundary}");
+        self.send_body("POST", path, Some((kind, body))).await
+    }
+
+    async fn send_body(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: Option<(String, String)>,
+    ) -> Page {
         let mut req = Request::builder()
             .method(method)
             .uri(path)
@@ -85,14 +121,10 @@ impl<'a> Browser<'a> {
         for (name, value) in &self.headers {
             req = req.header(*name, value);
         }
-        let body = match form {
-            Some(fields) => {
-                req = req.header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
-                Body::from(
-                    url::form_urlencoded::Serializer::new(String::new())
-                        .extend_pairs(fields)
-                        .finish(),
-                )
+        let body = match body {
+            Some((kind, text)) => {
+                req = req.header(header::CONTENT_TYPE, kind);
+                Body::from(text)
             }
             None => Body::empty(),
         };
@@ -2175,6 +2207,115 @@ async fn assets_travel_compressed_and_pages_never_do() {
         let page = browser.get("/o/acme/links?q=abc").await;
         assert_eq!(page.status, StatusCode::OK);
         assert!(page.headers.get(header::CONTENT_ENCODING).is_none());
+        t.cleanup().await;
+    }
+}
+
+/// The import page: a file is checked first (nothing changes, each link's fate shown,
+/// the ones that would not arrive first), then imported, by an editor; a viewer may not
+/// import; another site's post is refused.
+#[tokio::test]
+async fn an_editor_checks_then_imports_a_bitly_export_from_the_browser() {
+    for (api, t) in apis("dash-import").await {
+        member(&api, "ed@acme.example", "acme", Role::Editor).await;
+        member(&api, "vic@acme.example", "acme", Role::Viewer).await;
+        let admin = api.key("ops", true).await;
+        let made = api
+            .post_json(
+                &admin,
+                "/v1/domains",
+                &json!({"domain": "go.acme.co", "owners": ["acme"]}),
+            )
+            .await;
+        assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+        let file = "Title,Bitlink,Long URL,Custom Bitlinks\n\
+                    Spring,https://go.acme.co/spring,https://acme.example/spring,https://go.acme.co/spring-sale\n\
+                    Old,https://bit.ly/4aBcDeF,https://acme.example/old,\n";
+        let mut ed = Browser::new(&api);
+        ed.sign_in("ed@acme.example", PASSWORD).await;
+        let form = ed.get("/o/acme/import").await;
+        assert_eq!(form.status, StatusCode::OK, "{}", form.html);
+        let csrf = form.csrf();
+        let fields = |action: &'static str| -> Vec<(&'static str, String)> {
+            vec![
+                ("csrf", csrf.clone()),
+                ("source", "bitly".into()),
+                ("domain", String::new()),
+                ("action", action.into()),
+                ("file", file.into()),
+            ]
+        };
+        let check = fields("check");
+        let pairs: Vec<(&str, &str)> = check.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let checked = ed.post_multipart("/o/acme/import", &pairs).await;
+        assert_eq!(checked.status, StatusCode::OK, "{}", checked.html);
+        assert!(
+            checked.html.contains("Checked, nothing changed"),
+            "{}",
+            checked.html
+        );
+        assert!(
+            checked.html.contains("2 would be created"),
+            "{}",
+            checked.html
+        );
+        // The link that would not arrive comes first, saying why.
+        let skipped = checked
+            .html
+            .find("bit.ly/4aBcDeF")
+            .expect("the skipped row");
+        let created = checked
+            .html
+            .find("go.acme.co/spring<")
+            .expect("a created row");
+        assert!(skipped < created, "{}", checked.html);
+        let key = api.key("acme", false).await;
+        assert_eq!(
+            api.read(&key, "go.acme.co", "spring").await.status,
+            StatusCode::NOT_FOUND
+        );
+
+        let import = fields("import");
+        let pairs: Vec<(&str, &str)> = import.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let imported = ed.post_multipart("/o/acme/import", &pairs).await;
+        assert!(
+            imported.html.contains("Imported: 3 links: 2 created"),
+            "{}",
+            imported.html
+        );
+        for code in ["spring", "spring-sale"] {
+            let link = api.read(&key, "go.acme.co", code).await;
+            assert_eq!(
+                link.body["imported"]["from"],
+                "bitly",
+                "{}: {}",
+                t.kind(),
+                link.text
+            );
+        }
+
+        let mut vic = Browser::new(&api);
+        vic.sign_in("vic@acme.example", PASSWORD).await;
+        let csrf = vic.get("/o/acme/import").await.csrf();
+        let refused = vic
+            .post_multipart(
+                "/o/acme/import",
+                &[
+                    ("csrf", &csrf),
+                    ("source", "bitly"),
+                    ("action", "import"),
+                    ("file", file),
+                ],
+            )
+            .await;
+        assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.html);
+        let forged = ed
+            .post_multipart(
+                "/o/acme/import",
+                &[("csrf", "forged"), ("source", "bitly"), ("file", file)],
+            )
+            .await;
+        assert_eq!(forged.status, StatusCode::FORBIDDEN);
         t.cleanup().await;
     }
 }

@@ -439,3 +439,236 @@ async fn the_bitly_api_is_paged_waited_out_and_resumed() {
     drop(served);
     t.cleanup().await;
 }
+
+async fn import_as(
+    api: &Api,
+    key: &str,
+    source: &str,
+    format: &str,
+    content: &str,
+    domain: Option<&str>,
+) -> Reply {
+    let mut body = json!({"source": source, "format": format, "content": content});
+    if let Some(d) = domain {
+        body["domain"] = json!(d);
+    }
+    api.post_json(key, "/v1/imports", &body).await
+}
+
+/// Shlink, YOURLS, Kutt and Dub, from files written from each one's documented format:
+/// each keeps what Hop can (rules, limits, expiries, a password) and says what it cannot.
+#[tokio::test]
+async fn shlink_yourls_kutt_and_dub_keep_what_hop_can_and_say_what_it_cannot() {
+    for (api, t) in apis("import-others").await {
+        let admin = api.key("ops", true).await;
+        for domain in ["s.test", "sho.rt", "kutt.example", "dub.example"] {
+            let made = api
+                .post_json(
+                    &admin,
+                    "/v1/domains",
+                    &json!({"domain": domain, "owners": ["acme"]}),
+                )
+                .await;
+            assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+        }
+        let key = api.key("acme", false).await;
+
+        let shlink = import_as(
+            &api,
+            &key,
+            "shlink",
+            "api",
+            &fixture("shlink-page.json"),
+            None,
+        )
+        .await;
+        assert_eq!(
+            outcomes(&shlink.body),
+            pairs(&[("12C18", "created")]),
+            "{}",
+            shlink.text
+        );
+        let notes = shlink.body["rows"][0]["notes"].to_string();
+        assert!(
+            notes.contains("bots") && notes.contains("IP address"),
+            "{notes}"
+        );
+        let link = api.read(&key, "s.test", "12C18").await.body;
+        assert_eq!(link["max_visits"], 100);
+        assert_eq!(link["forward_query"], true);
+        assert_eq!(
+            link["rules"].as_array().map(Vec::len),
+            Some(1),
+            "the IP rule is left out"
+        );
+        assert_eq!(link["imported"]["clicks"], 328);
+
+        let yourls = import_as(
+            &api,
+            &key,
+            "yourls",
+            "csv",
+            &fixture("yourls_url.csv"),
+            Some("sho.rt"),
+        )
+        .await;
+        assert_eq!(
+            outcomes(&yourls.body),
+            pairs(&[("ozh", "created"), ("Ozh", "created"), ("a", "deferred")]),
+            "{}: case kept; a one-letter keyword waits for the edge",
+            t.kind()
+        );
+        let upper = api.visit("GET", "sho.rt", "/Ozh").await;
+        assert_eq!(upper.headers["location"], "https://ozh.example/other");
+
+        let kutt = import_as(&api, &key, "kutt", "api", &fixture("kutt-page.json"), None).await;
+        assert_eq!(
+            outcomes(&kutt.body),
+            pairs(&[
+                ("gh", "deferred"),
+                ("taken-down", "skipped"),
+                ("closed", "created")
+            ]),
+            "{}: a two-letter code waits for the edge too",
+            kutt.text
+        );
+        assert_eq!(
+            api.read(&key, "kutt.example", "closed").await.body["status"],
+            "disabled"
+        );
+        window_known(&api).await;
+        let again = import_as(&api, &key, "kutt", "api", &fixture("kutt-page.json"), None).await;
+        assert_eq!(
+            again.body["rows"][0]["outcome"], "created",
+            "{}",
+            again.text
+        );
+        assert_eq!(
+            api.read(&key, "kutt.example", "gh").await.body["title"],
+            "GitHub"
+        );
+
+        let dub = import_as(&api, &key, "dub", "api", &fixture("dub-links.json"), None).await;
+        assert_eq!(
+            outcomes(&dub.body),
+            pairs(&[("try", "created")]),
+            "{}",
+            dub.text
+        );
+        let link = api.read(&key, "dub.example", "try").await.body;
+        assert_eq!(link["access"], "password");
+        assert_eq!(link["expired_url"], "https://dub.co.example/ended");
+        assert_eq!(link["rules"].as_array().map(Vec::len), Some(2));
+        let asked = api.visit("GET", "dub.example", "/try").await;
+        assert_eq!(asked.status, StatusCode::FORBIDDEN, "the password form");
+
+        // Kutt has no export file: said, nothing imported.
+        let no_file = import_as(&api, &key, "kutt", "csv", "a,b\n", None).await;
+        assert_eq!(no_file.status, StatusCode::UNPROCESSABLE_ENTITY);
+        t.cleanup().await;
+    }
+}
+
+/// A stub of Shlink's REST API: two pages of short URLs (`X-Api-Key` checked), the
+/// second link with redirect rules served at their own address.
+async fn shlink_stub(
+    headers: axum::http::HeaderMap,
+    axum::extract::Query(q): axum::extract::Query<std::collections::HashMap<String, String>>,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if headers.get("x-api-key").and_then(|v| v.to_str().ok()) != Some("shlink-key") {
+        return (StatusCode::UNAUTHORIZED, "no key").into_response();
+    }
+    assert_eq!(q.get("itemsPerPage").map(String::as_str), Some("100"));
+    let item = |code: &str, rules: bool| {
+        json!({"shortCode": code, "shortUrl": format!("https://s.test/{code}"),
+        "longUrl": format!("https://shop.example/{code}"), "dateCreated": "2024-01-01T00:00:00+00:00", "tags": [],
+        "meta": {"validSince": null, "validUntil": null, "maxVisits": null}, "domain": null, "title": null,
+        "crawlable": false, "forwardQuery": true, "visitsSummary": {"total": 1, "nonBots": 1, "bots": 0},
+        "hasRedirectRules": rules})
+    };
+    let page = q.get("page").map(String::as_str).unwrap_or("1");
+    let (data, current) = match page {
+        "1" => (vec![item("first", false)], 1),
+        _ => (vec![item("ruled", true)], 2),
+    };
+    Json(
+        json!({"shortUrls": {"data": data, "pagination": {"currentPage": current, "pagesCount": 2,
+        "itemsPerPage": 100, "itemsInCurrentPage": 1, "totalItems": 2}}}),
+    )
+    .into_response()
+}
+
+async fn shlink_rules(headers: axum::http::HeaderMap) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if headers.get("x-api-key").is_none() {
+        return (StatusCode::UNAUTHORIZED, "no key").into_response();
+    }
+    Json(
+        json!({"defaultLongUrl": "https://shop.example/ruled", "redirectRules": [
+        {"longUrl": "https://shop.example/ios", "priority": 1,
+         "conditions": [{"type": "device", "matchKey": null, "matchValue": "ios"}]}]}),
+    )
+    .into_response()
+}
+
+/// `import --from shlink URL`: every page, and each link's redirect rules fetched from
+/// their own address and kept as targeting rules.
+#[tokio::test]
+async fn the_shlink_api_brings_each_links_redirect_rules() {
+    use origin_api::cli::import_from::{import_from, FromOptions};
+    use origin_api::views::imports::Source;
+    let Some(t) = crate::common::TestDb::all("import-shlink-api")
+        .await
+        .into_iter()
+        .next()
+    else {
+        return;
+    };
+    let served = crate::import_export::serve_with(&t, "acme", &[]).await;
+    let admin = Api::of(&t);
+    let ops = admin.key("ops", true).await;
+    let made = admin
+        .post_json(
+            &ops,
+            "/v1/domains",
+            &json!({"domain": "s.test", "owners": ["acme"]}),
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+    let app = axum::Router::new()
+        .route("/rest/v3/short-urls", axum::routing::get(shlink_stub))
+        .route(
+            "/rest/v3/short-urls/ruled/redirect-rules",
+            axum::routing::get(shlink_rules),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let dir = tempfile::tempdir().unwrap();
+    let options = FromOptions {
+        source: Source::Shlink,
+        input: format!("http://{addr}/rest/v3/short-urls"),
+        dry_run: false,
+        domain: None,
+        journal: Some(dir.path().join("shlink.journal")),
+        report: None,
+        source_token: Some("shlink-key".into()),
+        rows_per_call: 1000,
+        source_interval: std::time::Duration::from_millis(1),
+    };
+    let done = import_from(&served.client, &options, &indicatif::ProgressBar::hidden())
+        .await
+        .expect("imported");
+    assert_eq!(done.summary.created, 2, "{:?}", done.rows);
+    let key = admin.key("acme", false).await;
+    let ruled = admin.read(&key, "s.test", "ruled").await.body;
+    assert_eq!(
+        ruled["rules"][0]["target_url"], "https://shop.example/ios",
+        "{ruled}"
+    );
+    assert_eq!(ruled["rules"][0]["when"]["device"], json!(["ios"]));
+    server.abort();
+    drop(served);
+    t.cleanup().await;
+}
