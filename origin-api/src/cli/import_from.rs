@@ -581,24 +581,9 @@ async fn send(
             }
         }
         report.retry_after_s = again.retry_after_s;
-        report.summary = tally(&report.rows);
+        report.summary = ImportSummary::of(&report.rows);
     }
     Ok(report)
-}
-
-fn tally(rows: &[ImportRow]) -> ImportSummary {
-    let mut s = ImportSummary::default();
-    for r in rows {
-        *match r.outcome {
-            Outcome::Created => &mut s.created,
-            Outcome::Changed => &mut s.changed,
-            Outcome::Unchanged => &mut s.unchanged,
-            Outcome::Refused => &mut s.refused,
-            Outcome::Skipped => &mut s.skipped,
-            Outcome::Deferred => &mut s.deferred,
-        } += 1;
-    }
-    s
 }
 
 /// Adds a part's report, its rows numbered after the `offset` rows before it.
@@ -607,7 +592,7 @@ fn merge(out: &mut FromSummary, report: ImportReport, offset: usize) {
         row.row += offset;
         out.rows.push(row);
     }
-    out.summary = tally(&out.rows);
+    out.summary = ImportSummary::of(&out.rows);
 }
 
 /// Every link's line as CSV.

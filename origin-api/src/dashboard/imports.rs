@@ -58,7 +58,19 @@ struct ShownRow {
     said: String,
 }
 
-const SOURCES: [(&str, &str); 1] = [("bitly", "Bitly (its CSV export, or a saved API page)")];
+const SOURCES: [(&str, &str); 5] = [
+    ("bitly", "Bitly (its CSV export, or a saved API page)"),
+    (
+        "shlink",
+        "Shlink (the web client's CSV export, or a saved API page)",
+    ),
+    (
+        "yourls",
+        "YOURLS (the yourls_url table as CSV, or a saved API answer)",
+    ),
+    ("kutt", "Kutt (a saved API page)"),
+    ("dub", "Dub (its CSV export, or a saved API page)"),
+];
 
 async fn page(
     links: &Links,

@@ -7,7 +7,7 @@
 //! (`custom_bitlinks`) is a link of its own, on its own domain (Shlink's importer kept
 //! the first and its users lost the rest). Archived links arrive disabled.
 
-use super::source::{parse_time, split_short_link, Columns, SourceLink, Unreadable};
+use super::source::{csv_records, parse_time, split_short_link, SourceLink, Unreadable};
 use serde::Deserialize;
 
 /// Bitly's own short domains: no customer can point them elsewhere.
@@ -79,32 +79,14 @@ const FIELDS: &[(&str, &[&str])] = &[
 
 /// Reads Bitly's CSV export: one row per Bitlink, its custom back-halves in one cell.
 pub fn read_csv(content: &str) -> Result<Vec<SourceLink>, Unreadable> {
-    let mut reader = csv::ReaderBuilder::new()
-        .flexible(true)
-        .from_reader(content.as_bytes());
-    let headers = reader
-        .headers()
-        .map_err(|e| Unreadable(format!("cannot read the header row: {e}")))?
-        .clone();
-    let columns = Columns::find(&headers, FIELDS);
-    for needed in ["link", "long_url"] {
-        if !columns.has(needed) {
-            return Err(Unreadable(format!(
-                "no {} column: a Bitly export names its short link (\"Bitlink\") and its \
-                 destination (\"Long URL\"); the header row is {:?}",
-                if needed == "link" {
-                    "short link"
-                } else {
-                    "destination"
-                },
-                headers.iter().collect::<Vec<_>>()
-            )));
-        }
-    }
+    let (columns, records) = csv_records(
+        content,
+        FIELDS,
+        &[&["link"], &["long_url"]],
+        "not a Bitly export: it names its short link (\"Bitlink\") and its destination (\"Long URL\")",
+    )?;
     let mut links = Vec::new();
-    for (i, record) in reader.records().enumerate() {
-        let row = i + 1;
-        let record = record.map_err(|e| Unreadable(format!("row {row}: {e}")))?;
+    for (row, record) in records {
         let cell = |f: &str| columns.cell(&record, f);
         let base = SourceLink {
             row,
@@ -326,6 +308,9 @@ mod tests {
         assert_eq!(links[0].created_at, Some(1_709_287_200_000));
         assert!(links[3].disabled && links[3].skip.is_some());
         let missing = read_csv("Title,Clicks\nA,1\n").unwrap_err();
-        assert!(missing.0.contains("short link"), "{missing}");
+        assert!(
+            missing.0.contains("short link") && missing.0.contains("Clicks"),
+            "{missing}"
+        );
     }
 }

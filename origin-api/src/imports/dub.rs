@@ -9,7 +9,7 @@
 //! preview (`proxy` with its `title`, `description`, `image`), link cloaking
 //! (`rewrite`), Dub's A/B test variants and conversion tracking.
 
-use super::source::{parse_time, split_short_link, unguarded, Columns, SourceLink, Unreadable};
+use super::source::{csv_records, parse_time, split_short_link, unguarded, SourceLink, Unreadable};
 use serde::Deserialize;
 use shared::targeting::{Conditions, Device, Rule};
 use std::collections::BTreeMap;
@@ -25,24 +25,14 @@ const FIELDS: &[(&str, &[&str])] = &[
 
 /// Reads Dub's CSV export.
 pub fn read_csv(content: &str) -> Result<Vec<SourceLink>, Unreadable> {
-    let mut reader = csv::ReaderBuilder::new()
-        .flexible(true)
-        .from_reader(content.as_bytes());
-    let headers = reader
-        .headers()
-        .map_err(|e| Unreadable(format!("cannot read the header row: {e}")))?
-        .clone();
-    let columns = Columns::find(&headers, FIELDS);
-    if !columns.has("link") || !columns.has("url") {
-        return Err(Unreadable(format!(
-            "not Dub's export: it names \"Short link\" and \"Destination URL\"; the header row is {:?}",
-            headers.iter().collect::<Vec<_>>()
-        )));
-    }
+    let (columns, records) = csv_records(
+        content,
+        FIELDS,
+        &[&["link"], &["url"]],
+        "not Dub's export: it names \"Short link\" and \"Destination URL\"",
+    )?;
     let mut links = Vec::new();
-    for (i, record) in reader.records().enumerate() {
-        let row = i + 1;
-        let record = record.map_err(|e| Unreadable(format!("row {row}: {e}")))?;
+    for (row, record) in records {
         let cell = |f: &str| columns.cell(&record, f).map(unguarded);
         let short = cell("link").unwrap_or_default();
         let (domain, code, skip) = match split_short_link(short) {

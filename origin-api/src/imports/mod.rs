@@ -81,6 +81,7 @@ pub async fn run(
     let mut rows: Vec<ImportRow> = Vec::with_capacity(found.len());
     let mut judged: Vec<Judged> = Vec::with_capacity(found.len());
     let mut retry_after_ms: Option<i64> = None;
+    let mut existing = existing_links(links, &mut lookups, &found, &default_domain).await?;
     for src in &found {
         let domain = src.domain.clone().unwrap_or_else(|| default_domain.clone());
         rows.push(ImportRow {
@@ -92,7 +93,18 @@ pub async fn run(
             notes: src.notes.clone(),
             short_url: None,
         });
-        let j = match judge(links, &mut lookups, creator, src, &domain, &req, now).await {
+        let j = match judge(
+            links,
+            &mut lookups,
+            creator,
+            src,
+            &domain,
+            &req,
+            now,
+            &mut existing,
+        )
+        .await
+        {
             Ok(j) => j,
             Err(e) if e.status().is_client_error() => {
                 Judged::Done(Outcome::Refused, Some(detail(&e)))
@@ -214,17 +226,7 @@ pub async fn run(
             }
         }
     }
-    let mut summary = ImportSummary::default();
-    for r in &rows {
-        *match r.outcome {
-            Outcome::Created => &mut summary.created,
-            Outcome::Changed => &mut summary.changed,
-            Outcome::Unchanged => &mut summary.unchanged,
-            Outcome::Refused => &mut summary.refused,
-            Outcome::Skipped => &mut summary.skipped,
-            Outcome::Deferred => &mut summary.deferred,
-        } += 1;
-    }
+    let summary = ImportSummary::of(&rows);
     if !req.dry_run {
         tracing::info!(
             source = req.source.name(),
@@ -254,7 +256,38 @@ fn detail(e: &AppError) -> String {
     }
 }
 
-/// Judges one link of the source: what creating (or changing) it would do.
+/// The links Hop already holds under the codes of `found`, read at once, by route key.
+async fn existing_links(
+    links: &Links,
+    lookups: &mut Lookups<'_>,
+    found: &[SourceLink],
+    default_domain: &str,
+) -> Result<HashMap<(String, String), Link>, AppError> {
+    let mut keys = Vec::with_capacity(found.len());
+    for src in found.iter().filter(|s| s.skip.is_none()) {
+        let Ok(domain) =
+            shared::normalize_short_domain(src.domain.as_deref().unwrap_or(default_domain))
+        else {
+            continue;
+        };
+        let settings = lookups
+            .domain(&domain)
+            .await?
+            .map(|d| d.settings.clone())
+            .unwrap_or_default();
+        let code = settings.canonical_code(&src.code).into_owned();
+        keys.push((domain, code));
+    }
+    Ok(store::links::get_many(&links.db, &keys)
+        .await?
+        .into_iter()
+        .map(|l| ((l.domain.clone(), l.code.clone()), l))
+        .collect())
+}
+
+/// Judges one link of the source: what creating (or changing) it would do, `existing`
+/// holding the links Hop has under the import's codes.
+#[allow(clippy::too_many_arguments)]
 async fn judge(
     links: &Links,
     lookups: &mut Lookups<'_>,
@@ -263,6 +296,7 @@ async fn judge(
     domain: &str,
     req: &ImportRequest,
     now: i64,
+    existing: &mut HashMap<(String, String), Link>,
 ) -> Result<Judged, AppError> {
     if let Some(why) = &src.skip {
         return Ok(Judged::Done(Outcome::Skipped, Some(why.clone())));
@@ -284,7 +318,7 @@ async fn judge(
     } else {
         LinkState::Active
     };
-    if let Some(current) = store::links::get(&links.db, &domain, &code).await? {
+    if let Some(current) = existing.remove(&(domain.clone(), code.clone())) {
         return judge_existing(lookups, creator, src, current, status, now).await;
     }
     let create = CreateLink {

@@ -10,7 +10,7 @@
 //! out whole: without its condition it would catch visitors it never caught), and
 //! `crawlable`.
 
-use super::source::{parse_time, split_short_link, Columns, SourceLink, Unreadable};
+use super::source::{csv_records, parse_time, split_short_link, SourceLink, Unreadable};
 use serde::Deserialize;
 use shared::targeting::{Conditions, Device, QueryTest, Rule};
 
@@ -304,25 +304,14 @@ const FIELDS: &[(&str, &[&str])] = &[
 
 /// Reads the web client's CSV export.
 pub fn read_csv(content: &str) -> Result<Vec<SourceLink>, Unreadable> {
-    let mut reader = csv::ReaderBuilder::new()
-        .flexible(true)
-        .from_reader(content.as_bytes());
-    let headers = reader
-        .headers()
-        .map_err(|e| Unreadable(format!("cannot read the header row: {e}")))?
-        .clone();
-    let columns = Columns::find(&headers, FIELDS);
-    if !columns.has("long_url") || !(columns.has("code") || columns.has("short_url")) {
-        return Err(Unreadable(format!(
-            "not Shlink's export: it names shortCode (or shortUrl) and longUrl; the header row \
-             is {:?}",
-            headers.iter().collect::<Vec<_>>()
-        )));
-    }
+    let (columns, records) = csv_records(
+        content,
+        FIELDS,
+        &[&["long_url"], &["code", "short_url"]],
+        "not Shlink's export: it names shortCode (or shortUrl) and longUrl",
+    )?;
     let mut links = Vec::new();
-    for (i, record) in reader.records().enumerate() {
-        let row = i + 1;
-        let record = record.map_err(|e| Unreadable(format!("row {row}: {e}")))?;
+    for (row, record) in records {
         let cell = |f: &str| columns.cell(&record, f);
         let from_url = cell("short_url").and_then(split_short_link);
         let code = cell("code")

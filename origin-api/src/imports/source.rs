@@ -61,6 +61,40 @@ pub fn read(source: Source, format: Format, content: &str) -> Result<Vec<SourceL
     }
 }
 
+/// A CSV file's records with their columns found: refused whole (saying `what` it
+/// should have been, and its header row) when no column of a field in each of `needed`
+/// is there. Each record comes with its number (1 is the first after the header).
+pub fn csv_records<'f>(
+    content: &str,
+    fields: &[(&'f str, &[&str])],
+    needed: &[&[&str]],
+    what: &str,
+) -> Result<(Columns<'f>, Vec<(usize, csv::StringRecord)>), Unreadable> {
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_reader(content.as_bytes());
+    let headers = reader
+        .headers()
+        .map_err(|e| Unreadable(format!("cannot read the header row: {e}")))?
+        .clone();
+    let columns = Columns::find(&headers, fields);
+    if !needed.iter().all(|any| any.iter().any(|f| columns.has(f))) {
+        return Err(Unreadable(format!(
+            "{what}; the header row is {:?}",
+            headers.iter().collect::<Vec<_>>()
+        )));
+    }
+    let mut records = Vec::new();
+    for (i, record) in reader.records().enumerate() {
+        let row = i + 1;
+        records.push((
+            row,
+            record.map_err(|e| Unreadable(format!("row {row}: {e}")))?,
+        ));
+    }
+    Ok((columns, records))
+}
+
 /// A header as compared: lowercase, with spaces, underscores and hyphens dropped
 /// (`Long URL`, `long_url` and `long-url` are one).
 pub fn header_key(name: &str) -> String {

@@ -8,7 +8,7 @@
 //! UTC (`Y-m-d H:i:s`). The visitor's IP address YOURLS stored with each link is never
 //! imported.
 
-use super::source::{parse_time, split_short_link, Columns, SourceLink, Unreadable};
+use super::source::{csv_records, parse_time, split_short_link, SourceLink, Unreadable};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -22,24 +22,14 @@ const FIELDS: &[(&str, &[&str])] = &[
 
 /// Reads `yourls_url` exported as CSV with its column names.
 pub fn read_csv(content: &str) -> Result<Vec<SourceLink>, Unreadable> {
-    let mut reader = csv::ReaderBuilder::new()
-        .flexible(true)
-        .from_reader(content.as_bytes());
-    let headers = reader
-        .headers()
-        .map_err(|e| Unreadable(format!("cannot read the header row: {e}")))?
-        .clone();
-    let columns = Columns::find(&headers, FIELDS);
-    if !columns.has("keyword") || !columns.has("url") {
-        return Err(Unreadable(format!(
-            "not an export of yourls_url: it names keyword and url; the header row is {:?}",
-            headers.iter().collect::<Vec<_>>()
-        )));
-    }
+    let (columns, records) = csv_records(
+        content,
+        FIELDS,
+        &[&["keyword"], &["url"]],
+        "not an export of yourls_url: it names keyword and url",
+    )?;
     let mut links = Vec::new();
-    for (i, record) in reader.records().enumerate() {
-        let row = i + 1;
-        let record = record.map_err(|e| Unreadable(format!("row {row}: {e}")))?;
+    for (row, record) in records {
         let cell = |f: &str| columns.cell(&record, f);
         links.push(SourceLink {
             row,

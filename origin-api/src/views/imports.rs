@@ -115,6 +115,24 @@ pub struct ImportSummary {
     pub deferred: usize,
 }
 
+impl ImportSummary {
+    /// The count of each outcome among `rows`.
+    pub fn of(rows: &[ImportRow]) -> ImportSummary {
+        let mut s = ImportSummary::default();
+        for r in rows {
+            *match r.outcome {
+                Outcome::Created => &mut s.created,
+                Outcome::Changed => &mut s.changed,
+                Outcome::Unchanged => &mut s.unchanged,
+                Outcome::Refused => &mut s.refused,
+                Outcome::Skipped => &mut s.skipped,
+                Outcome::Deferred => &mut s.deferred,
+            } += 1;
+        }
+        s
+    }
+}
+
 /// The answer of `POST /v1/imports`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ImportReport {
