@@ -35,8 +35,26 @@ use crate::views::imports::{
 };
 use crate::views::links::{AccessMode, CreateLink, Password, UpdateLink};
 use shared::codes::validate_alias;
-use source::SourceLink;
+use source::{Format, Source, SourceLink, Unreadable};
 use std::collections::HashMap;
+
+/// Reads `content` of `source` in `format` into its links.
+pub fn read(source: Source, format: Format, content: &str) -> Result<Vec<SourceLink>, Unreadable> {
+    match (source, format) {
+        (Source::Bitly, Format::Csv) => bitly::read_csv(content),
+        (Source::Bitly, Format::Api) => bitly::read_api_page(content).map(|p| p.links),
+        (Source::Shlink, Format::Csv) => shlink::read_csv(content),
+        (Source::Shlink, Format::Api) => shlink::read_api_page(content).map(|p| p.links),
+        (Source::Yourls, Format::Csv) => yourls::read_csv(content),
+        (Source::Yourls, Format::Api) => yourls::read_api(content),
+        (Source::Kutt, Format::Api) => kutt::read_api_page(content).map(|p| p.links),
+        (Source::Kutt, Format::Csv) => Err(Unreadable(
+            "Kutt has no export file: import from its API (GET /api/v2/links pages)".into(),
+        )),
+        (Source::Dub, Format::Csv) => dub::read_csv(content),
+        (Source::Dub, Format::Api) => dub::read_api_page(content),
+    }
+}
 
 /// What judging one link decided.
 enum Judged {
@@ -54,8 +72,8 @@ pub async fn run(
     key_id: &str,
     req: ImportRequest,
 ) -> Result<ImportReport, AppError> {
-    let found = source::read(req.source, req.format, &req.content)
-        .map_err(|e| AppError::invalid("content", e))?;
+    let found =
+        read(req.source, req.format, &req.content).map_err(|e| AppError::invalid("content", e))?;
     if found.len() > MAX_IMPORT_LINKS {
         return Err(AppError::invalid(
             "content",

@@ -43,24 +43,6 @@ pub struct SourceLink {
 #[error("{0}")]
 pub struct Unreadable(pub String);
 
-/// Reads `content` of `source` in `format` into its links.
-pub fn read(source: Source, format: Format, content: &str) -> Result<Vec<SourceLink>, Unreadable> {
-    match (source, format) {
-        (Source::Bitly, Format::Csv) => super::bitly::read_csv(content),
-        (Source::Bitly, Format::Api) => super::bitly::read_api_page(content).map(|p| p.links),
-        (Source::Shlink, Format::Csv) => super::shlink::read_csv(content),
-        (Source::Shlink, Format::Api) => super::shlink::read_api_page(content).map(|p| p.links),
-        (Source::Yourls, Format::Csv) => super::yourls::read_csv(content),
-        (Source::Yourls, Format::Api) => super::yourls::read_api(content),
-        (Source::Kutt, Format::Api) => super::kutt::read_api_page(content).map(|p| p.links),
-        (Source::Kutt, Format::Csv) => Err(Unreadable(
-            "Kutt has no export file: import from its API (GET /api/v2/links pages)".into(),
-        )),
-        (Source::Dub, Format::Csv) => super::dub::read_csv(content),
-        (Source::Dub, Format::Api) => super::dub::read_api_page(content),
-    }
-}
-
 /// A CSV file's records with their columns found: refused whole (saying `what` it
 /// should have been, and its header row) when no column of a field in each of `needed`
 /// is there. Each record comes with its number (1 is the first after the header).

@@ -501,7 +501,7 @@ fn decide_known<'u>(
         return match visit.method {
             // Only a password link's form posts.
             Method::Post => Decision::get_or_head_only(),
-            _ => Decision::no_link(visit, settings, deny),
+            _ => Decision::no_link(visit.method, visit.route, visit.query, settings, deny),
         };
     };
     if record.status == EdgeStatus::Banned {

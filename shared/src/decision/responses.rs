@@ -2,7 +2,6 @@
 //! [`Decision`], and the pages drawn for one ([`Page`], named by the decision, drawn by
 //! the page's module). Nothing here decides: `super` chooses, this writes it out.
 
-use super::Visit;
 use crate::access::Access;
 use crate::answer::{Body, Decision, Headers, Method, Outcome};
 use crate::denylist::Denylist;
@@ -158,10 +157,16 @@ impl Decision {
     /// No link: the same code on the shortener the domain moved from, when it has one
     /// (with the visitor's query); else the domain's `not_found_url`; else 404. A host
     /// ban covering either page skips it.
-    pub(super) fn no_link(visit: &Visit<'_>, settings: &DomainSettings, deny: &Denylist) -> Self {
+    pub(super) fn no_link(
+        method: Method,
+        route: &RouteKey,
+        query: Option<&str>,
+        settings: &DomainSettings,
+        deny: &Denylist,
+    ) -> Self {
         if let Some(base) = settings.legacy_url.as_deref() {
-            let mut url = format!("{}/{}", base.trim_end_matches('/'), visit.route.code());
-            if let Some(q) = visit.query.filter(|q| !q.is_empty()) {
+            let mut url = format!("{}/{}", base.trim_end_matches('/'), route.code());
+            if let Some(q) = query.filter(|q| !q.is_empty()) {
                 url.push('?');
                 url.push_str(q);
             }
@@ -173,7 +178,7 @@ impl Decision {
             .not_found_url
             .as_deref()
             .and_then(|url| Decision::page(Outcome::NotFound, url, deny))
-            .unwrap_or_else(|| Decision::not_found(visit.method))
+            .unwrap_or_else(|| Decision::not_found(method))
     }
 
     /// A page drawn for this visit, served with its own policy if it has one.
