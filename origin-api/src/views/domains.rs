@@ -237,7 +237,9 @@ pub struct LegacyMissView {
 #[into_params(parameter_in = Query)]
 pub struct LegacyMissParams {
     /// 1 to 1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<i64>,
     /// `next_cursor` of the page before.
+    #[param(min_length = 1)]
     pub cursor: Option<String>,
 }
