@@ -342,6 +342,50 @@ async fn bitly_stub(
 
 use axum::Json;
 
+/// Registers `domain`, owned by `owner`, with an admin key.
+async fn owned_domain(api: &Api, domain: &str, owner: &str) {
+    let admin = api.key("ops", true).await;
+    let made = api
+        .post_json(
+            &admin,
+            "/v1/domains",
+            &json!({"domain": domain, "owners": [owner]}),
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+}
+
+/// A served origin (with `flags`) for `acme`, `domain` owned by `acme` on it, and the
+/// API over the same database; `None` without a database to run on.
+async fn served_for(
+    test: &str,
+    domain: &str,
+    flags: &[&str],
+) -> Option<(crate::common::TestDb, crate::import_export::Served, Api)> {
+    let t = crate::common::TestDb::all(test).await.into_iter().next()?;
+    let served = crate::import_export::serve_with(&t, "acme", flags).await;
+    let api = Api::of(&t);
+    owned_domain(&api, domain, "acme").await;
+    Some((t, served, api))
+}
+
+/// `app` served on a free port of loopback: its address, and its task.
+async fn stub_server(
+    app: axum::Router,
+) -> (
+    std::net::SocketAddr,
+    tokio::task::JoinHandle<std::io::Result<()>>,
+) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port");
+    let addr = listener.local_addr().expect("its address");
+    (
+        addr,
+        tokio::spawn(async move { axum::serve(listener, app).await }),
+    )
+}
+
 /// `import --from bitly URL`: pages fetched as Bitly's API pages them, its rate limit
 /// waited out, a refused page ends the run with its cursor kept, and the next run
 /// resumes from it; a code of the generated shape is deferred and sent again.
@@ -349,32 +393,22 @@ use axum::Json;
 async fn the_bitly_api_is_paged_waited_out_and_resumed() {
     use origin_api::cli::import_from::{import_from, FromOptions};
     use origin_api::views::imports::Source;
-    let Some(t) = crate::common::TestDb::all("import-bitly-api")
-        .await
-        .into_iter()
-        .next()
+    let Some((t, served, admin)) = served_for(
+        "import-bitly-api",
+        "go.acme.co",
+        &["--import-edge-wait", "1"],
+    )
+    .await
     else {
         return;
     };
-    let served = crate::import_export::serve_with(&t, "acme", &["--import-edge-wait", "1"]).await;
-    let admin = Api::of(&t);
     let ops = admin.key("ops", true).await;
-    let made = admin
-        .post_json(
-            &ops,
-            "/v1/domains",
-            &json!({"domain": "go.acme.co", "owners": ["acme"]}),
-        )
-        .await;
-    assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
     let stub = BitlyStub::default();
     stub.broken.store(true, std::sync::atomic::Ordering::SeqCst);
     let app = axum::Router::new()
         .route("/v4/groups/Bg1/bitlinks", axum::routing::get(bitly_stub))
         .with_state(stub.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let (addr, server) = stub_server(app).await;
     let dir = tempfile::tempdir().unwrap();
     let options = FromOptions {
         source: Source::Bitly,
@@ -618,33 +652,16 @@ async fn shlink_rules(headers: axum::http::HeaderMap) -> axum::response::Respons
 async fn the_shlink_api_brings_each_links_redirect_rules() {
     use origin_api::cli::import_from::{import_from, FromOptions};
     use origin_api::views::imports::Source;
-    let Some(t) = crate::common::TestDb::all("import-shlink-api")
-        .await
-        .into_iter()
-        .next()
-    else {
+    let Some((t, served, admin)) = served_for("import-shlink-api", "s.test", &[]).await else {
         return;
     };
-    let served = crate::import_export::serve_with(&t, "acme", &[]).await;
-    let admin = Api::of(&t);
-    let ops = admin.key("ops", true).await;
-    let made = admin
-        .post_json(
-            &ops,
-            "/v1/domains",
-            &json!({"domain": "s.test", "owners": ["acme"]}),
-        )
-        .await;
-    assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
     let app = axum::Router::new()
         .route("/rest/v3/short-urls", axum::routing::get(shlink_stub))
         .route(
             "/rest/v3/short-urls/ruled/redirect-rules",
             axum::routing::get(shlink_rules),
         );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let (addr, server) = stub_server(app).await;
     let dir = tempfile::tempdir().unwrap();
     let options = FromOptions {
         source: Source::Shlink,
