@@ -30,12 +30,13 @@ use crate::model::time::now_ms;
 use crate::model::{Creator, Imported, Link, LinkState};
 use crate::store;
 use crate::store::BulkInsert;
+use crate::views::imports::{Format, Source};
 use crate::views::imports::{
     ImportReport, ImportRequest, ImportRow, ImportSummary, Outcome, MAX_IMPORT_LINKS,
 };
 use crate::views::links::{AccessMode, CreateLink, Password, UpdateLink};
 use shared::codes::validate_alias;
-use source::{Format, Source, SourceLink, Unreadable};
+use source::{SourceLink, Unreadable};
 use std::collections::HashMap;
 
 /// Reads `content` of `source` in `format` into its links.

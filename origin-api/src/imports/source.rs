@@ -1,8 +1,6 @@
 //! A link as another shortener describes it, read from its export or its API: what every
 //! importer turns its source's rows into, and what the import judges against Hop.
 
-pub use crate::views::imports::{Format, Source};
-
 /// One link of the source. `row` numbers what the source listed (1 is its first row or
 /// item); one row may bring several links (a Bitly link's custom back-halves).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

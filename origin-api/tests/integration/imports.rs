@@ -54,15 +54,7 @@ async fn window_known(api: &Api) {
 #[tokio::test]
 async fn a_bitly_page_moves_its_branded_links_once_with_every_back_half() {
     for (api, t) in apis("import-bitly").await {
-        let admin = api.key("ops", true).await;
-        let made = api
-            .post_json(
-                &admin,
-                "/v1/domains",
-                &json!({"domain": "go.acme.co", "owners": ["acme"]}),
-            )
-            .await;
-        assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+        owned_domain(&api, "go.acme.co", "acme").await;
         let key = api.key("acme", false).await;
         let page = fixture("bitly-page-1.json");
 
@@ -170,16 +162,8 @@ async fn a_bitly_page_moves_its_branded_links_once_with_every_back_half() {
 #[tokio::test]
 async fn what_hop_holds_is_never_overwritten_and_each_refusal_says_why() {
     for (api, t) in apis("import-refusals").await {
-        let admin = api.key("ops", true).await;
         for (domain, owner) in [("go.acme.co", "acme"), ("go.globex.example", "globex")] {
-            let made = api
-                .post_json(
-                    &admin,
-                    "/v1/domains",
-                    &json!({"domain": domain, "owners": [owner]}),
-                )
-                .await;
-            assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+            owned_domain(&api, domain, owner).await;
         }
         let key = api.key("acme", false).await;
         let native = api
@@ -494,16 +478,8 @@ async fn import_as(
 #[tokio::test]
 async fn shlink_yourls_kutt_and_dub_keep_what_hop_can_and_say_what_it_cannot() {
     for (api, t) in apis("import-others").await {
-        let admin = api.key("ops", true).await;
         for domain in ["s.test", "sho.rt", "kutt.example", "dub.example"] {
-            let made = api
-                .post_json(
-                    &admin,
-                    "/v1/domains",
-                    &json!({"domain": domain, "owners": ["acme"]}),
-                )
-                .await;
-            assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+            owned_domain(&api, domain, "acme").await;
         }
         let key = api.key("acme", false).await;
 
