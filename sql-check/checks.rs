@@ -1205,3 +1205,306 @@ pub async fn upsert_foreign_window(c: &mut Conn) -> Result<(), sqlx::Error> {
     .await?;
     Ok(())
 }
+
+/// `store/events.rs`: whether any webhook endpoint is active (events are written only then).
+pub async fn webhooks_wanted(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/webhooks_wanted.sql"
+    )
+    .fetch_optional(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/webhooks.rs`: events without an ordinal yet, in seq order.
+pub async fn unsequenced_webhook_events(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/unsequenced_webhook_events.sql",
+        100_i64
+    )
+    .fetch_all(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/webhooks.rs`: the last ordinal given.
+pub async fn last_webhook_ordinal(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/last_webhook_ordinal.sql"
+    )
+    .fetch_one(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/webhooks.rs`: ordinals for a run of committed events.
+pub async fn sequence_webhook_events(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/sequence_webhook_events.sql",
+        1_i64,
+        1_i64,
+        2_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/webhooks.rs`: an endpoint registered, its cursor at the newest event.
+pub async fn insert_webhook_endpoint(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/insert_webhook_endpoint.sql",
+        "wh_1",
+        Some("o"),
+        "https://h.example/",
+        "",
+        "link.created",
+        "whsec_x",
+        "key",
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/webhooks.rs`: an endpoint by id.
+pub async fn webhook_endpoint(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/webhook_endpoint.sql",
+        "wh_1"
+    )
+    .fetch_optional(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/webhooks.rs`: a page of endpoints, an owner's or everyone's.
+pub async fn webhook_endpoints(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/webhook_endpoints.sql",
+        "o",
+        "",
+        100_i64
+    )
+    .fetch_all(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/webhooks.rs`: the active endpoints due an attempt.
+pub async fn due_webhook_endpoints(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/due_webhook_endpoints.sql",
+        0_i64,
+        100_i64
+    )
+    .fetch_all(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/webhooks.rs`: the active endpoints.
+pub async fn active_webhook_endpoints(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/active_webhook_endpoints.sql"
+    )
+    .fetch_all(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/webhooks.rs`: an endpoint's fields and state.
+pub async fn update_webhook_endpoint(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/update_webhook_endpoint.sql",
+        "wh_1",
+        "https://h.example/",
+        "",
+        "link.created",
+        "active",
+        None::<&str>,
+        0_i64,
+        None::<i64>,
+        0_i64,
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/webhooks.rs`: a new secret, the old one kept for a while.
+pub async fn rotate_webhook_secret(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/rotate_webhook_secret.sql",
+        "wh_1",
+        "whsec_y",
+        0_i64,
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/webhooks.rs`: an endpoint sent events again from an ordinal.
+pub async fn rewind_webhook_endpoint(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/rewind_webhook_endpoint.sql",
+        "wh_1",
+        0_i64,
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/webhooks.rs`: an endpoint removed.
+pub async fn delete_webhook_endpoint(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/delete_webhook_endpoint.sql",
+        "wh_1"
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/webhooks.rs`: an endpoint's attempts removed.
+pub async fn delete_webhook_attempts(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/delete_webhook_attempts.sql",
+        "wh_1"
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/webhooks.rs`: an endpoint's events in an ordinal window.
+pub async fn webhook_events_for(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/webhook_events_for.sql",
+        0_i64,
+        100_i64,
+        "",
+        ",link.created,",
+        100_i64
+    )
+    .fetch_all(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/webhooks.rs`: an endpoint moved on after a run of attempts.
+pub async fn record_webhook_outcome(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/record_webhook_outcome.sql",
+        "wh_1",
+        1_i64,
+        0_i64,
+        None::<i64>,
+        0_i64,
+        "active",
+        None::<&str>,
+        0_i64,
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/webhooks.rs`: a page of an endpoint's attempts.
+pub async fn webhook_attempts(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/webhook_attempts.sql",
+        "wh_1",
+        i64::MAX,
+        100_i64
+    )
+    .fetch_all(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/webhooks.rs`: the oldest event without an ordinal.
+pub async fn oldest_unsequenced_webhook_event(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/oldest_unsequenced_webhook_event.sql"
+    )
+    .fetch_one(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/webhooks.rs`: an event's ordinal, for a redelivery.
+pub async fn webhook_event_ordinal(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/webhook_event_ordinal.sql",
+        1_i64
+    )
+    .fetch_optional(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/webhooks.rs`: where a sweep stands.
+pub async fn webhook_mark(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/webhook_mark.sql",
+        "expired"
+    )
+    .fetch_optional(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/webhooks.rs`: a sweep moved on.
+pub async fn set_webhook_mark(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/set_webhook_mark.sql",
+        "expired",
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/webhooks.rs`: one closed hour's visits per link.
+pub async fn clicks_of_hour(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/clicks_of_hour.sql",
+        0_i64,
+        0_i64,
+        1000_i64
+    )
+    .fetch_all(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/webhooks.rs`: events past the retention.
+pub async fn prune_webhook_events(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/prune_webhook_events.sql",
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/webhooks.rs`: attempts past the retention.
+pub async fn prune_webhook_attempts(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/prune_webhook_attempts.sql",
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}

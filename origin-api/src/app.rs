@@ -27,6 +27,7 @@ use crate::proxies::Proxies;
 use crate::ratelimit::CreateLimit;
 use crate::redirects::{RedirectSettings, Redirects};
 use crate::segments::{CodeSequences, SegmentAllocator, DEFAULT_SEGMENT_MAX_AGE};
+use crate::webhooks::{WebhookSettings, Webhooks};
 use axum::extract::FromRef;
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,6 +59,7 @@ pub struct AppParts {
     pub freshness: Arc<Freshness>,
     pub housekeeping: Arc<Housekeeping>,
     pub accounts: Arc<Accounts>,
+    pub webhooks: Arc<Webhooks>,
     /// The API's, the publisher's and the background tasks' pool.
     pub db: Db,
     pub cache: RedirectCache,
@@ -197,6 +199,7 @@ pub fn build(db: Db, settings: Settings) -> AppState {
         create_limit,
         click_retention_ms: counts.retention_ms(),
         outbox_retention: settings.outbox_retention,
+        webhook_retention: settings.webhook_retention,
     };
     let freshness = Freshness {
         db: db.clone(),
@@ -221,11 +224,26 @@ pub fn build(db: Db, settings: Settings) -> AppState {
         accounts: Arc::new(
             Accounts::new(db.clone()).with_secure_cookies(settings.dashboard_secure_cookies),
         ),
+        webhooks: Arc::new(Webhooks {
+            db: db.clone(),
+            settings: webhook_settings(&settings),
+        }),
         db,
         cache,
         metrics,
         settings,
     }))
+}
+
+/// The webhooks' settings from the configuration (`--webhook-*`).
+pub fn webhook_settings(settings: &Settings) -> WebhookSettings {
+    WebhookSettings {
+        schedule: settings.webhook_retry_schedule.0.clone(),
+        give_up_after: settings.webhook_give_up_after,
+        retention: settings.webhook_retention,
+        timeout: Duration::from_secs(settings.webhook_timeout),
+        allow_private: settings.webhook_allow_private,
+    }
 }
 
 /// Only what registering and changing domains needs (`hop-origin domains add|set|remove`):
@@ -295,6 +313,7 @@ services_from_the_root!(
     health: Health,
     edge: Edge,
     accounts: Accounts,
+    webhooks: Webhooks,
 );
 
 /// The API's pool, for a handler that reads the database and nothing else (the outbox's

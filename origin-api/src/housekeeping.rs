@@ -1,7 +1,8 @@
 //! What the origin forgets on a schedule, so that no table grows without bound:
 //! idempotency keys after their 24 hours, click event ids after their retention, and
 //! delivered outbox rows after `--outbox-retention` (the newest delivered row of each
-//! key stays). Also the per-key rate budgets of idle keys.
+//! key stays), webhook events and attempts after `--webhook-retention`. Also the per-key
+//! rate budgets of idle keys.
 
 use crate::db::Db;
 use crate::links::IDEMPOTENCY_TTL_MS;
@@ -23,6 +24,9 @@ pub struct Swept {
     pub sessions: u64,
     /// Sign-in attempts against emails nobody tried for an hour.
     pub login_attempts: u64,
+    /// Webhook events and delivery attempts past `--webhook-retention`.
+    pub webhook_events: u64,
+    pub webhook_attempts: u64,
 }
 
 /// What the sweep reaches.
@@ -35,6 +39,8 @@ pub struct Housekeeping {
     pub click_retention_ms: i64,
     /// How long delivered outbox rows are kept (`--outbox-retention`).
     pub outbox_retention: Duration,
+    /// How long webhook events and attempts are kept (`--webhook-retention`).
+    pub webhook_retention: Duration,
 }
 
 /// Removes what is past its time at `now` (Unix ms). Each part goes on if another fails;
@@ -71,6 +77,14 @@ pub async fn sweep(state: &Housekeeping, now: i64) -> Result<Swept, StoreError> 
     let stale = now - crate::accounts::FORGET_ATTEMPTS_MS;
     match store::users::forget_stale_login_attempts(&state.db, stale).await {
         Ok(n) => swept.login_attempts = n,
+        Err(e) => first_error = first_error.or(Some(e)),
+    }
+    let retention = i64::try_from(state.webhook_retention.as_millis()).unwrap_or(i64::MAX);
+    match store::webhooks::prune(&state.db, now.saturating_sub(retention)).await {
+        Ok((events, attempts)) => {
+            swept.webhook_events = events;
+            swept.webhook_attempts = attempts;
+        }
         Err(e) => first_error = first_error.or(Some(e)),
     }
     match first_error {

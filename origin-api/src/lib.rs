@@ -36,6 +36,7 @@ pub mod segments;
 pub mod server;
 pub mod store;
 pub mod views;
+pub mod webhooks;
 
 pub use app::AppState;
 
@@ -179,6 +180,18 @@ pub async fn serve_on(
         let (c, metrics, stop) = (clicks.clone(), state.metrics.clone(), stop.subscribe());
         async move { c.report(&metrics, stop).await }
     });
+    // Webhook events to their endpoints: a task and a lease of its own, so that a slow
+    // receiver holds up nothing else.
+    let dispatching = tokio::spawn(
+        webhooks::dispatch::Dispatcher::new(
+            state.db.clone(),
+            app::webhook_settings(&state.settings),
+            state.links.settings.short_urls.clone(),
+            state.metrics.clone(),
+        )
+        .map_err(std::io::Error::other)?
+        .run(stop.subscribe()),
+    );
     // On PostgreSQL, other origins' changes reach this one's cache as they commit.
     let listening = tokio::spawn(freshness::listen(state.freshness.clone(), stop.subscribe()));
     // Once a minute, what is past its time is forgotten (housekeeping).
@@ -222,6 +235,7 @@ pub async fn serve_on(
     let _ = recording.await;
     let _ = folding.await;
     let _ = legacy.await;
+    let _ = dispatching.await;
     // Everything held is written (or counted as dropped): nothing is outstanding.
     let _ = reporting.await;
     clicks.forget_reports().await;

@@ -93,6 +93,13 @@ async fn run(loaded: Loaded) -> Result<(), Box<dyn std::error::Error>> {
             println!("secret (shown once):");
             println!("{token}");
         }
+        Command::Webhooks(command) => {
+            let webhooks = origin_api::webhooks::Webhooks {
+                db: db.clone(),
+                settings: app::webhook_settings(&settings),
+            };
+            cli::webhooks::run(&webhooks, command).await?;
+        }
         Command::Users(command) => {
             cli::users::run(&origin_api::accounts::Accounts::new(db.clone()), command).await?;
         }

@@ -66,10 +66,18 @@ impl TargetUrl {
     /// label, `.local`, `.internal`, …).
     pub fn non_public(&self) -> Option<&'static str> {
         match self.ip() {
-            Some(IpAddr::V4(a)) => ipv4_non_public(a),
-            Some(IpAddr::V6(a)) => ipv6_non_public(a),
+            Some(ip) => ip_non_public(ip),
             None => name_non_public(self.host()),
         }
+    }
+}
+
+/// Why an address is outside the public internet, if it is (as [`TargetUrl::non_public`]
+/// judges an address): what a connection made for a user must not reach.
+pub fn ip_non_public(ip: IpAddr) -> Option<&'static str> {
+    match ip {
+        IpAddr::V4(a) => ipv4_non_public(a),
+        IpAddr::V6(a) => ipv6_non_public(a),
     }
 }
 

@@ -889,6 +889,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "housekeeping",
             "freshness",
             "accounts",
+            "webhooks",
         ],
     ),
     (

@@ -9,6 +9,7 @@ pub mod export;
 pub mod import;
 pub mod import_from;
 pub mod users;
+pub mod webhooks;
 
 use crate::config::{ApiArgs, ExportArgs, ImportArgs};
 use api_client::ApiClient;

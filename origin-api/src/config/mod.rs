@@ -51,6 +51,9 @@ pub enum Command {
     /// The domain registry, by the rules of POST /v1/domains.
     #[command(subcommand)]
     Domains(DomainsCommand),
+    /// Webhook endpoints, as the API registers them (docs/webhooks.md).
+    #[command(subcommand)]
+    Webhooks(WebhooksCommand),
     /// Create links from a CSV file through a running origin's API. Re-running the same
     /// command resumes: rows already imported are skipped, nothing is created twice.
     Import(ImportArgs),
@@ -190,6 +193,63 @@ pub enum DomainsCommand {
     },
     /// Remove a domain that no link lives on (one that holds links is disabled instead).
     Remove { domain: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WebhooksCommand {
+    /// Register an endpoint for an owner's events (or, with --all, everyone's); prints
+    /// its secret, once.
+    Add {
+        /// Where events are POSTed (https on a public address, unless the origin runs
+        /// with --webhook-allow-private).
+        url: String,
+        /// The owner whose links' and domains' events it gets.
+        #[arg(long, conflicts_with = "all", required_unless_present = "all")]
+        owner: Option<String>,
+        /// Every owner's events.
+        #[arg(long)]
+        all: bool,
+        /// The event types wanted, comma-separated (default: all).
+        #[arg(long, value_delimiter = ',')]
+        events: Vec<String>,
+        #[arg(long)]
+        description: Option<String>,
+    },
+    /// List the endpoints (an owner's, or all).
+    List {
+        #[arg(long)]
+        owner: Option<String>,
+    },
+    /// Change an endpoint; --enable starts deliveries again from the event it stopped at.
+    Set {
+        id: String,
+        #[arg(long)]
+        url: Option<String>,
+        #[arg(long, value_delimiter = ',')]
+        events: Vec<String>,
+        #[arg(long)]
+        description: Option<String>,
+        #[arg(long, conflicts_with = "disable")]
+        enable: bool,
+        #[arg(long)]
+        disable: bool,
+    },
+    /// Remove an endpoint and its attempts.
+    Remove { id: String },
+    /// A new secret (printed once); the old one also signs for 24 hours.
+    Rotate { id: String },
+    /// Send an event (the webhook-id it was sent with) and every later one again.
+    Redeliver {
+        id: String,
+        #[arg(long)]
+        since: String,
+    },
+    /// The endpoint's delivery attempts, newest first.
+    Attempts {
+        id: String,
+        #[arg(long, default_value = "20", value_parser = clap::value_parser!(i64).range(1..=1000))]
+        limit: i64,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -529,6 +589,44 @@ pub struct Settings {
         global = true
     )]
     pub import_edge_wait: u64,
+
+    /// The webhooks' waits after each failed delivery of an event, before it is tried
+    /// again (durations with `d`, `h`, `m` or `s`, comma-separated; the last repeats).
+    /// The default is Standard Webhooks' schedule, then every 12 hours.
+    #[arg(
+        long,
+        env = "HOP_WEBHOOK_RETRY_SCHEDULE",
+        default_value = "5s,5m,30m,2h,5h,10h,10h,12h",
+        value_parser = parse_schedule,
+        global = true
+    )]
+    pub webhook_retry_schedule: Schedule,
+
+    /// How long an endpoint may fail every attempt at an event before it is disabled
+    /// (its events are kept for a redelivery).
+    #[arg(long, env = "HOP_WEBHOOK_GIVE_UP_AFTER", default_value = "3d", value_parser = parse_duration, global = true)]
+    pub webhook_give_up_after: std::time::Duration,
+
+    /// How long webhook events and delivery attempts are kept (a redelivery reaches back
+    /// this far).
+    #[arg(long, env = "HOP_WEBHOOK_RETENTION", default_value = "14d", value_parser = parse_retention, global = true)]
+    pub webhook_retention: std::time::Duration,
+
+    /// Seconds a webhook receiver has to answer a delivery before it counts as failed.
+    #[arg(
+        long,
+        env = "HOP_WEBHOOK_TIMEOUT",
+        default_value = "15",
+        value_parser = clap::value_parser!(u64).range(1..=60),
+        global = true
+    )]
+    pub webhook_timeout: u64,
+
+    /// Lets webhook endpoints be plain `http` and on private, loopback or link-local
+    /// addresses (a local setup, tests). Off, an endpoint must be `https` on a public
+    /// address, checked when it is registered and again at every connection.
+    #[arg(long, env = "HOP_WEBHOOK_ALLOW_PRIVATE", default_value = "false", action = clap::ArgAction::Set, global = true)]
+    pub webhook_allow_private: bool,
 
     /// Failed authentications a client address may make per minute (in bursts of as
     /// many); past them it is answered 429 until a failure's worth of time has passed.
@@ -1013,6 +1111,33 @@ pub fn read_secret(
 
 /// `7d`, `36h`, `90m`, `600s`, or a bare number of days.
 fn parse_retention(s: &str) -> Result<std::time::Duration, String> {
+    let d = parse_duration(s)?;
+    if d.as_secs() < 3_600 {
+        return Err(format!(
+            "{s:?}: keep delivered rows at least an hour (they settle late pushes)"
+        ));
+    }
+    Ok(d)
+}
+
+/// The webhooks' waits after each failed attempt at an event; the last one repeats.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schedule(pub Vec<std::time::Duration>);
+
+/// The webhooks' retry delays: durations separated by commas, the last one repeated.
+fn parse_schedule(s: &str) -> Result<Schedule, String> {
+    let delays = s
+        .split(',')
+        .map(parse_duration)
+        .collect::<Result<Vec<_>, _>>()?;
+    if delays.iter().any(std::time::Duration::is_zero) {
+        return Err(format!("{s:?}: every delay must be at least a second"));
+    }
+    Ok(Schedule(delays))
+}
+
+/// A number with `d`, `h`, `m` or `s` (a bare number is days).
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     let s = s.trim();
     let (number, unit) = match s.find(|c: char| !c.is_ascii_digit()) {
         Some(i) => s.split_at(i),
@@ -1029,11 +1154,6 @@ fn parse_retention(s: &str) -> Result<std::time::Duration, String> {
         _ => None,
     }
     .ok_or_else(|| format!("{s:?}: use a number with d, h, m or s, e.g. 7d"))?;
-    if seconds < 3_600 {
-        return Err(format!(
-            "{s:?}: keep delivered rows at least an hour (they settle late pushes)"
-        ));
-    }
     Ok(std::time::Duration::from_secs(seconds))
 }
 

@@ -171,6 +171,14 @@ pub struct Metrics {
     /// click this process holds unwritten; for `edge`, how old the oldest event of the
     /// last batch was when it arrived.
     pub click_ingest_delay: Family<SourceLabel, Seconds>,
+    /// Webhook delivery attempts, by result: `delivered`, `failed`, `gone` (410).
+    pub webhook_deliveries: Family<ResultLabel, Counter>,
+    /// Age of the oldest event an active endpoint has yet to receive (0 with none).
+    pub webhook_oldest_undelivered: Seconds,
+    /// Endpoints disabled for failing too long or answering 410, now.
+    pub webhook_endpoints_disabled: Gauge,
+    /// 1 while this process holds the webhooks' lease.
+    pub webhook_leader: Gauge,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -240,6 +248,10 @@ impl Default for Metrics {
             segment_size: metric(&mut registry, "id_segment_size", "Numbers per segment of each sequence this process hands out from: a segment is fetched ahead once a fifth of the current one is used, so current plus next below a tenth of it means fetching fails"),
             outbox_oldest_age: metric(&mut registry, "outbox_oldest_age_seconds", "Age of the oldest undelivered outbox row per lane, 0 with none (read when scraped)"),
             click_ingest_delay: metric(&mut registry, "click_ingest_delay_seconds", "How late clicks reach the rollups: origin, the oldest click this process holds unwritten; edge, the oldest event of the last batch when it arrived"),
+            webhook_deliveries: metric(&mut registry, "webhook_deliveries", "Webhook delivery attempts, by result: delivered (2xx), failed (retried on the schedule) or gone (410: the endpoint was disabled)"),
+            webhook_oldest_undelivered: metric(&mut registry, "webhook_oldest_undelivered_seconds", "Age of the oldest webhook event an active endpoint has yet to receive, 0 with none (as the dispatcher last saw it)"),
+            webhook_endpoints_disabled: metric(&mut registry, "webhook_endpoints_disabled", "Webhook endpoints disabled by the dispatcher (failing for --webhook-give-up-after, or 410) or by request"),
+            webhook_leader: metric(&mut registry, "webhook_dispatcher_leader", "1 while this process holds the webhook dispatcher's lease"),
             registry: Arc::new(registry),
         };
         // Series whose labels are known up front exist from the start, at zero: a
@@ -256,6 +268,9 @@ impl Default for Metrics {
         }
         for result in ["counted", "duplicate", "unknown_link", "refused"] {
             let _ = m.clicks.get_or_create(&ResultLabel { result });
+        }
+        for result in ["delivered", "failed", "gone"] {
+            let _ = m.webhook_deliveries.get_or_create(&ResultLabel { result });
         }
         for result in ["sent", "unchanged"] {
             let _ = m.edge_denylist_reads.get_or_create(&ResultLabel { result });

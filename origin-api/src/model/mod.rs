@@ -6,6 +6,7 @@
 pub mod api_key;
 pub mod ban;
 pub mod domain;
+pub mod event;
 pub mod link;
 pub mod sequence;
 pub mod short_url;

@@ -13,6 +13,7 @@ pub mod openapi;
 mod redirect;
 mod responses;
 mod stats;
+mod webhooks;
 
 use crate::app::AppState;
 use crate::in_flight::InFlightLayer;
@@ -96,6 +97,16 @@ fn router_under(state: AppState, in_flight: InFlightLayer) -> Router {
             "/v1/domains/{domain}/legacy-misses",
             get(domains::legacy_misses),
         )
+        .route("/v1/webhooks", post(webhooks::create).get(webhooks::list))
+        .route(
+            "/v1/webhooks/{id}",
+            get(webhooks::read)
+                .patch(webhooks::update)
+                .delete(webhooks::delete),
+        )
+        .route("/v1/webhooks/{id}/rotate", post(webhooks::rotate))
+        .route("/v1/webhooks/{id}/redeliver", post(webhooks::redeliver))
+        .route("/v1/webhooks/{id}/attempts", get(webhooks::attempts))
         .route("/v1/bans", post(bans::create).get(bans::list))
         .route("/v1/bans/{id}", axum::routing::delete(bans::lift))
         .route("/v1/edge/resolve/{domain}/{code}", get(edge::resolve))

@@ -1,7 +1,7 @@
 //! `/openapi.json`: the API description, generated from the handlers' annotations and
 //! the request and response types themselves, so it changes when they do.
 
-use super::{admin, bans, domains, edge, health, imports, links, redirect, stats};
+use super::{admin, bans, domains, edge, health, imports, links, redirect, stats, webhooks};
 use axum::http::header;
 use axum::response::IntoResponse;
 use std::sync::LazyLock;
@@ -32,6 +32,14 @@ use utoipa::{Modify, OpenApi};
         domains::delete,
         domains::legacy_misses,
         imports::create,
+        webhooks::create,
+        webhooks::list,
+        webhooks::read,
+        webhooks::update,
+        webhooks::delete,
+        webhooks::rotate,
+        webhooks::redeliver,
+        webhooks::attempts,
         bans::create,
         bans::list,
         bans::lift,
@@ -51,6 +59,7 @@ use utoipa::{Modify, OpenApi};
         (name = "links", description = "Marketers' links, isolated per owner"),
         (name = "stats", description = "Clicks on the caller's links: time series, top dimensions, account summary"),
         (name = "domains", description = "The domains links live on: admin keys register them; every key sees those it may use"),
+        (name = "webhooks", description = "Endpoints told of changes to the caller's links and domains, signed per Standard Webhooks (docs/webhooks.md)"),
         (name = "bans", description = "Trust & safety; admin keys only"),
         (name = "admin", description = "Operators: the publisher's dead letters; admin keys only"),
         (name = "edge", description = "What the edge worker asks the origin; edge token only"),

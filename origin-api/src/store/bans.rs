@@ -8,6 +8,7 @@ use super::link_rows::{to_i64, LinkRow};
 use super::outbox::{insert_outbox, link_row, OutboxInsert};
 use super::sql::Conn;
 use crate::db::Db;
+use crate::model::event::{EventType, NewEvent};
 use crate::model::{denylist_snapshot, Ban, BanTarget, Link, LinkState};
 use shared::Denylist;
 
@@ -79,8 +80,15 @@ pub(super) async fn active_bans(c: &mut Conn<'_>) -> Result<Vec<Ban>, StoreError
 }
 
 /// Steps 2–4 inside the transaction, after the ban row changed, and the announcement of
-/// the change to the other origins on PostgreSQL.
-async fn propagate(c: &mut Conn<'_>, target: &BanTarget, now: i64) -> Result<(), StoreError> {
+/// the change to the other origins on PostgreSQL; the covered links' events are
+/// `link.banned` for a ban (`placed`), `link.unbanned` for a lift of those no other ban
+/// still covers.
+async fn propagate(
+    c: &mut Conn<'_>,
+    target: &BanTarget,
+    now: i64,
+    placed: bool,
+) -> Result<(), StoreError> {
     if c.is_postgres() {
         // Inline: PostgreSQL only (SQLite has no notifications), no file to check on both.
         c.execute(
@@ -148,7 +156,20 @@ async fn propagate(c: &mut Conn<'_>, target: &BanTarget, now: i64) -> Result<(),
             ))
         })
         .collect::<Result<Vec<_>, StoreError>>()?;
-    insert_outbox(c, &outbox).await
+    insert_outbox(c, &outbox).await?;
+    let events: Vec<NewEvent> = links
+        .iter()
+        .filter_map(|link| {
+            let banned = link.banned_by(&deny);
+            let kind = match (placed, banned) {
+                (true, _) => EventType::LinkBanned,
+                (false, false) => EventType::LinkUnbanned,
+                (false, true) => return None,
+            };
+            Some(NewEvent::of_link(kind, link, banned, now))
+        })
+        .collect();
+    super::events::record(c, &events).await
 }
 
 pub async fn insert(
@@ -182,7 +203,7 @@ pub async fn insert(
             ],
         )
         .await?;
-    propagate(&mut c, target, now).await?;
+    propagate(&mut c, target, now, true).await?;
     tx.commit().await?;
     Ban::try_from(row)
 }
@@ -203,7 +224,7 @@ pub async fn lift(db: &Db, ban_id: i64, now: i64) -> Result<LiftOutcome, StoreEr
         });
     };
     let ban = Ban::try_from(row)?;
-    propagate(&mut c, &ban.target, now).await?;
+    propagate(&mut c, &ban.target, now, false).await?;
     tx.commit().await?;
     Ok(LiftOutcome::Lifted(ban))
 }

@@ -5,6 +5,7 @@ use super::link_rows::{LinkRow, SELECT_COLUMNS};
 use super::links::update_one;
 use super::sql::{insert_rows, list_placeholders, values_placeholders, Arg, Conn};
 use crate::db::Db;
+use crate::model::event::EventType;
 use crate::model::Link;
 use async_trait::async_trait;
 use shared::clicks::ClickEvent;
@@ -478,7 +479,7 @@ async fn exhaust_reached(
             link.options.exhausted = true;
             link.updated_at = now;
             let version = i64::try_from(link.version).unwrap_or(i64::MAX);
-            match update_one(c, &link, version).await {
+            match update_one(c, &link, version, Some(EventType::LinkExhausted)).await {
                 Ok(written) => exhausted.push(written),
                 Err(StoreError::Stale) => {}
                 Err(e) => return Err(e),

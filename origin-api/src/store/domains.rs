@@ -5,6 +5,7 @@ use super::contract::{DomainAt, StoreError};
 use super::outbox::{insert_outbox, OutboxInsert};
 use super::sql::{list_placeholders, Arg, Conn};
 use crate::db::Db;
+use crate::model::event::NewEvent;
 use crate::model::sequence::{code_sequence, code_step};
 use crate::model::time::now_ms;
 use crate::model::{Domain, DomainAccess};
@@ -366,6 +367,7 @@ pub async fn update(
         .await?;
     write_owners(&mut c, d).await?;
     send_config(&mut c, &d.domain, &d.config(), d.updated_at).await?;
+    super::events::record(&mut c, &[NewEvent::of_domain(d, d.updated_at)]).await?;
     tx.commit().await?;
     Ok(())
 }

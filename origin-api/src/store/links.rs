@@ -4,10 +4,12 @@
 use super::bans::{active_bans, ban_lock, BanLock};
 use super::contract::{BulkInsert, DomainAt, IdempotencyKey, Idempotent, StoreError};
 use super::domains::check_domains;
+use super::events;
 use super::link_rows::{to_i64, LinkRow, SELECT_COLUMNS};
 use super::outbox::{insert_outbox, link_row, OutboxInsert};
 use super::sql::{list_placeholders, values_placeholders, Arg, Conn};
 use crate::db::Db;
+use crate::model::event::{EventType, NewEvent};
 use crate::model::{
     AccessKind, Condition, Link, LinkOptions, ListFilter, OptionPart, EXPIRING_WITHIN_MS,
 };
@@ -231,6 +233,8 @@ async fn insert_one(c: &mut Conn<'_>, row: &NewLinkRow<'_>) -> Result<(), StoreE
         &[link_row(&route, row.version, &payload, link.created_at)],
     )
     .await?;
+    let created = NewEvent::of_link(EventType::LinkCreated, link, banned, link.created_at);
+    events::record(c, &[created]).await?;
     announce(c, link.version, &route).await
 }
 
@@ -259,9 +263,11 @@ async fn insert_chunk(
         write_other_hosts(c, row.link_id, &row.other_hosts, false).await?;
     }
     let routes: Vec<String> = rows.iter().map(|r| r.link.route_key()).collect();
+    let banned: Vec<bool> = rows.iter().map(|r| r.link.banned_by(deny)).collect();
     let payloads: Vec<String> = rows
         .iter()
-        .map(|r| r.link.edge_record(r.link.banned_by(deny)).to_json())
+        .zip(&banned)
+        .map(|(r, banned)| r.link.edge_record(*banned).to_json())
         .collect();
     let outbox: Vec<OutboxInsert<'_>> = rows
         .iter()
@@ -270,6 +276,15 @@ async fn insert_chunk(
         .map(|(i, r)| link_row(&routes[i], r.version, &payloads[i], r.link.created_at))
         .collect();
     insert_outbox(c, &outbox).await?;
+    let created: Vec<NewEvent> = rows
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| went_in[*i])
+        .map(|(i, r)| {
+            NewEvent::of_link(EventType::LinkCreated, r.link, banned[i], r.link.created_at)
+        })
+        .collect();
+    events::record(c, &created).await?;
     if c.is_postgres() && !outbox.is_empty() {
         // One statement announces the chunk's links (all at version 1). Inline:
         // PostgreSQL only, and built at run time with one VALUES tuple per link.
@@ -302,11 +317,13 @@ fn host_suffixes(host: &str) -> Vec<String> {
     out
 }
 
-/// The link as written by `update_link`'s statement, and its outbox row.
+/// The link as written by `update_link`'s statement, its outbox row and its event:
+/// `kind`, or (`None`) an edit's ([`EventType::of_edit`]).
 pub(super) async fn update_one(
     c: &mut Conn<'_>,
     link: &Link,
     expected: i64,
+    kind: Option<EventType>,
 ) -> Result<Link, StoreError> {
     let tags = tags_json(&link.tags);
     let host = link.target_host();
@@ -354,6 +371,9 @@ pub(super) async fn update_one(
         )],
     )
     .await?;
+    let kind = kind.unwrap_or_else(|| EventType::of_edit(&written));
+    let event = NewEvent::of_link(kind, &written, banned, written.updated_at);
+    events::record(c, &[event]).await?;
     announce(c, written.version, &route).await?;
     Ok(written)
 }
@@ -463,7 +483,7 @@ pub async fn insert_bulk(
 pub async fn update(db: &Db, link: &Link, expected: u64) -> Result<Link, StoreError> {
     let expected = to_i64(expected, "version")?;
     let mut tx = db.begin_write().await?;
-    let written = update_one(&mut tx.conn(), link, expected).await?;
+    let written = update_one(&mut tx.conn(), link, expected, None).await?;
     tx.commit().await?;
     Ok(written)
 }

@@ -8,6 +8,7 @@ pub mod imports;
 pub mod links;
 pub mod problem;
 pub mod stats;
+pub mod webhooks;
 
 use serde::{Deserialize, Deserializer};
 

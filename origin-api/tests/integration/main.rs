@@ -32,3 +32,4 @@ mod store_conformance;
 mod targeting;
 mod upgrade;
 mod visitor_urls;
+mod webhooks;

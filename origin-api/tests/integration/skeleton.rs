@@ -58,7 +58,7 @@ async fn tables(db: &Db) -> Vec<String> {
     names
 }
 
-const TABLES: [&str; 23] = [
+const TABLES: [&str; 27] = [
     "activation_promises",
     "api_keys",
     "bans",
@@ -82,6 +82,10 @@ const TABLES: [&str; 23] = [
     "outbox",
     "sessions",
     "users",
+    "webhook_attempts",
+    "webhook_endpoints",
+    "webhook_events",
+    "webhook_marks",
 ];
 
 #[tokio::test]

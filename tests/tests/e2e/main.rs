@@ -16,6 +16,7 @@ mod edge_origin;
 mod edge_smoke;
 mod edge_sync;
 mod edge_targeting;
+mod edge_webhooks;
 mod hostile_origin;
 mod hostile_requests;
 mod publisher_failover;

@@ -1,0 +1,1 @@
+DELETE FROM webhook_endpoints WHERE endpoint_id = $1

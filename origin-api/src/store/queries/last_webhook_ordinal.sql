@@ -1,0 +1,1 @@
+SELECT MAX(ordinal) AS "ordinal: i64" FROM webhook_events

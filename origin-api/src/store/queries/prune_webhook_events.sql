@@ -1,0 +1,1 @@
+DELETE FROM webhook_events WHERE created_at < $1

@@ -1,0 +1,5 @@
+SELECT endpoint_id, owner_id, url, description, event_types, secret, previous_secret, previous_until,
+    state, disabled_reason, delivered_through, attempts, failing_since, next_attempt_at, created_by,
+    created_at, updated_at
+FROM webhook_endpoints WHERE ($1 = '' OR owner_id = $1) AND endpoint_id > $2
+ORDER BY endpoint_id LIMIT $3

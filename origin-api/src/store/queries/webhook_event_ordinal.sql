@@ -1,0 +1,1 @@
+SELECT ordinal FROM webhook_events WHERE seq = $1

@@ -1,0 +1,1 @@
+SELECT at FROM webhook_marks WHERE name = $1

@@ -1,0 +1,1 @@
+SELECT endpoint_id FROM webhook_endpoints WHERE state = 'active' LIMIT 1

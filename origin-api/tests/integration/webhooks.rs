@@ -1,0 +1,758 @@
+//! Webhooks on every database available: endpoints registered, checked and kept to
+//! their owner; every change told once, signed, in order, to a receiver that was down
+//! for a while; 410 disables; failing for too long disables; a redelivery sends again.
+
+use crate::common::{apis_with, Api, Reply};
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use hop_e2e::poll;
+use origin_api::webhooks::dispatch::Dispatcher;
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// One delivery as the receiver saw it.
+#[derive(Debug, Clone)]
+struct Received {
+    id: String,
+    timestamp: i64,
+    signature: String,
+    body: String,
+}
+
+impl Received {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).expect("a JSON body")
+    }
+
+    /// `type code version` of the event.
+    fn summary(&self) -> String {
+        let v = self.json();
+        let data = &v["data"];
+        format!(
+            "{} {} {}",
+            v["type"].as_str().unwrap_or_default(),
+            data["code"]
+                .as_str()
+                .or(data["domain"].as_str())
+                .unwrap_or_default(),
+            data["version"]
+        )
+    }
+
+    /// Whether one of the signatures it carries is `secret`'s, checked as
+    /// docs/webhooks.md tells a receiver in Rust to (not with Hop's own signing code).
+    fn signed_with(&self, secret: &str) -> bool {
+        let now = origin_api::model::time::now_ms() / 1000;
+        let ts = self.timestamp.to_string();
+        verify(
+            secret,
+            &self.id,
+            &ts,
+            &self.signature,
+            self.body.as_bytes(),
+            now,
+        )
+    }
+}
+
+// docs/webhooks.md, "Verifying a delivery", Rust: keep the two the same.
+use base64::{engine::general_purpose::STANDARD, Engine};
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+/// Whether a delivery is Hop's: `body` exactly as received, `now` in Unix seconds.
+fn verify(
+    secret: &str,
+    id: &str,
+    timestamp: &str,
+    signatures: &str,
+    body: &[u8],
+    now: i64,
+) -> bool {
+    let fresh = timestamp
+        .parse::<i64>()
+        .is_ok_and(|t| (now - t).abs() <= 300);
+    let key = secret
+        .strip_prefix("whsec_")
+        .and_then(|k| STANDARD.decode(k).ok());
+    let (true, Some(key)) = (fresh, key) else {
+        return false;
+    };
+    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(&key) else {
+        return false;
+    };
+    mac.update(format!("{id}.{timestamp}.").as_bytes());
+    mac.update(body);
+    signatures
+        .split(' ')
+        .filter_map(|s| s.strip_prefix("v1,"))
+        .filter_map(|s| STANDARD.decode(s).ok())
+        .any(|sig| mac.clone().verify_slice(&sig).is_ok()) // constant time
+}
+
+#[test]
+fn the_docs_check_accepts_the_specifications_example_and_nothing_else() {
+    let (secret, id, body) = (
+        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        "msg_p5jXN8AQM9LWM0D4loKWxJek",
+        br#"{"test": 2432232314}"#,
+    );
+    let sig = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=";
+    assert!(verify(secret, id, "1614265330", sig, body, 1_614_265_330));
+    assert!(verify(
+        secret,
+        id,
+        "1614265330",
+        &format!("v1,bm90IHRoaXM= {sig}"),
+        body,
+        1_614_265_400
+    ));
+    assert!(!verify(
+        secret,
+        id,
+        "1614265330",
+        sig,
+        body,
+        1_614_265_330 + 301
+    ));
+    assert!(!verify(
+        secret,
+        id,
+        "1614265330",
+        sig,
+        br#"{"test": 2432232315}"#,
+        1_614_265_330
+    ));
+    assert!(!verify(
+        secret,
+        "msg_other",
+        "1614265330",
+        sig,
+        body,
+        1_614_265_330
+    ));
+}
+
+/// A local receiver answering every delivery with `status` (settable), keeping what
+/// it got while it answered 2xx.
+#[derive(Clone)]
+struct Receiver {
+    url: String,
+    status: Arc<AtomicU16>,
+    got: Arc<Mutex<Vec<Received>>>,
+    tried: Arc<AtomicU16>,
+}
+
+impl Receiver {
+    async fn start(status: u16) -> Receiver {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("test setup");
+        let url = format!("http://{}/hook", listener.local_addr().expect("test setup"));
+        let r = Receiver {
+            url,
+            status: Arc::new(AtomicU16::new(status)),
+            got: Arc::default(),
+            tried: Arc::default(),
+        };
+        let app = axum::Router::new().route(
+            "/hook",
+            axum::routing::post({
+                let r = r.clone();
+                move |headers: axum::http::HeaderMap, body: String| {
+                    let r = r.clone();
+                    async move {
+                        r.tried.fetch_add(1, Ordering::SeqCst);
+                        let status = r.status.load(Ordering::SeqCst);
+                        if (200..300).contains(&status) {
+                            let h = |n: &str| {
+                                headers
+                                    .get(n)
+                                    .and_then(|v| v.to_str().ok())
+                                    .unwrap_or_default()
+                                    .to_owned()
+                            };
+                            r.got.lock().expect("lock").push(Received {
+                                id: h("webhook-id"),
+                                timestamp: h("webhook-timestamp").parse().unwrap_or(0),
+                                signature: h("webhook-signature"),
+                                body,
+                            });
+                        }
+                        StatusCode::from_u16(status).unwrap_or(StatusCode::OK)
+                    }
+                }
+            }),
+        );
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        r
+    }
+
+    fn set(&self, status: u16) {
+        self.status.store(status, Ordering::SeqCst);
+    }
+
+    fn got(&self) -> Vec<Received> {
+        self.got.lock().expect("lock").clone()
+    }
+}
+
+/// Runs the dispatcher of `api`'s origin until the returned sender is dropped or set.
+fn dispatch(api: &Api) -> tokio::sync::watch::Sender<bool> {
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let d = Dispatcher::new(
+        api.state.db.clone(),
+        origin_api::app::webhook_settings(&api.state.settings),
+        api.state.links.settings.short_urls.clone(),
+        api.state.metrics.clone(),
+    )
+    .expect("a client");
+    tokio::spawn(d.run(stopped));
+    stop
+}
+
+const FLAGS: &[&str] = &[
+    "--webhook-allow-private",
+    "true",
+    "--webhook-retry-schedule",
+    "1s",
+    "--edge-token",
+    "edge-token-webhooks",
+];
+
+async fn hooks(api: &Api, token: &str, body: Value) -> Reply {
+    api.post_json(token, "/v1/webhooks", &body).await
+}
+
+#[tokio::test]
+async fn endpoints_are_checked_and_kept_to_their_owner() {
+    for (api, t) in apis_with("webhooks-endpoints", &[]).await {
+        let acme = api.key("acme", false).await;
+        let other = api.key("other", false).await;
+        let admin = api.key("ops", true).await;
+        let limited = api.key_limited_to("acme", &["s.example"]).await;
+        for (url, why) in [
+            ("http://hooks.example.com/hop", "https"),
+            ("https://127.0.0.1/hop", "loopback"),
+            ("https://169.254.169.254/latest", "link-local"),
+            ("https://localhost/hop", "network"),
+            ("not a url", "valid"),
+        ] {
+            let r = hooks(&api, &acme, json!({"url": url})).await;
+            assert_eq!(
+                r.status,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "{url}: {}",
+                r.text
+            );
+            assert!(r.text.contains(why), "{url}: {}", r.text);
+        }
+        let r = hooks(
+            &api,
+            &acme,
+            json!({"url": "https://hooks.example.com/hop", "events": ["link.created", "link.create"]}),
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.text);
+        assert!(
+            r.text.contains("link.create\\\"") || r.text.contains("\"link.create\""),
+            "{}",
+            r.text
+        );
+        let r = hooks(
+            &api,
+            &acme,
+            json!({"url": "https://hooks.example.com/hop", "scope": "all"}),
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.text);
+        let r = hooks(
+            &api,
+            &limited,
+            json!({"url": "https://hooks.example.com/hop"}),
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.text);
+
+        let made = hooks(
+            &api,
+            &acme,
+            json!({"url": "https://hooks.example.com/hop", "events": ["link.deleted", "link.created"], "description": "CRM"}),
+        )
+        .await;
+        assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+        let id = made.body["id"].as_str().expect("an id").to_owned();
+        let secret = made.body["secret"].as_str().expect("a secret").to_owned();
+        assert!(secret.starts_with("whsec_"), "{secret}");
+        assert_eq!(made.body["events"], json!(["link.created", "link.deleted"]));
+        assert_eq!(made.body["scope"], "owner");
+        assert_eq!(made.body["state"], "active");
+
+        // The secret is shown once; the owner sees its endpoint, nobody else's key does.
+        let read = api
+            .call_as(&acme, "GET", &format!("/v1/webhooks/{id}"))
+            .await;
+        assert_eq!(read.status, StatusCode::OK, "{}", read.text);
+        assert!(read.body.get("secret").is_none(), "{}", read.text);
+        for path in [
+            format!("/v1/webhooks/{id}"),
+            format!("/v1/webhooks/{id}/attempts"),
+        ] {
+            let r = api.call_as(&other, "GET", &path).await;
+            assert_eq!(r.status, StatusCode::NOT_FOUND, "{path}: {}", r.text);
+        }
+        let r = api
+            .call_as(&other, "DELETE", &format!("/v1/webhooks/{id}"))
+            .await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.text);
+        let mine = api.call_as(&other, "GET", "/v1/webhooks").await;
+        assert_eq!(mine.body["items"], json!([]), "{}", mine.text);
+        let all = hooks(
+            &api,
+            &admin,
+            json!({"url": "https://ops.example.com/hop", "scope": "all"}),
+        )
+        .await;
+        assert_eq!(all.status, StatusCode::CREATED, "{}", all.text);
+        assert_eq!(all.body["scope"], "all");
+        let listed = api.call_as(&admin, "GET", "/v1/webhooks").await;
+        assert_eq!(
+            listed.body["items"].as_array().map(Vec::len),
+            Some(2),
+            "{}",
+            listed.text
+        );
+        let listed = api.call_as(&acme, "GET", "/v1/webhooks").await;
+        assert_eq!(
+            listed.body["items"].as_array().map(Vec::len),
+            Some(1),
+            "{}",
+            listed.text
+        );
+
+        // Changed, rotated (the old secret signs for a while yet), removed.
+        let changed = api
+            .patch_json(
+                &acme,
+                &format!("/v1/webhooks/{id}"),
+                None,
+                json!({"events": ["domain.updated"], "enabled": false}),
+            )
+            .await;
+        assert_eq!(changed.status, StatusCode::OK, "{}", changed.text);
+        assert_eq!(changed.body["events"], json!(["domain.updated"]));
+        assert_eq!(changed.body["state"], "disabled");
+        let rotated = api
+            .call_as(&acme, "POST", &format!("/v1/webhooks/{id}/rotate"))
+            .await;
+        assert_eq!(rotated.status, StatusCode::OK, "{}", rotated.text);
+        let new_secret = rotated.body["secret"].as_str().expect("a new secret");
+        assert_ne!(new_secret, secret);
+        assert!(
+            rotated.body["previous_secret_until"].is_string(),
+            "{}",
+            rotated.text
+        );
+        let bad = api
+            .post_json(
+                &acme,
+                &format!("/v1/webhooks/{id}/redeliver"),
+                &json!({"since": "evt_999999"}),
+            )
+            .await;
+        assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", bad.text);
+        let gone = api
+            .call_as(&acme, "DELETE", &format!("/v1/webhooks/{id}"))
+            .await;
+        assert_eq!(gone.status, StatusCode::NO_CONTENT, "{}", gone.text);
+        let r = api
+            .call_as(&acme, "GET", &format!("/v1/webhooks/{id}"))
+            .await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.text);
+        t.cleanup().await;
+    }
+}
+
+/// A visit from a person, through the origin's own redirect.
+async fn visit(api: &Api, path: &str) -> StatusCode {
+    let mut req = Request::builder()
+        .uri(path)
+        .header(header::HOST, "s.example")
+        .header(
+            header::USER_AGENT,
+            "Mozilla/5.0 (X11; Linux x86_64) Firefox/133.0",
+        )
+        .body(Body::empty())
+        .expect("request");
+    let peer: std::net::SocketAddr = "198.51.100.7:40000".parse().expect("address");
+    req.extensions_mut()
+        .insert(axum::extract::ConnectInfo(peer));
+    api.send(req).await.status
+}
+
+#[tokio::test]
+async fn every_change_reaches_a_receiver_signed_and_in_order_after_it_was_down() {
+    for (api, t) in apis_with("webhooks-deliveries", FLAGS).await {
+        let acme = api.key("acme", false).await;
+        let admin = api.key("ops", true).await;
+        let receiver = Receiver::start(503).await;
+        let made = hooks(&api, &acme, json!({"url": receiver.url})).await;
+        assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+        let id = made.body["id"].as_str().expect("an id").to_owned();
+        let secret = made.body["secret"].as_str().expect("a secret").to_owned();
+        // Another owner's changes are not acme's to hear of.
+        let other = api.key("other", false).await;
+        let _stop = dispatch(&api);
+
+        let create = |code: &str, extra: Value| {
+            let mut body =
+                json!({"target_url": format!("https://shop.example/{code}"), "code": code});
+            if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
+                b.extend(e.clone());
+            }
+            body
+        };
+        let r = api.create(&acme, create("spring", json!({}))).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+        let r = api.create(&other, create("theirs", json!({}))).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+        let r = api
+            .post_json(
+                &acme,
+                "/v1/links/bulk",
+                &json!({"links": [create("bulk-a", json!({})), create("bulk-b", json!({}))]}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+        let r = api
+            .patch_json(
+                &acme,
+                "/v1/links/s.example/spring",
+                Some("\"1\""),
+                json!({"target_url": "https://shop.example/spring-2"}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+        let ban = api
+            .post_json(
+                &admin,
+                "/v1/bans",
+                &json!({"kind": "code", "domain": "s.example", "code": "spring", "reason": "test"}),
+            )
+            .await;
+        assert_eq!(ban.status, StatusCode::CREATED, "{}", ban.text);
+        let lift = api
+            .call_as(&admin, "DELETE", &format!("/v1/bans/{}", ban.body["id"]))
+            .await;
+        assert_eq!(lift.status, StatusCode::NO_CONTENT, "{}", lift.text);
+        let r = api
+            .call_as(&acme, "DELETE", "/v1/links/s.example/bulk-b")
+            .await;
+        assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.text);
+        let r = api
+            .create(&acme, create("once", json!({"max_visits": 1})))
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+        assert_eq!(visit(&api, "/once").await, StatusCode::FOUND);
+        api.state
+            .clicks
+            .recorder
+            .flush(&api.state.clicks.counts, &api.state.db)
+            .await;
+        let soon = origin_api::model::time::rfc3339(origin_api::model::time::now_ms() + 1_500);
+        let r = api
+            .create(&acme, create("flash", json!({"expires_at": soon})))
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+
+        // While the receiver answers 503, the first event is tried again and again on
+        // the schedule, and nothing after it is sent.
+        poll("the receiver refused a few attempts")
+            .within(Duration::from_secs(20))
+            .until(|| async { (receiver.tried.load(Ordering::SeqCst) >= 3).then_some(()) })
+            .await;
+        let log = api
+            .call_as(&acme, "GET", &format!("/v1/webhooks/{id}/attempts"))
+            .await;
+        let attempts = log.body["items"].as_array().cloned().unwrap_or_default();
+        assert!(attempts.len() >= 3, "{}", log.text);
+        assert!(
+            attempts.iter().all(|a| a["result"] == "failed"
+                && a["status"] == 503
+                && a["event_type"] == "link.created"),
+            "{}",
+            log.text
+        );
+        let stuck = api
+            .call_as(&acme, "GET", &format!("/v1/webhooks/{id}"))
+            .await;
+        assert!(stuck.body["failing_since"].is_string(), "{}", stuck.text);
+        assert!(
+            stuck.body["failed_attempts"].as_i64().unwrap_or(0) >= 3,
+            "{}",
+            stuck.text
+        );
+
+        receiver.set(204);
+        let expected = [
+            "link.created spring 1",
+            "link.created bulk-a 1",
+            "link.created bulk-b 1",
+            "link.updated spring 2",
+            "link.banned spring 3",
+            "link.unbanned spring 4",
+            "link.deleted bulk-b 2",
+            "link.created once 1",
+            "link.exhausted once 2",
+            "link.created flash 1",
+            "link.expired flash 1",
+        ];
+        let got = poll("every event reaches the receiver once it is back")
+            .within(Duration::from_secs(30))
+            .explain(|| {
+                format!(
+                    "received: {:?}",
+                    receiver
+                        .got()
+                        .iter()
+                        .map(Received::summary)
+                        .collect::<Vec<_>>()
+                )
+            })
+            .until(|| async {
+                let got = receiver.got();
+                (got.len() >= expected.len()).then_some(got)
+            })
+            .await;
+        let summaries: Vec<String> = got.iter().map(Received::summary).collect();
+        assert_eq!(summaries, expected, "{}", t.kind());
+        for r in &got {
+            assert!(r.signed_with(&secret), "{r:?}");
+            let v = r.json();
+            assert_eq!(
+                v["data"]["short_url"],
+                format!(
+                    "https://s.example/{}",
+                    v["data"]["code"].as_str().unwrap_or_default()
+                )
+            );
+            assert!(v["timestamp"].is_string());
+            assert_eq!(v["data"]["owner"], "acme");
+        }
+        let ids: Vec<i64> = got
+            .iter()
+            .map(|r| {
+                r.id.trim_start_matches("evt_")
+                    .parse()
+                    .expect("an event id")
+            })
+            .collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+        assert_eq!(got[4].json()["data"]["banned"], true);
+        assert_eq!(got[5].json()["data"]["banned"], false);
+        assert_eq!(
+            got[3].json()["data"]["target_url"],
+            "https://shop.example/spring-2"
+        );
+        let healthy = api
+            .call_as(&acme, "GET", &format!("/v1/webhooks/{id}"))
+            .await;
+        assert_eq!(healthy.body["failed_attempts"], 0, "{}", healthy.text);
+        assert!(
+            healthy.body.get("failing_since").is_none(),
+            "{}",
+            healthy.text
+        );
+
+        // A redelivery sends an event and all after it again, in the same order.
+        let since = &got[7].id;
+        let r = api
+            .post_json(
+                &acme,
+                &format!("/v1/webhooks/{id}/redeliver"),
+                &json!({"since": since}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+        let again = poll("the redelivery")
+            .within(Duration::from_secs(20))
+            .until(|| async {
+                let got = receiver.got();
+                (got.len() >= expected.len() + 4).then_some(got)
+            })
+            .await;
+        let again: Vec<String> = again[expected.len()..]
+            .iter()
+            .map(Received::summary)
+            .collect();
+        assert_eq!(again, expected[7..], "{}", t.kind());
+
+        // A rotation: both secrets sign until the old one's day is over.
+        let rotated = api
+            .call_as(&acme, "POST", &format!("/v1/webhooks/{id}/rotate"))
+            .await;
+        let new_secret = rotated.body["secret"]
+            .as_str()
+            .expect("a secret")
+            .to_owned();
+        let r = api.create(&acme, create("after-rotation", json!({}))).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+        let last = poll("the event after the rotation")
+            .within(Duration::from_secs(20))
+            .until(|| async {
+                let got = receiver.got();
+                got.last()
+                    .filter(|r| r.summary() == "link.created after-rotation 1")
+                    .cloned()
+            })
+            .await;
+        assert!(
+            last.signed_with(&new_secret) && last.signed_with(&secret),
+            "{last:?}"
+        );
+        assert_eq!(last.signature.split(' ').count(), 2, "{last:?}");
+
+        // 410: the receiver is gone for good, and the endpoint is disabled at once.
+        receiver.set(410);
+        let r = api.create(&acme, create("after-gone", json!({}))).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+        let disabled = poll("the endpoint is disabled by a 410")
+            .within(Duration::from_secs(20))
+            .until(|| async {
+                let r = api
+                    .call_as(&acme, "GET", &format!("/v1/webhooks/{id}"))
+                    .await;
+                (r.body["state"] == "disabled").then_some(r)
+            })
+            .await;
+        assert!(
+            disabled.body["disabled_reason"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("410"),
+            "{}",
+            disabled.text
+        );
+        let tried = receiver.tried.load(Ordering::SeqCst);
+        let r = api.create(&acme, create("not-heard", json!({}))).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+        let metrics = api.metrics().await;
+        assert!(
+            metrics.contains("hop_webhook_deliveries_total{result=\"gone\"} 1"),
+            "{metrics}"
+        );
+        assert_eq!(
+            receiver.tried.load(Ordering::SeqCst),
+            tried,
+            "a disabled endpoint is not called"
+        );
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn an_endpoint_failing_past_the_give_up_time_is_disabled_and_its_events_kept() {
+    let mut flags = FLAGS.to_vec();
+    flags.extend(["--webhook-give-up-after", "3s"]);
+    for (api, t) in apis_with("webhooks-give-up", &flags).await {
+        let acme = api.key("acme", false).await;
+        let receiver = Receiver::start(500).await;
+        let made = hooks(
+            &api,
+            &acme,
+            json!({"url": receiver.url, "events": ["link.created"]}),
+        )
+        .await;
+        let id = made.body["id"].as_str().expect("an id").to_owned();
+        let _stop = dispatch(&api);
+        let r = api
+            .create(
+                &acme,
+                json!({"target_url": "https://shop.example/a", "code": "kept"}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+        let disabled = poll("the endpoint is given up on")
+            .within(Duration::from_secs(30))
+            .until(|| async {
+                let r = api
+                    .call_as(&acme, "GET", &format!("/v1/webhooks/{id}"))
+                    .await;
+                (r.body["state"] == "disabled").then_some(r)
+            })
+            .await;
+        assert!(
+            disabled.body["disabled_reason"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("every attempt failed"),
+            "{}",
+            disabled.text
+        );
+        // Enabled again, it starts from the event it was stuck at.
+        receiver.set(200);
+        let r = api
+            .patch_json(
+                &acme,
+                &format!("/v1/webhooks/{id}"),
+                None,
+                json!({"enabled": true}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+        let got = poll("the kept event")
+            .within(Duration::from_secs(20))
+            .until(|| async { receiver.got().first().cloned() })
+            .await;
+        assert_eq!(got.summary(), "link.created kept 1");
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_receiver_that_never_answers_holds_up_no_other_endpoint() {
+    let mut flags = FLAGS.to_vec();
+    flags.extend(["--webhook-timeout", "60"]);
+    for (api, t) in apis_with("webhooks-silent", &flags).await {
+        let acme = api.key("acme", false).await;
+        let silent = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("test setup");
+        let silent_url = format!("http://{}/hook", silent.local_addr().expect("test setup"));
+        let holding = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = silent.accept().await {
+                held.push(socket);
+            }
+        });
+        let receiver = Receiver::start(204).await;
+        let r = hooks(&api, &acme, json!({"url": silent_url})).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+        let r = hooks(&api, &acme, json!({"url": receiver.url})).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+        let _stop = dispatch(&api);
+        for (i, code) in ["first-one", "second-one", "third-one"]
+            .into_iter()
+            .enumerate()
+        {
+            let r = api
+                .create(
+                    &acme,
+                    json!({"target_url": "https://shop.example/x", "code": code}),
+                )
+                .await;
+            assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+            // Well within the silent receiver's 60 seconds.
+            poll(format!("{code} reaches the answering receiver"))
+                .within(Duration::from_secs(15))
+                .until(|| async { (receiver.got().len() > i).then_some(()) })
+                .await;
+        }
+        holding.abort();
+        t.cleanup().await;
+    }
+}
