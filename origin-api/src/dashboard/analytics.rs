@@ -104,6 +104,21 @@ struct AnalyticsPage {
     bots: bool,
     error: Option<String>,
     stats: Option<Shown>,
+    /// What the shortener the link was imported from had counted, said apart.
+    imported: Option<String>,
+}
+
+/// What the source of an imported link had counted before the move: never added to
+/// Hop's numbers (each shortener counts bots its own way; D-251).
+fn imported_note(link: &Link) -> Option<String> {
+    let i = link.options.imported.as_ref()?;
+    Some(match i.clicks {
+        Some(clicks) => format!(
+            "Imported from {}, which had counted {clicks} visits before the move: they are not in the numbers here (each shortener counts bots its own way).",
+            i.from
+        ),
+        None => format!("Imported from {}, which said nothing of its visits.", i.from),
+    })
 }
 
 /// The numbers, when the range could be read.
@@ -159,6 +174,7 @@ pub(super) async fn page(
         bots: !q.bots.is_empty(),
         error: None,
         stats: None,
+        imported: imported_note(&link),
     };
     match stats_of(&clicks, &link, &q, now).await {
         Ok(stats) => {

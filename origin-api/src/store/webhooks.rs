@@ -357,7 +357,8 @@ pub async fn attempts(
         .await?)
 }
 
-/// Where a sweep stands: `(at, link_id)`, the last link it wrote of (`0` at the start).
+/// Where a sweep stands: `(at, link_id)`, the last link it wrote of (`-1` before the
+/// first: link ids start at 0).
 async fn position(c: &mut Conn<'_>, name: &str) -> Result<Option<(i64, i64)>, StoreError> {
     let at: Option<(i64,)> = c.fetch_optional(MARK, &[name.into()]).await?;
     let link_mark = format!("{name}.link");
@@ -462,7 +463,7 @@ pub async fn roll_up_hour(
     if hour + HOUR + grace > now {
         return Ok(None);
     }
-    let after = if after == i64::MAX { 0 } else { after };
+    let after = if after == i64::MAX { -1 } else { after };
     let rows: Vec<HourRow> = if tell {
         c.fetch_all(CLICKS_OF_HOUR, &[hour.into(), after.into(), limit.into()])
             .await?
@@ -496,7 +497,7 @@ pub async fn roll_up_hour(
     let full = i64::try_from(rows.len()).unwrap_or(i64::MAX) >= limit;
     match rows.last().filter(|_| full) {
         Some(r) => set_position(&mut c, "clicks", hour, r.0).await?,
-        None => set_position(&mut c, "clicks", hour + HOUR, 0).await?,
+        None => set_position(&mut c, "clicks", hour + HOUR, -1).await?,
     }
     tx.commit().await?;
     Ok(Some(hour))

@@ -53,8 +53,6 @@ const ERROR_BODY: usize = 200;
 #[derive(Default)]
 struct Rounds {
     last_sweep: Option<tokio::time::Instant>,
-    /// Whether an active endpoint wants hourly clicks (as the last sweep read).
-    tell_clicks: bool,
     /// The lease's epoch while this process leads.
     epoch: Option<i64>,
     /// The endpoints' runs, and whose each is.
@@ -189,7 +187,7 @@ impl Dispatcher {
             .is_none_or(|at| at.elapsed() >= SWEEP_EVERY)
         {
             rounds.last_sweep = Some(tokio::time::Instant::now());
-            rounds.tell_clicks = self.sweep(now, rounds.tell_clicks).await?;
+            self.sweep(now).await?;
         }
         let last = stored::sequence(&self.db, &claim, SEQUENCE_BATCH).await?;
         let room = CONCURRENT_ENDPOINTS.saturating_sub(rounds.running.len());
@@ -224,9 +222,8 @@ impl Dispatcher {
         Ok(())
     }
 
-    /// The events no change writes, and the gauges; whether any active endpoint wants
-    /// hourly clicks (read here, used by the next sweep's roll-up).
-    async fn sweep(&self, now: i64, tell_clicks: bool) -> Result<bool, StoreError> {
+    /// The events no change writes, and the gauges.
+    async fn sweep(&self, now: i64) -> Result<(), StoreError> {
         stored::start_sweep(&self.db, "expired", now).await?;
         stored::start_sweep(&self.db, "clicks", now - now.rem_euclid(3_600_000)).await?;
         loop {
@@ -235,12 +232,18 @@ impl Dispatcher {
                 break;
             }
         }
+        // Read before the roll-up: an hour that closed while no origin ran is told too.
+        let active = stored::active(&self.db).await?;
+        let tell_clicks = active.iter().any(|e| {
+            e.event_types
+                .split(',')
+                .any(|t| t == EventType::ClicksRolledUp.as_str())
+        });
         // Every closed hour not yet rolled up, a step at a time.
         while stored::roll_up_hour(&self.db, now, CLICKS_GRACE_MS, SWEEP_BATCH, tell_clicks)
             .await?
             .is_some()
         {}
-        let active = stored::active(&self.db).await?;
         let mut oldest: Option<i64> = stored::oldest_unsequenced(&self.db).await?;
         for e in &active {
             let head = stored::events_for(&self.db, e, e.delivered_through, i64::MAX, 1).await?;
@@ -258,11 +261,7 @@ impl Dispatcher {
         self.metrics
             .webhook_endpoints_disabled
             .set(i64::try_from(disabled).unwrap_or(i64::MAX));
-        Ok(active.iter().any(|e| {
-            e.event_types
-                .split(',')
-                .any(|t| t == EventType::ClicksRolledUp.as_str())
-        }))
+        Ok(())
     }
 
     /// One endpoint's run: its next events, one after another, until one fails, the

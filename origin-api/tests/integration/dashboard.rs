@@ -2228,9 +2228,9 @@ async fn an_editor_checks_then_imports_a_bitly_export_from_the_browser() {
             )
             .await;
         assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
-        let file = "Title,Bitlink,Long URL,Custom Bitlinks\n\
-                    Spring,https://go.acme.co/spring,https://acme.example/spring,https://go.acme.co/spring-sale\n\
-                    Old,https://bit.ly/4aBcDeF,https://acme.example/old,\n";
+        let file = "Title,Bitlink,Long URL,Custom Bitlinks,Clicks\n\
+                    Spring,https://go.acme.co/spring,https://acme.example/spring,https://go.acme.co/spring-sale,\"1,234\"\n\
+                    Old,https://bit.ly/4aBcDeF,https://acme.example/old,,7\n";
         let mut ed = Browser::new(&api);
         ed.sign_in("ed@acme.example", PASSWORD).await;
         let form = ed.get("/o/acme/import").await;
@@ -2293,6 +2293,18 @@ async fn an_editor_checks_then_imports_a_bitly_export_from_the_browser() {
                 link.text
             );
         }
+
+        // Bitly's count, on the link's analytics page, apart from Hop's own.
+        let page = ed.get("/o/acme/links/go.acme.co/spring/stats").await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.html);
+        assert!(
+            page.html
+                .contains("Imported from bitly, which had counted 1234 visits"),
+            "{}",
+            page.html
+        );
+        let own = ed.get("/o/acme/links/go.acme.co/spring-sale/stats").await;
+        assert!(!own.html.contains("1234"), "{}", own.html);
 
         let mut vic = Browser::new(&api);
         vic.sign_in("vic@acme.example", PASSWORD).await;

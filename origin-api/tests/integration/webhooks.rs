@@ -377,6 +377,23 @@ async fn endpoints_are_checked_and_kept_to_their_owner() {
     }
 }
 
+/// Waits until endpoint `id` is disabled, for a reason that says `why`.
+async fn until_disabled(api: &Api, token: &str, id: &str, why: &str) {
+    let disabled = poll(format!("the endpoint is disabled ({why})"))
+        .within(Duration::from_secs(30))
+        .until(|| async {
+            let r = api
+                .call_as(token, "GET", &format!("/v1/webhooks/{id}"))
+                .await;
+            (r.body["state"] == "disabled").then_some(r)
+        })
+        .await;
+    let reason = disabled.body["disabled_reason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(reason.contains(why), "{}", disabled.text);
+}
+
 /// A visit from a person, through the origin's own redirect.
 async fn visit(api: &Api, path: &str) -> StatusCode {
     let mut req = Request::builder()
@@ -620,23 +637,7 @@ async fn every_change_reaches_a_receiver_signed_and_in_order_after_it_was_down()
         receiver.set(410);
         let r = api.create(&acme, create("after-gone", json!({}))).await;
         assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
-        let disabled = poll("the endpoint is disabled by a 410")
-            .within(Duration::from_secs(20))
-            .until(|| async {
-                let r = api
-                    .call_as(&acme, "GET", &format!("/v1/webhooks/{id}"))
-                    .await;
-                (r.body["state"] == "disabled").then_some(r)
-            })
-            .await;
-        assert!(
-            disabled.body["disabled_reason"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("410"),
-            "{}",
-            disabled.text
-        );
+        until_disabled(&api, &acme, &id, "410").await;
         let tried = receiver.tried.load(Ordering::SeqCst);
         let r = api.create(&acme, create("not-heard", json!({}))).await;
         assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
@@ -676,23 +677,7 @@ async fn an_endpoint_failing_past_the_give_up_time_is_disabled_and_its_events_ke
             )
             .await;
         assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
-        let disabled = poll("the endpoint is given up on")
-            .within(Duration::from_secs(30))
-            .until(|| async {
-                let r = api
-                    .call_as(&acme, "GET", &format!("/v1/webhooks/{id}"))
-                    .await;
-                (r.body["state"] == "disabled").then_some(r)
-            })
-            .await;
-        assert!(
-            disabled.body["disabled_reason"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("every attempt failed"),
-            "{}",
-            disabled.text
-        );
+        until_disabled(&api, &acme, &id, "every attempt failed").await;
         // Enabled again, it starts from the event it was stuck at.
         receiver.set(200);
         let r = api
@@ -753,6 +738,174 @@ async fn a_receiver_that_never_answers_holds_up_no_other_endpoint() {
                 .await;
         }
         holding.abort();
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn the_operators_command_line_registers_changes_and_removes_by_the_apis_rules() {
+    use origin_api::cli::webhooks::run;
+    use origin_api::config::WebhooksCommand;
+    for (api, t) in apis_with("webhooks-cli", &[]).await {
+        let acme = api.key("acme", false).await;
+        let webhooks = origin_api::webhooks::Webhooks {
+            db: api.state.db.clone(),
+            settings: origin_api::app::webhook_settings(&api.state.settings),
+        };
+        let add = |url: &str| WebhooksCommand::Add {
+            url: url.to_owned(),
+            owner: Some("acme".to_owned()),
+            all: false,
+            events: vec!["link.banned".to_owned(), "link.unbanned".to_owned()],
+            description: Some("SIEM".to_owned()),
+        };
+        // The same checks as the API's: no endpoint inside the network.
+        let refused = run(&webhooks, add("https://10.1.2.3/hook")).await;
+        assert!(refused.is_err(), "{refused:?}");
+        run(&webhooks, add("https://siem.acme.example/hook"))
+            .await
+            .expect("registered");
+        let listed = api.call_as(&acme, "GET", "/v1/webhooks").await;
+        let items = listed.body["items"].as_array().cloned().unwrap_or_default();
+        assert_eq!(items.len(), 1, "{}", listed.text);
+        assert_eq!(items[0]["events"], json!(["link.banned", "link.unbanned"]));
+        assert_eq!(items[0]["owner"], "acme");
+        let id = items[0]["id"].as_str().expect("an id").to_owned();
+        run(
+            &webhooks,
+            WebhooksCommand::Set {
+                id: id.clone(),
+                url: None,
+                events: vec![],
+                description: None,
+                enable: false,
+                disable: true,
+            },
+        )
+        .await
+        .expect("disabled");
+        let read = api
+            .call_as(&acme, "GET", &format!("/v1/webhooks/{id}"))
+            .await;
+        assert_eq!(read.body["state"], "disabled", "{}", read.text);
+        run(&webhooks, WebhooksCommand::Remove { id: id.clone() })
+            .await
+            .expect("removed");
+        let read = api
+            .call_as(&acme, "GET", &format!("/v1/webhooks/{id}"))
+            .await;
+        assert_eq!(read.status, StatusCode::NOT_FOUND, "{}", read.text);
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_closed_hour_of_visits_is_told_once_per_link_with_counts_only() {
+    const HOUR: i64 = 3_600_000;
+    for (api, t) in apis_with("webhooks-clicks", FLAGS).await {
+        let acme = api.key("acme", false).await;
+        let receiver = Receiver::start(204).await;
+        let made = hooks(
+            &api,
+            &acme,
+            json!({"url": receiver.url, "events": ["clicks.rolled_up"]}),
+        )
+        .await;
+        assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+        let r = api
+            .create(
+                &acme,
+                json!({"target_url": "https://shop.example/x", "code": "counted-link"}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+        // Three visits at the edge two hours ago: two people, one bot.
+        let now = origin_api::model::time::now_ms();
+        let hour = (now - 2 * HOUR) - (now - 2 * HOUR).rem_euclid(HOUR);
+        let event = |id: &str, bot: bool| {
+            json!({"event_id": id, "link": "s.example/counted-link", "version": 1, "at": hour + 60_000,
+                "country": "NL", "referrer_host": "news.example", "device": "mobile", "bot": bot, "status": 302})
+        };
+        let batch =
+            json!({"events": [event("c-1", false), event("c-2", false), event("c-3", true)]});
+        let r = api
+            .post_json("edge-token-webhooks", "/v1/edge/clicks", &batch)
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+        api.fold_clicks().await;
+
+        // The sweep starts at the hour the dispatcher first runs in; moved back to the
+        // hour of the visits, it tells that hour and every closed one after it.
+        let _stop = dispatch(&api);
+        poll("the hourly sweep starts")
+            .within(Duration::from_secs(20))
+            .until(|| async { (api.count("webhook_marks").await >= 4).then_some(()) })
+            .await;
+        api.exec(&format!(
+            "UPDATE webhook_marks SET at = {hour} WHERE name = 'clicks'"
+        ))
+        .await;
+        api.exec("UPDATE webhook_marks SET at = -1 WHERE name = 'clicks.link'")
+            .await;
+        let hours: Vec<(i64, i64)> = api.rows("SELECT hour, visits FROM click_hours").await;
+        assert!(
+            hours.iter().any(|(h, _)| *h == hour),
+            "{hours:?} has no row of hour {hour}"
+        );
+        let got = poll("the hour's counts")
+            .within(Duration::from_secs(20))
+            .until(|| async { receiver.got().first().cloned() })
+            .await;
+        let v = got.json();
+        assert_eq!(v["type"], "clicks.rolled_up", "{v}");
+        let data = &v["data"];
+        assert_eq!(data["code"], "counted-link");
+        assert_eq!(data["short_url"], "https://s.example/counted-link");
+        assert_eq!(data["hour"], origin_api::model::time::rfc3339(hour));
+        assert_eq!(
+            (data["visits"].as_i64(), data["bot_visits"].as_i64()),
+            (Some(2), Some(1)),
+            "{v}"
+        );
+        let mut keys: Vec<&str> = data
+            .as_object()
+            .map(|o| o.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            [
+                "bot_visits",
+                "code",
+                "domain",
+                "hour",
+                "owner",
+                "short_url",
+                "version",
+                "visits"
+            ]
+        );
+        // Told once: the sweep moved on to the hour still open, past every closed one.
+        let open = now - now.rem_euclid(HOUR);
+        poll("the sweep reaches the open hour")
+            .within(Duration::from_secs(20))
+            .until(|| async {
+                let at: Vec<(i64,)> = api
+                    .rows("SELECT at FROM webhook_marks WHERE name = 'clicks'")
+                    .await;
+                at.first().filter(|(at,)| *at >= open - HOUR).map(|_| ())
+            })
+            .await;
+        assert_eq!(
+            receiver.got().len(),
+            1,
+            "{:?}",
+            receiver
+                .got()
+                .iter()
+                .map(Received::summary)
+                .collect::<Vec<_>>()
+        );
         t.cleanup().await;
     }
 }
