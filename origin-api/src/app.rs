@@ -150,6 +150,7 @@ pub fn build(db: Db, settings: Settings) -> AppState {
             code_key_version: settings.code_key_version,
             short_urls: ShortUrls::new(&settings.short_url_bases),
             import_edge_wait: Duration::from_secs(settings.import_edge_wait),
+            restore_window: settings.restore_window,
         },
     };
     let redirects = Redirects {

@@ -65,6 +65,12 @@ pub enum AppError {
     CodeSpaceFull { domain: String, size: u64 },
     #[error("the link is deleted; a deleted link cannot be changed")]
     Deleted,
+    /// A restore of a link that is not deleted (409).
+    #[error("the link is not deleted: there is nothing to restore")]
+    NotDeleted,
+    /// A restore after the restore window (410).
+    #[error("the link was deleted at {deleted_at}, longer ago than links stay restorable ({days} days): its deletion is final and its code is never given out again")]
+    DeletionFinal { deleted_at: String, days: u64 },
     #[error("this key {what} faster than allowed; retry in {retry_after_s} s")]
     RateLimited {
         retry_after_s: u64,
@@ -194,6 +200,8 @@ impl AppError {
                 class(S::PRECONDITION_REQUIRED, "precondition-required")
             }
             AppError::Deleted => class(S::GONE, "deleted"),
+            AppError::NotDeleted => class(S::CONFLICT, "not-deleted"),
+            AppError::DeletionFinal { .. } => class(S::GONE, "deletion-final"),
             AppError::RateLimited { retry_after_s, .. }
             | AppError::TooManyFailures { retry_after_s } => {
                 retry(S::TOO_MANY_REQUESTS, "rate-limited", *retry_after_s)

@@ -590,6 +590,11 @@ pub struct Settings {
     )]
     pub import_edge_wait: u64,
 
+    /// How long a deleted link stays restorable by its owner (`POST …/restore`); after
+    /// it, its deletion is final (its code is never given out again either way).
+    #[arg(long, env = "HOP_RESTORE_WINDOW", default_value = "30d", value_parser = parse_duration, global = true)]
+    pub restore_window: std::time::Duration,
+
     /// The webhooks' waits after each failed delivery of an event, before it is tried
     /// again (durations with `d`, `h`, `m` or `s`, comma-separated; the last repeats).
     /// The default is Standard Webhooks' schedule, then every 12 hours.

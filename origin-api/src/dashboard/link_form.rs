@@ -9,7 +9,9 @@ use super::session::Signed;
 use crate::accounts::SignedIn;
 use crate::error::AppError;
 use crate::links::Links;
-use crate::links::{create_link_once, delete_link, owned_link, update_link, Created, Intent};
+use crate::links::{
+    create_link_once, delete_link, owned_link, restore_link, update_link, Created, Intent,
+};
 use crate::model::{Creator, Link, LinkState, Role};
 use crate::store;
 use askama::Template;
@@ -35,6 +37,8 @@ struct LinkPage {
     domains: Vec<String>,
     /// The viewer's form is shown without a way to send it.
     may_edit: bool,
+    /// A deleted link an editor may still bring back (within `--restore-window`).
+    may_restore: bool,
     notice: Option<&'static str>,
     error: Option<String>,
     /// The link as it is now, when a change lost a race with another.
@@ -159,6 +163,8 @@ impl LinkPage {
             }),
             may_edit: role(signed, owner).unwrap_or(false)
                 && existing.is_none_or(|l| l.status != LinkState::Deleted),
+            may_restore: role(signed, owner).unwrap_or(false)
+                && existing.is_some_and(|l| l.status == LinkState::Deleted),
             form,
             csrf: signed.csrf_token.clone(),
             domains: Vec::new(),
@@ -364,6 +370,40 @@ pub(super) async fn delete(
             "Not deleted",
             "Someone changed this link since you opened it. Open it again to see the change before you delete it.",
         ),
+        Err(e) => failure(&e.to_string()),
+    }
+}
+
+/// `POST /o/{owner}/links/{domain}/{code}/restore`: a deleted link back, as the API's
+/// restore does.
+pub(super) async fn restore(
+    Signed(signed): Signed,
+    State(links): State<Arc<Links>>,
+    Path((owner, domain, code)): Path<(String, String, String)>,
+    Form(posted): Posted,
+) -> Response {
+    let form = LinkForm::from_pairs(&posted);
+    if let Some(refused) = refused_change(&signed, &owner, &form.csrf) {
+        return refused;
+    }
+    let restored = async {
+        let current = load(&links, &signed, (&owner, &domain, &code), Intent::Change).await?;
+        restore_link(&links, current, Some(form.version()?)).await
+    }
+    .await;
+    let nav = || Nav::of(&signed, Some(&owner));
+    match restored {
+        Ok(link) => Redirect::to(&link_path(&owner, &link.domain, &link.code)).into_response(),
+        Err(AppError::NotFound) => not_found_for(&signed),
+        Err(AppError::Stale { .. }) => message(
+            StatusCode::CONFLICT,
+            nav(),
+            "Not restored",
+            "Someone changed this link since you opened it. Open it again first.",
+        ),
+        Err(e) if e.status().is_client_error() => {
+            message(e.status(), nav(), "Not restored", &e.to_string())
+        }
         Err(e) => failure(&e.to_string()),
     }
 }

@@ -98,6 +98,10 @@ pub fn router(state: AppState) -> Router {
             "/o/{owner}/links/{domain}/{code}/delete",
             post(link_form::delete),
         )
+        .route(
+            "/o/{owner}/links/{domain}/{code}/restore",
+            post(link_form::restore),
+        )
         .route("/admin", get(admin::overview))
         .route("/admin/outbox/retry", post(admin::retry))
         .route("/admin/bans", get(admin::bans).post(admin::ban))

@@ -24,4 +24,4 @@ pub use create::{
     alias_available, check_idempotency_key, create_link, create_link_once, Created,
     IDEMPOTENCY_TTL_MS,
 };
-pub use update::{delete_link, owned_link, parse_if_match, update_link, Intent};
+pub use update::{delete_link, owned_link, parse_if_match, restore_link, update_link, Intent};

@@ -107,6 +107,8 @@ pub struct LinkSettings {
     /// How long the edge takes to learn that a domain imports codes of its generated
     /// shape (`--import-edge-wait`).
     pub import_edge_wait: std::time::Duration,
+    /// How long a deleted link stays restorable by its owner (`--restore-window`).
+    pub restore_window: std::time::Duration,
 }
 
 /// Where visitors may be sent: the rules every target, rule target, variant, preview

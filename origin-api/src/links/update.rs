@@ -207,6 +207,43 @@ pub async fn delete_link(
     write(state, next, expected, now_ms()).await.map(drop)
 }
 
+/// Brings a deleted link back, as a new version, `active`, within `--restore-window` of
+/// its deletion: its targets pass today's policy and bans first (a host banned since is
+/// refused, as a create would be). `DeletionFinal` after the window, `NotDeleted` for a
+/// live link.
+pub async fn restore_link(
+    state: &Links,
+    current: Link,
+    expected: Option<u64>,
+) -> Result<Link, AppError> {
+    if current.status != LinkState::Deleted {
+        return Err(AppError::NotDeleted);
+    }
+    let now = now_ms();
+    let window = i64::try_from(state.settings.restore_window.as_millis()).unwrap_or(i64::MAX);
+    // A tombstone's `updated_at` is its deletion: nothing changes a tombstone after it.
+    if now.saturating_sub(current.updated_at) > window {
+        return Err(AppError::DeletionFinal {
+            deleted_at: crate::model::time::rfc3339(current.updated_at),
+            days: state.settings.restore_window.as_secs() / 86_400,
+        });
+    }
+    let expected = expected.unwrap_or(current.version);
+    let mut lookups = Lookups::new(&state.db, &state.settings.policy);
+    fields::target(&mut lookups, &current.domain, &current.target_url).await?;
+    for url in current.options.targets() {
+        fields::link_url(&mut lookups, &current.domain, "targets", url).await?;
+    }
+    if current.version != expected {
+        return Err(AppError::Stale {
+            current: Some(current.version),
+        });
+    }
+    let mut next = current;
+    next.status = LinkState::Active;
+    write(state, next, expected, now).await
+}
+
 async fn write(state: &Links, mut next: Link, expected: u64, now: i64) -> Result<Link, AppError> {
     next.updated_at = now;
     match store::links::update(&state.db, &next, expected).await {

@@ -7,7 +7,7 @@ use crate::error::{AppError, Problem};
 use crate::links::Links;
 use crate::links::{
     self, check_idempotency_key, create_link_once, delete_link, owned_link, parse_if_match,
-    update_link, BulkOutcome, Created, Intent,
+    restore_link, update_link, BulkOutcome, Created, Intent,
 };
 use crate::model::{Link, ListFilter};
 use crate::store;
@@ -204,6 +204,37 @@ pub(crate) async fn update(
     let expected = parse_if_match(headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok()))?;
     let current = owned_link(&state.db, &caller.creator(), &domain, &code, Intent::Change).await?;
     let link = update_link(&state, current, expected, changes).await?;
+    Ok(link_response(&state, StatusCode::OK, &link))
+}
+
+/// `POST /v1/links/{domain}/{code}/restore`: a deleted link back, within the restore
+/// window; `If-Match` is honoured when sent.
+#[utoipa::path(post, path = "/v1/links/{domain}/{code}/restore", operation_id = "restore_link", tag = "links",
+    params(("domain" = String, Path), ("code" = String, Path),
+        ("If-Match" = Option<String>, Header, description = "Optional: refuse with 412 if the version moved on")),
+    responses(
+        (status = 200, description = "Restored: `active`, as a new version, published to the edge again", body = LinkView, headers(("ETag" = String))),
+        (status = 403, description = "the link's domain no longer admits its owner, or is disabled", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "no such link of this key's owner", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "the link is not deleted", body = Problem, content_type = "application/problem+json"),
+        (status = 410, description = "deleted longer ago than --restore-window (30 days by default): final", body = Problem, content_type = "application/problem+json"),
+        IfMatchHonoured,
+        (status = 422, description = "a target no longer passes the policy or is on a banned host", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = [])))]
+pub(crate) async fn restore(
+    State(state): State<Arc<Links>>,
+    caller: Caller,
+    ApiPath((domain, code)): ApiPath<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    let expected = match headers.get(header::IF_MATCH) {
+        None => None,
+        Some(v) => Some(parse_if_match(v.to_str().ok())?),
+    };
+    let current = owned_link(&state.db, &caller.creator(), &domain, &code, Intent::Change).await?;
+    let link = restore_link(&state, current, expected).await?;
+    tracing::info!(link = %link.route_key(), by = %caller.key_id, "link restored");
     Ok(link_response(&state, StatusCode::OK, &link))
 }
 

@@ -84,6 +84,7 @@ fn router_under(state: AppState, in_flight: InFlightLayer) -> Router {
         .route("/v1/links/{domain}/{code}/stats", get(stats::link))
         .route("/v1/links/{domain}/{code}/qr", get(links::qr))
         .route("/v1/links/{domain}/{code}/tokens", post(links::issue_token))
+        .route("/v1/links/{domain}/{code}/restore", post(links::restore))
         .route("/v1/imports", post(imports::create))
         .route("/v1/stats", get(stats::owner))
         .route("/v1/domains", post(domains::create).get(domains::list))

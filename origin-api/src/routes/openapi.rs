@@ -23,6 +23,7 @@ use utoipa::{Modify, OpenApi};
         links::delete,
         links::qr,
         links::issue_token,
+        links::restore,
         stats::link,
         stats::owner,
         domains::create,

@@ -246,7 +246,10 @@ impl Dispatcher {
         {}
         let mut oldest: Option<i64> = stored::oldest_unsequenced(&self.db).await?;
         for e in &active {
-            let head = stored::events_for(&self.db, e, e.delivered_through, i64::MAX, 1).await?;
+            // Within the window a run reads: an owner's endpoint with nothing of its own
+            // beyond that is moved past it by its next run, so it is not behind.
+            let window = e.delivered_through.saturating_add(SCAN_WINDOW);
+            let head = stored::events_for(&self.db, e, e.delivered_through, window, 1).await?;
             if let Some(ev) = head.first() {
                 oldest = Some(oldest.map_or(ev.created_at, |o| o.min(ev.created_at)));
             }

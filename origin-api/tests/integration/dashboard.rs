@@ -641,6 +641,24 @@ async fn an_editor_creates_changes_and_deletes_a_link_with_plain_forms() {
             api.read(&key, "s.example", "spring").await.body["status"],
             "deleted"
         );
+
+        // Undone from the same page.
+        let page = browser.get("/o/acme/links/s.example/spring").await;
+        assert!(page.html.contains("Restore this link"), "{}", page.html);
+        assert!(!page.html.contains("Delete this link"), "{}", page.html);
+        let csrf = page.csrf();
+        let restored = browser
+            .post(
+                "/o/acme/links/s.example/spring/restore",
+                &[("csrf", &csrf), ("version", "3")],
+            )
+            .await;
+        assert_eq!(restored.status, StatusCode::SEE_OTHER, "{}", restored.html);
+        let read = api.read(&key, "s.example", "spring").await;
+        assert_eq!(
+            (&read.body["status"], &read.body["version"]),
+            (&json!("active"), &json!(4))
+        );
         t.cleanup().await;
     }
 }

@@ -1964,3 +1964,108 @@ async fn every_link_answer_names_its_full_short_url() {
         t.cleanup().await;
     }
 }
+
+/// A deleted link comes back within the restore window, as a new version, and answers
+/// again; a live link, another owner's, a stale version, a target banned since and a
+/// deletion older than the window are each refused, saying why.
+#[tokio::test]
+async fn a_deleted_link_is_restored_by_its_owner_within_the_window() {
+    for (api, t) in crate::common::apis("links-restore").await {
+        let owner = api.key("acme", false).await;
+        let other = api.key("other", false).await;
+        let admin = api.key("ops", true).await;
+        let made = api
+            .create(
+                &owner,
+                json!({"target_url": "https://shop.example/spring", "code": "spring-sale"}),
+            )
+            .await;
+        assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+        let path = "/v1/links/s.example/spring-sale/restore";
+        let live = api.call_as(&owner, "POST", path).await;
+        assert_eq!(live.status, StatusCode::CONFLICT, "{}", live.text);
+        assert_eq!(live.body["type"], "/problems/not-deleted", "{}", live.text);
+
+        let gone = api
+            .call_as(&owner, "DELETE", "/v1/links/s.example/spring-sale")
+            .await;
+        assert_eq!(gone.status, StatusCode::NO_CONTENT, "{}", gone.text);
+        assert_eq!(
+            api.visit("GET", "s.example", "/spring-sale").await.status,
+            StatusCode::GONE
+        );
+        let theirs = api.call_as(&other, "POST", path).await;
+        assert_eq!(theirs.status, StatusCode::NOT_FOUND, "{}", theirs.text);
+
+        let back = api.call_as(&owner, "POST", path).await;
+        assert_eq!(back.status, StatusCode::OK, "{}", back.text);
+        assert_eq!(back.body["status"], "active", "{}", back.text);
+        assert_eq!(back.body["version"], 3, "{}", back.text);
+        assert_eq!(back.headers[header::ETAG], "\"3\"");
+        let visit = api.visit("GET", "s.example", "/spring-sale").await;
+        assert_eq!(visit.status, StatusCode::FOUND, "{}", t.kind());
+        assert_eq!(
+            visit.headers[header::LOCATION],
+            "https://shop.example/spring"
+        );
+
+        // A host banned while the link was deleted keeps it deleted.
+        let gone = api
+            .call_as(&owner, "DELETE", "/v1/links/s.example/spring-sale")
+            .await;
+        assert_eq!(gone.status, StatusCode::NO_CONTENT, "{}", gone.text);
+        let ban = api
+            .post_json(
+                &admin,
+                "/v1/bans",
+                &json!({"kind": "host", "host": "shop.example", "reason": "phishing"}),
+            )
+            .await;
+        assert_eq!(ban.status, StatusCode::CREATED, "{}", ban.text);
+        let banned = api.call_as(&owner, "POST", path).await;
+        assert_eq!(
+            banned.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{}",
+            banned.text
+        );
+        let lift = api
+            .call_as(&admin, "DELETE", &format!("/v1/bans/{}", ban.body["id"]))
+            .await;
+        assert_eq!(lift.status, StatusCode::NO_CONTENT, "{}", lift.text);
+
+        // A stale If-Match is refused; past the window (30 days) the deletion is final.
+        let stale = api
+            .send(
+                Request::post(path)
+                    .header(header::AUTHORIZATION, format!("Bearer {owner}"))
+                    .header(header::IF_MATCH, "\"3\"")
+                    .body(Body::empty())
+                    .expect("request"),
+            )
+            .await;
+        assert_eq!(
+            stale.status,
+            StatusCode::PRECONDITION_FAILED,
+            "{}",
+            stale.text
+        );
+        let month = 31 * 24 * 3_600_000_i64;
+        api.exec(&format!(
+            "UPDATE links SET updated_at = updated_at - {month} WHERE code = 'spring-sale'"
+        ))
+        .await;
+        let late = api.call_as(&owner, "POST", path).await;
+        assert_eq!(late.status, StatusCode::GONE, "{}", late.text);
+        assert_eq!(
+            late.body["type"], "/problems/deletion-final",
+            "{}",
+            late.text
+        );
+        assert_eq!(
+            api.visit("GET", "s.example", "/spring-sale").await.status,
+            StatusCode::GONE
+        );
+        t.cleanup().await;
+    }
+}

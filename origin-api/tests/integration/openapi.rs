@@ -124,6 +124,7 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
             "POST /v1/imports",
             "POST /v1/links",
             "POST /v1/links/bulk",
+            "POST /v1/links/{domain}/{code}/restore",
             "POST /v1/links/{domain}/{code}/tokens",
             "POST /v1/webhooks",
             "POST /v1/webhooks/{id}/redeliver",

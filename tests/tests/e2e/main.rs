@@ -13,6 +13,7 @@ mod edge_kv_incident;
 mod edge_legacy;
 mod edge_memory;
 mod edge_origin;
+mod edge_restore;
 mod edge_smoke;
 mod edge_sync;
 mod edge_targeting;
