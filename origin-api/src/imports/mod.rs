@@ -100,6 +100,9 @@ pub async fn run(
     let mut rows: Vec<ImportRow> = Vec::with_capacity(found.len());
     let mut judged: Vec<Judged> = Vec::with_capacity(found.len());
     let mut retry_after_ms: Option<i64> = None;
+    lookups
+        .know_targets(found.iter().map(|s| s.target_url.as_str()))
+        .await?;
     let mut existing = existing_links(links, &mut lookups, &found, &default_domain).await?;
     for src in &found {
         let domain = src.domain.clone().unwrap_or_else(|| default_domain.clone());

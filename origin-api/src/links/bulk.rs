@@ -50,6 +50,12 @@ async fn judge(
     items: &[BulkItem],
 ) -> Result<Judged, AppError> {
     let mut lookups = Lookups::new(&state.db, &state.settings.policy);
+    lookups
+        .know_targets(items.iter().filter_map(|item| match item {
+            BulkItem::Valid(req) => Some(req.target_url.as_str()),
+            _ => None,
+        }))
+        .await?;
     let mut judged = Judged {
         slots: Vec::with_capacity(items.len()),
         ready: Vec::new(),

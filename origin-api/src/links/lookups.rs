@@ -72,6 +72,34 @@ impl<'a> Lookups<'a> {
         Ok(own)
     }
 
+    /// Learns at once which of the targets' hosts are Hop's own (one read for all, not
+    /// one per host), so that judging a batch of links reads no more per link.
+    pub(crate) async fn know_targets<'t>(
+        &mut self,
+        targets: impl IntoIterator<Item = &'t str>,
+    ) -> Result<(), StoreError> {
+        let mut hosts: Vec<String> = targets
+            .into_iter()
+            .filter_map(|t| shared::validate_target(t).ok())
+            .map(|t| t.host().to_owned())
+            .filter(|h| {
+                !self.own.contains_key(h)
+                    && !shared::denylist::host_is_or_is_under(h, &self.policy.default_domain)
+            })
+            .collect();
+        hosts.sort_unstable();
+        hosts.dedup();
+        if hosts.is_empty() {
+            return Ok(());
+        }
+        let own = store::domains::own_hosts(self.db, &hosts).await?;
+        for host in hosts {
+            let is_own = own.contains(&host);
+            self.own.insert(host, is_own);
+        }
+        Ok(())
+    }
+
     /// The active bans, as a denylist.
     pub(crate) async fn deny(&mut self) -> Result<&Denylist, StoreError> {
         if self.deny.is_none() {

@@ -481,6 +481,62 @@ pub async fn is_own(db: &Db, host: &str) -> Result<bool, StoreError> {
     Ok(found.is_some())
 }
 
+/// Which of `hosts` are served by this shortener, as [`is_own`] judges one, in two
+/// statements per 500 names rather than one per host: an import's or a bulk create's
+/// targets name hundreds of hosts, each a round trip on PostgreSQL.
+pub async fn own_hosts(
+    db: &Db,
+    hosts: &[String],
+) -> Result<std::collections::HashSet<String>, StoreError> {
+    use std::collections::HashSet;
+    let mut names: Vec<&str> = Vec::new();
+    for host in hosts {
+        names.push(host);
+        let mut rest = host.as_str();
+        while let Some((_, parent)) = rest.split_once('.') {
+            names.push(parent);
+            rest = parent;
+        }
+    }
+    names.sort_unstable();
+    names.dedup();
+    let mut registered: HashSet<String> = HashSet::new();
+    for chunk in names.chunks(500) {
+        // Built at run time: one placeholder per name.
+        let sql = format!(
+            "SELECT domain FROM domains WHERE domain IN ({})",
+            list_placeholders(1, chunk.len())
+        );
+        let args: Vec<Arg<'_>> = chunk.iter().map(|n| (*n).into()).collect();
+        let rows: Vec<(String,)> = db.read_all(&sql, &args).await?;
+        registered.extend(rows.into_iter().map(|(d,)| d));
+    }
+    let mut holding: HashSet<String> = HashSet::new();
+    for chunk in hosts.chunks(500) {
+        // Built at run time: one placeholder per host.
+        let sql = format!(
+            "SELECT DISTINCT domain FROM links WHERE domain IN ({})",
+            list_placeholders(1, chunk.len())
+        );
+        let args: Vec<Arg<'_>> = chunk.iter().map(Arg::from).collect();
+        let rows: Vec<(String,)> = db.read_all(&sql, &args).await?;
+        holding.extend(rows.into_iter().map(|(d,)| d));
+    }
+    Ok(hosts
+        .iter()
+        .filter(|host| {
+            let mut rest = host.as_str();
+            let mut own = holding.contains(rest) || registered.contains(rest);
+            while let Some((_, parent)) = rest.split_once('.') {
+                own = own || registered.contains(parent);
+                rest = parent;
+            }
+            own
+        })
+        .cloned()
+        .collect())
+}
+
 /// A domain's code rules.
 const DOMAIN_SETTINGS: &str = include_str!("queries/domain_settings.sql");
 

@@ -2069,3 +2069,51 @@ async fn a_deleted_link_is_restored_by_its_owner_within_the_window() {
         t.cleanup().await;
     }
 }
+
+/// A bulk create learns which targets are Hop's own domains in one read for the batch:
+/// every such target is still refused, a registered domain's and its subdomains' alike,
+/// and the others are created.
+#[tokio::test]
+async fn a_bulk_create_refuses_every_target_on_hops_own_domains() {
+    for (api, t) in apis("links-bulk-own").await {
+        let admin = api.key("ops", true).await;
+        let owner = api.key("acme", false).await;
+        let made = api
+            .post_json(
+                &admin,
+                "/v1/domains",
+                &json!({"domain": "go.acme.example", "owners": ["acme"]}),
+            )
+            .await;
+        assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+        let r = api
+            .post_json(
+                &owner,
+                "/v1/links/bulk",
+                &json!({"links": [
+                    {"target_url": "https://go.acme.example/x"},
+                    {"target_url": "https://shop.example/ok"},
+                    {"target_url": "https://a.go.acme.example/y"},
+                    {"target_url": "https://GO.acme.example./z"},
+                    {"target_url": "https://shop.example/ok-too"},
+                ]}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+        let ok: Vec<bool> = r.body["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .map(|x| x["ok"] == true)
+            .collect();
+        assert_eq!(
+            ok,
+            [false, true, false, false, true],
+            "{}: {}",
+            t.kind(),
+            r.text
+        );
+        assert!(r.text.contains("own domains"), "{}", r.text);
+        t.cleanup().await;
+    }
+}
