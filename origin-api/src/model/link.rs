@@ -234,6 +234,20 @@ pub fn host_of(url: &str) -> String {
         .unwrap_or_default()
 }
 
+/// Every suffix of `host` at a label boundary: `a.b.c` gives `a.b.c`, `b.c`, `c`.
+pub fn host_suffixes(host: &str) -> Vec<String> {
+    let mut out = vec![host.to_owned()];
+    let mut rest = host;
+    while let Some((_, parent)) = rest.split_once('.') {
+        if parent.is_empty() {
+            break;
+        }
+        out.push(parent.to_owned());
+        rest = parent;
+    }
+    out
+}
+
 /// A validated listing of an owner's links, newest first, as the store runs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListFilter {

@@ -6,6 +6,7 @@ use super::outbox::{insert_outbox, OutboxInsert};
 use super::sql::{list_placeholders, Arg, Conn};
 use crate::db::Db;
 use crate::model::event::NewEvent;
+use crate::model::link::host_suffixes;
 use crate::model::sequence::{code_sequence, code_step};
 use crate::model::time::now_ms;
 use crate::model::{Domain, DomainAccess};
@@ -489,15 +490,8 @@ pub async fn own_hosts(
     hosts: &[String],
 ) -> Result<std::collections::HashSet<String>, StoreError> {
     use std::collections::HashSet;
-    let mut names: Vec<&str> = Vec::new();
-    for host in hosts {
-        names.push(host);
-        let mut rest = host.as_str();
-        while let Some((_, parent)) = rest.split_once('.') {
-            names.push(parent);
-            rest = parent;
-        }
-    }
+    let suffixes: Vec<Vec<String>> = hosts.iter().map(|h| host_suffixes(h)).collect();
+    let mut names: Vec<&str> = suffixes.iter().flatten().map(String::as_str).collect();
     names.sort_unstable();
     names.dedup();
     let mut registered: HashSet<String> = HashSet::new();
@@ -524,16 +518,11 @@ pub async fn own_hosts(
     }
     Ok(hosts
         .iter()
-        .filter(|host| {
-            let mut rest = host.as_str();
-            let mut own = holding.contains(rest) || registered.contains(rest);
-            while let Some((_, parent)) = rest.split_once('.') {
-                own = own || registered.contains(parent);
-                rest = parent;
-            }
-            own
+        .zip(&suffixes)
+        .filter(|(host, names)| {
+            holding.contains(host.as_str()) || names.iter().any(|n| registered.contains(n))
         })
-        .cloned()
+        .map(|(host, _)| host.clone())
         .collect())
 }
 

@@ -10,6 +10,7 @@ use super::outbox::{insert_outbox, link_row, OutboxInsert};
 use super::sql::{list_placeholders, values_placeholders, Arg, Conn};
 use crate::db::Db;
 use crate::model::event::{EventType, NewEvent};
+use crate::model::link::host_suffixes;
 use crate::model::{
     AccessKind, Condition, Link, LinkOptions, ListFilter, OptionPart, EXPIRING_WITHIN_MS,
 };
@@ -301,20 +302,6 @@ async fn insert_chunk(
         c.execute(&sql, &args).await?;
     }
     Ok(went_in)
-}
-
-/// Every suffix of `host` at a label boundary: `a.b.c` gives `a.b.c`, `b.c`, `c`.
-fn host_suffixes(host: &str) -> Vec<String> {
-    let mut out = vec![host.to_owned()];
-    let mut rest = host;
-    while let Some((_, parent)) = rest.split_once('.') {
-        if parent.is_empty() {
-            break;
-        }
-        out.push(parent.to_owned());
-        rest = parent;
-    }
-    out
 }
 
 /// The link as written by `update_link`'s statement, its outbox row and its event:

@@ -374,14 +374,6 @@ async fn set_position(c: &mut Conn<'_>, name: &str, at: i64, link: i64) -> Resul
     Ok(())
 }
 
-/// Where the sweep of `name` (`expired` or `clicks`) stands: `(at, link_id)`.
-pub async fn sweep_position(db: &Db, name: &str) -> Result<Option<(i64, i64)>, StoreError> {
-    let mut tx = db.begin_write().await?;
-    let got = position(&mut tx.conn(), name).await?;
-    tx.commit().await?;
-    Ok(got)
-}
-
 /// Starts the sweep of `name` at `at` if it never ran (nothing before is told).
 pub async fn start_sweep(db: &Db, name: &str, at: i64) -> Result<(), StoreError> {
     let mut tx = db.begin_write().await?;

@@ -643,8 +643,17 @@ async fn every_change_reaches_a_receiver_signed_and_in_order_after_it_was_down()
         assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
         until_disabled(&api, &acme, &id, "410").await;
         let tried = receiver.tried.load(Ordering::SeqCst);
+        // A witness endpoint registered now: once it has the next event, the dispatcher
+        // has had its rounds in which the disabled endpoint could have been called.
+        let witness = Receiver::start(204).await;
+        let made = hooks(&api, &acme, json!({"url": witness.url})).await;
+        assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
         let r = api.create(&acme, create("not-heard", json!({}))).await;
         assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+        poll("the witness hears of the next link")
+            .within(Duration::from_secs(20))
+            .until(|| async { witness.got().first().cloned() })
+            .await;
         let metrics = api.metrics().await;
         assert!(
             metrics.contains("hop_webhook_deliveries_total{result=\"gone\"} 1"),
