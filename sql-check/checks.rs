@@ -1508,3 +1508,29 @@ pub async fn prune_webhook_attempts(c: &mut Conn) -> Result<(), sqlx::Error> {
     .await?;
     Ok(())
 }
+
+/// `store/history.rs`: a page of one link's history.
+pub async fn history_of_link(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/history_of_link.sql",
+        0_i64,
+        0_i64,
+        0_i64,
+        50_i64
+    )
+    .fetch_all(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/history.rs`: the entry that made one version.
+pub async fn history_at_version(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/history_at_version.sql",
+        0_i64,
+        0_i64
+    )
+    .fetch_optional(c)
+    .await?;
+    Ok(())
+}

@@ -108,6 +108,7 @@ impl Caller {
             owner: &self.owner_id,
             admin: self.admin,
             domains: self.domains.as_deref(),
+            actor: crate::model::history::Actor::Key(&self.key_id),
         }
     }
 

@@ -6,6 +6,7 @@
 use crate::cache::RedirectCache;
 use crate::db::Db;
 use crate::error::AppError;
+use crate::model::history::Actor;
 use crate::model::{Ban, BanTarget};
 use crate::store;
 use crate::store::LiftOutcome;
@@ -132,13 +133,19 @@ pub struct Bans {
 
 impl Bans {
     /// Bans what `req` names, on behalf of `created_by`.
-    pub async fn create(&self, req: &CreateBan, created_by: &str) -> Result<Ban, AppError> {
+    pub async fn create(
+        &self,
+        req: &CreateBan,
+        created_by: &str,
+        actor: Actor<'_>,
+    ) -> Result<Ban, AppError> {
         let target = req.target(&self.default_domain)?;
         let ban = store::bans::insert(
             &self.db,
             &target,
             req.reason.trim(),
             created_by,
+            actor,
             crate::model::time::now_ms(),
         )
         .await?;
@@ -152,8 +159,8 @@ impl Bans {
     }
 
     /// Lifts ban `id` (lifting a lifted one changes nothing).
-    pub async fn lift(&self, id: i64) -> Result<(), AppError> {
-        let outcome = store::bans::lift(&self.db, id, crate::model::time::now_ms()).await?;
+    pub async fn lift(&self, id: i64, actor: Actor<'_>) -> Result<(), AppError> {
+        let outcome = store::bans::lift(&self.db, id, actor, crate::model::time::now_ms()).await?;
         self.cache.bans_changed();
         match outcome {
             LiftOutcome::Lifted(_) | LiftOutcome::AlreadyLifted => Ok(()),

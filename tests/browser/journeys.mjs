@@ -253,6 +253,17 @@ try {
   await accessible(m, "bulk result");
   clean(m);
 
+  step = "the history says who changed a link, and a revert undoes it";
+  await m.goto(`${DASH}/o/${OWNER}/links/localhost/bulk-two/history`);
+  await accessible(m, "history");
+  const changed = await m.textContent("tbody tr:first-child");
+  check(changed.includes("Changed by the admin"), `the newest change: ${changed}`);
+  await m.click("button[aria-label='Revert to version 1']");
+  await m.waitForLoadState("load");
+  const reverted = await m.textContent("tbody tr:first-child");
+  check(reverted.includes("reverted") && reverted.includes("to version 1"), `the revert: ${reverted}`);
+  clean(m);
+
   step = "a viewer reads but cannot edit";
   const viewer = await accept(viewerLink, VIEWER);
   const v = viewer.page;

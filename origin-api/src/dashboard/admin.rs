@@ -10,6 +10,7 @@ use crate::bans::Bans;
 use crate::db::Db;
 use crate::domains::{update_domain, Domains};
 use crate::error::AppError;
+use crate::model::history::Actor;
 use crate::model::time::now_ms;
 use crate::model::{BanTarget, DomainAccess, DomainStatus};
 use crate::store::{self, OutboxStore};
@@ -280,7 +281,10 @@ pub(super) async fn ban(
     };
     // Who banned is the user, as a key's ban names its key.
     let by = format!("user:{}", signed.user.email);
-    match bans.create(&req, &by).await {
+    match bans
+        .create(&req, &by, Actor::User(&signed.user.user_id))
+        .await
+    {
         Ok(_) => Redirect::to("/admin/bans").into_response(),
         Err(e) if !e.status().is_server_error() => {
             let why = Some(capitalized(&e.to_string()));
@@ -303,7 +307,7 @@ pub(super) async fn lift(
     if let Some(refused) = operator(&signed) {
         return refused;
     }
-    match bans.lift(id).await {
+    match bans.lift(id, Actor::User(&signed.user.user_id)).await {
         Ok(()) => Redirect::to("/admin/bans").into_response(),
         Err(AppError::BanNotFound) => not_found_for(&signed),
         Err(e) => failure(&e.to_string()),

@@ -179,6 +179,7 @@ pub(super) async fn apply(
         owner: &owner,
         admin: signed.user.operator,
         domains: None,
+        actor: crate::model::history::Actor::User(&signed.user.user_id),
     };
     if action == Action::Export {
         return export(&links, &creator, &picked).await;
@@ -246,13 +247,13 @@ async fn one(links: &Links, creator: &Creator<'_>, action: &Action, value: &str)
             if current.status == LinkState::Deleted {
                 return Ok(Done::AlreadySo);
             }
-            return delete_link(links, current, Some(version))
+            return delete_link(links, current, Some(version), creator.actor)
                 .await
                 .map(|()| Done::Deleted);
         }
         match action.update(&current) {
             None => Ok(Done::AlreadySo),
-            Some(changes) => update_link(links, current, version, changes)
+            Some(changes) => update_link(links, current, version, changes, creator.actor)
                 .await
                 .map(|l| Done::Changed(l.version)),
         }

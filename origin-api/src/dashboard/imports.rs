@@ -191,6 +191,7 @@ pub(super) async fn submit(
         owner: &owner,
         admin: false,
         domains: None,
+        actor: crate::model::history::Actor::User(&signed.user.user_id),
     };
     // The creation rate is counted per person here, as per key in the API.
     let limit_key = format!("user:{}", signed.user.user_id);

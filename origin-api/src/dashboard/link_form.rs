@@ -12,6 +12,7 @@ use crate::links::Links;
 use crate::links::{
     create_link_once, delete_link, owned_link, restore_link, update_link, Created, Intent,
 };
+use crate::model::history::Actor;
 use crate::model::{Creator, Link, LinkState, Role};
 use crate::store;
 use askama::Template;
@@ -110,12 +111,18 @@ fn role(signed: &SignedIn, owner: &str) -> Option<bool> {
 
 /// Whom the services judge: the owner, acting through this user (an operator may use
 /// every registered domain, as an admin key may).
-fn creator<'a>(signed: &SignedIn, owner: &'a str) -> Creator<'a> {
+fn creator<'a>(signed: &'a SignedIn, owner: &'a str) -> Creator<'a> {
     Creator {
         owner,
         admin: signed.user.operator,
         domains: None,
+        actor: actor(signed),
     }
+}
+
+/// The user, as the link's history records them.
+pub(super) fn actor(signed: &SignedIn) -> Actor<'_> {
+    Actor::User(&signed.user.user_id)
 }
 
 /// `owner`'s link `domain/code`, as the API would find it for the owner (404 for any
@@ -311,7 +318,7 @@ pub(super) async fn update(
     let changed = async {
         let expected = form.version()?;
         let changes = form.to_update()?;
-        update_link(&links, current.clone(), expected, changes).await
+        update_link(&links, current.clone(), expected, changes, actor(&signed)).await
     }
     .await;
     match changed {
@@ -358,7 +365,7 @@ pub(super) async fn delete(
             Intent::ReadOrDelete,
         )
         .await?;
-        delete_link(&links, current, Some(form.version()?)).await
+        delete_link(&links, current, Some(form.version()?), actor(&signed)).await
     }
     .await;
     match deleted {
@@ -388,7 +395,7 @@ pub(super) async fn restore(
     }
     let restored = async {
         let current = load(&links, &signed, (&owner, &domain, &code), Intent::Change).await?;
-        restore_link(&links, current, Some(form.version()?)).await
+        restore_link(&links, current, Some(form.version()?), actor(&signed)).await
     }
     .await;
     let nav = || Nav::of(&signed, Some(&owner));
@@ -463,7 +470,7 @@ async fn form_again(
 
 /// Why a post may not change `owner`'s links, if it may not: its form token wrong, or its
 /// user not an editor there (a member who is not is refused; anyone else finds nothing).
-fn refused_change(signed: &SignedIn, owner: &str, csrf: &str) -> Option<Response> {
+pub(super) fn refused_change(signed: &SignedIn, owner: &str, csrf: &str) -> Option<Response> {
     if !signed.csrf_matches(csrf) {
         return Some(refused_post());
     }

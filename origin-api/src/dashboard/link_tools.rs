@@ -86,6 +86,7 @@ pub(super) async fn alias(
             owner: &owner,
             admin: signed.user.operator,
             domains: None,
+            actor: crate::model::history::Actor::User(&signed.user.user_id),
         };
         match alias_available(&links, &creator, Some(q.domain.as_str()), code).await {
             Ok(()) => Ok(format!("“{code}” is free.")),

@@ -13,6 +13,7 @@ mod analytics;
 mod assets;
 mod bulk;
 mod chart;
+mod history;
 mod imports;
 mod keys;
 mod link_fields;
@@ -101,6 +102,14 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/o/{owner}/links/{domain}/{code}/restore",
             post(link_form::restore),
+        )
+        .route(
+            "/o/{owner}/links/{domain}/{code}/history",
+            get(history::page),
+        )
+        .route(
+            "/o/{owner}/links/{domain}/{code}/revert",
+            post(history::revert),
         )
         .route("/admin", get(admin::overview))
         .route("/admin/outbox/retry", post(admin::retry))

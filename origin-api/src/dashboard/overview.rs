@@ -176,6 +176,7 @@ async fn build(links: &Links, clicks: &ClickService, owner: &str) -> Result<Buil
         owner,
         admin: false,
         domains: None,
+        actor: crate::model::history::Actor::System,
     };
     let as_of = clicks.data_as_of().await?;
     let people = |from: i64, to: i64, top: u32| {

@@ -489,6 +489,7 @@ pub(super) async fn links(
         owner: &owner,
         admin: false,
         domains: None,
+        actor: crate::model::history::Actor::User(&signed.user.user_id),
     };
     let domains = match store::domains::for_owner(&links.db, &owner).await {
         Ok(found) => found.into_iter().map(|d| d.domain).collect::<Vec<_>>(),

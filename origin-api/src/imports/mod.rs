@@ -191,9 +191,16 @@ pub async fn run(
         vec![true; ready.len()]
     } else {
         let respond = |_: &[bool]| String::new();
-        match store::links::insert_bulk(&links.db, &ready, &lookups.judged_by(), None, &respond)
-            .await
-            .map_err(|e| write_failed(links, &format!("an import of {} links", ready.len()), e))?
+        match store::links::insert_bulk(
+            &links.db,
+            &ready,
+            &lookups.judged_by(),
+            None,
+            &respond,
+            creator.actor,
+        )
+        .await
+        .map_err(|e| write_failed(links, &format!("an import of {} links", ready.len()), e))?
         {
             BulkInsert::Inserted(inserted) => inserted,
             BulkInsert::Replay { .. } => {
@@ -227,7 +234,15 @@ pub async fn run(
                     row.outcome = Outcome::Changed;
                 } else {
                     let version = current.version;
-                    match crate::links::update_link(links, *current, version, *changes).await {
+                    match crate::links::update_link(
+                        links,
+                        *current,
+                        version,
+                        *changes,
+                        creator.actor,
+                    )
+                    .await
+                    {
                         Ok(_) => row.outcome = Outcome::Changed,
                         Err(e) if e.status().is_client_error() => row.reason = Some(detail(&e)),
                         Err(e) => return Err(e),

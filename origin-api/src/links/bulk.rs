@@ -167,6 +167,7 @@ pub async fn create_bulk(
         &judged.domains,
         idem.as_ref(),
         &respond,
+        creator.actor,
     )
     .await;
     match outcome.map_err(|e| {

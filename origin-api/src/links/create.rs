@@ -75,8 +75,15 @@ pub async fn create_link_once(
     let mut lookups = Lookups::new(&state.db, &state.settings.policy);
     let link = prepare_link(state, &mut lookups, creator, &req).await?;
     let response = serde_json::to_string(&state.view(&link)).unwrap_or_default();
-    match store::links::insert_idempotent(&state.db, &link, &lookups.judged_by(), &idem, &response)
-        .await
+    match store::links::insert_idempotent(
+        &state.db,
+        &link,
+        &lookups.judged_by(),
+        &idem,
+        &response,
+        creator.actor,
+    )
+    .await
     {
         Ok(Idempotent::Created) => {
             stored(state, &link).await;
@@ -204,7 +211,7 @@ pub async fn create_link(
 ) -> Result<Link, AppError> {
     let mut lookups = Lookups::new(&state.db, &state.settings.policy);
     let link = prepare_link(state, &mut lookups, creator, &req).await?;
-    match store::links::insert(&state.db, &link, &lookups.judged_by()).await {
+    match store::links::insert(&state.db, &link, &lookups.judged_by(), creator.actor).await {
         Ok(()) => {
             stored(state, &link).await;
             Ok(link)

@@ -5,6 +5,7 @@ mod bulk;
 mod create;
 pub(crate) mod fields;
 mod fingerprint;
+pub mod history;
 pub(crate) use fields::{on_allowed_host, redirect_url};
 mod list;
 mod lookups;
@@ -24,4 +25,6 @@ pub use create::{
     alias_available, check_idempotency_key, create_link, create_link_once, Created,
     IDEMPOTENCY_TTL_MS,
 };
-pub use update::{delete_link, owned_link, parse_if_match, restore_link, update_link, Intent};
+pub use update::{
+    delete_link, owned_link, parse_if_match, restore_link, revert_link, update_link, Intent,
+};

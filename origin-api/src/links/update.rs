@@ -6,6 +6,7 @@ use super::fields;
 use super::lookups::Lookups;
 use super::service::Links;
 use crate::error::AppError;
+use crate::model::history::{Action, Actor, Change, Snapshot};
 use crate::model::time::now_ms;
 use crate::model::{Creator, Refusal};
 use crate::model::{Link, LinkState};
@@ -85,6 +86,7 @@ pub async fn update_link(
     current: Link,
     expected: u64,
     changes: UpdateLink,
+    actor: Actor<'_>,
 ) -> Result<Link, AppError> {
     if current.status == LinkState::Deleted {
         return Err(AppError::Deleted);
@@ -183,7 +185,14 @@ pub async fn update_link(
             current: Some(current.version),
         });
     }
-    write(state, next, expected, now).await
+    write(
+        state,
+        next,
+        expected,
+        now,
+        &Change::new(Action::Edited, actor),
+    )
+    .await
 }
 
 /// Tombstones the link: status `deleted`, version bumped, code kept forever. Deleting a
@@ -192,6 +201,7 @@ pub async fn delete_link(
     state: &Links,
     current: Link,
     expected: Option<u64>,
+    actor: Actor<'_>,
 ) -> Result<(), AppError> {
     if current.status == LinkState::Deleted {
         return Ok(());
@@ -204,10 +214,14 @@ pub async fn delete_link(
     }
     let mut next = current;
     next.status = LinkState::Deleted;
-    write(state, next, expected, now_ms()).await.map(drop)
+    let change = Change::new(Action::Deleted, actor);
+    write(state, next, expected, now_ms(), &change)
+        .await
+        .map(drop)
 }
 
-/// Brings a deleted link back, as a new version, `active`, within `--restore-window` of
+/// Brings a deleted link back, as a new version, with the status it had before (from its
+/// history; `active` if that is not on record), within `--restore-window` of
 /// its deletion: its targets pass today's policy and bans first (a host banned since is
 /// refused, as a create would be). `DeletionFinal` after the window, `NotDeleted` for a
 /// live link.
@@ -215,6 +229,7 @@ pub async fn restore_link(
     state: &Links,
     current: Link,
     expected: Option<u64>,
+    actor: Actor<'_>,
 ) -> Result<Link, AppError> {
     if current.status != LinkState::Deleted {
         return Err(AppError::NotDeleted);
@@ -229,24 +244,123 @@ pub async fn restore_link(
         });
     }
     let expected = expected.unwrap_or(current.version);
-    let mut lookups = Lookups::new(&state.db, &state.settings.policy);
-    fields::target(&mut lookups, &current.domain, &current.target_url).await?;
-    for url in current.options.targets() {
-        fields::link_url(&mut lookups, &current.domain, "targets", url).await?;
-    }
+    revalidate(state, &current).await?;
     if current.version != expected {
         return Err(AppError::Stale {
             current: Some(current.version),
         });
     }
+    // The status it had before its deletion, from its history: a link deleted while
+    // disabled comes back disabled; `active` when the history does not reach so far.
+    let link_id = i64::try_from(current.link_id).unwrap_or(i64::MAX);
+    let deletion = i64::try_from(current.version).unwrap_or(i64::MAX);
+    let before = store::history::of_link(&state.db, link_id, Some((deletion, 0)), 1).await?;
+    let status = before
+        .first()
+        .and_then(|e| LinkState::parse(&e.state.status))
+        .filter(|s| *s != LinkState::Deleted)
+        .unwrap_or(LinkState::Active);
     let mut next = current;
-    next.status = LinkState::Active;
-    write(state, next, expected, now).await
+    next.status = status;
+    let change = Change::new(Action::Restored, actor);
+    write(state, next, expected, now, &change).await
 }
 
-async fn write(state: &Links, mut next: Link, expected: u64, now: i64) -> Result<Link, AppError> {
+/// Sets the link's fields back to those of `version` from its history, as a new
+/// version: its targets pass today's policy and bans, as an edit's would. Today's
+/// secret stays (history keeps none): a version that needed a password or a token when
+/// the link now needs the other, or nothing, cannot be brought back (422); nor can
+/// the version of the link deleted (restore undoes a delete) or one whose expiry has passed.
+pub async fn revert_link(
+    state: &Links,
+    current: Link,
+    expected: Option<u64>,
+    version: u64,
+    actor: Actor<'_>,
+) -> Result<Link, AppError> {
+    if current.status == LinkState::Deleted {
+        return Err(AppError::Deleted);
+    }
+    let now = now_ms();
+    let link_id = i64::try_from(current.link_id).unwrap_or(i64::MAX);
+    let wanted = i64::try_from(version).unwrap_or(i64::MAX);
+    let entry = store::history::at_version(&state.db, link_id, wanted)
+        .await?
+        .ok_or_else(|| {
+            AppError::invalid(
+                "version",
+                format!("this link's history holds no version {version}"),
+            )
+        })?;
+    let old = &entry.state;
+    if old.status == LinkState::Deleted.as_str() {
+        return Err(AppError::invalid(
+            "version",
+            format!("version {version} is the link deleted: DELETE deletes a link"),
+        ));
+    }
+    if old.access.is_some() && old.access != Snapshot::of(&current).access {
+        return Err(AppError::invalid(
+            "version",
+            format!(
+                "version {version} was {} with a secret the history does not keep: \
+                 set its access with PATCH instead",
+                match old.access.as_deref() {
+                    Some("password") => "behind a password",
+                    _ => "open to signed tokens only",
+                }
+            ),
+        ));
+    }
+    if old.expires_at.is_some_and(|e| e <= now) {
+        return Err(AppError::invalid(
+            "version",
+            format!(
+                "version {version} expired at {}: set a new expiry with PATCH",
+                crate::model::time::rfc3339(old.expires_at.unwrap_or_default())
+            ),
+        ));
+    }
+    let mut next = old.applied_to(&current).ok_or_else(|| {
+        AppError::Internal(format!(
+            "history entry {} cannot be read back",
+            entry.entry_id
+        ))
+    })?;
+    next.options.exhausted = match next.options.max_visits {
+        None => false,
+        Some(max) => state.db.human_visits(next.link_id).await? >= max,
+    };
+    revalidate(state, &next).await?;
+    let expected = expected.unwrap_or(current.version);
+    if current.version != expected {
+        return Err(AppError::Stale {
+            current: Some(current.version),
+        });
+    }
+    let change = Change::new(Action::Reverted, actor).with_note(format!("to version {version}"));
+    write(state, next, expected, now, &change).await
+}
+
+/// A link's every target judged by today's policy and bans, as a create's would be.
+async fn revalidate(state: &Links, link: &Link) -> Result<(), AppError> {
+    let mut lookups = Lookups::new(&state.db, &state.settings.policy);
+    fields::target(&mut lookups, &link.domain, &link.target_url).await?;
+    for url in link.options.targets() {
+        fields::link_url(&mut lookups, &link.domain, "targets", url).await?;
+    }
+    Ok(())
+}
+
+async fn write(
+    state: &Links,
+    mut next: Link,
+    expected: u64,
+    now: i64,
+    change: &Change<'_>,
+) -> Result<Link, AppError> {
     next.updated_at = now;
-    match store::links::update(&state.db, &next, expected).await {
+    match store::links::update(&state.db, &next, expected, change).await {
         Ok(written) => {
             // Unmarked: the redirect checks bans against the live denylist.
             state.cache.fence(&written).await;

@@ -1,6 +1,7 @@
 //! A domain in the registry: who may create links on it, whether it serves, and how it
 //! answers what is not a link.
 
+use super::history::Actor;
 pub use shared::DomainStatus;
 use shared::{DomainConfig, DomainSettings};
 
@@ -41,6 +42,8 @@ pub struct Creator<'a> {
     pub admin: bool,
     /// The domains the key is limited to, if it is (`keys create --domain`).
     pub domains: Option<&'a [String]>,
+    /// Who acts: the key or the dashboard's user, as the link's history records it.
+    pub actor: Actor<'a>,
 }
 
 impl<'a> Creator<'a> {
@@ -57,6 +60,7 @@ impl<'a> Creator<'a> {
             owner,
             admin: false,
             domains: None,
+            actor: Actor::System,
         }
     }
 }

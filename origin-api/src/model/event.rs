@@ -4,6 +4,7 @@
 //! was at that version, whenever it is delivered. The full short URL is added at
 //! delivery (it is the operator's configuration, not the link's).
 
+use super::history::Action;
 use super::link::{Link, LinkState};
 use super::time::rfc3339;
 use serde::Serialize;
@@ -52,6 +53,20 @@ impl EventType {
 
     pub fn parse(s: &str) -> Option<EventType> {
         EventType::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+
+    /// The event a write of the link as `link` by `action` tells.
+    pub fn of_action(action: Action, link: &Link) -> EventType {
+        match action {
+            Action::Created | Action::Imported => EventType::LinkCreated,
+            Action::Banned => EventType::LinkBanned,
+            Action::Unbanned => EventType::LinkUnbanned,
+            Action::Expired => EventType::LinkExpired,
+            Action::Exhausted => EventType::LinkExhausted,
+            Action::Edited | Action::Deleted | Action::Restored | Action::Reverted => {
+                EventType::of_edit(link)
+            }
+        }
     }
 
     /// A link's change other than a ban's: deleted when the change left it a tombstone.
@@ -166,7 +181,7 @@ impl NewEvent {
 impl NewEvent {
     /// `domain.updated` of `d` as written: its settings as the edge gets them, and the
     /// hosts its links may point at (never its owners).
-    pub fn of_domain(d: &super::Domain, at: i64) -> NewEvent {
+    pub fn of_domain(d: &super::domain::Domain, at: i64) -> NewEvent {
         let data = serde_json::json!({
             "domain": d.domain,
             "version": d.version,

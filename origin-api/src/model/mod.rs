@@ -7,6 +7,7 @@ pub mod api_key;
 pub mod ban;
 pub mod domain;
 pub mod event;
+pub mod history;
 pub mod link;
 pub mod sequence;
 pub mod short_url;

@@ -31,7 +31,9 @@ pub(crate) async fn create(
 ) -> Result<(StatusCode, Json<BanView>), AppError> {
     admin(&caller)?;
     let created_by = format!("{}/{}", caller.owner_id, caller.key_id);
-    let ban = state.create(&body, &created_by).await?;
+    let ban = state
+        .create(&body, &created_by, caller.creator().actor)
+        .await?;
     tracing::info!(ban = ban.ban_id, by = %created_by, "ban created");
     Ok((StatusCode::CREATED, Json(ban.view())))
 }
@@ -72,6 +74,6 @@ pub(crate) async fn lift(
     ApiPath(id): ApiPath<i64>,
 ) -> Result<StatusCode, AppError> {
     admin(&caller)?;
-    state.lift(id).await?;
+    state.lift(id, caller.creator().actor).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -203,7 +203,7 @@ pub(crate) async fn update(
     }
     let expected = parse_if_match(headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok()))?;
     let current = owned_link(&state.db, &caller.creator(), &domain, &code, Intent::Change).await?;
-    let link = update_link(&state, current, expected, changes).await?;
+    let link = update_link(&state, current, expected, changes, caller.creator().actor).await?;
     Ok(link_response(&state, StatusCode::OK, &link))
 }
 
@@ -233,7 +233,7 @@ pub(crate) async fn restore(
         Some(v) => Some(parse_if_match(v.to_str().ok())?),
     };
     let current = owned_link(&state.db, &caller.creator(), &domain, &code, Intent::Change).await?;
-    let link = restore_link(&state, current, expected).await?;
+    let link = restore_link(&state, current, expected, caller.creator().actor).await?;
     tracing::info!(link = %link.route_key(), by = %caller.key_id, "link restored");
     Ok(link_response(&state, StatusCode::OK, &link))
 }
@@ -265,7 +265,7 @@ pub(crate) async fn delete(
         Intent::ReadOrDelete,
     )
     .await?;
-    delete_link(&state, current, expected).await?;
+    delete_link(&state, current, expected, caller.creator().actor).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

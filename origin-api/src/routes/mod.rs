@@ -6,6 +6,7 @@ mod body;
 mod domains;
 mod edge;
 mod health;
+mod history;
 mod imports;
 mod links;
 mod observe;
@@ -85,6 +86,8 @@ fn router_under(state: AppState, in_flight: InFlightLayer) -> Router {
         .route("/v1/links/{domain}/{code}/qr", get(links::qr))
         .route("/v1/links/{domain}/{code}/tokens", post(links::issue_token))
         .route("/v1/links/{domain}/{code}/restore", post(links::restore))
+        .route("/v1/links/{domain}/{code}/history", get(history::list))
+        .route("/v1/links/{domain}/{code}/revert", post(history::revert))
         .route("/v1/imports", post(imports::create))
         .route("/v1/stats", get(stats::owner))
         .route("/v1/domains", post(domains::create).get(domains::list))

@@ -1,7 +1,9 @@
 //! `/openapi.json`: the API description, generated from the handlers' annotations and
 //! the request and response types themselves, so it changes when they do.
 
-use super::{admin, bans, domains, edge, health, imports, links, redirect, stats, webhooks};
+use super::{
+    admin, bans, domains, edge, health, history, imports, links, redirect, stats, webhooks,
+};
 use axum::http::header;
 use axum::response::IntoResponse;
 use std::sync::LazyLock;
@@ -24,6 +26,8 @@ use utoipa::{Modify, OpenApi};
         links::qr,
         links::issue_token,
         links::restore,
+        history::list,
+        history::revert,
         stats::link,
         stats::owner,
         domains::create,

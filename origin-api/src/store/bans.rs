@@ -9,6 +9,7 @@ use super::outbox::{insert_outbox, link_row, OutboxInsert};
 use super::sql::Conn;
 use crate::db::Db;
 use crate::model::event::{EventType, NewEvent};
+use crate::model::history::{Action, Actor, Change, NewEntry};
 use crate::model::{denylist_snapshot, Ban, BanTarget, Link, LinkState};
 use shared::Denylist;
 
@@ -82,13 +83,14 @@ pub(super) async fn active_bans(c: &mut Conn<'_>) -> Result<Vec<Ban>, StoreError
 /// Steps 2–4 inside the transaction, after the ban row changed, and the announcement of
 /// the change to the other origins on PostgreSQL; the covered links' events are
 /// `link.banned` for a ban (`placed`), `link.unbanned` for a lift of those no other ban
-/// still covers.
+/// still covers; each covered link's history records `change` (`banned` or `unbanned`).
 async fn propagate(
     c: &mut Conn<'_>,
     target: &BanTarget,
     now: i64,
-    placed: bool,
+    change: &Change<'_>,
 ) -> Result<(), StoreError> {
+    let placed = change.action == Action::Banned;
     if c.is_postgres() {
         // Inline: PostgreSQL only (SQLite has no notifications), no file to check on both.
         c.execute(
@@ -169,7 +171,22 @@ async fn propagate(
             Some(NewEvent::of_link(kind, link, banned, now))
         })
         .collect();
-    super::events::record(c, &events).await
+    super::events::record(c, &events).await?;
+    let entries: Vec<NewEntry> = links
+        .iter()
+        .map(|link| {
+            if !placed && link.banned_by(&deny) {
+                let note = change.note.as_deref().unwrap_or_default();
+                let still = change
+                    .clone()
+                    .with_note(format!("{note}; another ban still covers it"));
+                NewEntry::of(link, &still, now)
+            } else {
+                NewEntry::of(link, change, now)
+            }
+        })
+        .collect();
+    super::history::record(c, &entries).await
 }
 
 pub async fn insert(
@@ -177,6 +194,7 @@ pub async fn insert(
     target: &BanTarget,
     reason: &str,
     created_by: &str,
+    actor: Actor<'_>,
     now: i64,
 ) -> Result<Ban, StoreError> {
     let (kind, domain, code, host) = match target {
@@ -203,12 +221,20 @@ pub async fn insert(
             ],
         )
         .await?;
-    propagate(&mut c, target, now, true).await?;
+    let ban = Ban::try_from(row)?;
+    let change =
+        Change::new(Action::Banned, actor).with_note(format!("ban {}: {}", ban.ban_id, ban.reason));
+    propagate(&mut c, target, now, &change).await?;
     tx.commit().await?;
-    Ban::try_from(row)
+    Ok(ban)
 }
 
-pub async fn lift(db: &Db, ban_id: i64, now: i64) -> Result<LiftOutcome, StoreError> {
+pub async fn lift(
+    db: &Db,
+    ban_id: i64,
+    actor: Actor<'_>,
+    now: i64,
+) -> Result<LiftOutcome, StoreError> {
     let mut tx = db.begin_write().await?;
     let mut c = tx.conn();
     ban_lock(&mut c, BanLock::Exclusive).await?;
@@ -224,7 +250,9 @@ pub async fn lift(db: &Db, ban_id: i64, now: i64) -> Result<LiftOutcome, StoreEr
         });
     };
     let ban = Ban::try_from(row)?;
-    propagate(&mut c, &ban.target, now, false).await?;
+    let change =
+        Change::new(Action::Unbanned, actor).with_note(format!("ban {} lifted", ban.ban_id));
+    propagate(&mut c, &ban.target, now, &change).await?;
     tx.commit().await?;
     Ok(LiftOutcome::Lifted(ban))
 }

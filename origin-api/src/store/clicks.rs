@@ -5,7 +5,7 @@ use super::link_rows::{LinkRow, SELECT_COLUMNS};
 use super::links::update_one;
 use super::sql::{insert_rows, list_placeholders, values_placeholders, Arg, Conn};
 use crate::db::Db;
-use crate::model::event::EventType;
+use crate::model::history::{Action, Actor, Change};
 use crate::model::Link;
 use async_trait::async_trait;
 use shared::clicks::ClickEvent;
@@ -476,10 +476,11 @@ async fn exhaust_reached(
             if human_visits(c, link.link_id).await? < max {
                 continue;
             }
+            let exhausted_change = Change::new(Action::Exhausted, Actor::System);
             link.options.exhausted = true;
             link.updated_at = now;
             let version = i64::try_from(link.version).unwrap_or(i64::MAX);
-            match update_one(c, &link, version, Some(EventType::LinkExhausted)).await {
+            match update_one(c, &link, version, &exhausted_change).await {
                 Ok(written) => exhausted.push(written),
                 Err(StoreError::Stale) => {}
                 Err(e) => return Err(e),

@@ -5,11 +5,13 @@ use super::bans::{active_bans, ban_lock, BanLock};
 use super::contract::{BulkInsert, DomainAt, IdempotencyKey, Idempotent, StoreError};
 use super::domains::check_domains;
 use super::events;
+use super::history;
 use super::link_rows::{to_i64, LinkRow, SELECT_COLUMNS};
 use super::outbox::{insert_outbox, link_row, OutboxInsert};
 use super::sql::{list_placeholders, values_placeholders, Arg, Conn};
 use crate::db::Db;
 use crate::model::event::{EventType, NewEvent};
+use crate::model::history::{Action, Actor, Change, NewEntry};
 use crate::model::link::host_suffixes;
 use crate::model::{
     AccessKind, Condition, Link, LinkOptions, ListFilter, OptionPart, EXPIRING_WITHIN_MS,
@@ -219,7 +221,11 @@ async fn covered(
 
 /// Inserts the link and its outbox row, the record marked `banned` when a ban covers it
 /// at this moment; `Taken` when the route key exists.
-async fn insert_one(c: &mut Conn<'_>, row: &NewLinkRow<'_>) -> Result<(), StoreError> {
+async fn insert_one(
+    c: &mut Conn<'_>,
+    row: &NewLinkRow<'_>,
+    actor: Actor<'_>,
+) -> Result<(), StoreError> {
     let link = row.link;
     ban_lock(c, BanLock::Shared).await?;
     let banned = covered(c, &link.domain, &link.code, &link.all_hosts()).await?;
@@ -234,8 +240,15 @@ async fn insert_one(c: &mut Conn<'_>, row: &NewLinkRow<'_>) -> Result<(), StoreE
         &[link_row(&route, row.version, &payload, link.created_at)],
     )
     .await?;
-    let created = NewEvent::of_link(EventType::LinkCreated, link, banned, link.created_at);
+    let change = Change::new(Action::of_insert(link), actor);
+    let created = NewEvent::of_link(
+        EventType::of_action(change.action, link),
+        link,
+        banned,
+        link.created_at,
+    );
     events::record(c, &[created]).await?;
+    history::record(c, &[NewEntry::of(link, &change, link.created_at)]).await?;
     announce(c, link.version, &route).await
 }
 
@@ -245,6 +258,7 @@ async fn insert_chunk(
     c: &mut Conn<'_>,
     rows: &[NewLinkRow<'_>],
     deny: &shared::Denylist,
+    actor: Actor<'_>,
 ) -> Result<Vec<bool>, StoreError> {
     // Built at run time: one VALUES tuple per link.
     let sql = format!(
@@ -277,15 +291,28 @@ async fn insert_chunk(
         .map(|(i, r)| link_row(&routes[i], r.version, &payloads[i], r.link.created_at))
         .collect();
     insert_outbox(c, &outbox).await?;
-    let created: Vec<NewEvent> = rows
+    let changes: Vec<(usize, Change<'_>)> = (0..rows.len())
+        .filter(|i| went_in[*i])
+        .map(|i| (i, Change::new(Action::of_insert(rows[i].link), actor)))
+        .collect();
+    let created: Vec<NewEvent> = changes
         .iter()
-        .enumerate()
-        .filter(|(i, _)| went_in[*i])
-        .map(|(i, r)| {
-            NewEvent::of_link(EventType::LinkCreated, r.link, banned[i], r.link.created_at)
+        .map(|(i, change)| {
+            let link = rows[*i].link;
+            NewEvent::of_link(
+                EventType::of_action(change.action, link),
+                link,
+                banned[*i],
+                link.created_at,
+            )
         })
         .collect();
     events::record(c, &created).await?;
+    let entries: Vec<NewEntry> = changes
+        .iter()
+        .map(|(i, change)| NewEntry::of(rows[*i].link, change, rows[*i].link.created_at))
+        .collect();
+    history::record(c, &entries).await?;
     if c.is_postgres() && !outbox.is_empty() {
         // One statement announces the chunk's links (all at version 1). Inline:
         // PostgreSQL only, and built at run time with one VALUES tuple per link.
@@ -304,13 +331,13 @@ async fn insert_chunk(
     Ok(went_in)
 }
 
-/// The link as written by `update_link`'s statement, its outbox row and its event:
-/// `kind`, or (`None`) an edit's ([`EventType::of_edit`]).
+/// The link as written by `update_link`'s statement, its outbox row, its event and its
+/// history entry, all telling of `change`.
 pub(super) async fn update_one(
     c: &mut Conn<'_>,
     link: &Link,
     expected: i64,
-    kind: Option<EventType>,
+    change: &Change<'_>,
 ) -> Result<Link, StoreError> {
     let tags = tags_json(&link.tags);
     let host = link.target_host();
@@ -358,9 +385,10 @@ pub(super) async fn update_one(
         )],
     )
     .await?;
-    let kind = kind.unwrap_or_else(|| EventType::of_edit(&written));
+    let kind = EventType::of_action(change.action, &written);
     let event = NewEvent::of_link(kind, &written, banned, written.updated_at);
     events::record(c, &[event]).await?;
+    history::record(c, &[NewEntry::of(&written, change, written.updated_at)]).await?;
     announce(c, written.version, &route).await?;
     Ok(written)
 }
@@ -370,12 +398,17 @@ pub(super) async fn update_one(
 /// `banned` when a ban covers the link as the transaction commits. `domains`: the
 /// registry rows the link was judged by, each read (and on PostgreSQL locked) in the
 /// transaction first: `DomainChanged`, with nothing written, when one moved on.
-pub async fn insert(db: &Db, link: &Link, domains: &[DomainAt]) -> Result<(), StoreError> {
+pub async fn insert(
+    db: &Db,
+    link: &Link,
+    domains: &[DomainAt],
+    actor: Actor<'_>,
+) -> Result<(), StoreError> {
     let row = NewLinkRow::new(link)?;
     let mut tx = db.begin_write().await?;
     let mut c = tx.conn();
     check_domains(&mut c, domains).await?;
-    insert_one(&mut c, &row).await?;
+    insert_one(&mut c, &row, actor).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -391,6 +424,7 @@ pub async fn insert_idempotent(
     domains: &[DomainAt],
     key: &IdempotencyKey<'_>,
     response: &str,
+    actor: Actor<'_>,
 ) -> Result<Idempotent, StoreError> {
     let row = NewLinkRow::new(link)?;
     let mut tx = db.begin_write().await?;
@@ -409,7 +443,7 @@ pub async fn insert_idempotent(
         });
     }
     check_domains(&mut c, domains).await?;
-    insert_one(&mut c, &row).await?;
+    insert_one(&mut c, &row, actor).await?;
     tx.commit().await?;
     Ok(Idempotent::Created)
 }
@@ -424,6 +458,7 @@ pub async fn insert_bulk(
     domains: &[DomainAt],
     key: Option<&IdempotencyKey<'_>>,
     respond: &(dyn for<'x> Fn(&'x [bool]) -> String + Send + Sync),
+    actor: Actor<'_>,
 ) -> Result<BulkInsert, StoreError> {
     let rows: Vec<NewLinkRow<'_>> = items
         .iter()
@@ -449,7 +484,7 @@ pub async fn insert_bulk(
     // two per link. RETURNING tells which rows went in (the rest were taken).
     let mut inserted = Vec::with_capacity(items.len());
     for chunk in rows.chunks(BULK_CHUNK) {
-        inserted.extend(insert_chunk(&mut c, chunk, &deny).await?);
+        inserted.extend(insert_chunk(&mut c, chunk, &deny, actor).await?);
     }
     if let Some(key) = key {
         let response = respond(&inserted);
@@ -466,11 +501,16 @@ pub async fn insert_bulk(
 /// Writes `link`'s mutable fields if the stored version is still `expected`, bumping
 /// the version in the database, with its outbox row built from the row as written
 /// (marked `banned` when a ban covers it then), in one transaction; `Stale`
-/// otherwise. Returns the row as written.
-pub async fn update(db: &Db, link: &Link, expected: u64) -> Result<Link, StoreError> {
+/// otherwise. Returns the row as written. `change` is what the history records.
+pub async fn update(
+    db: &Db,
+    link: &Link,
+    expected: u64,
+    change: &Change<'_>,
+) -> Result<Link, StoreError> {
     let expected = to_i64(expected, "version")?;
     let mut tx = db.begin_write().await?;
-    let written = update_one(&mut tx.conn(), link, expected, None).await?;
+    let written = update_one(&mut tx.conn(), link, expected, change).await?;
     tx.commit().await?;
     Ok(written)
 }

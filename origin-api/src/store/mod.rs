@@ -16,6 +16,7 @@ pub mod domains;
 mod events;
 mod fencing;
 pub mod foreign_codes;
+pub mod history;
 pub mod idempotency;
 pub mod invitations;
 pub mod legacy_misses;

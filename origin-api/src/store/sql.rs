@@ -162,6 +162,11 @@ fn positional<'s, 'q>(
             Some(q) if b == q => quote = None,
             Some(_) => {}
             None if b == b'\'' || b == b'"' => quote = Some(b),
+            // A comment runs to the end of its line: a quote in it opens nothing.
+            None if b == b'-' && bytes.get(i + 1) == Some(&b'-') => {
+                i += bytes[i..].iter().take_while(|c| **c != b'\n').count();
+                continue;
+            }
             None if b == b'$' => {
                 let digits = bytes[i + 1..]
                     .iter()
@@ -469,6 +474,9 @@ mod tests {
         let (sql, bound) = positional("SELECT 'it''s $1', $1", &args[..1]).expect("rewrite");
         assert_eq!(sql, "SELECT 'it''s $1', ?");
         assert_eq!(*bound, [args[0]]);
+        // A quote in a comment is no literal: the placeholders after it are rewritten.
+        let (sql, _) = positional("-- the link's page\nSELECT $1", &args[..1]).expect("rewrite");
+        assert_eq!(sql, "-- the link's page\nSELECT ?");
     }
 
     #[tokio::test]

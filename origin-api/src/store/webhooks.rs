@@ -13,6 +13,7 @@ use super::link_rows::{LinkRow, SELECT_COLUMNS};
 use super::sql::{insert_rows, Arg, Conn};
 use crate::db::Db;
 use crate::model::event::{ClicksData, EventType, NewEvent};
+use crate::model::history::{Action, Actor, Change, NewEntry};
 use crate::model::time::rfc3339;
 use crate::model::{denylist, Link};
 
@@ -385,7 +386,7 @@ pub async fn start_sweep(db: &Db, name: &str, at: i64) -> Result<(), StoreError>
     Ok(())
 }
 
-/// Writes `link.expired` for up to `limit` links whose expiry passed after the
+/// Writes `link.expired` and the links' history entries for up to `limit` links whose expiry passed after the
 /// `expired` sweep's position and by `to`, by (expiry, link id), and moves the position
 /// on, in one transaction; how many, and whether the sweep reached `to`.
 pub async fn sweep_expired(db: &Db, to: i64, limit: i64) -> Result<(u64, bool), StoreError> {
@@ -420,6 +421,12 @@ pub async fn sweep_expired(db: &Db, to: i64, limit: i64) -> Result<(u64, bool), 
         })
         .collect();
     record(&mut c, &events).await?;
+    let expired = Change::new(Action::Expired, Actor::System);
+    let entries: Vec<NewEntry> = links
+        .iter()
+        .map(|l| NewEntry::of(l, &expired, l.expires_at.unwrap_or(to)))
+        .collect();
+    super::history::record(&mut c, &entries).await?;
     match links.last().filter(|_| !done) {
         Some(l) => {
             let id = i64::try_from(l.link_id).unwrap_or(i64::MAX);

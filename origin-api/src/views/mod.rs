@@ -4,6 +4,7 @@
 
 pub mod bans;
 pub mod domains;
+pub mod history;
 pub mod imports;
 pub mod links;
 pub mod problem;

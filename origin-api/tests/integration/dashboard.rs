@@ -663,6 +663,93 @@ async fn an_editor_creates_changes_and_deletes_a_link_with_plain_forms() {
     }
 }
 
+/// The history page says who changed what, by their email for people and their key
+/// for the API; an editor reverts from it, a viewer only reads it.
+#[tokio::test]
+async fn a_links_history_page_says_who_changed_what_and_an_editor_reverts_from_it() {
+    for (api, t) in apis("dash-link-history").await {
+        member(&api, "ana@acme.example", "acme", Role::Editor).await;
+        member(&api, "vic@acme.example", "acme", Role::Viewer).await;
+        let key = api.key("acme", false).await;
+        let made = api
+            .create(
+                &key,
+                json!({"target_url": "https://shop.example/spring", "code": "spring", "title": "Spring"}),
+            )
+            .await;
+        assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+        let mut browser = Browser::new(&api);
+        browser.sign_in("ana@acme.example", PASSWORD).await;
+        let page = browser.get("/o/acme/links/s.example/spring").await;
+        assert!(
+            page.html.contains("/o/acme/links/s.example/spring/history"),
+            "{}",
+            page.html
+        );
+        let form = link_form(&page, &[("target_url", "https://wrong.example/oops")]);
+        let saved = browser
+            .post_owned("/o/acme/links/s.example/spring", &form)
+            .await;
+        assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.html);
+
+        let history = browser.get("/o/acme/links/s.example/spring/history").await;
+        assert_eq!(history.status, StatusCode::OK, "{}", history.html);
+        let (key_id, _) = origin_api::api_keys::parse_token(&key).expect("token");
+        for said in [
+            "ana@acme.example",
+            &format!("key:{key_id}"),
+            "target_url: &#34;https://shop.example/spring&#34; → &#34;https://wrong.example/oops&#34;",
+            "Revert to version 1",
+        ] {
+            assert!(history.html.contains(said), "{said} in {}", history.html);
+        }
+        assert!(
+            !history.html.contains("Revert to version 2"),
+            "{}",
+            history.html
+        );
+        let csrf = history.csrf();
+        let reverted = browser
+            .post(
+                "/o/acme/links/s.example/spring/revert",
+                &[("csrf", &csrf), ("version", "2"), ("to", "1")],
+            )
+            .await;
+        assert_eq!(reverted.status, StatusCode::SEE_OTHER, "{}", reverted.html);
+        let read = api.read(&key, "s.example", "spring").await;
+        assert_eq!(
+            (&read.body["target_url"], &read.body["version"]),
+            (&json!("https://shop.example/spring"), &json!(3)),
+            "{}",
+            t.kind()
+        );
+        // A second revert from the stale page is refused.
+        let stale = browser
+            .post(
+                "/o/acme/links/s.example/spring/revert",
+                &[("csrf", &csrf), ("version", "2"), ("to", "1")],
+            )
+            .await;
+        assert_eq!(stale.status, StatusCode::CONFLICT, "{}", stale.html);
+
+        let mut viewer = Browser::new(&api);
+        viewer.sign_in("vic@acme.example", PASSWORD).await;
+        let seen = viewer.get("/o/acme/links/s.example/spring/history").await;
+        assert_eq!(seen.status, StatusCode::OK, "{}", seen.html);
+        assert!(seen.html.contains("reverted"), "{}", seen.html);
+        assert!(!seen.html.contains("Revert to version"), "{}", seen.html);
+        let csrf = seen.csrf();
+        let refused = viewer
+            .post(
+                "/o/acme/links/s.example/spring/revert",
+                &[("csrf", &csrf), ("version", "3"), ("to", "2")],
+            )
+            .await;
+        assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.html);
+        t.cleanup().await;
+    }
+}
+
 #[tokio::test]
 async fn a_refused_form_keeps_what_was_typed_and_says_why() {
     for (api, t) in apis("dash-link-refused").await {

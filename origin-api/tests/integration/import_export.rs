@@ -282,9 +282,14 @@ async fn export_shows_only_the_keys_owner_and_tombstones_on_request() {
         .await
         .unwrap()
         .unwrap();
-    origin_api::links::delete_link(&state.links, link, None)
-        .await
-        .unwrap();
+    origin_api::links::delete_link(
+        &state.links,
+        link,
+        None,
+        origin_api::model::history::Actor::System,
+    )
+    .await
+    .unwrap();
 
     assert_eq!(export_all(&theirs.client, ExportFormat::Jsonl).await, "");
     let mut live = Vec::new();

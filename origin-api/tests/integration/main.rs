@@ -13,6 +13,7 @@ mod domains_api;
 mod faults;
 mod fingerprints;
 mod freshness;
+mod history;
 mod hostile;
 mod import_export;
 mod import_restart;

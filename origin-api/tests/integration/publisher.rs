@@ -5,6 +5,7 @@
 use crate::common::TestDb;
 use async_trait::async_trait;
 use origin_api::db::Db;
+use origin_api::model::history::Actor;
 use origin_api::model::time::now_ms;
 use origin_api::model::Creator;
 use origin_api::publisher::sink::{Sink, SinkError};
@@ -191,9 +192,15 @@ async fn edit(
     changes: Value,
 ) -> origin_api::model::Link {
     let changes: views::links::UpdateLink = serde_json::from_value(changes).expect("changes");
-    links::update_link(&s.state.links, link.clone(), link.version, changes)
-        .await
-        .expect("update")
+    links::update_link(
+        &s.state.links,
+        link.clone(),
+        link.version,
+        changes,
+        Actor::System,
+    )
+    .await
+    .expect("update")
 }
 
 /// The link `code` of `s.example`, as the database holds it.
@@ -236,9 +243,16 @@ async fn creates_edits_and_bans_reach_the_edge_coalesced_with_the_fast_lane_firs
         let ban = origin_api::model::BanTarget::Host {
             host: "evil.example".into(),
         };
-        origin_api::store::bans::insert(&s.state.db, &ban, "phishing", "ops/t", now_ms())
-            .await
-            .expect("ban");
+        origin_api::store::bans::insert(
+            &s.state.db,
+            &ban,
+            "phishing",
+            "ops/t",
+            Actor::System,
+            now_ms(),
+        )
+        .await
+        .expect("ban");
 
         drain(&s).await;
 
@@ -791,7 +805,7 @@ async fn a_push_stalled_past_the_lease_never_lands_after_the_standbys_and_the_st
                 let changes: views::links::UpdateLink =
                     serde_json::from_value(json!({ "target_url": "https://dest.example/v2" }))
                         .expect("changes");
-                links::update_link(&state.links, link.clone(), 1, changes)
+                links::update_link(&state.links, link.clone(), 1, changes, Actor::System)
                     .await
                     .expect("v2")
             };
@@ -804,7 +818,7 @@ async fn a_push_stalled_past_the_lease_never_lands_after_the_standbys_and_the_st
                 a_metrics.publisher_leader.get() == 0
             })
             .await;
-            links::delete_link(&state.links, v2, None)
+            links::delete_link(&state.links, v2, None, Actor::System)
                 .await
                 .expect("v3");
 
@@ -1189,7 +1203,7 @@ async fn ban_evil_example(db: &origin_api::db::Db) {
     let host = origin_api::model::BanTarget::Host {
         host: "evil.example".into(),
     };
-    origin_api::store::bans::insert(db, &host, "phishing", "ops/t", now_ms())
+    origin_api::store::bans::insert(db, &host, "phishing", "ops/t", Actor::System, now_ms())
         .await
         .expect("ban");
 }

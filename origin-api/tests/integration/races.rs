@@ -4,6 +4,7 @@
 
 use crate::common::TestDb;
 use origin_api::links;
+use origin_api::model::history::Actor;
 use origin_api::model::time::now_ms;
 use origin_api::model::BanTarget;
 use origin_api::model::Creator;
@@ -38,7 +39,7 @@ async fn retarget(state: &AppState, code: &str, target: &str) {
     let changes: views::links::UpdateLink =
         serde_json::from_value(json!({ "target_url": target })).expect("changes");
     let version = current.version;
-    let _ = links::update_link(&state.links, current, version, changes).await;
+    let _ = links::update_link(&state.links, current, version, changes, Actor::System).await;
 }
 
 /// The newest outbox row of `s.example/{code}`, and every version the key's rows carry.
@@ -110,7 +111,14 @@ async fn an_edit_racing_a_host_ban_and_its_lift_never_loses_a_version_or_a_ban_m
             // The edit moves the link onto the host being banned, at the same moment.
             let onto = format!("https://{evil}/{round}");
             let (ban, ()) = tokio::join!(
-                origin_api::store::bans::insert(&state.db, &host, "race", "ops/t", now_ms()),
+                origin_api::store::bans::insert(
+                    &state.db,
+                    &host,
+                    "race",
+                    "ops/t",
+                    Actor::System,
+                    now_ms()
+                ),
                 retarget(&state, code, &onto),
             );
             let ban = ban.expect("ban");
@@ -118,7 +126,7 @@ async fn an_edit_racing_a_host_ban_and_its_lift_never_loses_a_version_or_a_ban_m
             // The edit moves it back while the ban is lifted.
             let back = format!("https://good.example/{round}");
             let (lift, ()) = tokio::join!(
-                origin_api::store::bans::lift(&state.db, ban.ban_id, now_ms()),
+                origin_api::store::bans::lift(&state.db, ban.ban_id, Actor::System, now_ms()),
                 retarget(&state, code, &back),
             );
             lift.expect("lift");
@@ -142,7 +150,14 @@ async fn a_create_racing_a_ban_of_its_host_is_marked_or_refused() {
             )
             .expect("body");
             let (ban, created) = tokio::join!(
-                origin_api::store::bans::insert(&state.db, &host, "race", "ops/t", now_ms()),
+                origin_api::store::bans::insert(
+                    &state.db,
+                    &host,
+                    "race",
+                    "ops/t",
+                    Actor::System,
+                    now_ms()
+                ),
                 links::create_link(&state.links, &acme, req),
             );
             ban.expect("ban");

@@ -58,7 +58,7 @@ async fn tables(db: &Db) -> Vec<String> {
     names
 }
 
-const TABLES: [&str; 27] = [
+const TABLES: [&str; 28] = [
     "activation_promises",
     "api_keys",
     "bans",
@@ -75,6 +75,7 @@ const TABLES: [&str; 27] = [
     "invitations",
     "leases",
     "legacy_misses",
+    "link_history",
     "link_hosts",
     "links",
     "login_attempts",

@@ -3,8 +3,7 @@
 //! for a while; 410 disables; failing for too long disables; a redelivery sends again.
 
 use crate::common::{apis_with, Api, Reply};
-use axum::body::Body;
-use axum::http::{header, Request, StatusCode};
+use axum::http::StatusCode;
 use hop_e2e::poll;
 use origin_api::webhooks::dispatch::Dispatcher;
 use serde_json::{json, Value};
@@ -396,19 +395,7 @@ async fn until_disabled(api: &Api, token: &str, id: &str, why: &str) {
 
 /// A visit from a person, through the origin's own redirect.
 async fn visit(api: &Api, path: &str) -> StatusCode {
-    let mut req = Request::builder()
-        .uri(path)
-        .header(header::HOST, "s.example")
-        .header(
-            header::USER_AGENT,
-            "Mozilla/5.0 (X11; Linux x86_64) Firefox/133.0",
-        )
-        .body(Body::empty())
-        .expect("request");
-    let peer: std::net::SocketAddr = "198.51.100.7:40000".parse().expect("address");
-    req.extensions_mut()
-        .insert(axum::extract::ConnectInfo(peer));
-    api.send(req).await.status
+    api.visit_as_person(path).await.status
 }
 
 #[tokio::test]

@@ -384,6 +384,24 @@ impl Api {
         .await
     }
 
+    /// `GET path` on `s.example` as a person would: a browser's user agent, from a
+    /// public address (so the visit counts against `max_visits`).
+    pub async fn visit_as_person(&self, path: &str) -> Reply {
+        let mut req = Request::builder()
+            .uri(path)
+            .header(header::HOST, "s.example")
+            .header(
+                header::USER_AGENT,
+                "Mozilla/5.0 (X11; Linux x86_64) Firefox/133.0",
+            )
+            .body(Body::empty())
+            .expect("request");
+        let peer: std::net::SocketAddr = "198.51.100.7:40000".parse().expect("address");
+        req.extensions_mut()
+            .insert(axum::extract::ConnectInfo(peer));
+        self.send(req).await
+    }
+
     /// `/metrics`, read with the metrics token.
     pub async fn metrics(&self) -> String {
         self.send(
