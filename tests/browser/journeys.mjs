@@ -258,7 +258,7 @@ try {
   await accessible(m, "history");
   const changed = await m.textContent("tbody tr:first-child");
   check(changed.includes("Changed by the admin"), `the newest change: ${changed}`);
-  await m.click("button[aria-label='Revert to version 1']");
+  await m.click("button:text('Revert to version 1')");
   await m.waitForLoadState("load");
   const reverted = await m.textContent("tbody tr:first-child");
   check(reverted.includes("reverted") && reverted.includes("to version 1"), `the revert: ${reverted}`);
