@@ -1534,3 +1534,165 @@ pub async fn history_at_version(c: &mut Conn) -> Result<(), sqlx::Error> {
     .await?;
     Ok(())
 }
+
+/// `store/feeds.rs`: a new feed.
+pub async fn insert_feed(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/insert_feed.sql",
+        "f",
+        "/tmp/f",
+        "plain",
+        3600_i64,
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/feeds.rs`: every feed.
+pub async fn list_feeds(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/list_feeds.sql")
+        .fetch_all(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/feeds.rs`: the feeds due.
+pub async fn due_feeds(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/due_feeds.sql", 0_i64)
+        .fetch_all(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/feeds.rs`: a feed's entries removed.
+pub async fn delete_feed_entries(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/delete_feed_entries.sql", "f")
+        .execute(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/feeds.rs`: a feed removed.
+pub async fn delete_feed(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/delete_feed.sql", "f")
+        .execute(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/feeds.rs`: a refresh recorded.
+pub async fn feed_refreshed(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/feed_refreshed.sql",
+        "f",
+        0_i64,
+        0_i64,
+        0_i64,
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/feeds.rs`: a failed refresh recorded.
+pub async fn feed_failed(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/feed_failed.sql",
+        "f",
+        0_i64,
+        "why"
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/feeds.rs`: the hosts links target.
+pub async fn link_target_hosts(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/link_target_hosts.sql")
+        .fetch_all(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/feeds.rs`: the hosts of links' other URLs.
+pub async fn link_other_hosts(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/link_other_hosts.sql")
+        .fetch_all(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/feeds.rs`: where the re-check stands.
+pub async fn recheck_position(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/recheck_position.sql")
+        .fetch_optional(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/feeds.rs`: the re-check moved on.
+pub async fn set_recheck_position(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/set_recheck_position.sql",
+        0_i64,
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/reports.rs`: a report recorded.
+pub async fn insert_report(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/insert_report.sql",
+        "s.example",
+        "abc",
+        None::<i64>,
+        "spam",
+        "",
+        None::<String>,
+        0_i64
+    )
+    .fetch_one(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/reports.rs`: a page of reports.
+pub async fn list_reports(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/list_reports.sql",
+        0_i64,
+        false,
+        10_i64
+    )
+    .fetch_all(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/reports.rs`: a report closed.
+pub async fn resolve_report(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/resolve_report.sql",
+        0_i64,
+        0_i64,
+        "dismissed"
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/reports.rs`: whether a report exists.
+pub async fn report_exists(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/report_exists.sql", 0_i64)
+        .fetch_optional(c)
+        .await?;
+    Ok(())
+}

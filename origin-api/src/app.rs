@@ -6,6 +6,8 @@
 //! share (the API's pool, the redirect cache, the metrics, the id sequences) is made here
 //! once and handed to each: those are handles, cheap to clone.
 
+use crate::abuse::reports::Reports;
+use crate::abuse::{AbuseDesk, AbuseSettings};
 use crate::accounts::Accounts;
 use crate::auth::{Auth, AuthGuard};
 use crate::bans::Bans;
@@ -60,6 +62,8 @@ pub struct AppParts {
     pub housekeeping: Arc<Housekeeping>,
     pub accounts: Arc<Accounts>,
     pub webhooks: Arc<Webhooks>,
+    pub abuse: Arc<AbuseDesk>,
+    pub reports: Arc<Reports>,
     /// The API's, the publisher's and the background tasks' pool.
     pub db: Db,
     pub cache: RedirectCache,
@@ -166,6 +170,7 @@ pub fn build(db: Db, settings: Settings) -> AppState {
             permutation_keys: secrets.permutation_keys.clone(),
         },
     };
+    let report_proxies = proxies.clone();
     let auth = Auth {
         db: db.with_own_pool(AUTH_CONNECTIONS, POOL_WAIT),
         guard: AuthGuard::new(
@@ -207,14 +212,14 @@ pub fn build(db: Db, settings: Settings) -> AppState {
         cache: cache.clone(),
         metrics: metrics.clone(),
     };
+    let bans = Arc::new(Bans {
+        db: db.clone(),
+        cache: cache.clone(),
+        default_domain: settings.default_domain.clone(),
+    });
     AppState(Arc::new(AppParts {
         links: Arc::new(links),
         domains: Arc::new(domains(&db, &cache, &settings)),
-        bans: Arc::new(Bans {
-            db: db.clone(),
-            cache: cache.clone(),
-            default_domain: settings.default_domain.clone(),
-        }),
         redirects: Arc::new(redirects),
         auth: Arc::new(auth),
         clicks: Arc::new(clicks),
@@ -229,6 +234,22 @@ pub fn build(db: Db, settings: Settings) -> AppState {
             db: db.clone(),
             settings: webhook_settings(&settings),
         }),
+        abuse: Arc::new(AbuseDesk::new(
+            db.clone(),
+            bans.clone(),
+            metrics.clone(),
+            AbuseSettings {
+                recheck_per_second: settings.recheck_rate,
+            },
+        )),
+        reports: Arc::new(Reports {
+            db: db.clone(),
+            metrics: metrics.clone(),
+            limit: CreateLimit::per_minute("sends reports", settings.report_rate),
+            proxies: report_proxies,
+            default_domain: settings.default_domain.clone(),
+        }),
+        bans,
         db,
         cache,
         metrics,
@@ -315,6 +336,8 @@ services_from_the_root!(
     edge: Edge,
     accounts: Accounts,
     webhooks: Webhooks,
+    abuse: AbuseDesk,
+    reports: Reports,
 );
 
 /// The API's pool, for a handler that reads the database and nothing else (the outbox's

@@ -1,6 +1,7 @@
 //! Hop's origin: the control plane (links, bans, publishing to the edge) and a complete
 //! shortener on its own, on SQLite or PostgreSQL.
 
+pub mod abuse;
 pub mod accounts;
 pub mod api_keys;
 pub mod app;
@@ -192,6 +193,9 @@ pub async fn serve_on(
         .map_err(std::io::Error::other)?
         .run(stop.subscribe()),
     );
+    // Threat feeds refreshed when due, and live links re-checked against them: a lease
+    // of its own, so one origin does it.
+    let abusing = tokio::spawn(state.abuse.clone().run(stop.subscribe()));
     // On PostgreSQL, other origins' changes reach this one's cache as they commit.
     let listening = tokio::spawn(freshness::listen(state.freshness.clone(), stop.subscribe()));
     // Once a minute, what is past its time is forgotten (housekeeping).
@@ -236,6 +240,7 @@ pub async fn serve_on(
     let _ = folding.await;
     let _ = legacy.await;
     let _ = dispatching.await;
+    let _ = abusing.await;
     // Everything held is written (or counted as dropped): nothing is outstanding.
     let _ = reporting.await;
     clicks.forget_reports().await;

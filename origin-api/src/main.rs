@@ -100,6 +100,14 @@ async fn run(loaded: Loaded) -> Result<(), Box<dyn std::error::Error>> {
             };
             cli::webhooks::run(&webhooks, command).await?;
         }
+        Command::Feeds(command) => {
+            let state = origin_api::AppState::new(db.clone(), settings.clone());
+            cli::abuse::feeds(&state.abuse, command).await?;
+        }
+        Command::Reports(command) => {
+            let state = origin_api::AppState::new(db.clone(), settings.clone());
+            cli::abuse::reports(&state.reports, command).await?;
+        }
         Command::Users(command) => {
             cli::users::run(&origin_api::accounts::Accounts::new(db.clone()), command).await?;
         }

@@ -42,6 +42,15 @@ impl CreateLimit {
         }
     }
 
+    /// `per_minute` of `what` a minute per key, in bursts of at most that many.
+    pub fn per_minute(what: &'static str, per_minute: NonZeroU32) -> Self {
+        CreateLimit {
+            limiter: Arc::new(RateLimiter::keyed(Quota::per_minute(per_minute))),
+            clock: DefaultClock::default(),
+            what,
+        }
+    }
+
     /// Takes `n` links from `key_id`'s budget, or says when to retry.
     pub fn take(&self, key_id: &str, n: usize) -> Result<(), AppError> {
         let n = u32::try_from(n)

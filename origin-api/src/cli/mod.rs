@@ -3,6 +3,7 @@
 //! remote production origin as well as a local one. Also `config check`, which reads the
 //! configuration and only looks at the database.
 
+pub mod abuse;
 pub mod api_client;
 pub mod config_check;
 pub mod export;

@@ -54,6 +54,12 @@ pub enum Command {
     /// Webhook endpoints, as the API registers them (docs/webhooks.md).
     #[command(subcommand)]
     Webhooks(WebhooksCommand),
+    /// Threat feeds: lists of hosts and URLs whose links are banned (docs/abuse.md).
+    #[command(subcommand)]
+    Feeds(FeedsCommand),
+    /// Reports from the public form (docs/abuse.md).
+    #[command(subcommand)]
+    Reports(ReportsCommand),
     /// Create links from a CSV file through a running origin's API. Re-running the same
     /// command resumes: rows already imported are skipped, nothing is created twice.
     Import(ImportArgs),
@@ -250,6 +256,44 @@ pub enum WebhooksCommand {
         #[arg(long, default_value = "20", value_parser = clap::value_parser!(i64).range(1..=1000))]
         limit: i64,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FeedsCommand {
+    /// Register a feed, read from a file on this machine or an http(s) URL, and read it
+    /// now: its listed hosts and URLs are refused for new links, and the live links it
+    /// lists are banned. A serving origin reads it again every --every.
+    Add {
+        /// What bans and refusals cite: lowercase letters, digits and '-'.
+        name: String,
+        /// A file path or an http(s) URL.
+        source: String,
+        /// urlhaus, phishtank, openphish, hosts or plain.
+        #[arg(long)]
+        format: String,
+        /// How often a serving origin reads it again.
+        #[arg(long, default_value = "1h", value_parser = parse_duration)]
+        every: std::time::Duration,
+    },
+    /// The feeds: entries, last read, last error.
+    List,
+    /// Read a feed again now, and ban the live links it lists.
+    Refresh { name: String },
+    /// Remove a feed and its entries (the bans it placed stay: lift them with the API).
+    Remove { name: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReportsCommand {
+    /// The reports, newest first (open ones, or all).
+    List {
+        #[arg(long)]
+        all: bool,
+        #[arg(long, default_value = "50", value_parser = clap::value_parser!(i64).range(1..=1000))]
+        limit: i64,
+    },
+    /// Close a report, saying what was done.
+    Resolve { id: i64, resolution: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -594,6 +638,17 @@ pub struct Settings {
     /// it, its deletion is final (its code is never given out again either way).
     #[arg(long, env = "HOP_RESTORE_WINDOW", default_value = "30d", value_parser = parse_duration, global = true)]
     pub restore_window: std::time::Duration,
+
+    /// Live links the abuse desk re-checks against the threat feeds and the bans, per
+    /// second, in the background (0: no re-check). A pass over a million links at the
+    /// default takes about three hours; nothing of Hop requests a target.
+    #[arg(long, env = "HOP_RECHECK_RATE", default_value_t = 100, global = true)]
+    pub recheck_rate: u32,
+
+    /// Reports a client address may send through the public form (`/_hop/report`), per
+    /// minute.
+    #[arg(long, env = "HOP_REPORT_RATE", default_value = "5", global = true)]
+    pub report_rate: std::num::NonZeroU32,
 
     /// The webhooks' waits after each failed delivery of an event, before it is tried
     /// again (durations with `d`, `h`, `m` or `s`, comma-separated; the last repeats).

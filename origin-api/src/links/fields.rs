@@ -118,6 +118,15 @@ pub(crate) async fn redirect_url(
             ),
         ));
     }
+    if let Some(feed) = lookups.listed(&target).await? {
+        return Err(AppError::invalid(
+            field,
+            format!(
+                "links to {} are not allowed: the threat feed {feed} lists it",
+                target.host()
+            ),
+        ));
+    }
     if lookups.deny().await?.blocks_host(target.host()) {
         return Err(AppError::invalid(
             field,

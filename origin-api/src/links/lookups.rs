@@ -17,6 +17,10 @@ pub(crate) struct Lookups<'a> {
     deny: Option<Denylist>,
     domains: HashMap<String, Option<Arc<Domain>>>,
     own: HashMap<String, bool>,
+    /// Per host: the threat feed listing it (or a host above it), if any.
+    feed_hosts: HashMap<String, Option<String>>,
+    /// Per URL: the threat feed listing it, if any.
+    feed_urls: HashMap<String, Option<String>>,
 }
 
 impl<'a> Lookups<'a> {
@@ -27,6 +31,8 @@ impl<'a> Lookups<'a> {
             deny: None,
             domains: HashMap::new(),
             own: HashMap::new(),
+            feed_hosts: HashMap::new(),
+            feed_urls: HashMap::new(),
         }
     }
 
@@ -72,12 +78,15 @@ impl<'a> Lookups<'a> {
         Ok(own)
     }
 
-    /// Learns at once which of the targets' hosts are Hop's own (one read for all, not
-    /// one per host), so that judging a batch of links reads no more per link.
+    /// Learns at once which of the targets' hosts are Hop's own and which targets a
+    /// threat feed lists (a read or two for all, not one per host), so that judging a
+    /// batch of links reads no more per link.
     pub(crate) async fn know_targets<'t>(
         &mut self,
         targets: impl IntoIterator<Item = &'t str>,
     ) -> Result<(), StoreError> {
+        let targets: Vec<&str> = targets.into_iter().collect();
+        self.know_listed(targets.iter().copied()).await?;
         let mut hosts: Vec<String> = targets
             .into_iter()
             .filter_map(|t| shared::validate_target(t).ok())
@@ -96,6 +105,65 @@ impl<'a> Lookups<'a> {
         for host in hosts {
             let is_own = own.contains(&host);
             self.own.insert(host, is_own);
+        }
+        Ok(())
+    }
+
+    /// Learns at once which of `targets` (and their hosts) a threat feed lists.
+    async fn know_listed<'t>(
+        &mut self,
+        targets: impl IntoIterator<Item = &'t str>,
+    ) -> Result<(), StoreError> {
+        let valid: Vec<shared::TargetUrl> = targets
+            .into_iter()
+            .filter_map(|t| shared::validate_target(t).ok())
+            .collect();
+        let mut hosts: Vec<String> = valid.iter().map(|t| t.host().to_owned()).collect();
+        let mut urls: Vec<String> = valid.iter().map(|t| t.as_str().to_owned()).collect();
+        hosts.sort_unstable();
+        hosts.dedup();
+        urls.sort_unstable();
+        urls.dedup();
+        self.learn_listed(hosts, urls).await
+    }
+
+    /// The threat feed that lists `target` or its host (or a host above it), if any.
+    pub(crate) async fn listed(
+        &mut self,
+        target: &shared::TargetUrl,
+    ) -> Result<Option<String>, StoreError> {
+        let (host, url) = (target.host(), target.as_str());
+        if !self.feed_hosts.contains_key(host) || !self.feed_urls.contains_key(url) {
+            self.learn_listed(vec![host.to_owned()], vec![url.to_owned()])
+                .await?;
+        }
+        let by_host = self.feed_hosts.get(host).cloned().flatten();
+        Ok(by_host.or_else(|| self.feed_urls.get(url).cloned().flatten()))
+    }
+
+    async fn learn_listed(
+        &mut self,
+        hosts: Vec<String>,
+        urls: Vec<String>,
+    ) -> Result<(), StoreError> {
+        if hosts.is_empty() && urls.is_empty() {
+            return Ok(());
+        }
+        let hits = store::feeds::hits(self.db, &hosts, &urls).await?;
+        for host in hosts {
+            let above = crate::model::link::host_suffixes(&host);
+            let feed = hits
+                .iter()
+                .find(|h| h.kind == "host" && above.contains(&h.value))
+                .map(|h| h.feed.clone());
+            self.feed_hosts.insert(host, feed);
+        }
+        for url in urls {
+            let feed = hits
+                .iter()
+                .find(|h| h.kind == "url" && h.value == url)
+                .map(|h| h.feed.clone());
+            self.feed_urls.insert(url, feed);
         }
         Ok(())
     }

@@ -179,6 +179,14 @@ pub struct Metrics {
     pub webhook_endpoints_disabled: Gauge,
     /// 1 while this process holds the webhooks' lease.
     pub webhook_leader: Gauge,
+    /// Bans the abuse desk placed for threat feeds' entries.
+    pub feed_bans: Counter,
+    /// Feed refreshes that could not read their feed.
+    pub feed_refresh_failures: Counter,
+    /// Live links the background re-check went through.
+    pub rechecked_links: Counter,
+    /// Reports taken by the public form.
+    pub reports: Counter,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -252,6 +260,10 @@ impl Default for Metrics {
             webhook_oldest_undelivered: metric(&mut registry, "webhook_oldest_undelivered_seconds", "Age of the oldest webhook event an active endpoint has yet to receive, 0 with none (as the dispatcher last saw it)"),
             webhook_endpoints_disabled: metric(&mut registry, "webhook_endpoints_disabled", "Webhook endpoints disabled by the dispatcher (failing for --webhook-give-up-after, or 410) or by request"),
             webhook_leader: metric(&mut registry, "webhook_dispatcher_leader", "1 while this process holds the webhook dispatcher's lease"),
+            feed_bans: metric(&mut registry, "feed_bans", "Bans the abuse desk placed for threat feeds' entries (a host a link points at, or a link's listed URL)"),
+            feed_refresh_failures: metric(&mut registry, "feed_refresh_failures", "Threat feed refreshes that could not read their feed (its entries stay as they were)"),
+            rechecked_links: metric(&mut registry, "rechecked_links", "Live links the background re-check compared with the feeds and the bans"),
+            reports: metric(&mut registry, "reports", "Reports of abusive links taken by the public form"),
             registry: Arc::new(registry),
         };
         // Series whose labels are known up front exist from the start, at zero: a

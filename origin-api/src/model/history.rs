@@ -18,6 +18,8 @@ pub enum Actor<'a> {
     Key(&'a str),
     /// A dashboard user, by their id.
     User(&'a str),
+    /// A threat feed's refresh or the re-check, by the feed's name.
+    Feed(&'a str),
     /// Hop itself: an expiry, a link used up, a sweep.
     System,
 }
@@ -28,6 +30,7 @@ impl Actor<'_> {
         match self {
             Actor::Key(id) => format!("key:{id}"),
             Actor::User(id) => format!("user:{id}"),
+            Actor::Feed(name) => format!("feed:{name}"),
             Actor::System => "system".to_owned(),
         }
     }

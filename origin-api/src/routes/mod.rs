@@ -1,5 +1,6 @@
 //! HTTP routes. Handlers are thin: they parse, call a service, and shape the answer.
 
+mod abuse;
 mod admin;
 mod bans;
 mod body;
@@ -117,6 +118,9 @@ fn router_under(state: AppState, in_flight: InFlightLayer) -> Router {
         .route("/v1/edge/clicks", post(edge::clicks))
         .route("/v1/edge/denylist", get(edge::denylist))
         .route("/v1/admin/outbox", get(admin::outbox))
+        .route("/v1/admin/reports", get(abuse::list))
+        .route("/v1/admin/reports/{id}/resolve", post(abuse::resolve))
+        .route("/_hop/report", get(abuse::form).post(abuse::submit))
         // `route_layer`: the routes above, not the fallback. The redirect path has no
         // request span either: a perf profile at a million links put it at about 2% of
         // a cached redirect's CPU, and the handler logs what goes wrong itself.

@@ -2,7 +2,7 @@
 //! the request and response types themselves, so it changes when they do.
 
 use super::{
-    admin, bans, domains, edge, health, history, imports, links, redirect, stats, webhooks,
+    abuse, admin, bans, domains, edge, health, history, imports, links, redirect, stats, webhooks,
 };
 use axum::http::header;
 use axum::response::IntoResponse;
@@ -52,6 +52,8 @@ use utoipa::{Modify, OpenApi};
         edge::clicks,
         edge::denylist,
         admin::outbox,
+        abuse::list,
+        abuse::resolve,
         health::healthz,
         health::readyz,
         health::metrics,

@@ -5,6 +5,7 @@
 
 mod common;
 
+mod abuse;
 mod activation;
 mod clicks;
 mod config_check;

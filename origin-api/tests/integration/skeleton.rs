@@ -58,7 +58,7 @@ async fn tables(db: &Db) -> Vec<String> {
     names
 }
 
-const TABLES: [&str; 28] = [
+const TABLES: [&str; 32] = [
     "activation_promises",
     "api_keys",
     "bans",
@@ -69,6 +69,8 @@ const TABLES: [&str; 28] = [
     "click_staged",
     "domain_owners",
     "domains",
+    "feed_entries",
+    "feeds",
     "foreign_codes",
     "id_segments",
     "idempotency",
@@ -81,6 +83,8 @@ const TABLES: [&str; 28] = [
     "login_attempts",
     "memberships",
     "outbox",
+    "recheck_position",
+    "reports",
     "sessions",
     "users",
     "webhook_attempts",

@@ -8,6 +8,7 @@ mod edge_bans;
 mod edge_cache;
 mod edge_clicks;
 mod edge_domains;
+mod edge_feeds;
 mod edge_imports;
 mod edge_kv_incident;
 mod edge_legacy;

@@ -82,7 +82,10 @@ impl TestDb {
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_nanos())
             .unwrap_or_default();
-        let name = format!("hop_test_{}_{nanos}", std::process::id());
+        // A counter too: two tests of one process may read the same instant.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("hop_test_{}_{n}_{nanos}", std::process::id());
         sqlx::query(&format!("CREATE DATABASE {name}"))
             .execute(&admin)
             .await

@@ -1,0 +1,201 @@
+//! Reports: anyone may tell the operators that a short link is abusive, through a public
+//! form that says nothing about the link or its owner; admins read and close them
+//! (docs/abuse.md).
+
+use crate::db::Db;
+use crate::error::AppError;
+use crate::metrics::Metrics;
+use crate::model::time::{now_ms, rfc3339};
+use crate::ratelimit::CreateLimit;
+use crate::store;
+use serde::{Deserialize, Serialize};
+use std::net::IpAddr;
+
+/// The longest description a report keeps, in characters.
+pub const MAX_DETAILS: usize = 2_000;
+/// The longest contact a report keeps, in characters.
+pub const MAX_CONTACT: usize = 254;
+/// The kinds of abuse a report may name.
+pub const CATEGORIES: [&str; 4] = ["phishing", "malware", "spam", "other"];
+
+/// The reports' service.
+#[derive(Debug)]
+pub struct Reports {
+    pub db: Db,
+    pub metrics: Metrics,
+    /// Reports per client address (a few a minute).
+    pub limit: CreateLimit,
+    /// The domain a short URL without one names.
+    pub default_domain: String,
+    /// Who the client is, behind the operator's proxies.
+    pub proxies: crate::proxies::Proxies,
+}
+
+/// What the form sends.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+pub struct ReportForm {
+    /// The short link, as the reporter has it (`https://go.example/abc` or
+    /// `go.example/abc`).
+    #[serde(default)]
+    pub url: String,
+    #[serde(default)]
+    pub category: String,
+    #[serde(default)]
+    pub details: String,
+    /// How to reach the reporter, if they want to be reached.
+    #[serde(default)]
+    pub contact: String,
+}
+
+/// A report as an admin reads it.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ReportView {
+    pub id: i64,
+    /// The short link reported, `domain/code`.
+    pub link: String,
+    pub category: String,
+    pub details: String,
+    pub contact: Option<String>,
+    pub created_at: String,
+    pub resolved_at: Option<String>,
+    pub resolution: Option<String>,
+    /// The link's owner, target and status now; absent when no such link exists.
+    pub owner: Option<String>,
+    pub target_url: Option<String>,
+    pub status: Option<String>,
+    /// How many reports name this link, this one included.
+    pub reports_of_link: i64,
+}
+
+impl Reports {
+    /// Records a report from `client`. The answer is the same whether or not the link
+    /// exists, so the form tells a reporter nothing about it or its owner.
+    pub async fn submit(
+        &self,
+        form: &ReportForm,
+        peer: Option<std::net::SocketAddr>,
+        headers: &axum::http::HeaderMap,
+    ) -> Result<(), AppError> {
+        let client: Option<IpAddr> = self.proxies.client_ip(peer, headers);
+        let who = client.map_or_else(|| "unknown".to_owned(), |ip| ip.to_string());
+        self.limit.take(&who, 1)?;
+        let category = form.category.trim();
+        if !CATEGORIES.contains(&category) {
+            return Err(AppError::invalid(
+                "category",
+                "one of phishing, malware, spam, other",
+            ));
+        }
+        let details = form.details.trim();
+        if details.chars().count() > MAX_DETAILS {
+            return Err(AppError::invalid(
+                "details",
+                format!("at most {MAX_DETAILS} characters"),
+            ));
+        }
+        let contact = form.contact.trim();
+        if contact.chars().count() > MAX_CONTACT {
+            return Err(AppError::invalid(
+                "contact",
+                format!("at most {MAX_CONTACT} characters"),
+            ));
+        }
+        let (domain, code) = self.route_of(&form.url).await?;
+        let link = store::links::get(&self.db, &domain, &code).await?;
+        let report = store::reports::NewReport {
+            domain: &domain,
+            code: &code,
+            link_id: link.and_then(|l| i64::try_from(l.link_id).ok()),
+            category,
+            details,
+            contact: Some(contact).filter(|c| !c.is_empty()),
+            at: now_ms(),
+        };
+        store::reports::insert(&self.db, &report).await?;
+        self.metrics.reports.inc();
+        Ok(())
+    }
+
+    /// The route a reported short URL names, on one of this shortener's domains.
+    async fn route_of(&self, url: &str) -> Result<(String, String), AppError> {
+        let bad = || {
+            AppError::invalid(
+                "url",
+                "the short link as you have it, like https://go.example/abc",
+            )
+        };
+        let raw = url.trim();
+        let with_scheme = if raw.contains("://") {
+            raw.to_owned()
+        } else {
+            format!("https://{raw}")
+        };
+        let parsed = url::Url::parse(&with_scheme).map_err(|_| bad())?;
+        let host = parsed.host_str().ok_or_else(bad)?;
+        let domain = shared::normalize_domain(host).map_err(|_| bad())?;
+        let code = parsed.path().trim_matches('/');
+        if code.is_empty() || code.contains('/') || code.len() > 128 {
+            return Err(bad());
+        }
+        let own = domain == self.default_domain
+            || store::domains::get(&self.db, &domain).await?.is_some();
+        if !own {
+            return Err(AppError::invalid(
+                "url",
+                format!("{domain} is not a domain of this shortener"),
+            ));
+        }
+        let settings = store::domains::settings(&self.db, &domain).await?;
+        let code = settings.canonical_code(code).into_owned();
+        Ok((domain, code))
+    }
+
+    /// A page of reports, newest first, after `cursor`; resolved ones too when `all`.
+    pub async fn list(
+        &self,
+        all: bool,
+        cursor: Option<i64>,
+        limit: i64,
+    ) -> Result<(Vec<ReportView>, Option<String>), AppError> {
+        if !(1..=1000).contains(&limit) {
+            return Err(AppError::invalid("limit", "1 to 1000"));
+        }
+        let before = cursor.unwrap_or(i64::MAX);
+        let mut rows = store::reports::list(&self.db, before, all, limit + 1).await?;
+        let more = rows.len() > usize::try_from(limit).unwrap_or(usize::MAX);
+        rows.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        let next = more
+            .then(|| rows.last().map(|r| r.report_id.to_string()))
+            .flatten();
+        let items = rows
+            .into_iter()
+            .map(|r| ReportView {
+                id: r.report_id,
+                link: format!("{}/{}", r.domain, r.code),
+                category: r.category,
+                details: r.details,
+                contact: r.contact,
+                created_at: rfc3339(r.created_at),
+                resolved_at: r.resolved_at.map(rfc3339),
+                resolution: r.resolution,
+                owner: r.owner_id,
+                target_url: r.target_url,
+                status: r.status,
+                reports_of_link: r.reports_of_link,
+            })
+            .collect();
+        Ok((items, next))
+    }
+
+    /// Closes report `id`, saying what was done (`banned`, `dismissed`, ...).
+    pub async fn resolve(&self, id: i64, resolution: &str) -> Result<(), AppError> {
+        let resolution = resolution.trim();
+        if resolution.is_empty() || resolution.chars().count() > 500 {
+            return Err(AppError::invalid("resolution", "1 to 500 characters"));
+        }
+        match store::reports::resolve(&self.db, id, resolution, now_ms()).await? {
+            Some(_) => Ok(()),
+            None => Err(AppError::NotFound),
+        }
+    }
+}

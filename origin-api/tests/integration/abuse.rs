@@ -1,0 +1,540 @@
+//! The abuse desk on every database available: a threat feed refuses new links to what
+//! it lists and bans the live links it lists (and only those) through the ban lane; the
+//! background re-check bans what a feed lists that no refresh matched; reports are taken
+//! from anyone, tell them nothing, and are read by admins only.
+
+use crate::common::{apis, apis_with, Api};
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// A feed file in a directory of its own, removed with it.
+fn feed_file(text: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("a directory");
+    let path = dir.path().join("feed.txt");
+    std::fs::write(&path, text).expect("write the feed");
+    let path = path.to_str().expect("a path").to_owned();
+    (dir, path)
+}
+
+async fn make(api: &Api, key: &str, code: &str, body: Value) {
+    let mut body = body;
+    body["code"] = json!(code);
+    let r = api.create(key, body).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{code}: {}", r.text);
+}
+
+async fn visit(api: &Api, code: &str) -> StatusCode {
+    api.visit("GET", "s.example", &format!("/{code}"))
+        .await
+        .status
+}
+
+/// The reasons of the active bans.
+async fn ban_reasons(api: &Api, admin: &str) -> Vec<String> {
+    let bans = api.call_as(admin, "GET", "/v1/bans").await;
+    bans.body
+        .as_array()
+        .or_else(|| bans.body["items"].as_array())
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|b| b["reason"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_feed_refuses_what_it_lists_and_bans_only_the_live_links_it_lists() {
+    for (api, t) in apis("abuse-feeds").await {
+        let owner = api.key("acme", false).await;
+        let admin = api.key("ops", true).await;
+        make(
+            &api,
+            &owner,
+            "under-host",
+            json!({"target_url": "https://cdn.evil.example/x"}),
+        )
+        .await;
+        make(
+            &api,
+            &owner,
+            "listed-url",
+            json!({"target_url": "https://drive.example/file/abc"}),
+        )
+        .await;
+        make(
+            &api,
+            &owner,
+            "same-host",
+            json!({"target_url": "https://drive.example/file/other"}),
+        )
+        .await;
+        make(
+            &api,
+            &owner,
+            "by-rule",
+            json!({"target_url": "https://shop.example/",
+                   "rules": [{"when": {"device": ["ios"]}, "target_url": "https://apps.rules-evil.example/"}]}),
+        )
+        .await;
+        make(
+            &api,
+            &owner,
+            "clean-link",
+            json!({"target_url": "https://shop.example/ok"}),
+        )
+        .await;
+        for code in [
+            "under-host",
+            "listed-url",
+            "same-host",
+            "by-rule",
+            "clean-link",
+        ] {
+            assert_eq!(visit(&api, code).await, StatusCode::FOUND, "{code}");
+        }
+
+        let (_dir, path) = feed_file(
+            "# a test list\nevil.example\nrules-evil.example\nhttps://drive.example/file/abc\nnever-linked.example\nnot a host\n",
+        );
+        let desk = &api.state.abuse;
+        desk.add_feed("test-feed", &path, "plain", Duration::from_secs(3600))
+            .await
+            .expect("added");
+        let done = desk.refresh("test-feed").await.expect("refreshed");
+        assert_eq!(
+            (done.hosts, done.urls, done.skipped),
+            (3, 1, 1),
+            "{}",
+            t.kind()
+        );
+        assert_eq!(
+            done.hosts_banned,
+            vec!["evil.example", "rules-evil.example"]
+        );
+        assert_eq!(done.links_banned, vec!["s.example/listed-url"]);
+        for (code, status) in [
+            ("under-host", StatusCode::FORBIDDEN),
+            ("listed-url", StatusCode::FORBIDDEN),
+            ("same-host", StatusCode::FOUND),
+            ("by-rule", StatusCode::FORBIDDEN),
+            ("clean-link", StatusCode::FOUND),
+        ] {
+            assert_eq!(visit(&api, code).await, status, "{code} ({})", t.kind());
+        }
+        let reasons = ban_reasons(&api, &admin).await;
+        assert!(
+            reasons.contains(&"threat feed test-feed: evil.example".to_owned())
+                && reasons
+                    .contains(&"threat feed test-feed: https://drive.example/file/abc".to_owned()),
+            "{reasons:?}"
+        );
+        let history = api
+            .call_as(&owner, "GET", "/v1/links/s.example/under-host/history")
+            .await;
+        assert_eq!(
+            history.body["items"][0]["action"], "banned",
+            "{}",
+            history.text
+        );
+        assert_eq!(
+            history.body["items"][0]["actor"], "feed:test-feed",
+            "{}",
+            history.text
+        );
+
+        // A second refresh finds them banned already: nothing twice.
+        let again = desk.refresh("test-feed").await.expect("refreshed");
+        assert!(
+            again.hosts_banned.is_empty() && again.links_banned.is_empty(),
+            "{again:?}"
+        );
+
+        // New links to what it lists are refused, naming the feed; a listed host's
+        // neighbours are not.
+        for target in [
+            "https://never-linked.example/",
+            "https://deep.never-linked.example/a",
+            "https://drive.example/file/abc",
+        ] {
+            let r = api.create(&owner, json!({"target_url": target})).await;
+            assert_eq!(
+                r.status,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "{target}: {}",
+                r.text
+            );
+            assert!(r.text.contains("test-feed"), "{target}: {}", r.text);
+        }
+        let fine = api
+            .create(
+                &owner,
+                json!({"target_url": "https://drive.example/file/new"}),
+            )
+            .await;
+        assert_eq!(fine.status, StatusCode::CREATED, "{}", fine.text);
+        let bulk = api
+            .post_json(
+                &owner,
+                "/v1/links/bulk",
+                &json!({"links": [
+                    {"target_url": "https://never-linked.example/b"},
+                    {"target_url": "https://shop.example/bulk"}]}),
+            )
+            .await;
+        assert_eq!(bulk.status, StatusCode::OK, "{}", bulk.text);
+        let results = bulk.body["results"].as_array().cloned().unwrap_or_default();
+        assert_eq!(results.len(), 2, "{}", bulk.text);
+        assert!(
+            results[0].to_string().contains("test-feed"),
+            "{}",
+            bulk.text
+        );
+        assert!(
+            !results[1].to_string().contains("test-feed"),
+            "{}",
+            bulk.text
+        );
+
+        // Bad input is refused, saying why; a feed that cannot be read keeps its list.
+        for (name, source, format, field) in [
+            ("Bad Name", path.as_str(), "plain", "name"),
+            ("other", path.as_str(), "csv", "format"),
+            ("other", "/nonexistent/feed.txt", "plain", "source"),
+            ("test-feed", path.as_str(), "plain", "name"),
+        ] {
+            let e = desk
+                .add_feed(name, source, format, Duration::from_secs(3600))
+                .await
+                .expect_err("refused");
+            assert!(e.to_string().contains(field), "{name}: {e}");
+        }
+        std::fs::remove_file(&path).expect("remove the feed file");
+        assert!(desk.refresh("test-feed").await.is_err());
+        let listed = desk.list().await.expect("list");
+        assert!(listed[0].last_error.is_some(), "{listed:?}");
+        let r = api
+            .create(
+                &owner,
+                json!({"target_url": "https://never-linked.example/c"}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.text);
+        t.cleanup().await;
+    }
+}
+
+/// A feed served over HTTP, in URLhaus' CSV, is downloaded and read.
+#[tokio::test]
+async fn a_feed_is_downloaded_from_its_url() {
+    let csv = "# abuse.ch URLhaus\n# id,dateadded,url,url_status,last_online,threat,tags,urlhaus_link,reporter\n\
+        \"1\",\"2026-12-01 00:00:00\",\"https://payload.example/run.sh\",\"online\",\"\",\"malware_download\",\"\",\"\",\"x\"\n";
+    let app =
+        axum::Router::new().route("/feed.csv", axum::routing::get(move || async move { csv }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port");
+    let addr = listener.local_addr().expect("an address");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    for (api, t) in apis("abuse-feed-url").await {
+        let owner = api.key("acme", false).await;
+        make(
+            &api,
+            &owner,
+            "payload-x",
+            json!({"target_url": "https://payload.example/run.sh"}),
+        )
+        .await;
+        let desk = &api.state.abuse;
+        desk.add_feed(
+            "urlhaus",
+            &format!("http://{addr}/feed.csv"),
+            "urlhaus",
+            Duration::from_secs(3600),
+        )
+        .await
+        .expect("added");
+        let done = desk.refresh("urlhaus").await.expect("refreshed");
+        assert_eq!(
+            done.links_banned,
+            vec!["s.example/payload-x"],
+            "{}",
+            t.kind()
+        );
+        assert_eq!(visit(&api, "payload-x").await, StatusCode::FORBIDDEN);
+        t.cleanup().await;
+    }
+}
+
+/// A link a feed lists that no refresh matched (the entry written without one) is banned
+/// by the re-check, which walks every live link and starts again at the end.
+#[tokio::test]
+async fn the_recheck_bans_what_a_feed_lists_and_walks_every_link() {
+    for (api, t) in apis("abuse-recheck").await {
+        let owner = api.key("acme", false).await;
+        make(
+            &api,
+            &owner,
+            "first-one",
+            json!({"target_url": "https://shop.example/1"}),
+        )
+        .await;
+        make(
+            &api,
+            &owner,
+            "quiet-bad",
+            json!({"target_url": "https://quiet.bad.example/x"}),
+        )
+        .await;
+        make(
+            &api,
+            &owner,
+            "third-one",
+            json!({"target_url": "https://shop.example/3"}),
+        )
+        .await;
+        let (_dir, path) = feed_file("nothing.example\n");
+        let desk = &api.state.abuse;
+        desk.add_feed("quiet", &path, "plain", Duration::from_secs(3600))
+            .await
+            .expect("added");
+        let hosts = ["bad.example".to_owned()].into_iter().collect();
+        origin_api::store::feeds::replace_entries(
+            &api.state.db,
+            "quiet",
+            &hosts,
+            &Default::default(),
+            0,
+            i64::MAX,
+        )
+        .await
+        .expect("entries");
+        assert_eq!(visit(&api, "quiet-bad").await, StatusCode::FOUND);
+        assert_eq!(desk.recheck_step(2).await.expect("a step"), 2);
+        assert_eq!(
+            visit(&api, "quiet-bad").await,
+            StatusCode::FORBIDDEN,
+            "{}",
+            t.kind()
+        );
+        assert_eq!(visit(&api, "first-one").await, StatusCode::FOUND);
+        // The banned link is skipped from now on; the walk ends and starts again.
+        assert_eq!(desk.recheck_step(2).await.expect("a step"), 1);
+        assert_eq!(desk.recheck_step(2).await.expect("a step"), 0);
+        let (at, rounds) = origin_api::store::feeds::recheck_position(&api.state.db)
+            .await
+            .expect("position");
+        assert_eq!((at, rounds), (-1, 1));
+        assert_eq!(desk.recheck_step(10).await.expect("a step"), 3);
+        t.cleanup().await;
+    }
+}
+
+async fn report(api: &Api, peer: &str, form: &[(&str, &str)]) -> (StatusCode, String) {
+    let body = form
+        .iter()
+        .map(|(k, v)| format!("{k}={}", urlencoding(v)))
+        .collect::<Vec<_>>()
+        .join("&");
+    let mut req = Request::post("/_hop/report")
+        .header(header::HOST, "api.example")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(Body::from(body))
+        .expect("request");
+    let peer: std::net::SocketAddr = peer.parse().expect("address");
+    req.extensions_mut()
+        .insert(axum::extract::ConnectInfo(peer));
+    let r = api.send(req).await;
+    (r.status, r.text)
+}
+
+fn urlencoding(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn reports_are_taken_from_anyone_tell_nothing_and_are_read_by_admins() {
+    for (api, t) in apis_with("abuse-reports", &["--report-rate", "3"]).await {
+        let owner = api.key("acme-secret-owner", false).await;
+        let admin = api.key("ops", true).await;
+        make(
+            &api,
+            &owner,
+            "reported",
+            json!({"target_url": "https://shop.example/r"}),
+        )
+        .await;
+        let form = api
+            .visit(
+                "GET",
+                "api.example",
+                "/_hop/report?url=https://s.example/reported",
+            )
+            .await;
+        assert_eq!(form.status, StatusCode::OK, "{}", form.text);
+        assert!(
+            form.text.contains("value=\"https://s.example/reported\""),
+            "{}",
+            form.text
+        );
+
+        let (s1, known) = report(
+            &api,
+            "198.51.100.1:1000",
+            &[
+                ("url", "https://s.example/reported"),
+                ("category", "phishing"),
+                ("details", "asks for my bank password"),
+                ("contact", "me@mail.example"),
+            ],
+        )
+        .await;
+        let (s2, unknown) = report(
+            &api,
+            "198.51.100.1:1000",
+            &[("url", "s.example/no-such-link"), ("category", "spam")],
+        )
+        .await;
+        assert_eq!(
+            (s1, s2),
+            (StatusCode::OK, StatusCode::OK),
+            "{known}\n{unknown}"
+        );
+        assert_eq!(known, unknown, "the answer tells nothing about the link");
+        assert!(!known.contains("acme-secret-owner") && !known.contains("shop.example"));
+
+        let (bad, text) = report(
+            &api,
+            "198.51.100.2:1000",
+            &[("url", "https://s.example/x"), ("category", "rude")],
+        )
+        .await;
+        assert_eq!(bad, StatusCode::UNPROCESSABLE_ENTITY, "{text}");
+        assert!(text.contains("category"), "{text}");
+        let (bad, text) = report(
+            &api,
+            "198.51.100.2:1000",
+            &[("url", "https://elsewhere.example/x"), ("category", "spam")],
+        )
+        .await;
+        assert_eq!(bad, StatusCode::UNPROCESSABLE_ENTITY, "{text}");
+        assert!(text.contains("not a domain of this shortener"), "{text}");
+        // The address that sent two has one more this minute; then 429.
+        let (third, _) = report(
+            &api,
+            "198.51.100.1:1000",
+            &[("url", "s.example/reported"), ("category", "other")],
+        )
+        .await;
+        assert_eq!(third, StatusCode::OK);
+        let (limited, text) = report(
+            &api,
+            "198.51.100.1:1000",
+            &[("url", "s.example/reported"), ("category", "other")],
+        )
+        .await;
+        assert_eq!(limited, StatusCode::TOO_MANY_REQUESTS, "{text}");
+
+        let refused = api.call_as(&owner, "GET", "/v1/admin/reports").await;
+        assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.text);
+        let open = api.call_as(&admin, "GET", "/v1/admin/reports").await;
+        assert_eq!(open.status, StatusCode::OK, "{}", open.text);
+        let items = open.body["items"].as_array().cloned().unwrap_or_default();
+        assert_eq!(items.len(), 3, "{} {}", t.kind(), open.text);
+        let first = items
+            .iter()
+            .find(|r| r["details"] == "asks for my bank password")
+            .expect("the report");
+        assert_eq!(first["owner"], "acme-secret-owner");
+        assert_eq!(first["link"], "s.example/reported");
+        assert_eq!(first["reports_of_link"], 2);
+        assert_eq!(first["contact"], "me@mail.example");
+        let missing = items
+            .iter()
+            .find(|r| r["link"] == "s.example/no-such-link")
+            .expect("the report");
+        assert!(missing["owner"].is_null(), "{missing}");
+
+        let id = first["id"].as_i64().expect("an id");
+        let done = api
+            .post_json(
+                &admin,
+                &format!("/v1/admin/reports/{id}/resolve"),
+                &json!({"resolution": "banned"}),
+            )
+            .await;
+        assert_eq!(done.status, StatusCode::NO_CONTENT, "{}", done.text);
+        let open = api
+            .call_as(&admin, "GET", "/v1/admin/reports?limit=1")
+            .await;
+        assert_eq!(
+            open.body["items"].as_array().map(Vec::len),
+            Some(1),
+            "{}",
+            open.text
+        );
+        assert!(open.body["next_cursor"].is_string(), "{}", open.text);
+        let all = api
+            .call_as(&admin, "GET", "/v1/admin/reports?all=true")
+            .await;
+        let closed = all.body["items"].as_array().cloned().unwrap_or_default();
+        assert_eq!(closed.len(), 3, "{}", all.text);
+        assert!(
+            closed.iter().any(|r| r["resolution"] == "banned"),
+            "{}",
+            all.text
+        );
+        let nothing = api
+            .post_json(
+                &admin,
+                "/v1/admin/reports/999999/resolve",
+                &json!({"resolution": "x"}),
+            )
+            .await;
+        assert_eq!(nothing.status, StatusCode::NOT_FOUND, "{}", nothing.text);
+        t.cleanup().await;
+    }
+}
+
+/// A serving origin reads a feed when it is due, without anyone asking: the desk's own
+/// loop, under its lease.
+#[tokio::test]
+async fn a_serving_origin_reads_a_feed_when_it_is_due() {
+    for (api, t) in apis("abuse-due").await {
+        let owner = api.key("acme", false).await;
+        make(
+            &api,
+            &owner,
+            "due-link",
+            json!({"target_url": "https://due.bad.example/"}),
+        )
+        .await;
+        let (_dir, path) = feed_file("bad.example\n");
+        api.state
+            .abuse
+            .add_feed("due-feed", &path, "plain", Duration::from_secs(60))
+            .await
+            .expect("added");
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let running = tokio::spawn(api.state.abuse.clone().run(stopped));
+        hop_e2e::poll("the due feed read and its link banned")
+            .within(Duration::from_secs(20))
+            .until_true(|| async { visit(&api, "due-link").await == StatusCode::FORBIDDEN })
+            .await;
+        let feeds = api.state.abuse.list().await.expect("feeds");
+        assert_eq!(feeds[0].hosts, 1, "{}", t.kind());
+        assert!(
+            feeds[0].due_at > feeds[0].refreshed_at.unwrap_or(0),
+            "{feeds:?}"
+        );
+        stop.send(true).expect("stop");
+        running.await.expect("the desk stops");
+        t.cleanup().await;
+    }
+}
