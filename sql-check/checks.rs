@@ -1696,3 +1696,71 @@ pub async fn report_exists(c: &mut Conn) -> Result<(), sqlx::Error> {
         .await?;
     Ok(())
 }
+
+/// `store/quotas.rs`: an owner's usage row, made at zero.
+pub async fn owner_usage_row(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/owner_usage_row.sql",
+        "acme",
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/quotas.rs`: links counted against an owner's quotas.
+pub async fn claim_owner_quota(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/claim_owner_quota.sql",
+        "acme",
+        0_i64,
+        1_i64,
+        1_i64,
+        None::<i64>,
+        None::<i64>
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/quotas.rs`: a link given back to an owner's quota.
+pub async fn release_owner_quota(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/release_owner_quota.sql",
+        "acme"
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/quotas.rs`: what an owner uses.
+pub async fn owner_usage(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/owner_usage.sql", "acme")
+        .fetch_optional(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/quotas.rs`: an owner's own limits.
+pub async fn owner_quota(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/owner_quota.sql", "acme")
+        .fetch_optional(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/quotas.rs`: an owner's own limits set.
+pub async fn set_owner_quota(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/set_owner_quota.sql",
+        "acme",
+        None::<i64>,
+        None::<i64>
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}

@@ -66,7 +66,7 @@ thread_local! {
 }
 
 /// A seed no visitor can predict: from the runtime's random UUID.
-fn seed() -> u64 {
+pub(crate) fn seed() -> u64 {
     random_uuid()
         .bytes()
         .fold(0u64, |h, b| h.rotate_left(5) ^ u64::from(b))

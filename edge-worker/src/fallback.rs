@@ -15,6 +15,7 @@ use crate::answer_cache;
 use crate::health;
 use crate::kv::Kv;
 use shared::activation::{may_be_new, ActivationMeta, NewCode};
+use shared::clicks::VisitorBudget;
 use shared::fallback::{Answers, Held, UndatedBudget};
 use shared::sync::activation_key;
 use shared::tally::Fault;
@@ -43,6 +44,12 @@ const ORIGIN_TIMEOUT: Duration = Duration::from_secs(3);
 /// Lookups of codes that cannot be dated this isolate may send per second (a scan of
 /// alias-shaped codes must not become a flood at the origin).
 const UNDATED_LOOKUPS_PER_S: u32 = 50;
+/// Such lookups one client address may cause per minute: a scan from one address is
+/// refused (429) before it spends the isolate's budget, which fresh aliases visited by
+/// everyone else need. Answers held by the isolate or the location cost nothing.
+const UNDATED_LOOKUPS_PER_CLIENT_MINUTE: u16 = 20;
+/// Client addresses whose lookups the isolate counts apart (8 bytes each).
+const CLIENT_SLOTS: usize = 4096;
 
 /// What the origin said about a code.
 pub(crate) enum Resolved {
@@ -51,6 +58,8 @@ pub(crate) enum Resolved {
     Unknown,
     /// The origin could not be asked or did not answer in time.
     Unavailable,
+    /// This client asked about too many codes that cannot be dated.
+    Limited,
 }
 
 /// What this isolate remembers between visits.
@@ -61,6 +70,9 @@ struct State {
     /// The origin's answers: a record, or `None` for an unknown code.
     answers: Answers<Option<EdgeRecord>>,
     undated: UndatedBudget,
+    /// Per client address, its lookups of codes that cannot be dated this minute (made
+    /// on the first).
+    clients: Option<VisitorBudget>,
 }
 
 thread_local! {
@@ -70,6 +82,7 @@ thread_local! {
         metas: HashMap::new(),
         answers: Answers::new(MAX_ANSWERS),
         undated: UndatedBudget::new(UNDATED_LOOKUPS_PER_S),
+        clients: None,
     });
 }
 
@@ -145,7 +158,13 @@ fn answer_hold_s(env: &Env) -> u64 {
 
 /// The origin's answer about `route`: from this isolate's memory, else from the
 /// location's cache, else from the origin.
-pub(crate) async fn resolve(env: &Env, ctx: &Context, route: &RouteKey, ask: NewCode) -> Resolved {
+pub(crate) async fn resolve(
+    env: &Env,
+    ctx: &Context,
+    route: &RouteKey,
+    ask: NewCode,
+    client: Option<&str>,
+) -> Resolved {
     let key = route.to_string();
     let now = Date::now().as_millis();
     let held = STATE.with_borrow(|s| s.answers.get(&key, now));
@@ -156,6 +175,10 @@ pub(crate) async fn resolve(env: &Env, ctx: &Context, route: &RouteKey, ask: New
     let record = match answer_cache::get(route).await {
         Some(record) => record,
         None => {
+            if ask == NewCode::Undatable && client.is_some_and(|ip| !admit_client(ip, now)) {
+                health::fault(Fault::ClientLimited);
+                return Resolved::Limited;
+            }
             if ask == NewCode::Undatable && !STATE.with_borrow_mut(|s| s.undated.admit(now)) {
                 // Over the budget the origin is not asked, and a code that may name a
                 // link is not called unknown: the visitor is told to come back.
@@ -166,7 +189,8 @@ pub(crate) async fn resolve(env: &Env, ctx: &Context, route: &RouteKey, ask: New
             let record = match ask_origin(env, route).await {
                 Resolved::Found(record) => Some(*record),
                 Resolved::Unknown => None,
-                Resolved::Unavailable => {
+                // The origin's answer is never a client's limit.
+                Resolved::Unavailable | Resolved::Limited => {
                     health::fault(Fault::OriginFailed);
                     return Resolved::Unavailable;
                 }
@@ -184,6 +208,15 @@ pub(crate) async fn resolve(env: &Env, ctx: &Context, route: &RouteKey, ask: New
         )
     });
     record.map_or(Resolved::Unknown, |r| Resolved::Found(Box::new(r)))
+}
+
+/// Whether client `ip` may cause one more lookup of a code that cannot be dated.
+fn admit_client(ip: &str, now_ms: u64) -> bool {
+    STATE.with_borrow_mut(|s| {
+        s.clients
+            .get_or_insert_with(|| VisitorBudget::new(CLIENT_SLOTS, crate::clicks::seed()))
+            .admit(ip, now_ms / 1000, UNDATED_LOOKUPS_PER_CLIENT_MINUTE)
+    })
 }
 
 async fn ask_origin(env: &Env, route: &RouteKey) -> Resolved {

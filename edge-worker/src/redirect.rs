@@ -17,6 +17,8 @@ use crate::{config, health, respond};
 use shared::activation::NewCode;
 use shared::clicks::counts_as_click;
 use shared::decision::RETRY_AFTER_S;
+/// When a client over its budget of lookups may ask again: its budget is per minute.
+const CLIENT_RETRY_AFTER_S: u32 = 60;
 use shared::tally::Fault;
 use shared::{
     decide, decide_root, reject_early, Decision, Denylist, DomainSettings, DomainStatus,
@@ -318,9 +320,17 @@ fn without_kv(visit: Pending, deny: Rc<Denylist>) -> Promise {
 
 /// The decision by what the origin says of the code (held, or asked as `ask` allows).
 async fn from_origin(visit: Pending, deny: Rc<Denylist>, ask: NewCode) -> Decision {
-    match fallback::resolve(&visit.env, &visit.ctx, &visit.route, ask).await {
+    // Cloudflare sets it; a request without it (only local development) is not limited.
+    let client = visit
+        .request
+        .headers()
+        .get("cf-connecting-ip")
+        .ok()
+        .flatten();
+    match fallback::resolve(&visit.env, &visit.ctx, &visit.route, ask, client.as_deref()).await {
         Resolved::Found(record) => visit.decide_private(&record, &deny).await,
         Resolved::Unknown => visit.decide_and_count(None, &deny, false),
         Resolved::Unavailable => Decision::unavailable(visit.method, RETRY_AFTER_S),
+        Resolved::Limited => Decision::too_many_lookups(visit.method, CLIENT_RETRY_AFTER_S),
     }
 }

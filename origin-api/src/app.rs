@@ -145,7 +145,15 @@ pub fn build(db: Db, settings: Settings) -> AppState {
         cache: cache.clone(),
         metrics: metrics.clone(),
         create_limit: create_limit.clone(),
-        password_changes: CreateLimit::counting("changes passwords", PASSWORD_CHANGES_PER_S),
+        owner_create_limit: CreateLimit::counting(
+            "this owner creates links",
+            settings.owner_create_rate,
+        )
+        .answering("owner-rate-limited"),
+        password_changes: CreateLimit::counting(
+            "this key changes passwords",
+            PASSWORD_CHANGES_PER_S,
+        ),
         passwords: passwords.clone(),
         foreign: Default::default(),
         settings: LinkSettings {
@@ -155,6 +163,11 @@ pub fn build(db: Db, settings: Settings) -> AppState {
             short_urls: ShortUrls::new(&settings.short_url_bases),
             import_edge_wait: Duration::from_secs(settings.import_edge_wait),
             restore_window: settings.restore_window,
+            quotas: crate::model::quota::Limits {
+                links: quota_flag(settings.owner_max_links),
+                links_per_day: quota_flag(settings.owner_max_links_per_day),
+            },
+            create_rates: (settings.create_rate.get(), settings.owner_create_rate.get()),
         },
     };
     let redirects = Redirects {
@@ -245,7 +258,7 @@ pub fn build(db: Db, settings: Settings) -> AppState {
         reports: Arc::new(Reports {
             db: db.clone(),
             metrics: metrics.clone(),
-            limit: CreateLimit::per_minute("sends reports", settings.report_rate),
+            limit: CreateLimit::per_minute("this address sends reports", settings.report_rate),
             proxies: report_proxies,
             default_domain: settings.default_domain.clone(),
         }),
@@ -255,6 +268,11 @@ pub fn build(db: Db, settings: Settings) -> AppState {
         metrics,
         settings,
     }))
+}
+
+/// A quota flag: 0 is no limit.
+fn quota_flag(n: u64) -> Option<i64> {
+    (n > 0).then(|| i64::try_from(n).unwrap_or(i64::MAX))
 }
 
 /// The webhooks' settings from the configuration (`--webhook-*`).

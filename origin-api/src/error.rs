@@ -71,17 +71,36 @@ pub enum AppError {
     /// A restore after the restore window (410).
     #[error("the link was deleted at {deleted_at}, longer ago than links stay restorable ({days} days): its deletion is final and its code is never given out again")]
     DeletionFinal { deleted_at: String, days: u64 },
-    #[error("this key {what} faster than allowed; retry in {retry_after_s} s")]
+    #[error("{what} faster than allowed; retry in {retry_after_s} s")]
     RateLimited {
         retry_after_s: u64,
-        /// What the key did too fast: "creates links", "changes passwords".
+        /// Who did what too fast: "this key creates links", "this owner creates links".
         what: &'static str,
+        /// The problem type: `rate-limited` (a key's), `owner-rate-limited`.
+        problem: &'static str,
+    },
+    /// A create or a restore would take the owner past a quota (403).
+    #[error("{}", quota_detail(*.quota, *.limit))]
+    QuotaExceeded {
+        quota: crate::model::quota::Quota,
+        limit: i64,
     },
     #[error("too many failed authentications from this address; retry in {retry_after_s} s")]
     TooManyFailures { retry_after_s: u64 },
     /// A bounded resource (the password hashing gate) is full: 503, retry shortly.
     #[error("too many passwords are being hashed now; retry in {retry_after_s} s")]
     Busy { retry_after_s: u64 },
+}
+
+fn quota_detail(quota: crate::model::quota::Quota, limit: i64) -> String {
+    match quota {
+        crate::model::quota::Quota::Links => format!(
+            "the owner holds its quota of {limit} live links: delete some, or ask the operator for more"
+        ),
+        crate::model::quota::Quota::LinksPerDay => format!(
+            "the owner has created its quota of {limit} links today (UTC): create more tomorrow, or ask the operator for more"
+        ),
+    }
 }
 
 fn now_at(current: Option<u64>) -> String {
@@ -202,10 +221,21 @@ impl AppError {
             AppError::Deleted => class(S::GONE, "deleted"),
             AppError::NotDeleted => class(S::CONFLICT, "not-deleted"),
             AppError::DeletionFinal { .. } => class(S::GONE, "deletion-final"),
-            AppError::RateLimited { retry_after_s, .. }
-            | AppError::TooManyFailures { retry_after_s } => {
+            AppError::RateLimited {
+                retry_after_s,
+                problem,
+                ..
+            } => retry(S::TOO_MANY_REQUESTS, problem, *retry_after_s),
+            AppError::TooManyFailures { retry_after_s } => {
                 retry(S::TOO_MANY_REQUESTS, "rate-limited", *retry_after_s)
             }
+            AppError::QuotaExceeded { quota, .. } => class(
+                S::FORBIDDEN,
+                match quota {
+                    crate::model::quota::Quota::Links => "quota-links",
+                    crate::model::quota::Quota::LinksPerDay => "quota-links-per-day",
+                },
+            ),
         }
     }
 }
@@ -241,6 +271,10 @@ impl From<StoreError> for AppError {
             StoreError::Registered => AppError::DomainRegistered,
             StoreError::DomainChanged => AppError::DomainChanged,
             StoreError::HoldsLinks => AppError::InUse(e.to_string()),
+            StoreError::OverQuota { quota, limit } => AppError::QuotaExceeded {
+                quota: *quota,
+                limit: *limit,
+            },
             _ => AppError::Store(e),
         }
     }

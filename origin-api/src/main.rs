@@ -100,6 +100,10 @@ async fn run(loaded: Loaded) -> Result<(), Box<dyn std::error::Error>> {
             };
             cli::webhooks::run(&webhooks, command).await?;
         }
+        Command::Owners(command) => {
+            let state = origin_api::AppState::new(db.clone(), settings.clone());
+            cli::owners::run(&state.links, command).await?;
+        }
         Command::Feeds(command) => {
             let state = origin_api::AppState::new(db.clone(), settings.clone());
             cli::abuse::feeds(&state.abuse, command).await?;

@@ -14,8 +14,10 @@ use std::sync::Arc;
 pub struct CreateLimit {
     limiter: Arc<DefaultKeyedRateLimiter<String>>,
     clock: DefaultClock,
-    /// What the budget counts, as a 429 says it: "creates links".
+    /// Who does what the budget counts, as a 429 says it: "this key creates links".
     what: &'static str,
+    /// The 429's problem type.
+    problem: &'static str,
 }
 
 impl std::fmt::Debug for CreateLimit {
@@ -27,7 +29,7 @@ impl std::fmt::Debug for CreateLimit {
 impl CreateLimit {
     /// `per_second` links per second per key, with bursts of twice that.
     pub fn new(per_second: NonZeroU32) -> Self {
-        Self::counting("creates links", per_second)
+        Self::counting("this key creates links", per_second)
     }
 
     /// `per_second` of `what` per second per key, with bursts of twice that.
@@ -39,7 +41,14 @@ impl CreateLimit {
             )),
             clock: DefaultClock::default(),
             what,
+            problem: "rate-limited",
         }
+    }
+
+    /// This budget's 429s have the problem type `problem`.
+    pub fn answering(mut self, problem: &'static str) -> Self {
+        self.problem = problem;
+        self
     }
 
     /// `per_minute` of `what` a minute per key, in bursts of at most that many.
@@ -48,6 +57,7 @@ impl CreateLimit {
             limiter: Arc::new(RateLimiter::keyed(Quota::per_minute(per_minute))),
             clock: DefaultClock::default(),
             what,
+            problem: "rate-limited",
         }
     }
 
@@ -64,6 +74,7 @@ impl CreateLimit {
                 Err(AppError::RateLimited {
                     retry_after_s: wait.as_secs() + u64::from(wait.subsec_nanos() > 0),
                     what: self.what,
+                    problem: self.problem,
                 })
             }
             // More than a whole burst at once: it could never pass.

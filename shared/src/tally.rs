@@ -161,6 +161,9 @@ pub enum Fault {
     OriginBudgetSpent,
     /// The origin did not answer usefully (unreachable, too slow, an error).
     OriginFailed,
+    /// One client address asked about more codes that cannot be dated than its own
+    /// budget allows: refused (429) without spending the isolate's.
+    ClientLimited,
     /// The queue refused a tally (kept to send again).
     QueueRefused,
     /// A kind this origin does not know (sent by a newer edge).
@@ -170,13 +173,14 @@ pub enum Fault {
 
 impl Fault {
     /// Every kind, for metrics that list them all from the start.
-    pub const ALL: [Fault; 8] = [
+    pub const ALL: [Fault; 9] = [
         Fault::KvRead,
         Fault::DenylistUnreadable,
         Fault::CorruptRecord,
         Fault::OriginAsked,
         Fault::OriginBudgetSpent,
         Fault::OriginFailed,
+        Fault::ClientLimited,
         Fault::QueueRefused,
         Fault::Other,
     ];
@@ -191,6 +195,7 @@ impl Fault {
             Fault::OriginBudgetSpent => "origin_budget_spent",
             Fault::OriginFailed => "origin_failed",
             Fault::QueueRefused => "queue_refused",
+            Fault::ClientLimited => "client_limited",
             Fault::Other => "other",
         }
     }

@@ -600,6 +600,7 @@ pub fn origin_env(dir: &Path, publish_to: Option<&Edge>) -> Vec<(&'static str, S
         ("HOP_PERMUTATION_KEYS", PERMUTATION_KEYS.to_owned()),
         ("HOP_EDGE_TOKEN", EDGE_TOKEN.to_owned()),
         ("HOP_CREATE_RATE", "1000000".to_owned()),
+        ("HOP_OWNER_CREATE_RATE", "1000000".to_owned()),
         // Many origins run at once here: metrics on each one's own port, with a token.
         ("HOP_METRICS_LISTEN", "off".to_owned()),
         ("HOP_METRICS_TOKEN", METRICS_TOKEN.to_owned()),

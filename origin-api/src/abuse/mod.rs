@@ -160,6 +160,7 @@ impl AbuseDesk {
     }
 
     async fn refresh_feed(&self, feed: &FeedRow) -> Result<Refreshed, AppError> {
+        let started = std::time::Instant::now();
         let now = now_ms();
         let every_ms = feed.refresh_every_s.saturating_mul(1000);
         let entries = match self.read(feed).await {
@@ -186,7 +187,7 @@ impl AbuseDesk {
         done.skipped = entries.skipped;
         tracing::info!(feed = %feed.name, hosts = done.hosts, urls = done.urls,
             hosts_banned = done.hosts_banned.len(), links_banned = done.links_banned.len(),
-            "feed refreshed");
+            took_ms = started.elapsed().as_millis() as u64, "feed refreshed");
         Ok(done)
     }
 

@@ -17,8 +17,14 @@ pub async fn feeds(desk: &AbuseDesk, command: FeedsCommand) -> Result<(), AppErr
             every,
         } => {
             desk.add_feed(&name, &source, &format, every).await?;
-            println!("added {name}");
-            refresh(desk, &name).await?;
+            // A serving origin reads it within a second (it is due at once), and bans
+            // what it lists; reading it here too would race that origin for the same
+            // writes.
+            println!(
+                "added {name}: a serving origin reads it now and every {}; \
+                 `hop-origin feeds refresh {name}` reads it from here",
+                humantime(every)
+            );
         }
         FeedsCommand::List => {
             for f in desk.list().await? {
@@ -41,6 +47,15 @@ pub async fn feeds(desk: &AbuseDesk, command: FeedsCommand) -> Result<(), AppErr
         }
     }
     Ok(())
+}
+
+fn humantime(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        s if s % 3600 == 0 => format!("{}h", s / 3600),
+        s if s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
 }
 
 async fn refresh(desk: &AbuseDesk, name: &str) -> Result<(), AppError> {

@@ -9,6 +9,7 @@ pub mod config_check;
 pub mod export;
 pub mod import;
 pub mod import_from;
+pub mod owners;
 pub mod users;
 pub mod webhooks;
 

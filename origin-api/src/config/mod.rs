@@ -54,6 +54,9 @@ pub enum Command {
     /// Webhook endpoints, as the API registers them (docs/webhooks.md).
     #[command(subcommand)]
     Webhooks(WebhooksCommand),
+    /// Owners' quotas (docs/quotas.md).
+    #[command(subcommand)]
+    Owners(OwnersCommand),
     /// Threat feeds: lists of hosts and URLs whose links are banned (docs/abuse.md).
     #[command(subcommand)]
     Feeds(FeedsCommand),
@@ -259,10 +262,57 @@ pub enum WebhooksCommand {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum OwnersCommand {
+    /// Set an owner's own quotas: a number, `none` (no limit) or `default` (the
+    /// --owner-* flags'). What is not named stays as it was.
+    Set {
+        owner: String,
+        #[arg(long, value_parser = parse_limit)]
+        max_links: Option<OwnLimit>,
+        #[arg(long, value_parser = parse_limit)]
+        max_links_per_day: Option<OwnLimit>,
+    },
+    /// An owner's quotas and what it uses.
+    Show { owner: String },
+}
+
+/// An owner's own limit as `hop-origin owners set` takes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OwnLimit {
+    /// The --owner-* flag's.
+    Default,
+    /// No limit.
+    None,
+    At(u64),
+}
+
+impl OwnLimit {
+    /// As `owner_quotas` stores it: `NULL` for the default, -1 for none.
+    pub fn to_column(self) -> Option<i64> {
+        match self {
+            OwnLimit::Default => None,
+            OwnLimit::None => Some(-1),
+            OwnLimit::At(n) => Some(i64::try_from(n).unwrap_or(i64::MAX)),
+        }
+    }
+}
+
+fn parse_limit(s: &str) -> Result<OwnLimit, String> {
+    match s {
+        "default" => Ok(OwnLimit::Default),
+        "none" => Ok(OwnLimit::None),
+        n => n
+            .parse::<u64>()
+            .map(OwnLimit::At)
+            .map_err(|_| format!("{s}: a number, `none` or `default`")),
+    }
+}
+
+#[derive(Debug, Subcommand)]
 pub enum FeedsCommand {
-    /// Register a feed, read from a file on this machine or an http(s) URL, and read it
-    /// now: its listed hosts and URLs are refused for new links, and the live links it
-    /// lists are banned. A serving origin reads it again every --every.
+    /// Register a feed, read from a file on the serving origin's machine or an http(s)
+    /// URL: a serving origin reads it at once and again every --every; its listed hosts
+    /// and URLs are refused for new links, and the live links it lists are banned.
     Add {
         /// What bans and refusals cite: lowercase letters, digits and '-'.
         name: String,
@@ -488,6 +538,31 @@ pub struct Settings {
     /// Links an API key may create per second (bursts of twice as many); more get 429.
     #[arg(long, env = "HOP_CREATE_RATE", default_value = "10000", global = true)]
     pub create_rate: std::num::NonZeroU32,
+
+    /// Links an owner may create per second, whatever its keys and people (bursts of
+    /// twice as many); more get 429 `owner-rate-limited`.
+    #[arg(
+        long,
+        env = "HOP_OWNER_CREATE_RATE",
+        default_value = "10000",
+        global = true
+    )]
+    pub owner_create_rate: std::num::NonZeroU32,
+
+    /// Live links each owner may hold, unless the operator set its own
+    /// (`hop-origin owners set`); 0: no limit. More get 403 `quota-links`.
+    #[arg(long, env = "HOP_OWNER_MAX_LINKS", default_value_t = 0, global = true)]
+    pub owner_max_links: u64,
+
+    /// Links each owner may create a UTC day, unless the operator set its own; 0: no
+    /// limit. More get 403 `quota-links-per-day`.
+    #[arg(
+        long,
+        env = "HOP_OWNER_MAX_LINKS_PER_DAY",
+        default_value_t = 0,
+        global = true
+    )]
+    pub owner_max_links_per_day: u64,
 
     /// Whether the origin's own redirect path records clicks (the edge's arrive through
     /// `/v1/edge/clicks` either way).

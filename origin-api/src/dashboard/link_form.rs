@@ -248,7 +248,7 @@ pub(super) async fn create(
         return with_more_rows(&signed, &links, &owner, None, form).await;
     }
     let made = async {
-        links.create_limit.take(&limit_key(&signed), 1)?;
+        links.take_creates(&limit_key(&signed), &owner, 1)?;
         create_link_once(&links, &creator(&signed, &owner), form.to_create()?, None).await
     }
     .await;

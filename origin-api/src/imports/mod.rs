@@ -86,7 +86,7 @@ pub async fn run(
     }
     // Each link counts against the key's creation rate, as in a bulk create.
     if !req.dry_run {
-        links.create_limit.take(key_id, found.len())?;
+        links.take_creates(key_id, creator.owner, found.len())?;
     }
     let default_domain = match &req.domain {
         Some(d) => shared::normalize_short_domain(d).map_err(|e| AppError::invalid("domain", e))?,
@@ -198,6 +198,7 @@ pub async fn run(
             None,
             &respond,
             creator.actor,
+            &links.limits_for(creator.owner).await?,
         )
         .await
         .map_err(|e| write_failed(links, &format!("an import of {} links", ready.len()), e))?

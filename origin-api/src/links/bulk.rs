@@ -168,6 +168,7 @@ pub async fn create_bulk(
         idem.as_ref(),
         &respond,
         creator.actor,
+        &state.limits_for(creator.owner).await?,
     )
     .await;
     match outcome.map_err(|e| {

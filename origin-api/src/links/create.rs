@@ -82,6 +82,7 @@ pub async fn create_link_once(
         &idem,
         &response,
         creator.actor,
+        &state.limits_for(creator.owner).await?,
     )
     .await
     {
@@ -211,7 +212,15 @@ pub async fn create_link(
 ) -> Result<Link, AppError> {
     let mut lookups = Lookups::new(&state.db, &state.settings.policy);
     let link = prepare_link(state, &mut lookups, creator, &req).await?;
-    match store::links::insert(&state.db, &link, &lookups.judged_by(), creator.actor).await {
+    match store::links::insert(
+        &state.db,
+        &link,
+        &lookups.judged_by(),
+        creator.actor,
+        &state.limits_for(creator.owner).await?,
+    )
+    .await
+    {
         Ok(()) => {
             stored(state, &link).await;
             Ok(link)

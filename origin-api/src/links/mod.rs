@@ -9,6 +9,7 @@ pub mod history;
 pub(crate) use fields::{on_allowed_host, redirect_url};
 mod list;
 mod lookups;
+pub mod quota;
 pub(crate) use lookups::Lookups;
 pub mod access;
 pub mod qr;

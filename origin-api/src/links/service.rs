@@ -27,6 +27,8 @@ pub struct Links {
     pub metrics: Metrics,
     /// Links created per key.
     pub create_limit: CreateLimit,
+    /// Links created per owner, whatever its keys and people (`--owner-create-rate`).
+    pub owner_create_limit: CreateLimit,
     /// Password changes per key: each costs a PBKDF2.
     pub password_changes: CreateLimit,
     /// The one gate every password hash passes (visitors' too).
@@ -88,6 +90,30 @@ impl Links {
         link.view(&self.settings.short_urls)
     }
 
+    /// `owner`'s quotas: its own where the operator set them, else the defaults.
+    pub async fn limits_for(
+        &self,
+        owner: &str,
+    ) -> Result<crate::model::quota::Limits, crate::store::StoreError> {
+        use crate::model::quota::{resolve, Limits};
+        let (links, per_day) = crate::store::quotas::own_limits(&self.db, owner).await?;
+        Ok(Limits {
+            links: resolve(links, self.settings.quotas.links),
+            links_per_day: resolve(per_day, self.settings.quotas.links_per_day),
+        })
+    }
+
+    /// Takes `n` creates from the budgets of the key (or person) `key` and of `owner`.
+    pub fn take_creates(
+        &self,
+        key: &str,
+        owner: &str,
+        n: usize,
+    ) -> Result<(), crate::error::AppError> {
+        self.create_limit.take(key, n)?;
+        self.owner_create_limit.take(owner, n)
+    }
+
     /// What visitors are given of `link`.
     pub fn short_url(&self, link: &crate::model::Link) -> String {
         self.settings.short_urls.of(&link.domain, &link.code)
@@ -109,6 +135,12 @@ pub struct LinkSettings {
     pub import_edge_wait: std::time::Duration,
     /// How long a deleted link stays restorable by its owner (`--restore-window`).
     pub restore_window: std::time::Duration,
+    /// Every owner's quotas unless the operator set its own (`--owner-max-links`,
+    /// `--owner-max-links-per-day`).
+    pub quotas: crate::model::quota::Limits,
+    /// Links per second a key, and an owner, may create (`--create-rate`,
+    /// `--owner-create-rate`).
+    pub create_rates: (u32, u32),
 }
 
 /// Where visitors may be sent: the rules every target, rule target, variant, preview

@@ -360,7 +360,8 @@ async fn write(
     change: &Change<'_>,
 ) -> Result<Link, AppError> {
     next.updated_at = now;
-    match store::links::update(&state.db, &next, expected, change).await {
+    let limits = state.limits_for(&next.owner_id).await?;
+    match store::links::update(&state.db, &next, expected, change, &limits).await {
         Ok(written) => {
             // Unmarked: the redirect checks bans against the live denylist.
             state.cache.fence(&written).await;

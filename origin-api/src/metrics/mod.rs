@@ -234,7 +234,7 @@ impl Default for Metrics {
             edge_denylist_reads: metric(&mut registry, "edge_denylist_reads", "The edge's reads of GET /v1/edge/denylist, by result: sent (a new version) or unchanged (304): about one a second per location"),
             edge_health_reports: metric(&mut registry, "edge_health_reports", "Health reports taken from edge isolates, one a window (about a second) of each isolate that answered anything"),
             edge_answers: metric(&mut registry, "edge_answers", "The edge's answers by HTTP status, as its isolates reported them (each report counted once)"),
-            edge_faults: metric(&mut registry, "edge_faults", "The edge's faults by kind: kv_read, denylist_unreadable, corrupt_record, origin_asked (a code KV lacks), origin_budget_spent, origin_failed, queue_refused, other"),
+            edge_faults: metric(&mut registry, "edge_faults", "The edge's faults by kind: kv_read, denylist_unreadable, corrupt_record, origin_asked (a code KV lacks), origin_budget_spent, origin_failed, client_limited (one address over its own budget of lookups), queue_refused, other"),
             edge_denylist_age: metric(&mut registry, "edge_denylist_age_seconds", "The oldest denylist any edge location reported using within the last two minutes: how long before its report it last read one"),
             edge_denylist_ages: Arc::default(),
             clicks_dropped: metric(&mut registry, "clicks_dropped", "Clicks of this origin's own redirects dropped (recorder queue full, or the database failing)"),

@@ -9,6 +9,7 @@ pub mod domain;
 pub mod event;
 pub mod history;
 pub mod link;
+pub mod quota;
 pub mod sequence;
 pub mod short_url;
 pub mod time;

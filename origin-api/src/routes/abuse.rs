@@ -152,7 +152,9 @@ pub(crate) async fn list(
         .as_deref()
         .map(|c| {
             c.parse::<i64>()
-                .map_err(|_| AppError::invalid("cursor", "not a cursor this listing gave"))
+                .ok()
+                .filter(|n| *n > 0 && !c.starts_with(['0', '+']))
+                .ok_or_else(|| AppError::invalid("cursor", "not a cursor this listing gave"))
         })
         .transpose()?;
     let (items, next_cursor) = reports

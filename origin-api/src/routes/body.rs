@@ -143,6 +143,15 @@ pub(crate) fn versioned<T: serde::Serialize>(
     res
 }
 
+/// The version an optional `If-Match` names: `None` without one, 400 for one that names
+/// no version.
+pub(crate) fn optional_if_match(headers: &axum::http::HeaderMap) -> Result<Option<u64>, AppError> {
+    headers
+        .get(header::IF_MATCH)
+        .map(|v| crate::links::parse_if_match(v.to_str().ok()))
+        .transpose()
+}
+
 #[cfg(test)]
 mod tests {
     use super::with_whole_numbers;

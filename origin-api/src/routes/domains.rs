@@ -144,10 +144,7 @@ pub(crate) async fn delete(
         "removing domains needs an admin key (keys create --admin)",
         &name,
     )?;
-    let expected = match headers.get(header::IF_MATCH) {
-        None => None,
-        Some(v) => Some(parse_if_match(v.to_str().ok())?),
-    };
+    let expected = super::body::optional_if_match(&headers)?;
     delete_domain(&state, &name, expected).await?;
     tracing::info!(domain = %name, by = %caller.key_id, "domain removed");
     Ok(StatusCode::NO_CONTENT)

@@ -5,11 +5,11 @@ use super::body::{ApiJson, ApiPath, ApiQuery};
 use super::responses::{IfMatchHonoured, NoSuchLink, ReadAndDeleteOnly};
 use crate::auth::Caller;
 use crate::error::{AppError, Problem};
-use crate::links::{history, owned_link, parse_if_match, revert_link, Intent, Links};
+use crate::links::{history, owned_link, revert_link, Intent, Links};
 use crate::views::history::{HistoryEntry, HistoryParams, Revert};
 use crate::views::links::{LinkView, Page};
 use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::Json;
 use std::sync::Arc;
@@ -62,10 +62,7 @@ pub(crate) async fn revert(
     headers: HeaderMap,
     ApiJson(body): ApiJson<Revert>,
 ) -> Result<Response, AppError> {
-    let expected = match headers.get(header::IF_MATCH) {
-        None => None,
-        Some(v) => Some(parse_if_match(v.to_str().ok())?),
-    };
+    let expected = super::body::optional_if_match(&headers)?;
     let creator = caller.creator();
     let current = owned_link(&state.db, &creator, &domain, &code, Intent::Change).await?;
     let link = revert_link(&state, current, expected, body.version, creator.actor).await?;

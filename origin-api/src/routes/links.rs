@@ -48,7 +48,7 @@ pub(crate) async fn create(
     headers: HeaderMap,
     ApiJson(body): ApiJson<CreateLink>,
 ) -> Result<Response, AppError> {
-    state.create_limit.take(&caller.key_id, 1)?;
+    state.take_creates(&caller.key_id, &caller.owner_id, 1)?;
     let key = idempotency_key(&headers)?;
     let res = match create_link_once(&state, &caller.creator(), body, key).await? {
         Created::New(link) => with_location(
@@ -95,7 +95,7 @@ pub(crate) async fn create_bulk(
     headers: HeaderMap,
     ApiJson(body): ApiJson<BulkCreate, BULK_BODY_LIMIT>,
 ) -> Result<Response, AppError> {
-    state.create_limit.take(&caller.key_id, body.links.len())?;
+    state.take_creates(&caller.key_id, &caller.owner_id, body.links.len())?;
     let key = idempotency_key(&headers)?;
     Ok(
         match links::create_bulk(&state, &caller.creator(), body, key).await? {
@@ -228,10 +228,7 @@ pub(crate) async fn restore(
     ApiPath((domain, code)): ApiPath<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let expected = match headers.get(header::IF_MATCH) {
-        None => None,
-        Some(v) => Some(parse_if_match(v.to_str().ok())?),
-    };
+    let expected = super::body::optional_if_match(&headers)?;
     let current = owned_link(&state.db, &caller.creator(), &domain, &code, Intent::Change).await?;
     let link = restore_link(&state, current, expected, caller.creator().actor).await?;
     tracing::info!(link = %link.route_key(), by = %caller.key_id, "link restored");
@@ -253,10 +250,7 @@ pub(crate) async fn delete(
     ApiPath((domain, code)): ApiPath<(String, String)>,
     headers: HeaderMap,
 ) -> Result<StatusCode, AppError> {
-    let expected = match headers.get(header::IF_MATCH) {
-        None => None,
-        Some(v) => Some(parse_if_match(v.to_str().ok())?),
-    };
+    let expected = super::body::optional_if_match(&headers)?;
     let current = owned_link(
         &state.db,
         &caller.creator(),

@@ -12,6 +12,7 @@ mod imports;
 mod links;
 mod observe;
 pub mod openapi;
+mod owners;
 mod redirect;
 mod responses;
 mod stats;
@@ -91,6 +92,7 @@ fn router_under(state: AppState, in_flight: InFlightLayer) -> Router {
         .route("/v1/links/{domain}/{code}/revert", post(history::revert))
         .route("/v1/imports", post(imports::create))
         .route("/v1/stats", get(stats::owner))
+        .route("/v1/owners/me", get(owners::me))
         .route("/v1/domains", post(domains::create).get(domains::list))
         .route(
             "/v1/domains/{domain}",

@@ -2,7 +2,8 @@
 //! the request and response types themselves, so it changes when they do.
 
 use super::{
-    abuse, admin, bans, domains, edge, health, history, imports, links, redirect, stats, webhooks,
+    abuse, admin, bans, domains, edge, health, history, imports, links, owners, redirect, stats,
+    webhooks,
 };
 use axum::http::header;
 use axum::response::IntoResponse;
@@ -30,6 +31,7 @@ use utoipa::{Modify, OpenApi};
         history::revert,
         stats::link,
         stats::owner,
+        owners::me,
         domains::create,
         domains::list,
         domains::read,

@@ -480,7 +480,15 @@ async fn exhaust_reached(
             link.options.exhausted = true;
             link.updated_at = now;
             let version = i64::try_from(link.version).unwrap_or(i64::MAX);
-            match update_one(c, &link, version, &exhausted_change).await {
+            match update_one(
+                c,
+                &link,
+                version,
+                &exhausted_change,
+                &crate::model::quota::Limits::default(),
+            )
+            .await
+            {
                 Ok(written) => exhausted.push(written),
                 Err(StoreError::Stale) => {}
                 Err(e) => return Err(e),

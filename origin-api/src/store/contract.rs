@@ -60,6 +60,12 @@ pub enum StoreError {
     /// A conditional write found another version than expected.
     #[error("the row changed since it was read")]
     Stale,
+    /// The write would take an owner past a quota; nothing of it was written.
+    #[error("the owner's {} quota ({limit}) is used up", quota.as_str())]
+    OverQuota {
+        quota: crate::model::quota::Quota,
+        limit: i64,
+    },
     /// A unique index other than the route key's refused a write: a fault of the
     /// system (two processes handed the same ids, say), never of the request.
     #[error("a write collided with an existing row: {0}")]

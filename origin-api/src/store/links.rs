@@ -13,6 +13,7 @@ use crate::db::Db;
 use crate::model::event::{EventType, NewEvent};
 use crate::model::history::{Action, Actor, Change, NewEntry};
 use crate::model::link::host_suffixes;
+use crate::model::quota::Limits;
 use crate::model::{
     AccessKind, Condition, Link, LinkOptions, ListFilter, OptionPart, EXPIRING_WITHIN_MS,
 };
@@ -338,6 +339,7 @@ pub(super) async fn update_one(
     link: &Link,
     expected: i64,
     change: &Change<'_>,
+    limits: &Limits,
 ) -> Result<Link, StoreError> {
     let tags = tags_json(&link.tags);
     let host = link.target_host();
@@ -385,6 +387,14 @@ pub(super) async fn update_one(
         )],
     )
     .await?;
+    // A delete gives the owner's quota a link back; a restore takes one (not today's).
+    match change.action {
+        Action::Deleted => super::quotas::release(c, &written.owner_id).await?,
+        Action::Restored => {
+            super::quotas::claim(c, &written.owner_id, 1, false, limits, written.updated_at).await?
+        }
+        _ => {}
+    }
     let kind = EventType::of_action(change.action, &written);
     let event = NewEvent::of_link(kind, &written, banned, written.updated_at);
     events::record(c, &[event]).await?;
@@ -403,12 +413,14 @@ pub async fn insert(
     link: &Link,
     domains: &[DomainAt],
     actor: Actor<'_>,
+    limits: &Limits,
 ) -> Result<(), StoreError> {
     let row = NewLinkRow::new(link)?;
     let mut tx = db.begin_write().await?;
     let mut c = tx.conn();
     check_domains(&mut c, domains).await?;
     insert_one(&mut c, &row, actor).await?;
+    super::quotas::claim(&mut c, &link.owner_id, 1, true, limits, link.created_at).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -425,6 +437,7 @@ pub async fn insert_idempotent(
     key: &IdempotencyKey<'_>,
     response: &str,
     actor: Actor<'_>,
+    limits: &Limits,
 ) -> Result<Idempotent, StoreError> {
     let row = NewLinkRow::new(link)?;
     let mut tx = db.begin_write().await?;
@@ -444,6 +457,7 @@ pub async fn insert_idempotent(
     }
     check_domains(&mut c, domains).await?;
     insert_one(&mut c, &row, actor).await?;
+    super::quotas::claim(&mut c, &link.owner_id, 1, true, limits, link.created_at).await?;
     tx.commit().await?;
     Ok(Idempotent::Created)
 }
@@ -459,6 +473,7 @@ pub async fn insert_bulk(
     key: Option<&IdempotencyKey<'_>>,
     respond: &(dyn for<'x> Fn(&'x [bool]) -> String + Send + Sync),
     actor: Actor<'_>,
+    limits: &Limits,
 ) -> Result<BulkInsert, StoreError> {
     let rows: Vec<NewLinkRow<'_>> = items
         .iter()
@@ -486,6 +501,12 @@ pub async fn insert_bulk(
     for chunk in rows.chunks(BULK_CHUNK) {
         inserted.extend(insert_chunk(&mut c, chunk, &deny, actor).await?);
     }
+    // One owner's links: counted against its quotas, all or none.
+    if let Some(first) = items.first() {
+        let n = inserted.iter().filter(|went| **went).count();
+        let n = i64::try_from(n).unwrap_or(i64::MAX);
+        super::quotas::claim(&mut c, &first.owner_id, n, true, limits, now).await?;
+    }
     if let Some(key) = key {
         let response = respond(&inserted);
         c.execute(
@@ -507,10 +528,11 @@ pub async fn update(
     link: &Link,
     expected: u64,
     change: &Change<'_>,
+    limits: &Limits,
 ) -> Result<Link, StoreError> {
     let expected = to_i64(expected, "version")?;
     let mut tx = db.begin_write().await?;
-    let written = update_one(&mut tx.conn(), link, expected, change).await?;
+    let written = update_one(&mut tx.conn(), link, expected, change, limits).await?;
     tx.commit().await?;
     Ok(written)
 }

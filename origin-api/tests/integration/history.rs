@@ -6,7 +6,6 @@ use crate::common::{apis, apis_with, Api, Reply};
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use hop_e2e::poll;
-use origin_api::webhooks::dispatch::Dispatcher;
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -84,20 +83,6 @@ async fn revert_at(
 
 async fn revert(api: &Api, token: &str, version: u64, if_match: Option<&str>) -> Reply {
     revert_at(api, token, LINK, version, if_match).await
-}
-
-/// Runs the origin's sweeps (expiry among them) until the sender is dropped.
-fn sweeps(api: &Api) -> tokio::sync::watch::Sender<bool> {
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let d = Dispatcher::new(
-        api.state.db.clone(),
-        origin_api::app::webhook_settings(&api.state.settings),
-        api.state.links.settings.short_urls.clone(),
-        api.state.metrics.clone(),
-    )
-    .expect("a client");
-    tokio::spawn(d.run(stopped));
-    stop
 }
 
 /// Create, edit, a new password twice, ban, lift, delete, restore, use up, import and
@@ -302,7 +287,7 @@ async fn every_change_of_a_link_is_on_record_with_who_made_it_and_what_changed()
 async fn an_expiry_is_recorded_when_it_passes() {
     for (api, t) in apis_with("history-expiry", &[]).await {
         let owner = api.key("acme", false).await;
-        let stop = sweeps(&api);
+        let stop = api.run_dispatcher();
         let soon = origin_api::model::time::now_ms() + 1_500;
         let made = api
             .create(

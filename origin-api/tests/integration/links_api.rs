@@ -1450,7 +1450,12 @@ async fn the_incident_100000_concurrent_creates_give_100000_distinct_codes_each_
     const CLIENTS: usize = 32;
     const BATCH: usize = 1_000;
     // The limit is not under test here: an importer this fast would be slowed by it.
-    for (api, t) in apis_with("incident", &["--create-rate", "1000000"]).await {
+    for (api, t) in apis_with(
+        "incident",
+        &["--create-rate", "1000000", "--owner-create-rate", "1000000"],
+    )
+    .await
+    {
         let started = std::time::Instant::now();
         let token = api.key("importer", false).await;
         let api = std::sync::Arc::new(api);

@@ -25,6 +25,7 @@ mod observability;
 mod openapi;
 mod postgres_tls;
 mod publisher;
+mod quotas;
 mod races;
 mod restore;
 mod scoped_keys;

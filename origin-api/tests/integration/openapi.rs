@@ -112,6 +112,7 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
             "GET /v1/links/{domain}/{code}/history",
             "GET /v1/links/{domain}/{code}/qr",
             "GET /v1/links/{domain}/{code}/stats",
+            "GET /v1/owners/me",
             "GET /v1/stats",
             "GET /v1/webhooks",
             "GET /v1/webhooks/{id}",

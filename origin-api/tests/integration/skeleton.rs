@@ -58,7 +58,7 @@ async fn tables(db: &Db) -> Vec<String> {
     names
 }
 
-const TABLES: [&str; 32] = [
+const TABLES: [&str; 34] = [
     "activation_promises",
     "api_keys",
     "bans",
@@ -83,6 +83,8 @@ const TABLES: [&str; 32] = [
     "login_attempts",
     "memberships",
     "outbox",
+    "owner_quotas",
+    "owner_usage",
     "recheck_position",
     "reports",
     "sessions",

@@ -5,7 +5,6 @@
 use crate::common::{apis_with, Api, Reply};
 use axum::http::StatusCode;
 use hop_e2e::poll;
-use origin_api::webhooks::dispatch::Dispatcher;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
@@ -198,20 +197,6 @@ impl Receiver {
     fn got(&self) -> Vec<Received> {
         self.got.lock().expect("lock").clone()
     }
-}
-
-/// Runs the dispatcher of `api`'s origin until the returned sender is dropped or set.
-fn dispatch(api: &Api) -> tokio::sync::watch::Sender<bool> {
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let d = Dispatcher::new(
-        api.state.db.clone(),
-        origin_api::app::webhook_settings(&api.state.settings),
-        api.state.links.settings.short_urls.clone(),
-        api.state.metrics.clone(),
-    )
-    .expect("a client");
-    tokio::spawn(d.run(stopped));
-    stop
 }
 
 const FLAGS: &[&str] = &[
@@ -410,7 +395,7 @@ async fn every_change_reaches_a_receiver_signed_and_in_order_after_it_was_down()
         let secret = made.body["secret"].as_str().expect("a secret").to_owned();
         // Another owner's changes are not acme's to hear of.
         let other = api.key("other", false).await;
-        let _stop = dispatch(&api);
+        let _stop = api.run_dispatcher();
 
         let create = |code: &str, extra: Value| {
             let mut body =
@@ -669,7 +654,7 @@ async fn an_endpoint_failing_past_the_give_up_time_is_disabled_and_its_events_ke
         )
         .await;
         let id = made.body["id"].as_str().expect("an id").to_owned();
-        let _stop = dispatch(&api);
+        let _stop = api.run_dispatcher();
         let r = api
             .create(
                 &acme,
@@ -719,7 +704,7 @@ async fn a_receiver_that_never_answers_holds_up_no_other_endpoint() {
         assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
         let r = hooks(&api, &acme, json!({"url": receiver.url})).await;
         assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
-        let _stop = dispatch(&api);
+        let _stop = api.run_dispatcher();
         for (i, code) in ["first-one", "second-one", "third-one"]
             .into_iter()
             .enumerate()
@@ -836,7 +821,7 @@ async fn a_closed_hour_of_visits_is_told_once_per_link_with_counts_only() {
 
         // The sweep starts at the hour the dispatcher first runs in; moved back to the
         // hour of the visits, it tells that hour and every closed one after it.
-        let _stop = dispatch(&api);
+        let _stop = api.run_dispatcher();
         poll("the hourly sweep starts")
             .within(Duration::from_secs(20))
             .until(|| async { (api.count("webhook_marks").await >= 4).then_some(()) })
@@ -934,7 +919,7 @@ async fn a_domains_change_is_told_to_its_owners_and_to_every_owner_endpoints_onl
             .await;
             assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
         }
-        let _stop = dispatch(&api);
+        let _stop = api.run_dispatcher();
         let made = api
             .post_json(
                 &admin,

@@ -34,6 +34,8 @@ const UNAVAILABLE: &str = visitor_page!(
     "Try again shortly",
     "<p>This link cannot be resolved right now. Please try again in a moment.</p>"
 );
+const TOO_MANY_LOOKUPS: &str =
+    "Too many links that are not known yet were asked for from your address. Try again in a minute.\n";
 const METHOD_NOT_ALLOWED: &str = "Only GET and HEAD are supported.\n";
 const METHOD_NOT_ALLOWED_BUT_FORMS: &str =
     "Only GET and HEAD are supported (and POST of a password link's form).\n";
@@ -99,6 +101,20 @@ impl Decision {
     /// that may exist.
     pub fn unavailable(method: Method, retry_after_s: u32) -> Self {
         let mut d = Decision::new(method, Outcome::Unavailable, 503, Body::Html(UNAVAILABLE));
+        d.headers
+            .push("retry-after", retry_after_s.to_string().into());
+        d
+    }
+
+    /// The answer to a client that asked about too many codes that cannot be dated:
+    /// 429, come back in `retry_after_s` (never a 404 for a link that may exist).
+    pub fn too_many_lookups(method: Method, retry_after_s: u32) -> Self {
+        let mut d = Decision::new(
+            method,
+            Outcome::Unavailable,
+            429,
+            Body::Text(TOO_MANY_LOOKUPS),
+        );
         d.headers
             .push("retry-after", retry_after_s.to_string().into());
         d

@@ -15,6 +15,7 @@ mod edge_legacy;
 mod edge_memory;
 mod edge_origin;
 mod edge_restore;
+mod edge_scans;
 mod edge_smoke;
 mod edge_sync;
 mod edge_targeting;

@@ -405,6 +405,21 @@ impl Api {
         self.send(req).await
     }
 
+    /// Runs this origin's webhook dispatcher (and with it the sweeps: expiry, hourly
+    /// clicks) until the returned sender is dropped or set.
+    pub fn run_dispatcher(&self) -> tokio::sync::watch::Sender<bool> {
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let d = origin_api::webhooks::dispatch::Dispatcher::new(
+            self.state.db.clone(),
+            origin_api::app::webhook_settings(&self.state.settings),
+            self.state.links.settings.short_urls.clone(),
+            self.state.metrics.clone(),
+        )
+        .expect("a client");
+        tokio::spawn(d.run(stopped));
+        stop
+    }
+
     /// `/metrics`, read with the metrics token.
     pub async fn metrics(&self) -> String {
         self.send(

@@ -15,17 +15,29 @@ mod private;
 mod properties;
 mod targeting;
 
+/// A client over its lookups is told 429 and when to come back, never 404.
+#[test]
+fn a_client_over_its_lookups_is_told_to_come_back() {
+    let d = Decision::too_many_lookups(Method::Get, 60);
+    assert_eq!(d.status, 429);
+    assert_eq!(d.header("retry-after"), Some("60"));
+}
+
 /// Headers are held inline: a decision with more than their room would lose one.
 #[test]
 fn every_kind_of_decision_fits_its_headers() {
     let route = route();
-    let expected: [(Decision, &[&str]); 8] = [
+    let expected: [(Decision, &[&str]); 9] = [
         (
             Decision::not_found(Method::Get),
             &["cache-control", "content-type"],
         ),
         (
             Decision::unavailable(Method::Get, 5),
+            &["cache-control", "content-type", "retry-after"],
+        ),
+        (
+            Decision::too_many_lookups(Method::Get, 60),
             &["cache-control", "content-type", "retry-after"],
         ),
         (
