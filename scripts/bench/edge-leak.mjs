@@ -79,7 +79,12 @@ const visit = async (n, from) => {
     const batch = [];
     for (let j = i; j < Math.min(n, i + 32); j++) {
       batch.push(
-        fetch(new URL(`/c${from + j}-alias`, url), { headers: { host: "s.example" }, redirect: "manual" }).then(
+        // Each visit from an address of its own, as many visitors would come: one address
+        // alone is refused (429) after its 20 lookups a minute, before the reads measured.
+        fetch(new URL(`/c${from + j}-alias`, url), {
+          headers: { host: "s.example", "cf-connecting-ip": `10.${((from + j) >> 16) & 255}.${((from + j) >> 8) & 255}.${(from + j) & 255}` },
+          redirect: "manual",
+        }).then(
           async (res) => {
             await res.arrayBuffer();
             statuses.set(res.status, (statuses.get(res.status) || 0) + 1);

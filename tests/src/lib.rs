@@ -327,11 +327,17 @@ impl Edge {
         self.process.log()
     }
 
-    /// A visitor's `GET /{code}` on the short domain `s.example`.
+    /// A visitor's `GET /{code}` on `s.example`, from an address of its own (`CF-Connecting-IP`, as
+    /// Cloudflare sets it): every visit is another visitor, as at a real edge, so no
+    /// test's visits add up to one address's limits unless it sends them from one.
     pub async fn visit(&self, code: &str) -> reqwest::Response {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let ip = format!("10.{}.{}.{}", (n >> 16) & 255, (n >> 8) & 255, n & 255);
         client()
             .get(self.url(&format!("/{code}")))
             .header("host", "s.example")
+            .header("cf-connecting-ip", ip)
             .send()
             .await
             .expect("edge answers")
