@@ -173,7 +173,7 @@ fn full(entries: &Entries) -> Result<(), FeedError> {
 }
 
 /// A URL as Hop stores a target; one it could never store (not http(s), no host) is
-/// skipped. A URL that is its host's root names the host.
+/// skipped.
 fn add_url(entries: &mut Entries, raw: &str) -> Result<(), FeedError> {
     full(entries)?;
     match shared::validate_target(raw.trim()) {

@@ -68,6 +68,11 @@ pub struct Refreshed {
     pub links_banned: Vec<String>,
 }
 
+/// Whether a feed's source is downloaded (else it is a file on this machine).
+fn is_url(source: &str) -> bool {
+    source.starts_with("https://") || source.starts_with("http://")
+}
+
 /// A feed's name: what bans and refusals cite.
 fn check_name(name: &str) -> Result<(), AppError> {
     let ok = (1..=40).contains(&name.len())
@@ -116,8 +121,7 @@ impl AbuseDesk {
                 "one of urlhaus, phishtank, openphish, hosts, plain",
             )
         })?;
-        let is_url = source.starts_with("https://") || source.starts_with("http://");
-        if !is_url && !std::path::Path::new(source).is_file() {
+        if !is_url(source) && !std::path::Path::new(source).is_file() {
             return Err(AppError::invalid(
                 "source",
                 format!("{source} is neither an http(s) URL nor a readable file"),
@@ -195,7 +199,7 @@ impl AbuseDesk {
     async fn read(&self, feed: &FeedRow) -> Result<Entries, String> {
         let format = FeedFormat::parse(&feed.format)
             .ok_or_else(|| format!("unknown format {}", feed.format))?;
-        let text = if feed.source.starts_with("http://") || feed.source.starts_with("https://") {
+        let text = if is_url(&feed.source) {
             self.fetch(&feed.source).await?
         } else {
             let meta = tokio::fs::metadata(&feed.source)
@@ -237,7 +241,7 @@ impl AbuseDesk {
     /// unless a ban covers it already.
     async fn ban_listed(&self, feed: &str, entries: &Entries) -> Result<Refreshed, AppError> {
         let mut done = Refreshed::default();
-        let deny = crate::model::denylist(&store::bans::list(&self.db, false).await?);
+        let mut deny = crate::model::denylist(&store::bans::list(&self.db, false).await?);
         let mut listed_hosts: BTreeSet<String> = BTreeSet::new();
         if !entries.hosts.is_empty() {
             for host in store::feeds::linked_hosts(&self.db).await? {
@@ -255,6 +259,10 @@ impl AbuseDesk {
             self.ban(feed, BanWhat::Host(&host), &host).await?;
             done.hosts_banned.push(host);
         }
+        if !done.hosts_banned.is_empty() {
+            // A link on a host just banned is covered: no code ban of it as well.
+            deny = crate::model::denylist(&store::bans::list(&self.db, false).await?);
+        }
         let url_hosts: BTreeSet<String> = entries
             .urls
             .iter()
@@ -266,9 +274,7 @@ impl AbuseDesk {
             if link.banned_by(&deny) {
                 continue;
             }
-            let listed = std::iter::once(link.target_url.as_str())
-                .chain(link.options.targets())
-                .find(|u| entries.urls.contains(*u));
+            let listed = link.urls().find(|u| entries.urls.contains(*u));
             if let Some(url) = listed {
                 let url = url.to_owned();
                 self.ban(feed, BanWhat::Link(&link), &url).await?;
@@ -321,24 +327,17 @@ impl AbuseDesk {
         let last = i64::try_from(last.link_id).unwrap_or(i64::MAX);
         let deny = crate::model::denylist(&store::bans::list(&self.db, false).await?);
         let open: Vec<&Link> = links.iter().filter(|l| !l.banned_by(&deny)).collect();
-        let hosts: Vec<String> = open.iter().flat_map(|l| l.all_hosts()).collect();
+        let hosts: Vec<Vec<String>> = open.iter().map(|l| l.all_hosts()).collect();
         let urls: Vec<String> = open
             .iter()
-            .flat_map(|l| {
-                std::iter::once(l.target_url.clone()).chain(l.options.targets().map(String::from))
-            })
+            .flat_map(|l| l.urls().map(String::from))
             .collect();
-        let hits = store::feeds::hits(&self.db, &hosts, &urls).await?;
+        let hits = store::feeds::hits(&self.db, &hosts.concat(), &urls).await?;
         let mut banned_hosts: BTreeSet<String> = BTreeSet::new();
-        for link in open {
-            let link_hosts: BTreeSet<String> = link
-                .all_hosts()
-                .iter()
-                .flat_map(|h| host_suffixes(h))
-                .collect();
-            let link_urls: Vec<&str> = std::iter::once(link.target_url.as_str())
-                .chain(link.options.targets())
-                .collect();
+        for (link, hosts) in open.into_iter().zip(&hosts) {
+            let link_hosts: BTreeSet<String> =
+                hosts.iter().flat_map(|h| host_suffixes(h)).collect();
+            let link_urls: Vec<&str> = link.urls().collect();
             let host_hit = hits
                 .iter()
                 .find(|h| h.kind == "host" && link_hosts.contains(&h.value));

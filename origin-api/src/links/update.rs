@@ -360,7 +360,11 @@ async fn write(
     change: &Change<'_>,
 ) -> Result<Link, AppError> {
     next.updated_at = now;
-    let limits = state.limits_for(&next.owner_id).await?;
+    // Only a restore takes a link from the owner's quota (a delete gives one back).
+    let limits = match change.action {
+        Action::Restored => state.limits_for(&next.owner_id).await?,
+        _ => crate::model::quota::Limits::default(),
+    };
     match store::links::update(&state.db, &next, expected, change, &limits).await {
         Ok(written) => {
             // Unmarked: the redirect checks bans against the live denylist.

@@ -177,6 +177,12 @@ impl Link {
         hosts
     }
 
+    /// Every URL a visit of the link could be sent to or shown: its target, then its
+    /// other targets ([`LinkOptions::targets`]).
+    pub fn urls(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.target_url.as_str()).chain(self.options.targets())
+    }
+
     /// Every host a visit of the link could be sent to: its other targets', then its
     /// own target's.
     pub fn all_hosts(&self) -> Vec<String> {

@@ -538,3 +538,30 @@ async fn a_serving_origin_reads_a_feed_when_it_is_due() {
         t.cleanup().await;
     }
 }
+
+/// A feed that lists a host and a URL on it bans the host once, not also each link on it.
+#[tokio::test]
+async fn a_link_on_a_host_the_feed_bans_gets_no_ban_of_its_own() {
+    for (api, t) in apis("abuse-once").await {
+        let owner = api.key("acme", false).await;
+        let admin = api.key("ops", true).await;
+        make(
+            &api,
+            &owner,
+            "pay-page",
+            json!({"target_url": "https://evil.example/pay"}),
+        )
+        .await;
+        let (_dir, path) = feed_file("evil.example\nhttps://evil.example/pay\n");
+        let desk = &api.state.abuse;
+        desk.add_feed("both-kinds", &path, "plain", Duration::from_secs(3600))
+            .await
+            .expect("added");
+        let done = desk.refresh("both-kinds").await.expect("refreshed");
+        assert_eq!(done.hosts_banned, vec!["evil.example"], "{}", t.kind());
+        assert!(done.links_banned.is_empty(), "{done:?}");
+        assert_eq!(ban_reasons(&api, &admin).await.len(), 1);
+        assert_eq!(visit(&api, "pay-page").await, StatusCode::FORBIDDEN);
+        t.cleanup().await;
+    }
+}
