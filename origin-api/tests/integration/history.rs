@@ -233,6 +233,14 @@ async fn every_change_of_a_link_is_on_record_with_who_made_it_and_what_changed()
         for secret in ["first-Secret-1", "second-Secret-2", "\"hash\"", "\"salt\""] {
             assert!(!text.contains(secret), "{secret} in {text}");
         }
+        // Nor does the database's copy: the history keeps no secret at all.
+        let stored: Vec<(String,)> = api.rows("SELECT state FROM link_history").await;
+        assert!(stored.len() >= 10, "{stored:?}");
+        for (state,) in &stored {
+            for secret in ["\"hash\"", "\"salt\"", "\"key\""] {
+                assert!(!state.contains(secret), "{secret} in the stored {state}");
+            }
+        }
         // Pages of 3 and one page of 100 hold the same entries.
         assert_eq!(history(&api, &owner, LINK, 100).await, entries);
 
