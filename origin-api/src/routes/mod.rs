@@ -171,7 +171,16 @@ impl Origin {
 /// The first path segments of the router's routes. Any other path is a visit, which is
 /// what the router would do with it too (its fallback); a path under one of these that
 /// no route matches still reaches the redirect handler, through that fallback.
-const ROUTED: [&str; 5] = ["v1", "healthz", "readyz", "metrics", "openapi.json"];
+const ROUTED: [&str; 6] = [
+    "v1",
+    "healthz",
+    "readyz",
+    "metrics",
+    "openapi.json",
+    // The report form (`/_hop/report`); an alias `_hop` still reaches the redirect
+    // through the router's fallback.
+    "_hop",
+];
 
 fn routed(path: &str) -> bool {
     let path = path.strip_prefix('/').unwrap_or(path);
@@ -358,6 +367,7 @@ mod tests {
             "/readyz",
             "/metrics",
             "/openapi.json",
+            "/_hop/report",
         ] {
             assert!(routed(api), "{api}");
         }

@@ -1,7 +1,7 @@
 //! A threat feed at the real edge: an operator adds a feed that lists the host of a live
 //! link (`hop-origin feeds add`), the serving origin reads it at once, and the edge
 //! answers 403 for the link, through the ordinary ban lane; a new link to the host is
-//! refused.
+//! refused; and a visitor's report through the serving origin's form is recorded.
 
 use hop_e2e::{client, poll, Origin, Wired};
 use reqwest::StatusCode;
@@ -67,4 +67,18 @@ async fn a_feed_refresh_bans_a_live_link_at_the_edge() {
     assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let text = refused.text().await.unwrap_or_default();
     assert!(text.contains("bank-phish"), "{text}");
+
+    // A visitor reports another link through the serving origin's form (not a code).
+    let report = client()
+        .post(w.origin.url("/_hop/report"))
+        .form(&[
+            ("url", "https://s.example/spring-sale"),
+            ("category", "spam"),
+        ])
+        .send()
+        .await
+        .expect("report");
+    assert_eq!(report.status(), StatusCode::OK);
+    let page = report.text().await.unwrap_or_default();
+    assert!(page.contains("your report is recorded"), "{page}");
 }
