@@ -108,6 +108,17 @@ async fn a_database_of_the_previous_release_upgrades_keeping_every_link_key_ban_
         let spring = api.read(user, "s.example", "spring").await;
         assert_eq!(spring.status, StatusCode::OK, "{kind}: {}", spring.text);
         assert_eq!(spring.body["version"], 2, "{kind}");
+        // The owners' quotas start from what they held (migration 0023 counts it).
+        let me = api.call_as(user, "GET", "/v1/owners/me").await;
+        assert_eq!(me.status, StatusCode::OK, "{kind}: {}", me.text);
+        let owner = me.body["owner"].as_str().unwrap_or_default().to_owned();
+        let live: Vec<(i64,)> = api
+            .rows(&format!(
+                "SELECT COUNT(*) FROM links WHERE owner_id = '{owner}' AND status <> 'deleted'"
+            ))
+            .await;
+        assert!(live[0].0 > 0, "{kind}: the fixture's owner holds links");
+        assert_eq!(me.body["links"]["used"], live[0].0, "{kind}: {}", me.text);
         assert_eq!(spring.body["tags"], json!(["campaign", "q2"]), "{kind}");
         let stats = api
             .call_as(user, "GET", "/v1/links/s.example/spring/stats")
