@@ -168,6 +168,7 @@ pub fn build(db: Db, settings: Settings) -> AppState {
                 links_per_day: quota_flag(settings.owner_max_links_per_day),
             },
             create_rates: (settings.create_rate.get(), settings.owner_create_rate.get()),
+            words: Arc::new(settings.words()),
         },
     };
     let redirects = Redirects {

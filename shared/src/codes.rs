@@ -195,7 +195,7 @@ pub enum AliasError {
     BadStart,
     #[error("an alias may contain only letters, digits, '_' and '-'; {found:?} is not allowed")]
     BadCharacter { found: char },
-    #[error("{0:?} is a reserved word")]
+    #[error("{0:?} is a reserved word (rule: reserved)")]
     Reserved(String),
     #[error("an alias may not look like a generated code ({length} {alphabet} characters); add or remove a character, or use '-' or '_'")]
     GeneratedShape { alphabet: Alphabet, length: u8 },

@@ -46,6 +46,7 @@ pub mod tally;
 pub mod target;
 pub mod targeting;
 pub mod visit_url;
+pub mod words;
 
 pub use alphabet::Alphabet;
 pub use brand::{Brand, BrandError};

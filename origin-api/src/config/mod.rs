@@ -725,6 +725,16 @@ pub struct Settings {
     #[arg(long, env = "HOP_REPORT_RATE", default_value = "5", global = true)]
     pub report_rate: std::num::NonZeroU32,
 
+    /// A file of words no alias may be and no generated code is, beyond Hop's own
+    /// reserved words: one a line, `#` starting a comment (docs/words.md). Read at start.
+    #[arg(long, env = "HOP_RESERVED_WORDS", value_name = "FILE", value_parser = parse_reserved_words, global = true)]
+    pub reserved_words: Option<ReservedWords>,
+
+    /// A file of changes to Hop's offensive words: a word a line adds it, `!word` takes a
+    /// built-in one out (docs/words.md). Read at start.
+    #[arg(long, env = "HOP_OFFENSIVE_WORDS", value_name = "FILE", value_parser = parse_offensive_words, global = true)]
+    pub offensive_words: Option<OffensiveWords>,
+
     /// The webhooks' waits after each failed delivery of an event, before it is tried
     /// again (durations with `d`, `h`, `m` or `s`, comma-separated; the last repeats).
     /// The default is Standard Webhooks' schedule, then every 12 hours.
@@ -1245,6 +1255,44 @@ pub fn read_secret(
 }
 
 /// `7d`, `36h`, `90m`, `600s`, or a bare number of days.
+/// `--reserved-words FILE`: the file's words, checked.
+#[derive(Debug, Clone)]
+pub struct ReservedWords(pub Vec<String>);
+
+/// `--offensive-words FILE`: the file's changes, checked.
+#[derive(Debug, Clone)]
+pub struct OffensiveWords(pub shared::words::OffensiveChanges);
+
+fn read_word_file<T>(
+    path: &str,
+    parse: impl Fn(&str) -> Result<T, shared::words::WordsError>,
+) -> Result<T, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    parse(&text).map_err(|e| format!("{path}: {e}"))
+}
+
+fn parse_reserved_words(path: &str) -> Result<ReservedWords, String> {
+    read_word_file(path, shared::words::parse_reserved).map(ReservedWords)
+}
+
+fn parse_offensive_words(path: &str) -> Result<OffensiveWords, String> {
+    read_word_file(path, shared::words::parse_offensive).map(OffensiveWords)
+}
+
+impl Settings {
+    /// The word lists codes are judged by: Hop's, with the operator's files.
+    pub fn words(&self) -> shared::words::Words {
+        shared::words::Words::new(
+            self.reserved_words.clone().map(|r| r.0).unwrap_or_default(),
+            &self
+                .offensive_words
+                .clone()
+                .map(|o| o.0)
+                .unwrap_or_default(),
+        )
+    }
+}
+
 fn parse_retention(s: &str) -> Result<std::time::Duration, String> {
     let d = parse_duration(s)?;
     if d.as_secs() < 3_600 {

@@ -14,7 +14,7 @@ use crate::model::{Link, LinkState};
 use crate::store;
 use crate::store::{IdempotencyKey, Idempotent, StoreError};
 use crate::views::links::CreateLink;
-use shared::codes::{is_reserved, validate_alias};
+use shared::codes::validate_alias;
 use shared::{normalize_short_domain, CodeCodec, CodeKind, CodeSpace, DomainSettings};
 
 /// How long an idempotency key is remembered.
@@ -346,12 +346,9 @@ pub(crate) async fn prepare_link_as(
         Some(code) => {
             let code = settings.canonical_code(code).into_owned();
             match codes {
-                Codes::Alias => validate_alias(&code, &settings.codes),
-                Codes::Imported | Codes::ImportedDryRun => {
-                    shared::codes::validate_imported_code(&code)
-                }
+                Codes::Alias => check_alias(state, &code, &settings.codes)?,
+                Codes::Imported | Codes::ImportedDryRun => check_imported(state, &code)?,
             }
-            .map_err(|e| AppError::invalid("code", e))?;
             Some(code)
         }
         None => None,
@@ -433,7 +430,8 @@ async fn assign_code(
         let code = codec
             .code_for(number)
             .map_err(|e| AppError::Internal(e.to_string()))?;
-        if is_reserved(&code) {
+        if let Some(refused) = state.settings.words.refuse_generated(&code) {
+            skipped(state, refused.rule.as_str());
             continue;
         }
         // A domain holding imported codes may hold this one already: skipped like a
@@ -446,9 +444,39 @@ async fn assign_code(
                 code,
                 "a generated code is held by an imported link: skipped"
             );
+            skipped(state, "imported");
             continue;
         }
         return Ok((link_id, code, Some(number)));
+    }
+}
+
+/// Counts a generated code passed over for `reason`.
+fn skipped(state: &Links, reason: &'static str) {
+    state
+        .metrics
+        .codes_skipped
+        .get_or_create(&crate::metrics::ReasonLabel { reason })
+        .inc();
+}
+
+/// Checks an alias a person chose: its shape and Hop's reserved words, then the
+/// operator's reserved words and the offensive ones (docs/words.md). 422 naming the rule.
+pub(crate) fn check_alias(state: &Links, code: &str, space: &CodeSpace) -> Result<(), AppError> {
+    validate_alias(code, space).map_err(|e| AppError::invalid("code", e))?;
+    match state.settings.words.refuse_alias(code) {
+        Some(refused) => Err(AppError::invalid("code", refused)),
+        None => Ok(()),
+    }
+}
+
+/// Checks a code another shortener printed: its characters, and the reserved words
+/// (Hop's and the operator's); the offensive words do not refuse a code already printed.
+fn check_imported(state: &Links, code: &str) -> Result<(), AppError> {
+    shared::codes::validate_imported_code(code).map_err(|e| AppError::invalid("code", e))?;
+    match state.settings.words.refuse_imported(code) {
+        Some(refused) => Err(AppError::invalid("code", refused)),
+        None => Ok(()),
     }
 }
 
@@ -470,7 +498,7 @@ pub async fn alias_available(
     admit_new_link(&domain, registered.as_ref(), creator)?;
     let settings = registered.map(|d| d.settings).unwrap_or_default();
     let code = settings.canonical_code(code.trim()).into_owned();
-    validate_alias(&code, &settings.codes).map_err(|e| AppError::invalid("code", e))?;
+    check_alias(state, &code, &settings.codes)?;
     match store::links::get(&state.db, &domain, &code).await? {
         Some(_) => Err(AppError::Taken {
             route: format!("{domain}/{code}"),

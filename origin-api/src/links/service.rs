@@ -141,6 +141,9 @@ pub struct LinkSettings {
     /// Links per second a key, and an owner, may create (`--create-rate`,
     /// `--owner-create-rate`).
     pub create_rates: (u32, u32),
+    /// The reserved and offensive words codes are judged by (`--reserved-words`,
+    /// `--offensive-words`).
+    pub words: Arc<shared::words::Words>,
 }
 
 /// Where visitors may be sent: the rules every target, rule target, variant, preview

@@ -187,6 +187,9 @@ pub struct Metrics {
     pub rechecked_links: Counter,
     /// Reports taken by the public form.
     pub reports: Counter,
+    /// Generated codes the allocator passed over, by why: `reserved`, `operator_reserved`,
+    /// `offensive` (a word list) or `imported` (an imported link holds it).
+    pub codes_skipped: Family<ReasonLabel, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -264,6 +267,7 @@ impl Default for Metrics {
             feed_refresh_failures: metric(&mut registry, "feed_refresh_failures", "Threat feed refreshes that could not read their feed (its entries stay as they were)"),
             rechecked_links: metric(&mut registry, "rechecked_links", "Live links the background re-check compared with the feeds and the bans"),
             reports: metric(&mut registry, "reports", "Reports of abusive links taken by the public form"),
+            codes_skipped: metric(&mut registry, "generated_codes_skipped", "Generated codes the allocator passed over (each spends a number of its domain's code space), by reason: reserved, operator_reserved, offensive (docs/words.md) or imported (an imported link holds it)"),
             registry: Arc::new(registry),
         };
         // Series whose labels are known up front exist from the start, at zero: a
@@ -283,6 +287,9 @@ impl Default for Metrics {
         }
         for result in ["delivered", "failed", "gone"] {
             let _ = m.webhook_deliveries.get_or_create(&ResultLabel { result });
+        }
+        for reason in ["reserved", "operator_reserved", "offensive", "imported"] {
+            let _ = m.codes_skipped.get_or_create(&ReasonLabel { reason });
         }
         for result in ["sent", "unchanged"] {
             let _ = m.edge_denylist_reads.get_or_create(&ResultLabel { result });

@@ -36,3 +36,4 @@ mod targeting;
 mod upgrade;
 mod visitor_urls;
 mod webhooks;
+mod words;
