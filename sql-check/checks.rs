@@ -1764,3 +1764,75 @@ pub async fn set_owner_quota(c: &mut Conn) -> Result<(), sqlx::Error> {
     .await?;
     Ok(())
 }
+
+/// `store/purge.rs`: a link made a bare tombstone, if it is at the version read.
+pub async fn purge_link(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/purge_link.sql",
+        1_i64,
+        1_i64,
+        0_i64
+    )
+    .fetch_optional(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/purge.rs`: a purged link's history.
+pub async fn purge_link_history(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/purge_link_history.sql",
+        1_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/purge.rs`: hourly click rollups past their retention.
+pub async fn purge_click_hours(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/purge_click_hours.sql",
+        0_i64,
+        100_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/purge.rs`: daily click rollups past their retention.
+pub async fn purge_click_days(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/purge_click_days.sql",
+        0_i64,
+        100_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/purge.rs`: every sequence's high-water mark.
+pub async fn id_sequences(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/id_sequences.sql")
+        .fetch_all(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/purge.rs`: the links stored.
+pub async fn links_stored(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/links_stored.sql")
+        .fetch_one(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/purge.rs`: generated codes stored per domain.
+pub async fn generated_codes_by_domain(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/generated_codes_by_domain.sql")
+        .fetch_all(c)
+        .await?;
+    Ok(())
+}

@@ -26,6 +26,7 @@ use crate::links::{LinkSettings, Links, TargetPolicy};
 use crate::metrics::Metrics;
 use crate::model::ShortUrls;
 use crate::proxies::Proxies;
+use crate::purge::{Purge, PurgeSettings};
 use crate::ratelimit::CreateLimit;
 use crate::redirects::{RedirectSettings, Redirects};
 use crate::segments::{CodeSequences, SegmentAllocator, DEFAULT_SEGMENT_MAX_AGE};
@@ -63,6 +64,8 @@ pub struct AppParts {
     pub accounts: Arc<Accounts>,
     pub webhooks: Arc<Webhooks>,
     pub abuse: Arc<AbuseDesk>,
+    /// The purge of expired links, tombstones' payloads and old click rollups.
+    pub purge: Arc<Purge>,
     pub reports: Arc<Reports>,
     /// The API's, the publisher's and the background tasks' pool.
     pub db: Db,
@@ -256,6 +259,17 @@ pub fn build(db: Db, settings: Settings) -> AppState {
                 recheck_per_second: settings.recheck_rate,
             },
         )),
+        purge: Arc::new(Purge {
+            db: db.clone(),
+            cache: cache.clone(),
+            metrics: metrics.clone(),
+            settings: PurgeSettings {
+                expired_after: settings.purge_expired_after.0,
+                restore_window: settings.restore_window,
+                click_retention: settings.click_rollup_retention.0,
+                per_second: settings.purge_rate,
+            },
+        }),
         reports: Arc::new(Reports {
             db: db.clone(),
             metrics: metrics.clone(),

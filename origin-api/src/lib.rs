@@ -28,6 +28,7 @@ pub mod model;
 pub mod owners;
 pub mod proxies;
 pub mod publisher;
+pub mod purge;
 pub mod random_ids;
 pub mod ratelimit;
 pub mod redirects;
@@ -196,6 +197,9 @@ pub async fn serve_on(
     // Threat feeds refreshed when due, and live links re-checked against them: a lease
     // of its own, so one origin does it.
     let abusing = tokio::spawn(state.abuse.clone().run(stop.subscribe()));
+    // Expired links and old tombstones purged, a few hundred a second, under a lease of
+    // its own; every origin reads the id gauges.
+    let purging = tokio::spawn(state.purge.clone().run(stop.subscribe()));
     // On PostgreSQL, other origins' changes reach this one's cache as they commit.
     let listening = tokio::spawn(freshness::listen(state.freshness.clone(), stop.subscribe()));
     // Once a minute, what is past its time is forgotten (housekeeping).
@@ -241,6 +245,7 @@ pub async fn serve_on(
     let _ = legacy.await;
     let _ = dispatching.await;
     let _ = abusing.await;
+    let _ = purging.await;
     // Everything held is written (or counted as dropped): nothing is outstanding.
     let _ = reporting.await;
     clicks.forget_reports().await;

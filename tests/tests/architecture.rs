@@ -891,6 +891,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "accounts",
             "webhooks",
             "abuse",
+            "purge",
         ],
     ),
     (

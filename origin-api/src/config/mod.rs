@@ -725,6 +725,21 @@ pub struct Settings {
     #[arg(long, env = "HOP_REPORT_RATE", default_value = "5", global = true)]
     pub report_rate: std::num::NonZeroU32,
 
+    /// How long after its expiry a link is purged: its target, title, tags and options
+    /// removed, its code kept as a tombstone (never given out again); `never` keeps
+    /// expired links whole (docs/retention.md).
+    #[arg(long, env = "HOP_PURGE_EXPIRED_AFTER", default_value = "90d", value_parser = parse_keep, global = true)]
+    pub purge_expired_after: Keep,
+
+    /// How long click rollups (hourly and daily visits) are kept; `keep` keeps them for
+    /// ever (docs/retention.md).
+    #[arg(long, env = "HOP_CLICK_ROLLUP_RETENTION", default_value = "keep", value_parser = parse_keep, global = true)]
+    pub click_rollup_retention: Keep,
+
+    /// Links the purge takes per second at most, in transactions of 100 (0: no purge).
+    #[arg(long, env = "HOP_PURGE_RATE", default_value_t = 500, global = true)]
+    pub purge_rate: u32,
+
     /// A file of words no alias may be and no generated code is, beyond Hop's own
     /// reserved words: one a line, `#` starting a comment (docs/words.md). Read at start.
     #[arg(long, env = "HOP_RESERVED_WORDS", value_name = "FILE", value_parser = parse_reserved_words, global = true)]
@@ -1255,6 +1270,23 @@ pub fn read_secret(
 }
 
 /// `7d`, `36h`, `90m`, `600s`, or a bare number of days.
+/// A retention: a duration, or `keep` / `never` for none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keep(pub Option<std::time::Duration>);
+
+fn parse_keep(s: &str) -> Result<Keep, String> {
+    match s.trim() {
+        "keep" | "never" => Ok(Keep(None)),
+        other => {
+            let d = parse_duration(other)?;
+            if d.as_secs() < 86_400 {
+                return Err(format!("{s:?}: keep at least a day (or `keep`)"));
+            }
+            Ok(Keep(Some(d)))
+        }
+    }
+}
+
 /// `--reserved-words FILE`: the file's words, checked.
 #[derive(Debug, Clone)]
 pub struct ReservedWords(pub Vec<String>);

@@ -236,8 +236,9 @@ pub async fn restore_link(
     }
     let now = now_ms();
     let window = i64::try_from(state.settings.restore_window.as_millis()).unwrap_or(i64::MAX);
-    // A tombstone's `updated_at` is its deletion: nothing changes a tombstone after it.
-    if now.saturating_sub(current.updated_at) > window {
+    // A tombstone's `updated_at` is its deletion: nothing but the purge changes a
+    // tombstone after it, and a purged one has nothing left to bring back.
+    if current.is_purged() || now.saturating_sub(current.updated_at) > window {
         return Err(AppError::DeletionFinal {
             deleted_at: crate::model::time::rfc3339(current.updated_at),
             days: state.settings.restore_window.as_secs() / 86_400,

@@ -16,6 +16,8 @@ use std::sync::Arc;
 
 /// A gauge of seconds (an age, a delay).
 pub type Seconds = Gauge<f64, AtomicU64>;
+/// A gauge of a fraction, 0 to 1.
+pub type Ratio = Gauge<f64, AtomicU64>;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabel {
@@ -63,6 +65,11 @@ pub struct SegmentLabel {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SequenceLabel {
     pub sequence: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DomainLabel {
+    pub domain: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -190,6 +197,16 @@ pub struct Metrics {
     /// Generated codes the allocator passed over, by why: `reserved`, `operator_reserved`,
     /// `offensive` (a word list) or `imported` (an imported link holds it).
     pub codes_skipped: Family<ReasonLabel, Counter>,
+    /// Links the purge made bare tombstones, by why: `expired` or `tombstone`.
+    pub purged_links: Family<ReasonLabel, Counter>,
+    /// Click rollup rows the purge deleted.
+    pub purged_click_rows: Counter,
+    /// Each sequence's high-water mark: the end of the last segment reserved.
+    pub id_high_water: Family<SequenceLabel, Gauge>,
+    /// The ids of each sequence stored links hold.
+    pub ids_in_use: Family<SequenceLabel, Gauge>,
+    /// Each domain's code space used: its sequence's high-water mark over its size.
+    pub code_space_used: Family<DomainLabel, Ratio>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -267,6 +284,11 @@ impl Default for Metrics {
             feed_refresh_failures: metric(&mut registry, "feed_refresh_failures", "Threat feed refreshes that could not read their feed (its entries stay as they were)"),
             rechecked_links: metric(&mut registry, "rechecked_links", "Live links the background re-check compared with the feeds and the bans"),
             reports: metric(&mut registry, "reports", "Reports of abusive links taken by the public form"),
+            purged_links: metric(&mut registry, "purged_links", "Links the purge made bare tombstones (docs/retention.md), by reason: expired (past --purge-expired-after) or tombstone (deleted, past --restore-window)"),
+            purged_click_rows: metric(&mut registry, "purged_click_rows", "Click rollup rows the purge deleted (older than --click-rollup-retention)"),
+            id_high_water: metric(&mut registry, "id_sequence_high_water", "Each id sequence's high-water mark (links, and code:{domain} per domain): the end of the last segment reserved, read once a minute"),
+            ids_in_use: metric(&mut registry, "id_sequence_used", "The ids of each sequence that stored links hold (tombstones included), read once a minute: against hop_id_sequence_high_water, the ids wasted"),
+            code_space_used: metric(&mut registry, "code_space_used_ratio", "Each domain's code space used: its code sequence's high-water mark over the number of codes of its shape, read once a minute"),
             codes_skipped: metric(&mut registry, "generated_codes_skipped", "Generated codes the allocator passed over (each spends a number of its domain's code space), by reason: reserved, operator_reserved, offensive (docs/words.md) or imported (an imported link holds it)"),
             registry: Arc::new(registry),
         };
@@ -287,6 +309,9 @@ impl Default for Metrics {
         }
         for result in ["delivered", "failed", "gone"] {
             let _ = m.webhook_deliveries.get_or_create(&ResultLabel { result });
+        }
+        for reason in ["expired", "tombstone"] {
+            let _ = m.purged_links.get_or_create(&ReasonLabel { reason });
         }
         for reason in ["reserved", "operator_reserved", "offensive", "imported"] {
             let _ = m.codes_skipped.get_or_create(&ReasonLabel { reason });

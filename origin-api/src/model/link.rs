@@ -177,6 +177,12 @@ impl Link {
         hosts
     }
 
+    /// Whether the purge emptied this tombstone (docs/retention.md): only its code,
+    /// owner and numbers are left. No link is ever stored with an empty target otherwise.
+    pub fn is_purged(&self) -> bool {
+        self.status == LinkState::Deleted && self.target_url.is_empty()
+    }
+
     /// Every URL a visit of the link could be sent to or shown: its target, then its
     /// other targets ([`LinkOptions::targets`]).
     pub fn urls(&self) -> impl Iterator<Item = &str> {

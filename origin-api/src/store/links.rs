@@ -184,7 +184,11 @@ async fn claim_key(
 
 /// Announces, on PostgreSQL, that `route` is now at `version` (delivered to the other
 /// origins when the transaction commits; `freshness` listens).
-async fn announce(c: &mut Conn<'_>, version: u64, route: &str) -> Result<(), StoreError> {
+pub(super) async fn announce(
+    c: &mut Conn<'_>,
+    version: u64,
+    route: &str,
+) -> Result<(), StoreError> {
     if c.is_postgres() {
         // Inline: PostgreSQL only (SQLite has no notifications), no file to check on both.
         let note = format!("{version} {route}");

@@ -29,6 +29,7 @@ pub use outbox::OutboxStore;
 mod link_rows;
 pub mod links;
 pub mod outbox;
+pub mod purge;
 pub mod quotas;
 pub mod reports;
 mod segments;

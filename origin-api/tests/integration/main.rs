@@ -28,6 +28,7 @@ mod publisher;
 mod quotas;
 mod races;
 mod restore;
+mod retention;
 mod scoped_keys;
 mod sequences;
 mod skeleton;

@@ -275,6 +275,8 @@ async fn the_dashboard_and_the_alerts_query_only_series_the_origin_exports() {
     );
     let code = made.body["code"].as_str().expect("code");
     api.visit("GET", "s.example", &format!("/{code}")).await;
+    // The id gauges, read once a minute by a serving origin.
+    api.state.purge.measure().await.expect("measure");
     let exported = exported(&api.metrics().await);
     assert!(exported.contains("hop_redirects_total"), "{exported:?}");
     assert!(

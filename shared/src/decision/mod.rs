@@ -508,11 +508,12 @@ fn decide_known<'u>(
         return Decision::banned(visit.method);
     }
     // The origin stored a validated URL; one that does not parse is a corrupt copy,
-    // which the next publish repairs, so it is reported as temporary.
-    let Some(target) = target() else {
-        return Decision::unavailable(visit.method, RETRY_AFTER_S);
-    };
-    let Some(host) = target.host() else {
+    // which the next publish repairs, so it is reported as temporary. A tombstone the
+    // purge emptied keeps no target at all (docs/retention.md): it is gone.
+    let Some((target, host)) = target().and_then(|t| t.host().map(|h| (t, h))) else {
+        if record.status == EdgeStatus::Deleted {
+            return Decision::new(visit.method, Outcome::Deleted, 410, Body::Html(DELETED));
+        }
         return Decision::unavailable(visit.method, RETRY_AFTER_S);
     };
     if deny.blocks_host(host) || extras.is_some_and(|e| e.blocked_by(deny)) {

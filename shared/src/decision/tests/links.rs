@@ -88,6 +88,17 @@ fn expired_and_deleted_links_are_gone() {
     };
     let d = run(Some(&deleted), Method::Get, None, &Denylist::default());
     assert_eq!((d.status, d.outcome), (410, Outcome::Deleted));
+
+    // A tombstone the purge emptied has no target: gone, not a corrupt copy (503).
+    let purged = EdgeRecord {
+        status: EdgeStatus::Deleted,
+        ..active("")
+    };
+    let d = run(Some(&purged), Method::Get, None, &Denylist::default());
+    assert_eq!((d.status, d.outcome), (410, Outcome::Deleted));
+    let corrupt = active("");
+    let d = run(Some(&corrupt), Method::Get, None, &Denylist::default());
+    assert_eq!(d.status, 503);
 }
 
 #[test]

@@ -1,0 +1,2 @@
+-- Links stored, tombstones included: the link ids in use.
+SELECT COUNT(*) AS links FROM links
