@@ -231,7 +231,8 @@ pub async fn insert_domain(c: &mut Conn) -> Result<(), sqlx::Error> {
         false,
         Some("Acme"),
         Some("#0b5cad"),
-        Some("https://bit.ly")
+        Some("https://bit.ly"),
+        "sequential"
     )
     .execute(c)
     .await?;
@@ -275,7 +276,8 @@ pub async fn update_domain(c: &mut Conn) -> Result<(), sqlx::Error> {
         Some("Acme"),
         Some("#0b5cad"),
         Some("https://bit.ly"),
-        1_i64
+        1_i64,
+        "random"
     )
     .execute(c)
     .await?;

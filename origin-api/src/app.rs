@@ -159,6 +159,7 @@ pub fn build(db: Db, settings: Settings) -> AppState {
         ),
         passwords: passwords.clone(),
         foreign: Default::default(),
+        scripted_codes: Default::default(),
         settings: LinkSettings {
             policy: policy.clone(),
             permutation_keys: secrets.permutation_keys.clone(),

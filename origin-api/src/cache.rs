@@ -505,7 +505,10 @@ impl RedirectCache {
             return Some(true);
         };
         let code = route.code();
-        if shared::codes::classify(code, &settings.codes) != Some(CodeKind::Generated) {
+        // A random code has no number to hold against the ceiling.
+        if settings.codes.is_random()
+            || shared::codes::classify(code, &settings.codes) != Some(CodeKind::Generated)
+        {
             return Some(true);
         }
         for n in shared::activation::code_numbers(code, &settings.codes, keys) {

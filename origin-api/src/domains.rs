@@ -15,6 +15,7 @@ use crate::views::domains::{
     BrandBody, CreateDomain, UpdateDomain, MAX_CODE_LENGTH, MAX_LIST, MAX_MAX_AGE_S,
     MIN_CODE_LENGTH,
 };
+use shared::codes::RANDOM_LENGTHS;
 use shared::{normalize_short_domain, Alphabet, CodeSpace, RedirectStatus};
 
 /// The domain registry: registering, changing and removing the short domains.
@@ -79,18 +80,42 @@ impl CreateDomain {
                 .parse::<Alphabet>()
                 .map_err(|e| AppError::invalid("alphabet", e))?,
         };
-        let length = match self.code_length {
-            None => d.settings.codes.length(),
-            Some(n) if (MIN_CODE_LENGTH..=MAX_CODE_LENGTH).contains(&n) => n as u8,
+        let random = match self.code_strategy.as_deref() {
+            None | Some("sequential") => false,
+            Some("random") => true,
             Some(_) => {
                 return Err(AppError::invalid(
-                    "code_length",
-                    format!("from {MIN_CODE_LENGTH} to {MAX_CODE_LENGTH}"),
+                    "code_strategy",
+                    "use sequential or random",
                 ))
             }
         };
-        d.settings.codes =
-            CodeSpace::new(alphabet, length).map_err(|e| AppError::invalid("code_length", e))?;
+        let lengths = if random {
+            i64::from(*RANDOM_LENGTHS.start())..=i64::from(*RANDOM_LENGTHS.end())
+        } else {
+            MIN_CODE_LENGTH..=MAX_CODE_LENGTH
+        };
+        let length = match self.code_length {
+            None => d.settings.codes.length(),
+            Some(n) if lengths.contains(&n) => n as u8,
+            Some(_) => {
+                return Err(AppError::invalid(
+                    "code_length",
+                    format!(
+                        "from {} to {} for {} codes",
+                        lengths.start(),
+                        lengths.end(),
+                        if random { "random" } else { "sequential" }
+                    ),
+                ))
+            }
+        };
+        d.settings.codes = if random {
+            CodeSpace::random(alphabet, length)
+        } else {
+            CodeSpace::new(alphabet, length)
+        }
+        .map_err(|e| AppError::invalid("code_length", e))?;
         if let Some(ci) = self.case_insensitive {
             d.settings.case_insensitive = ci;
         }
@@ -207,6 +232,14 @@ fn registration_of(d: &Domain) -> CreateDomain {
         owners,
         alphabet: Some(d.settings.codes.alphabet().name().to_owned()),
         code_length: Some(i64::from(d.settings.codes.length())),
+        code_strategy: Some(
+            if d.settings.codes.is_random() {
+                "random"
+            } else {
+                "sequential"
+            }
+            .to_owned(),
+        ),
         case_insensitive: Some(d.settings.case_insensitive),
         forward_query: Some(d.settings.forward_query),
         interstitial: Some(d.settings.interstitial),
@@ -248,6 +281,7 @@ pub async fn update_domain(
     }
     req.alphabet = patch.alphabet.or(req.alphabet);
     req.code_length = patch.code_length.or(req.code_length);
+    req.code_strategy = patch.code_strategy.or(req.code_strategy);
     req.case_insensitive = patch.case_insensitive.or(req.case_insensitive);
     req.forward_query = patch.forward_query.or(req.forward_query);
     req.interstitial = patch.interstitial.or(req.interstitial);

@@ -135,6 +135,8 @@ pub fn may_be_new(
         }
         None => NewCode::No,
         Some(CodeKind::Custom) => NewCode::Undatable,
+        // A random code stands for no number of a sequence (docs/random-codes.md).
+        Some(CodeKind::Generated) if space.is_random() => NewCode::Undatable,
         Some(CodeKind::Generated) => {
             let (Some(keys), Some(meta)) = (keys, meta) else {
                 return NewCode::Undatable;
@@ -192,6 +194,29 @@ mod tests {
     /// answered 404 unasked: not one of the generated shape outside the window (below
     /// `low` too), nor one shorter than an alias; a random path still is, and so is
     /// everything once the import's window has passed.
+    /// A random domain's codes stand for no number: an unknown one of the generated
+    /// shape cannot be dated, whatever the meta says; other paths are still refused.
+    #[test]
+    fn a_random_domains_codes_cannot_be_dated() {
+        let (_, keys) = setup();
+        let space = CodeSpace::random(crate::Alphabet::Base62, 10).unwrap();
+        let m = meta(NOW);
+        for code in ["Ab3dEf9hIj", "0000000000"] {
+            assert_eq!(
+                may_be_new(code, &space, Some(&keys), Some(&m), NOW),
+                NewCode::Undatable
+            );
+        }
+        assert_eq!(
+            may_be_new("has/slash", &space, Some(&keys), Some(&m), NOW),
+            NewCode::No
+        );
+        assert_eq!(
+            may_be_new("api", &space, Some(&keys), Some(&m), NOW),
+            NewCode::No
+        );
+    }
+
     #[test]
     fn while_a_domain_imports_codes_no_code_it_may_hold_is_dated_away() {
         let (space, keys) = setup();

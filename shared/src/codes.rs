@@ -41,6 +41,8 @@ pub enum CodeError {
     SpaceTooLarge { alphabet: Alphabet, length: u8 },
     #[error("a code needs at least one digit")]
     ZeroLength,
+    #[error("random codes have 7 to 10 characters, not {found}")]
+    RandomLength { found: u8 },
     #[error("{value} is outside the code space [0, {size})")]
     OutOfRange { value: u64, size: u64 },
     #[error("a code of this domain has exactly {expected} characters, not {found}")]
@@ -57,18 +59,32 @@ pub struct CodeSpace {
     alphabet: Alphabet,
     length: u8,
     size: u64,
+    /// Codes drawn at random rather than numbered (a domain's `code_strategy: random`):
+    /// they decode to no number of a sequence, so the edge cannot date them.
+    random: bool,
 }
+
+/// Random codes are 7 to 10 characters long ([`CodeSpace::random`]): shorter ones
+/// collide too soon (docs/random-codes.md), and 10 is the database's bound on a domain's
+/// code length.
+pub const RANDOM_LENGTHS: std::ops::RangeInclusive<u8> = 7..=10;
 
 #[derive(Serialize, Deserialize)]
 struct RawCodeSpace {
     alphabet: Alphabet,
     length: u8,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    random: bool,
 }
 
 impl TryFrom<RawCodeSpace> for CodeSpace {
     type Error = CodeError;
     fn try_from(raw: RawCodeSpace) -> Result<Self, Self::Error> {
-        CodeSpace::new(raw.alphabet, raw.length)
+        if raw.random {
+            CodeSpace::random(raw.alphabet, raw.length)
+        } else {
+            CodeSpace::new(raw.alphabet, raw.length)
+        }
     }
 }
 
@@ -77,6 +93,7 @@ impl From<CodeSpace> for RawCodeSpace {
         RawCodeSpace {
             alphabet: space.alphabet,
             length: space.length,
+            random: space.random,
         }
     }
 }
@@ -87,6 +104,7 @@ impl Default for CodeSpace {
             alphabet: Alphabet::Base62,
             length: DEFAULT_CODE_LENGTH,
             size: 62u64.pow(DEFAULT_CODE_LENGTH as u32),
+            random: false,
         }
     }
 }
@@ -105,7 +123,25 @@ impl CodeSpace {
             alphabet,
             length,
             size,
+            random: false,
         })
+    }
+
+    /// A space of random codes of `length` ([`RANDOM_LENGTHS`]) digits: drawn, never
+    /// numbered by a sequence.
+    pub fn random(alphabet: Alphabet, length: u8) -> Result<Self, CodeError> {
+        if !RANDOM_LENGTHS.contains(&length) {
+            return Err(CodeError::RandomLength { found: length });
+        }
+        Ok(CodeSpace {
+            random: true,
+            ..CodeSpace::new(alphabet, length)?
+        })
+    }
+
+    /// Whether the domain's codes are drawn at random ([`CodeSpace::random`]).
+    pub fn is_random(&self) -> bool {
+        self.random
     }
 
     pub fn alphabet(&self) -> Alphabet {
@@ -163,8 +199,15 @@ impl CodeSpace {
                         .unwrap_or(char::REPLACEMENT_CHARACTER),
                     alphabet: self.alphabet,
                 })?;
-            // Cannot overflow: length digits of this radix are < size, which fits in u64.
-            value = value * radix + u64::from(digit);
+            // Checked, although length digits of this radix stay below size, which fits
+            // in u64: a wrong assumption here would be a panic in the worker.
+            value = value
+                .checked_mul(radix)
+                .and_then(|v| v.checked_add(u64::from(digit)))
+                .ok_or(CodeError::OutOfRange {
+                    value,
+                    size: self.size,
+                })?;
         }
         Ok(value)
     }
@@ -336,6 +379,32 @@ mod tests {
     use proptest::prelude::*;
 
     /// The table says what the rule says, for every byte.
+    #[test]
+    fn random_spaces_take_seven_to_ten_digits() {
+        let space = CodeSpace::random(Alphabet::Base62, 10).unwrap();
+        assert!(space.is_random());
+        assert_eq!(space.size(), 62u64.pow(10));
+        assert!(space.is_generated_shape("zzzzzzzzzz"));
+        assert_eq!(classify("Ab3dEf9hIj", &space), Some(CodeKind::Generated));
+        for length in [6, 11] {
+            assert_eq!(
+                CodeSpace::random(Alphabet::Base36, length),
+                Err(CodeError::RandomLength { found: length })
+            );
+        }
+        assert!(CodeSpace::random(Alphabet::Base58, 7).is_ok());
+        // Kept apart from the numbered space of the same shape, and through JSON.
+        let json = serde_json::to_string(&space).unwrap();
+        assert_eq!(json, r#"{"alphabet":"base62","length":10,"random":true}"#);
+        assert_eq!(serde_json::from_str::<CodeSpace>(&json).unwrap(), space);
+        let numbered = CodeSpace::new(Alphabet::Base62, 7).unwrap();
+        assert_eq!(
+            serde_json::to_string(&numbered).unwrap(),
+            r#"{"alphabet":"base62","length":7}"#
+        );
+        assert_ne!(CodeSpace::random(Alphabet::Base62, 7).unwrap(), numbered);
+    }
+
     #[test]
     fn the_alias_byte_table_is_the_rule() {
         for b in 0..=u8::MAX {

@@ -2,8 +2,8 @@
 //! one transaction, answered in request order. One idempotency key covers the batch.
 
 use super::create::{
-    answer, count_conflict, generated_taken, prepare_link, replay, stored, write_failed,
-    IDEMPOTENCY_TTL_MS,
+    answer, count_conflict, generated_taken, prepare_link, random_code, replay, stored,
+    write_failed, IDEMPOTENCY_TTL_MS, RANDOM_TRIES,
 };
 use super::fingerprint::Fingerprint;
 use super::lookups::Lookups;
@@ -157,7 +157,8 @@ pub async fn create_bulk(
         }
     }
 
-    let judged = judge(state, creator, &body.links).await?;
+    let mut judged = judge(state, creator, &body.links).await?;
+    redraw_taken(state, &mut judged.ready).await?;
     let assemble = |inserted: &[bool]| judged.response(inserted, &state.settings.short_urls);
     let respond =
         |inserted: &[bool]| serde_json::to_string(&assemble(inserted)).unwrap_or_default();
@@ -183,6 +184,9 @@ pub async fn create_bulk(
             for (link, done) in judged.ready.iter().zip(&inserted) {
                 if *done {
                     stored(state, link).await;
+                } else if link.is_random_code() {
+                    // Drawn by a create that committed after the batch's check.
+                    state.metrics.random_code_collisions.inc();
                 } else if let StoreError::Conflict(detail) =
                     generated_taken(link, StoreError::Taken)
                 {
@@ -202,4 +206,44 @@ pub async fn create_bulk(
             )),
         },
     }
+}
+
+/// Draws again the random codes of `ready` that a stored link or another item of the
+/// batch holds, up to [`RANDOM_TRIES`] rounds, so that a batch, which inserts by skipping
+/// what is taken, rarely meets a collision. One read of the batch's random codes a round.
+async fn redraw_taken(state: &Links, ready: &mut [Link]) -> Result<(), AppError> {
+    for _ in 0..RANDOM_TRIES {
+        let routes: Vec<(String, String)> = ready
+            .iter()
+            .filter(|l| l.is_random_code())
+            .map(|l| (l.domain.clone(), l.code.clone()))
+            .collect();
+        if routes.is_empty() {
+            return Ok(());
+        }
+        let stored: std::collections::HashSet<(String, String)> =
+            store::links::get_many(&state.db, &routes)
+                .await?
+                .into_iter()
+                .map(|l| (l.domain, l.code))
+                .collect();
+        let mut seen = std::collections::HashSet::new();
+        let mut redrawn = false;
+        for link in ready.iter_mut().filter(|l| l.is_random_code()) {
+            let route = (link.domain.clone(), link.code.clone());
+            if stored.contains(&route) || !seen.insert(route) {
+                state.metrics.random_code_collisions.inc();
+                let space = store::domains::get(&state.db, &link.domain)
+                    .await?
+                    .map(|d| d.settings.codes)
+                    .unwrap_or_default();
+                link.code = random_code(state, &space)?;
+                redrawn = true;
+            }
+        }
+        if !redrawn {
+            return Ok(());
+        }
+    }
+    Ok(())
 }

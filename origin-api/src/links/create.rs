@@ -211,25 +211,49 @@ pub async fn create_link(
     req: CreateLink,
 ) -> Result<Link, AppError> {
     let mut lookups = Lookups::new(&state.db, &state.settings.policy);
-    let link = prepare_link(state, &mut lookups, creator, &req).await?;
-    match store::links::insert(
-        &state.db,
-        &link,
-        &lookups.judged_by(),
-        creator.actor,
-        &state.limits_for(creator.owner).await?,
-    )
-    .await
-    {
-        Ok(()) => {
-            stored(state, &link).await;
-            Ok(link)
+    let mut link = prepare_link(state, &mut lookups, creator, &req).await?;
+    let limits = state.limits_for(creator.owner).await?;
+    let mut tries = 1;
+    loop {
+        match store::links::insert(
+            &state.db,
+            &link,
+            &lookups.judged_by(),
+            creator.actor,
+            &limits,
+        )
+        .await
+        {
+            Ok(()) => {
+                stored(state, &link).await;
+                return Ok(link);
+            }
+            // Another link drew the same random code: the unique index refused this one,
+            // and it draws again (docs/random-codes.md).
+            Err(StoreError::Taken) if link.is_random_code() => {
+                state.metrics.random_code_collisions.inc();
+                let space = lookups
+                    .domain(&link.domain)
+                    .await?
+                    .map(|d| d.settings.codes)
+                    .unwrap_or_default();
+                if tries == RANDOM_TRIES {
+                    return Err(AppError::CodeSpaceFull {
+                        domain: link.domain.clone(),
+                        size: space.size(),
+                    });
+                }
+                tries += 1;
+                link.code = random_code(state, &space)?;
+            }
+            Err(e) => {
+                return Err(write_failed(
+                    state,
+                    &link.route_key(),
+                    generated_taken(&link, e),
+                ))
+            }
         }
-        Err(e) => Err(write_failed(
-            state,
-            &link.route_key(),
-            generated_taken(&link, e),
-        )),
     }
 }
 
@@ -266,7 +290,7 @@ pub(crate) fn count_conflict(state: &Links, route: &str, detail: &str) {
 /// twice (a restored `id_segments`, say): a fault of the system, not of the request.
 pub(crate) fn generated_taken(link: &Link, e: StoreError) -> StoreError {
     match e {
-        StoreError::Taken if link.code_kind == CodeKind::Generated => {
+        StoreError::Taken if link.code_kind == CodeKind::Generated && !link.is_random_code() => {
             StoreError::Conflict(format!(
                 "the generated code {} is held already: {}'s code sequence issued its number twice",
                 link.route_key(),
@@ -358,9 +382,11 @@ pub(crate) async fn prepare_link_as(
         (Codes::ImportedDryRun, Some(code)) => (0, code, None),
         (_, alias) => assign_code(state, &domain, &settings.codes, alias, &codec).await?,
     };
-    let code_kind = match code_number {
-        Some(_) => CodeKind::Generated,
-        None => CodeKind::Custom,
+    // Generated: numbered by the sequence, or drawn at random on a random domain.
+    let code_kind = if code_number.is_some() || (req.code.is_none() && settings.codes.is_random()) {
+        CodeKind::Generated
+    } else {
+        CodeKind::Custom
     };
 
     let link = Link {
@@ -419,6 +445,18 @@ async fn assign_code(
     if let Some(code) = alias {
         return Ok((link_id, code, None));
     }
+    if space.is_random() {
+        loop {
+            let code = random_code(state, space)?;
+            if state.foreign.holds(&state.db, domain).await?
+                && store::links::get(&state.db, domain, &code).await?.is_some()
+            {
+                skipped(state, "imported");
+                continue;
+            }
+            return Ok((link_id, code, None));
+        }
+    }
     loop {
         let number = state.codes.next_number(domain, space).await?;
         if number >= space.size() {
@@ -449,6 +487,50 @@ async fn assign_code(
         }
         return Ok((link_id, code, Some(number)));
     }
+}
+
+/// Inserts a random code gets before its domain counts as too full for them: each try
+/// collides with probability (codes stored / codes of the shape), so five collisions in
+/// a row mean a space far past what docs/random-codes.md sizes it for.
+pub(crate) const RANDOM_TRIES: u32 = 5;
+
+/// Draws from a random code's digits: about one code in 2,000 spells a word and is
+/// drawn again, so this many draws in a row means a list that refuses almost everything.
+const RANDOM_DRAWS: u32 = 1_000;
+
+/// A code of the random `space`, from the system's CSPRNG (each digit by rejection
+/// sampling, so no digit is likelier than another), that no word list refuses.
+pub(crate) fn random_code(state: &Links, space: &CodeSpace) -> Result<String, AppError> {
+    let digits = space.alphabet().digits();
+    let radix = digits.len();
+    // The largest multiple of the radix a byte holds: bytes at or past it are drawn again.
+    let limit = 256 - 256 % radix;
+    let length = usize::from(space.length());
+    for _ in 0..RANDOM_DRAWS {
+        let scripted = state
+            .scripted_codes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop_front();
+        let mut code = scripted.unwrap_or_default();
+        while code.len() < length {
+            let bytes = crate::random_ids::random_bytes::<32>()
+                .map_err(|e| AppError::internal(format!("the system's random source: {e}")))?;
+            for b in bytes.iter().map(|&b| usize::from(b)).filter(|&b| b < limit) {
+                if code.len() == length {
+                    break;
+                }
+                code.push(char::from(digits[b % radix]));
+            }
+        }
+        match state.settings.words.refuse_generated(&code) {
+            Some(refused) => skipped(state, refused.rule.as_str()),
+            None => return Ok(code),
+        }
+    }
+    Err(AppError::internal(
+        "every random code drawn spelled a listed word: check --offensive-words",
+    ))
 }
 
 /// Counts a generated code passed over for `reason`.

@@ -35,6 +35,9 @@ pub struct Links {
     pub passwords: Arc<PasswordGate>,
     /// The domains holding codes imported from other shorteners.
     pub foreign: ForeignDomains,
+    /// Random codes to hand out before drawing any: empty but in tests, which script
+    /// collisions with it (a CSPRNG's draws cannot be foreseen).
+    pub scripted_codes: std::sync::Mutex<std::collections::VecDeque<String>>,
     pub settings: LinkSettings,
 }
 

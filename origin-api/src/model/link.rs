@@ -177,6 +177,12 @@ impl Link {
         hosts
     }
 
+    /// Whether the link's code was drawn at random (a domain's `code_strategy: random`):
+    /// generated, yet no number of a sequence.
+    pub fn is_random_code(&self) -> bool {
+        self.code_kind == CodeKind::Generated && self.code_number.is_none()
+    }
+
     /// Whether the purge emptied this tombstone (docs/retention.md): only its code,
     /// owner and numbers are left. No link is ever stored with an empty target otherwise.
     pub fn is_purged(&self) -> bool {

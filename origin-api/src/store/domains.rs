@@ -33,6 +33,7 @@ pub(super) struct SettingsRow {
     brand_name: Option<String>,
     brand_colour: Option<String>,
     legacy_url: Option<String>,
+    code_strategy: String,
 }
 
 impl SettingsRow {
@@ -42,7 +43,11 @@ impl SettingsRow {
         let alphabet: Alphabet = self.alphabet.parse().map_err(|_| corrupt("alphabet"))?;
         let length = u8::try_from(self.code_length).map_err(|_| corrupt("code_length"))?;
         Ok(DomainSettings {
-            codes: CodeSpace::new(alphabet, length).map_err(|_| corrupt("code_length"))?,
+            codes: match self.code_strategy.as_str() {
+                "random" => CodeSpace::random(alphabet, length),
+                _ => CodeSpace::new(alphabet, length),
+            }
+            .map_err(|_| corrupt("code_length"))?,
             case_insensitive: self.case_insensitive,
             forward_query: self.forward_query,
             default_redirect: u16::try_from(self.default_redirect)
@@ -167,7 +172,7 @@ const DOMAIN_CONFIG_SENT: &str = include_str!("queries/domain_config_sent.sql");
 const INSERT_DOMAIN: &str = include_str!("queries/insert_domain.sql");
 /// A domain's code sequence, unless it has one.
 const INSERT_CODE_SEQUENCE: &str = include_str!("queries/insert_code_sequence.sql");
-/// A domain's row rewritten with the values of [`row_args`], if it is at version `$18`.
+/// A domain's row rewritten with the values of [`row_args`] (its strategy as `$22`), if it is at version `$21`.
 const UPDATE_DOMAIN: &str = include_str!("queries/update_domain.sql");
 const DELETE_DOMAIN_OWNERS: &str = include_str!("queries/delete_domain_owners.sql");
 /// The domains whose settings were never queued for the edge.
@@ -254,7 +259,17 @@ fn row_args<'a>(d: &'a Domain, hosts: &'a Option<String>, version: i64) -> Vec<A
         d.settings.brand.as_ref().map(|b| b.name.as_str()).into(),
         d.settings.brand.as_ref().map(|b| b.colour.as_str()).into(),
         d.settings.legacy_url.as_deref().into(),
+        strategy_name(&d.settings.codes).into(),
     ]
+}
+
+/// The `code_strategy` column of a code space.
+fn strategy_name(codes: &CodeSpace) -> &'static str {
+    if codes.is_random() {
+        "random"
+    } else {
+        "sequential"
+    }
 }
 
 /// The owner rows of an owned domain.
@@ -356,7 +371,10 @@ pub async fn update(
     let (hosts, version) = encoded(d)?;
     let expected = i64::try_from(expected).map_err(|_| StoreError::Stale)?;
     let mut args = row_args(d, &hosts, version);
+    // The version expected, then the column added after it ($21, $22).
+    let strategy = args.pop().ok_or(StoreError::Stale)?;
     args.push(expected.into());
+    args.push(strategy);
     let mut tx = db.begin_write().await?;
     let mut c = tx.conn();
     lock_for_change(&mut c, &d.domain, Some(expected), only_without_links).await?;

@@ -37,10 +37,15 @@ pub struct CreateDomain {
     #[serde(default)]
     #[schema(pattern = "^(base62|base36|base58)$")]
     pub alphabet: Option<String>,
-    /// Characters of a generated code: 4 to 10 (default 7).
+    /// Characters of a generated code: 4 to 10 (default 7); 7 to 10 for random codes.
     #[serde(default)]
     #[schema(minimum = 4, maximum = 10)]
     pub code_length: Option<i64>,
+    /// `sequential` (default: codes numbered by the domain's sequence, which the edge
+    /// dates) or `random` (drawn from a CSPRNG, 7 to 10 characters; docs/random-codes.md).
+    #[serde(default)]
+    #[schema(pattern = "^(sequential|random)$")]
+    pub code_strategy: Option<String>,
     /// Codes and aliases match in any case (needs `base36`).
     #[serde(default)]
     pub case_insensitive: Option<bool>,
@@ -110,6 +115,8 @@ pub struct DomainView {
     pub status: String,
     pub alphabet: String,
     pub code_length: u8,
+    /// `sequential` or `random`.
+    pub code_strategy: String,
     pub case_insensitive: bool,
     pub forward_query: bool,
     pub interstitial: bool,
@@ -139,6 +146,12 @@ impl Domain {
             status: self.settings.status.as_str().to_owned(),
             alphabet: self.settings.codes.alphabet().name().to_owned(),
             code_length: self.settings.codes.length(),
+            code_strategy: if self.settings.codes.is_random() {
+                "random"
+            } else {
+                "sequential"
+            }
+            .to_owned(),
             case_insensitive: self.settings.case_insensitive,
             forward_query: self.settings.forward_query,
             interstitial: self.settings.interstitial,
@@ -162,7 +175,7 @@ impl Domain {
 
 /// The body of `PATCH /v1/domains/{domain}`: any of the fields of a registration but
 /// the name; `null` clears a URL or the allowed hosts. The code shape (`alphabet`,
-/// `code_length`, `case_insensitive`) is fixed once a link lives on the domain.
+/// `code_length`, `code_strategy`, `case_insensitive`) is fixed once a link lives on the domain.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateDomain {
@@ -178,6 +191,9 @@ pub struct UpdateDomain {
     #[serde(default)]
     #[schema(minimum = 4, maximum = 10)]
     pub code_length: Option<i64>,
+    #[serde(default)]
+    #[schema(pattern = "^(sequential|random)$")]
+    pub code_strategy: Option<String>,
     #[serde(default)]
     pub case_insensitive: Option<bool>,
     #[serde(default)]

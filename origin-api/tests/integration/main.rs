@@ -27,6 +27,7 @@ mod postgres_tls;
 mod publisher;
 mod quotas;
 mod races;
+mod random_codes;
 mod restore;
 mod retention;
 mod scoped_keys;
