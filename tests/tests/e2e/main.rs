@@ -14,6 +14,7 @@ mod edge_kv_incident;
 mod edge_legacy;
 mod edge_memory;
 mod edge_origin;
+mod edge_random_codes;
 mod edge_restore;
 mod edge_scans;
 mod edge_smoke;
