@@ -22,6 +22,7 @@ pub mod health;
 pub mod housekeeping;
 pub mod imports;
 pub mod in_flight;
+pub mod leased;
 pub mod links;
 pub mod metrics;
 pub mod model;

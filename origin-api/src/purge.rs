@@ -9,12 +9,12 @@
 
 use crate::cache::RedirectCache;
 use crate::db::Db;
+use crate::leased::Lease;
 use crate::metrics::{DomainLabel, Metrics, ReasonLabel, SequenceLabel};
 use crate::model::sequence::{domain_of_sequence, LINK_SEQUENCE};
 use crate::model::time::now_ms;
-use crate::random_ids::random_hex;
 use crate::store::purge::{self, Purgeable};
-use crate::store::{LeaseClaim, OutboxStore, StoreError};
+use crate::store::StoreError;
 use shared::CodeSpace;
 use std::sync::Arc;
 use std::time::Duration;
@@ -170,51 +170,39 @@ impl Purge {
 
     /// Runs until `stop` turns true: every origin reads the id gauges once a minute;
     /// the one holding the lease purges each second.
-    pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
-        let holder = random_hex::<8>().unwrap_or_else(|_| "purge".to_owned());
-        let mut held: Option<i64> = None;
+    pub async fn run(self: Arc<Self>, stop: watch::Receiver<bool>) {
+        let lease = Lease {
+            name: LEASE,
+            ttl_ms: LEASE_TTL_MS,
+            tick: TICK,
+        };
+        let db = self.db.clone();
         let mut ticks: u32 = 0;
-        loop {
-            if *stop.borrow() {
-                break;
-            }
-            if ticks.is_multiple_of(MEASURE_EVERY) {
-                if let Err(e) = self.measure().await {
-                    tracing::warn!(error = %e, "reading the id gauges failed");
-                }
-            }
+        crate::leased::run(&db, lease, self.settings.per_second > 0, stop, |held| {
+            let purge = Arc::clone(&self);
+            let measure = ticks.is_multiple_of(MEASURE_EVERY);
             ticks = ticks.wrapping_add(1);
-            if self.settings.per_second > 0 {
-                match self.db.take_lease(LEASE, &holder, LEASE_TTL_MS).await {
-                    Ok(Some(lease)) => {
-                        held = Some(lease.epoch);
-                        match self.step(now_ms()).await {
-                            Ok(s) if s != Step::default() => tracing::info!(
-                                expired = s.expired,
-                                tombstones = s.tombstones,
-                                click_rows = s.click_rows,
-                                "purged"
-                            ),
-                            Ok(_) => {}
-                            Err(e) => tracing::warn!(error = %e, "purge step failed"),
-                        }
+            async move {
+                if measure {
+                    if let Err(e) = purge.measure().await {
+                        tracing::warn!(error = %e, "reading the id gauges failed");
                     }
-                    Ok(None) => held = None,
-                    Err(e) => tracing::warn!(error = %e, "purge lease"),
+                }
+                if !held {
+                    return;
+                }
+                match purge.step(now_ms()).await {
+                    Ok(s) if s != Step::default() => tracing::info!(
+                        expired = s.expired,
+                        tombstones = s.tombstones,
+                        click_rows = s.click_rows,
+                        "purged"
+                    ),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "purge step failed"),
                 }
             }
-            tokio::select! {
-                _ = tokio::time::sleep(TICK) => {}
-                _ = stop.changed() => {}
-            }
-        }
-        if let Some(epoch) = held {
-            let claim = LeaseClaim {
-                name: LEASE,
-                holder: &holder,
-                epoch,
-            };
-            let _ = self.db.release_lease(&claim).await;
-        }
+        })
+        .await;
     }
 }

@@ -221,7 +221,8 @@ impl Words {
         let parts = alias
             .split(['-', '_'])
             .chain(std::iter::once(joined.as_str()));
-        for part in parts.filter(|p| !p.is_empty()) {
+        // A part of digits alone is a number (`sale-455`), not a word spelled in digits.
+        for part in parts.filter(|p| p.bytes().any(|b| b.is_ascii_alphabetic())) {
             if let Some(word) = self
                 .offensive
                 .iter()
@@ -371,9 +372,12 @@ mod tests {
         assert_eq!(words.refuse_alias("cocktail-week"), None);
         assert_eq!(words.refuse_alias("classic"), None);
         assert_eq!(
-            words.refuse_alias("kiss-my-455"),
+            words.refuse_alias("kiss-my-a55"),
             refused(Rule::Offensive, "ass")
         );
+        // Numbers are numbers: an e2e test's `spread-455` was refused as `ass`.
+        assert_eq!(words.refuse_alias("spread-455"), None);
+        assert_eq!(words.refuse_alias("sale-8008-5"), None);
         assert_eq!(words.refuse_alias("Sh1t"), refused(Rule::Offensive, "shit"));
         assert_eq!(
             words.refuse_alias("s-h_i-t"),

@@ -890,6 +890,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "freshness",
             "accounts",
             "webhooks",
+            "leased",
             "abuse",
             "purge",
         ],

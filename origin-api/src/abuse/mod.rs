@@ -15,10 +15,8 @@ use crate::model::history::Actor;
 use crate::model::link::host_suffixes;
 use crate::model::time::now_ms;
 use crate::model::Link;
-use crate::random_ids::random_hex;
 use crate::store;
 use crate::store::feeds::FeedRow;
-use crate::store::{LeaseClaim, OutboxStore};
 use crate::views::bans::CreateBan;
 use feeds::{Entries, FeedFormat};
 use std::collections::BTreeSet;
@@ -364,36 +362,24 @@ impl AbuseDesk {
 
     /// Runs until `stop` turns true: while this origin holds the desk's lease, refreshes
     /// the feeds that are due and re-checks `--recheck-rate` live links a second.
-    pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
-        let holder = random_hex::<8>().unwrap_or_else(|_| "abuse".to_owned());
-        let mut held: Option<i64> = None;
-        loop {
-            if *stop.borrow() {
-                break;
-            }
-            match self.db.take_lease(LEASE, &holder, LEASE_TTL_MS).await {
-                Ok(Some(lease)) => {
-                    held = Some(lease.epoch);
-                    if let Err(e) = self.tick().await {
+    pub async fn run(self: Arc<Self>, stop: watch::Receiver<bool>) {
+        let lease = crate::leased::Lease {
+            name: LEASE,
+            ttl_ms: LEASE_TTL_MS,
+            tick: TICK,
+        };
+        let db = self.db.clone();
+        crate::leased::run(&db, lease, true, stop, |held| {
+            let desk = Arc::clone(&self);
+            async move {
+                if held {
+                    if let Err(e) = desk.tick().await {
                         tracing::warn!(error = %e, "abuse desk step failed");
                     }
                 }
-                Ok(None) => held = None,
-                Err(e) => tracing::warn!(error = %e, "abuse desk lease"),
             }
-            tokio::select! {
-                _ = tokio::time::sleep(TICK) => {}
-                _ = stop.changed() => {}
-            }
-        }
-        if let Some(epoch) = held {
-            let claim = LeaseClaim {
-                name: LEASE,
-                holder: &holder,
-                epoch,
-            };
-            let _ = self.db.release_lease(&claim).await;
-        }
+        })
+        .await;
     }
 
     async fn tick(&self) -> Result<(), AppError> {
