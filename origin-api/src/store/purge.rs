@@ -64,9 +64,14 @@ pub async fn purge_links(
              AND updated_at < $1 ORDER BY updated_at LIMIT $2"
         ),
     };
+    // Read on a reader: an idle purge (nearly always) never takes the writer. Each write
+    // below needs the version read, so a link changed in between is left alone.
+    let rows: Vec<LinkRow> = db.read_all(&sql, &[before.into(), limit.into()]).await?;
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
     let mut tx = db.begin_write().await?;
     let mut c = tx.conn();
-    let rows: Vec<LinkRow> = c.fetch_all(&sql, &[before.into(), limit.into()]).await?;
     let mut written = Vec::with_capacity(rows.len());
     for row in rows {
         let old = Link::try_from(row)?;
