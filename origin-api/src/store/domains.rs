@@ -558,7 +558,7 @@ mod tests {
     const COLUMNS: &str = "domain, alphabet, code_length, case_insensitive, forward_query, \
          default_redirect, max_age_s, status, not_found_url, root_url, expired_url, shared, \
          allowed_target_hosts, version, created_at, updated_at, interstitial, brand_name, \
-         brand_colour, legacy_url";
+         brand_colour, legacy_url, code_strategy";
 
     fn words(s: &str) -> String {
         s.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -575,6 +575,6 @@ mod tests {
         ] {
             assert!(words(sql).contains(&words(COLUMNS)), "{sql}");
         }
-        assert!(words(INSERT_DOMAIN).contains(&format!("VALUES ({})", list_placeholders(1, 20))));
+        assert!(words(INSERT_DOMAIN).contains(&format!("VALUES ({})", list_placeholders(1, 21))));
     }
 }
