@@ -40,6 +40,7 @@ pub mod permutation;
 pub mod preview;
 pub mod record;
 pub mod route;
+pub mod scanners;
 pub mod split;
 pub mod sync;
 pub mod tally;
