@@ -13,6 +13,7 @@
 use crate::names;
 use futures_util::future::{select, Either};
 use shared::clicks::{ClickEvent, Visitor, VisitorBudget, CLICKS_PATH, CLICKS_PER_VISITOR_MINUTE};
+use shared::scanners;
 use shared::tally::{Fault, Outbox, Tally, TallyRow, TALLY_WINDOW_MS};
 use shared::RouteKey;
 use std::time::Duration;
@@ -145,11 +146,16 @@ pub(crate) fn report(env: &Env, request: &web_sys::Request, click: Click<'_>) {
             read.as_deref()
         }
     };
-    let visitor = Visitor::describe(
+    let mut visitor = Visitor::describe(
         header("user-agent").as_deref(),
         header("referer").as_deref(),
         country,
     );
+    // A scanner's visit (a mail gateway's network, a prefetch) is a bot's: it never uses
+    // up a `max_visits` link (docs/scanners.md).
+    if !visitor.bot && scanners::classify(crate::client::asn(request), header).is_some() {
+        visitor.bot = true;
+    }
     let row = TallyRow::of(
         ClickEvent::new(
             String::new(),

@@ -59,6 +59,18 @@ pub(crate) fn country(request: &web_sys::Request) -> Option<String> {
         .and_then(|c| c.as_string())
 }
 
+/// The network the visit came from (`request.cf.asn`), when Cloudflare says.
+/// `cf` is built afresh on each access: callers read it once.
+pub(crate) fn asn(request: &web_sys::Request) -> Option<u32> {
+    Reflect::get(request, &names::js("cf"))
+        .ok()
+        .filter(|cf| cf.is_object())
+        .and_then(|cf| Reflect::get(&cf, &names::js("asn")).ok())
+        .and_then(|a| a.as_f64())
+        .filter(|a| a.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(a))
+        .map(|a| a as u32)
+}
+
 /// A split's draw: `Math.random` is enough to share visits by weight (nothing is
 /// gained by predicting it), and costs one call rather than a buffer and a copy.
 pub(crate) fn draw() -> u32 {

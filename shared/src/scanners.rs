@@ -5,9 +5,9 @@
 //! among networks that serve no people browsing) or by what it says it is (a prefetch
 //! header). The list is data, versioned: [`LIST_VERSION`] changes with every edit.
 //!
-//! Only the classification lives here. Nothing reads it yet: the edge's clicks (a
-//! scanner's visit counted as a bot's, so it never uses up a `max_visits` link), the
-//! `scanner` stats dimension and the per-link opt-out are the rest of issue 40's item 8.
+//! Only the classification lives here. The edge's clicks read it (a scanner's visit is
+//! counted as a bot's, so it never uses up a `max_visits` link), and the origin's own
+//! redirect reads the headers (it knows no network); docs/scanners.md.
 
 /// The version of [`SCANNER_NETWORKS`]: the day it was last edited.
 pub const LIST_VERSION: &str = "2026-12-06";
@@ -77,13 +77,14 @@ pub fn is_scanner_network(asn: u32) -> bool {
 
 /// Classifies a visit from its network (`cf.asn`, when known) and its headers (`header`
 /// reads one by its lower-case name): `None` for what may be a person.
-pub fn classify<'h>(
+pub fn classify<S: AsRef<str>>(
     asn: Option<u32>,
-    header: impl Fn(&'static str) -> Option<&'h str>,
+    header: impl Fn(&'static str) -> Option<S>,
 ) -> Option<Scanner> {
     let prefetch = PREFETCH_HEADERS.iter().any(|(name, value)| {
         header(name).is_some_and(|v| {
-            v.trim_start()
+            v.as_ref()
+                .trim_start()
                 .get(..value.len())
                 .is_some_and(|start| start.eq_ignore_ascii_case(value))
         })

@@ -243,7 +243,7 @@ fn record_click(
     {
         return;
     }
-    let visitor = Reduced {
+    let mut visitor = Reduced {
         variant: decision.variant,
         ..Reduced::of(
             headers.get(header::USER_AGENT),
@@ -252,6 +252,14 @@ fn record_click(
             state.proxies.country(peer, headers),
         )
     };
+    // A prefetch nobody clicked is a scanner's visit, a bot's (docs/scanners.md); the
+    // origin knows no network to judge by.
+    if !visitor.bot
+        && shared::scanners::classify(None, |name| headers.get(name).and_then(|v| v.to_str().ok()))
+            .is_some()
+    {
+        visitor.bot = true;
+    }
     state.recorder.record(clicked, at, decision.status, visitor);
 }
 

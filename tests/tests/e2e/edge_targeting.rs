@@ -272,6 +272,62 @@ async fn a_visit_limit_ignores_crawlers_and_ends_the_link_at_the_edge() {
     );
 }
 
+/// A browser's prefetch (`Sec-Purpose: prefetch`, a person's user agent) is a scanner's
+/// visit: counted, as a bot's, and never using up a `max_visits` link; a person's visits
+/// then do. (`cf.asn` cannot be set per request under `wrangler dev`; the networks are
+/// `shared::scanners`' unit test.)
+#[tokio::test]
+async fn a_prefetch_is_counted_as_a_bot_and_never_uses_up_a_visit_limit() {
+    let w = Wired::start("marketing", false).await;
+    let code = published(
+        &w,
+        json!({ "target_url": "https://shop.example/", "max_visits": 2 }),
+    )
+    .await;
+    let prefetch = reqwest::header::HeaderName::from_static("sec-purpose");
+    for _ in 0..10 {
+        assert_eq!(
+            location(
+                &w,
+                &code,
+                &[(USER_AGENT, DESKTOP), (prefetch.clone(), "prefetch")]
+            )
+            .await,
+            "https://shop.example/"
+        );
+    }
+    // Every prefetch arrives at the origin, as a bot's visit.
+    let stats_url = w.origin.url(&format!("/v1/links/s.example/{code}/stats"));
+    poll("the prefetches are counted as bots")
+        .within(Duration::from_secs(60))
+        .every(Duration::from_millis(200))
+        .until_true(|| async {
+            let stats: serde_json::Value = client()
+                .get(&stats_url)
+                .bearer_auth(&w.key)
+                .send()
+                .await
+                .expect("stats")
+                .json()
+                .await
+                .expect("stats JSON");
+            // People's visits stay at none: every prefetch is a bot's.
+            assert_eq!(stats["totals"]["visits"].as_i64(), Some(0), "{stats}");
+            stats["totals"]["bots"].as_i64() == Some(10)
+        })
+        .await;
+    let link = read_link(
+        &w.origin.url(&format!("/v1/links/s.example/{code}")),
+        &w.key,
+    )
+    .await;
+    assert_eq!(link["exhausted"], false, "{link}");
+    assert_eq!(
+        location(&w, &code, &[(USER_AGENT, DESKTOP)]).await,
+        "https://shop.example/"
+    );
+}
+
 /// Each click says which variant it got, and the link's stats break its visits down so.
 /// Forty visits: one visitor's clicks are counted up to 60 a minute (the per-visitor
 /// budget), so the 1,000 of the split test are not all counted.
