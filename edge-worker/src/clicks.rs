@@ -138,11 +138,14 @@ pub(crate) fn report(env: &Env, request: &web_sys::Request, click: Click<'_>) {
             return;
         }
     }
+    // `request.cf`, read at most once for the country and the network.
+    let cf = std::cell::OnceCell::new();
+    let cf = || cf.get_or_init(|| crate::client::cf(request)).as_ref();
     let read;
     let country = match click.country {
         Some(country) => country,
         None => {
-            read = crate::client::country(request);
+            read = cf().and_then(crate::client::country_of);
             read.as_deref()
         }
     };
@@ -153,7 +156,7 @@ pub(crate) fn report(env: &Env, request: &web_sys::Request, click: Click<'_>) {
     );
     // A scanner's visit (a mail gateway's network, a prefetch) is a bot's: it never uses
     // up a `max_visits` link (docs/scanners.md).
-    if !visitor.bot && scanners::classify(crate::client::asn(request), header).is_some() {
+    if !visitor.bot && scanners::classify(cf().and_then(crate::client::asn_of), header).is_some() {
         visitor.bot = true;
     }
     let row = TallyRow::of(

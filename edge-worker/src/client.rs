@@ -5,6 +5,7 @@
 use crate::names;
 use shared::targeting::Reads;
 use shared::Client;
+use wasm_bindgen::JsValue;
 use worker::js_sys::{Math, Reflect};
 use worker::web_sys;
 
@@ -49,23 +50,31 @@ impl ClientHeaders {
     }
 }
 
-/// The visitor's country as Cloudflare places it (`request.cf.country`), if any.
-/// `cf` is built afresh on each access: callers read it once.
-pub(crate) fn country(request: &web_sys::Request) -> Option<String> {
+/// What Cloudflare says of the request (`request.cf`), if anything. `cf` is built afresh
+/// on each access: callers read it once and take its fields with [`country_of`] and
+/// [`asn_of`].
+pub(crate) fn cf(request: &web_sys::Request) -> Option<JsValue> {
     Reflect::get(request, &names::js("cf"))
         .ok()
         .filter(|cf| cf.is_object())
-        .and_then(|cf| Reflect::get(&cf, &names::js("country")).ok())
+}
+
+/// The visitor's country as Cloudflare places it (`request.cf.country`), if any.
+pub(crate) fn country(request: &web_sys::Request) -> Option<String> {
+    cf(request).as_ref().and_then(country_of)
+}
+
+/// `cf.country`.
+pub(crate) fn country_of(cf: &JsValue) -> Option<String> {
+    Reflect::get(cf, &names::js("country"))
+        .ok()
         .and_then(|c| c.as_string())
 }
 
-/// The network the visit came from (`request.cf.asn`), when Cloudflare says.
-/// `cf` is built afresh on each access: callers read it once.
-pub(crate) fn asn(request: &web_sys::Request) -> Option<u32> {
-    Reflect::get(request, &names::js("cf"))
+/// `cf.asn`: the network the visit came from, when Cloudflare says.
+pub(crate) fn asn_of(cf: &JsValue) -> Option<u32> {
+    Reflect::get(cf, &names::js("asn"))
         .ok()
-        .filter(|cf| cf.is_object())
-        .and_then(|cf| Reflect::get(&cf, &names::js("asn")).ok())
         .and_then(|a| a.as_f64())
         .filter(|a| a.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(a))
         .map(|a| a as u32)

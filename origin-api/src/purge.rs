@@ -132,7 +132,12 @@ impl Purge {
     /// hold, and each domain's code space used (its high-water mark over its size).
     pub async fn measure(&self) -> Result<(), StoreError> {
         let used = purge::id_use(&self.db).await?;
-        let domains = crate::store::domains::list(&self.db).await?;
+        let spaces: std::collections::HashMap<String, CodeSpace> =
+            crate::store::domains::list(&self.db)
+                .await?
+                .into_iter()
+                .map(|d| (d.domain, d.settings.codes))
+                .collect();
         for (sequence, mark, in_use) in used.sequences {
             let label = SequenceLabel {
                 sequence: sequence.clone(),
@@ -152,10 +157,7 @@ impl Purge {
             let Some(domain) = domain_of_sequence(&sequence) else {
                 continue;
             };
-            let space = domains
-                .iter()
-                .find(|d| d.domain == domain)
-                .map_or_else(CodeSpace::default, |d| d.settings.codes);
+            let space = spaces.get(domain).copied().unwrap_or_default();
             #[allow(clippy::cast_precision_loss)] // a ratio: 53 bits are plenty
             let ratio = mark.min(space.size()) as f64 / space.size() as f64;
             self.metrics
