@@ -83,6 +83,8 @@ pub(crate) struct Click<'a> {
     pub(crate) variant: Option<u8>,
     /// The visitor's country, when the decision already read it (`None`: read it here).
     pub(crate) country: Option<Option<&'a str>>,
+    /// The link counts scanners' visits as people's (`scanner_check: false`).
+    pub(crate) scanners_unchecked: bool,
 }
 
 /// Schedules the window's send if none is: the first visit of a window does,
@@ -155,9 +157,12 @@ pub(crate) fn report(env: &Env, request: &web_sys::Request, click: Click<'_>) {
         country,
     );
     // A scanner's visit (a mail gateway's network, a prefetch) is a bot's: it never uses
-    // up a `max_visits` link (docs/scanners.md).
-    if !visitor.bot && scanners::classify(cf().and_then(crate::client::asn_of), header).is_some() {
-        visitor.bot = true;
+    // up a `max_visits` link (docs/scanners.md), unless the link's owner turned that off.
+    if !visitor.bot && !click.scanners_unchecked {
+        visitor = visitor.screened(scanners::classify(
+            cf().and_then(crate::client::asn_of),
+            header,
+        ));
     }
     let row = TallyRow::of(
         ClickEvent::new(

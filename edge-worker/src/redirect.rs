@@ -113,6 +113,7 @@ impl Pending {
                 at_ms: self.now_ms,
                 variant: decision.variant,
                 country: reads.and_then(|reads| headers.country_read(reads)),
+                scanners_unchecked: decision.scanners_unchecked,
             };
             clicks::report(&self.env, &self.request, click);
         }

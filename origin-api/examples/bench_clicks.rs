@@ -119,6 +119,7 @@ impl Traffic {
             referrer_host: referrer,
             device,
             bot,
+            scanner: None,
             status: if self.rng.unit() < 0.01 { 410 } else { 302 },
             variant: None,
         }

@@ -64,6 +64,7 @@ async fn main() {
                     referrer: &referrer,
                     device: devices[((r >> 4) % 4) as usize],
                     variant: None,
+                    scanner: None,
                 };
                 inc.add(*id, &format!("owner{}", id % 50), &dims, 1 + (r % 5) as i64);
             }

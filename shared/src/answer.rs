@@ -115,6 +115,9 @@ pub struct Decision {
     pub variant: Option<u8>,
     /// The link asks that its visits not be recorded (`record_clicks: false`).
     pub unrecorded: bool,
+    /// The link asks that scanners' visits count as people's (`scanner_check: false`):
+    /// the click is not classified by its network or prefetch headers.
+    pub scanners_unchecked: bool,
 }
 
 impl Decision {

@@ -110,6 +110,9 @@ pub struct EdgeRecord {
     /// The owner asked that visits not be recorded.
     #[serde(rename = "nc", default, skip_serializing_if = "is_false")]
     pub no_clicks: bool,
+    /// The owner asked that scanners' visits count as people's (docs/scanners.md).
+    #[serde(rename = "ns", default, skip_serializing_if = "is_false")]
+    pub no_scanner_check: bool,
     /// The link's visit limit was reached: it has ended, as an expired link has.
     #[serde(rename = "m", default, skip_serializing_if = "is_false")]
     pub exhausted: bool,

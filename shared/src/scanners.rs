@@ -38,8 +38,13 @@ pub const SCANNER_NETWORKS: &[(u32, &str)] = &[
     (396982, "Google Cloud"),
 ];
 
-/// Why a visit is a scanner's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Why a visit is a scanner's: the `scanner` dimension of the stats, carried by the
+/// click event and the tally row (absent for every other visit).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ClickScanner))]
+#[serde(rename_all = "lowercase")]
 pub enum Scanner {
     /// From a network on [`SCANNER_NETWORKS`].
     Network,

@@ -19,6 +19,7 @@
 
 use crate::agent::Device;
 use crate::clicks::event::ClickEvent;
+use crate::scanners::Scanner;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -60,6 +61,9 @@ pub struct TallyRow {
     pub referrer_host: Option<String>,
     pub device: Device,
     pub bot: bool,
+    /// Why these bots' visits were a scanner's (absent for every other row).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scanner: Option<Scanner>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(maximum = 255))]
     pub variant: Option<u8>,
@@ -85,6 +89,7 @@ impl TallyRow {
             referrer_host: event.referrer_host,
             device: event.device,
             bot: event.bot,
+            scanner: event.scanner,
             variant: event.variant,
             n: 0,
         }
@@ -102,6 +107,7 @@ impl TallyRow {
             referrer_host: self.referrer_host.clone(),
             device: self.device,
             bot: self.bot,
+            scanner: self.scanner,
             status: self.status,
             variant: self.variant,
         }

@@ -36,6 +36,7 @@ pub const CSV_COLUMNS: &[&str] = &[
     "max_visits",
     "exhausted",
     "access",
+    "scanner_check",
 ];
 
 /// What to export.
@@ -175,6 +176,7 @@ fn csv_row(link: &LinkView) -> Vec<String> {
             crate::views::links::AccessMode::Password => "password",
         }
         .to_owned(),
+        link.scanner_check.to_string(),
     ]
 }
 

@@ -47,6 +47,7 @@ pub const COLUMNS: &[&str] = &[
     "expired_url",
     "interstitial",
     "record_clicks",
+    "scanner_check",
     "max_visits",
     "access",
     "password",
@@ -602,6 +603,7 @@ fn row_body(
         expired_url: cell("expired_url"),
         interstitial: flag("interstitial")?,
         record_clicks: flag("record_clicks")?,
+        scanner_check: flag("scanner_check")?,
         max_visits: cell("max_visits")
             .map(|v| {
                 v.parse::<u64>()

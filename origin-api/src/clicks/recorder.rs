@@ -161,6 +161,7 @@ impl Reduced {
             referrer,
             country,
             variant: None,
+            scanner: None,
         }
     }
 }
@@ -498,6 +499,7 @@ impl Recorder {
                 referrer: closed.referrer(key.referrer),
                 device: key.device.as_str(),
                 variant: key.variant(),
+                scanner: key.scanner,
             };
             increments.add(link, owner, &dims, i64::from(n));
         };
@@ -704,6 +706,7 @@ mod tests {
                     referrer: None,
                     country: None,
                     variant: None,
+                    scanner: None,
                 };
                 let link = Clicked::Link(LinkTag {
                     id,

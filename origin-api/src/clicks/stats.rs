@@ -152,6 +152,7 @@ pub async fn link_stats<S: ClickStore + ?Sized>(
             "device" => &mut top.devices,
             "status" => &mut top.statuses,
             "variant" => &mut top.variants,
+            "scanner" => &mut top.scanners,
             _ => continue,
         };
         // The store lists most visited first.

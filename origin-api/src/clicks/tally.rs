@@ -14,6 +14,7 @@
 use crate::cache::LinkTag;
 use crate::owners::OwnerId;
 use shared::clicks::Device;
+use shared::scanners::Scanner;
 use shared::RouteKey;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -33,6 +34,8 @@ pub struct Reduced {
     pub country: Option<[u8; 2]>,
     /// The split variant the visit was sent to, if the link has a split.
     pub variant: Option<u8>,
+    /// Why the visit is a scanner's (a prefetch, at the origin), when it is one.
+    pub scanner: Option<Scanner>,
 }
 
 /// The link a click is about: known from the redirect cache, or (a banned code whose
@@ -77,6 +80,7 @@ pub struct Key {
     pub referrer: u32,
     /// The split variant plus one; 0: none.
     pub variant: u8,
+    pub scanner: Option<Scanner>,
 }
 
 /// Hashed as three words rather than field by field: a write per field was a mix of
@@ -89,6 +93,7 @@ impl std::hash::Hash for Key {
             u64::from(self.hour) << 32
                 | u64::from(self.status) << 16
                 | u64::from(self.bot) << 8
+                | scanner_bits(self.scanner) << 4
                 | self.device as u64,
         );
         state.write_u64(
@@ -97,6 +102,15 @@ impl std::hash::Hash for Key {
                 | u64::from(c1) << 32
                 | u64::from(self.referrer),
         );
+    }
+}
+
+/// A scanner kind as the bits of a key's hash.
+fn scanner_bits(scanner: Option<Scanner>) -> u64 {
+    match scanner {
+        None => 0,
+        Some(Scanner::Network) => 1,
+        Some(Scanner::Prefetch) => 2,
     }
 }
 
@@ -376,6 +390,7 @@ impl Window {
             country: visitor.country.unwrap_or([0, 0]),
             referrer: self.referrers.id(visitor.referrer.as_ref()),
             variant: visitor.variant.map_or(0, |v| v.saturating_add(1)),
+            scanner: visitor.scanner,
         }
     }
 
@@ -488,6 +503,7 @@ mod tests {
             referrer: referrer.map(Arc::from),
             country: Some(*b"NL"),
             variant: None,
+            scanner: None,
         }
     }
 

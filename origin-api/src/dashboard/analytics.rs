@@ -281,6 +281,7 @@ fn shown(stats: &LinkStats, page: &AnalyticsPage, q: &StatsQuery, now: i64) -> S
         ("Devices", &top.devices),
         ("Answers", &top.statuses),
         ("Split variants", &top.variants),
+        ("Scanners (among bots)", &top.scanners),
     ]
     .into_iter()
     .filter(|(_, list)| !list.is_empty())

@@ -59,6 +59,8 @@ pub(super) struct LinkForm {
     pub(super) password: String,
     pub(super) interstitial: bool,
     pub(super) record_clicks: bool,
+    /// Scanners' visits count as bots' (the API's `scanner_check`).
+    pub(super) scanner_check: bool,
     pub(super) forward_query: bool,
     pub(super) preview_title: String,
     pub(super) preview_description: String,
@@ -159,6 +161,7 @@ impl LinkForm {
                 "password" => form.password = value,
                 "interstitial" => form.interstitial = true,
                 "record_clicks" => form.record_clicks = true,
+                "scanner_check" => form.scanner_check = true,
                 "forward_query" => form.forward_query = true,
                 "preview_title" => form.preview_title = value,
                 "preview_description" => form.preview_description = value,
@@ -223,6 +226,7 @@ impl LinkForm {
             access_was: access.into(),
             interstitial: o.interstitial,
             record_clicks: !o.no_clicks,
+            scanner_check: !o.no_scanner_check,
             forward_query: link.forward_query,
             preview_title: preview.title.unwrap_or_default(),
             preview_description: preview.description.unwrap_or_default(),
@@ -248,6 +252,7 @@ impl LinkForm {
             access: "public".into(),
             access_was: "public".into(),
             record_clicks: true,
+            scanner_check: true,
             forward_query: true,
             ..LinkForm::default()
         }
@@ -378,6 +383,7 @@ impl LinkForm {
         body.insert("max_visits".into(), max);
         body.insert("interstitial".into(), json!(self.interstitial));
         body.insert("record_clicks".into(), json!(self.record_clicks));
+        body.insert("scanner_check".into(), json!(self.scanner_check));
         body.insert("forward_query".into(), json!(self.forward_query));
         Ok(body)
     }
@@ -684,6 +690,7 @@ mod tests {
         assert_eq!(options["split"][1]["weight"], 70);
         // Unticked boxes are off when the form carries its options.
         assert_eq!(options["record_clicks"], false);
+        assert_eq!(options["scanner_check"], false);
         assert_eq!(options["max_visits"], Value::Null);
     }
 
@@ -694,7 +701,14 @@ mod tests {
             ("version", "3"),
         ]));
         let update = serde_json::to_value(form.to_update().expect("update")).expect("JSON");
-        for field in ["rules", "split", "record_clicks", "access", "max_visits"] {
+        for field in [
+            "rules",
+            "split",
+            "record_clicks",
+            "scanner_check",
+            "access",
+            "max_visits",
+        ] {
             assert!(
                 update.get(field).is_none_or(Value::is_null),
                 "{field} in {update}"

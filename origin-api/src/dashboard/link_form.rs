@@ -537,9 +537,10 @@ fn differences(mine: &LinkForm, theirs: &LinkForm) -> Vec<Changed> {
         }
         let flags = |f: &LinkForm| {
             format!(
-                "interstitial {}, clicks recorded {}, query passed on {}",
+                "interstitial {}, clicks recorded {}, scanners counted as bots {}, query passed on {}",
                 yes(f.interstitial),
                 yes(f.record_clicks),
+                yes(f.scanner_check),
                 yes(f.forward_query)
             )
         };

@@ -218,6 +218,7 @@ pub(crate) async fn options(
     let mut options = LinkOptions {
         interstitial: asked.interstitial.unwrap_or(false),
         no_clicks: !asked.record_clicks.unwrap_or(true),
+        no_scanner_check: !asked.scanner_check.unwrap_or(true),
         ..LinkOptions::default()
     };
     if let Some(r) = &asked.rules {

@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value};
 pub const DEFAULT_LIMIT: i64 = 50;
 
 /// The fields of a version that `GET` shows, in its names.
-const SHOWN: [&str; 16] = [
+const SHOWN: [&str; 17] = [
     "target_url",
     "status",
     "redirect",
@@ -29,6 +29,7 @@ const SHOWN: [&str; 16] = [
     "expired_url",
     "interstitial",
     "record_clicks",
+    "scanner_check",
     "max_visits",
     "exhausted",
     "access",

@@ -153,6 +153,9 @@ pub async fn update_link(
     if let Some(r) = changes.record_clicks {
         options.no_clicks = !r;
     }
+    if let Some(c) = changes.scanner_check {
+        options.no_scanner_check = !c;
+    }
     let mode = match (changes.access, &options.access) {
         (Some(mode), _) => Some(mode),
         // A new password for a link that has one.

@@ -85,6 +85,9 @@ pub struct LinkOptions {
     /// `record_clicks: false` in the API.
     #[serde(default, skip_serializing_if = "is_false")]
     pub no_clicks: bool,
+    /// `scanner_check: false` in the API: scanners' visits count as people's.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub no_scanner_check: bool,
     /// People's visits after which the link ends (bots never count).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_visits: Option<u64>,
@@ -238,6 +241,7 @@ impl Link {
             expired_url: self.options.expired_url.clone(),
             interstitial: self.options.interstitial,
             no_clicks: self.options.no_clicks,
+            no_scanner_check: self.options.no_scanner_check,
             exhausted: self.options.exhausted,
             access: self.options.access.clone(),
         }

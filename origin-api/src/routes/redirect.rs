@@ -252,13 +252,15 @@ fn record_click(
             state.proxies.country(peer, headers),
         )
     };
-    // A prefetch nobody clicked is a scanner's visit, a bot's (docs/scanners.md); the
-    // origin knows no network to judge by.
-    if !visitor.bot
-        && shared::scanners::classify(None, |name| headers.get(name).and_then(|v| v.to_str().ok()))
-            .is_some()
-    {
-        visitor.bot = true;
+    // A prefetch nobody clicked is a scanner's visit, a bot's (docs/scanners.md), unless
+    // the link's owner turned that off; the origin knows no network to judge by.
+    if !visitor.bot && !decision.scanners_unchecked {
+        if let Some(scanner) =
+            shared::scanners::classify(None, |name| headers.get(name).and_then(|v| v.to_str().ok()))
+        {
+            visitor.bot = true;
+            visitor.scanner = Some(scanner);
+        }
     }
     state.recorder.record(clicked, at, decision.status, visitor);
 }

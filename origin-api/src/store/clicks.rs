@@ -9,6 +9,7 @@ use crate::model::history::{Action, Actor, Change};
 use crate::model::Link;
 use async_trait::async_trait;
 use shared::clicks::ClickEvent;
+use shared::scanners::Scanner;
 use shared::tally::TallyRow;
 use shared::RouteKey;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -189,6 +190,8 @@ pub struct ClickDims<'a> {
     pub device: &'static str,
     /// The split variant the visit got, if the link has a split.
     pub variant: Option<u8>,
+    /// Why a bot's visit was a scanner's, when it was.
+    pub scanner: Option<Scanner>,
 }
 
 /// Rows per multi-row statement: well under both databases' limits on bound values.
@@ -255,13 +258,16 @@ pub const OTHER_REFERRERS: &str = "(other)";
 /// The dimensions a link-hour counts, by the initial that keys them in its `dims`
 /// column: `{"c:DE": 3, "r:": 1, "r:news.example": 2, "d:mobile": 3, "s:302": 3,
 /// "v:1": 3}` (nothing after the colon when the value is unknown). The split variant is
-/// counted only for visits that got one: a link without a split keeps no `v:` key.
-const DIMENSIONS: [(char, &str); 5] = [
+/// counted only for visits that got one: a link without a split keeps no `v:` key. The
+/// scanner kind (`k:network`, `k:prefetch`) likewise only for scanners' visits, which
+/// are bots' (docs/scanners.md).
+const DIMENSIONS: [(char, &str); 6] = [
     ('c', "country"),
     ('r', "referrer"),
     ('d', "device"),
     ('s', "status"),
     ('v', "variant"),
+    ('k', "scanner"),
 ];
 
 /// `value` of the dimension keyed by `initial`, as a `dims` key.
@@ -289,6 +295,7 @@ impl<'a> ClickDims<'a> {
             referrer: r.referrer_host.as_deref().unwrap_or_default(),
             device: r.device.as_str(),
             variant: r.variant,
+            scanner: r.scanner,
         }
     }
 
@@ -301,6 +308,7 @@ impl<'a> ClickDims<'a> {
             referrer: e.referrer_host.as_deref().unwrap_or_default(),
             device: e.device.as_str(),
             variant: e.variant,
+            scanner: e.scanner,
         }
     }
 }
@@ -337,6 +345,9 @@ impl Increments {
         }
         if let Some(v) = dims.variant {
             *h.dims.entry(dim_key('v', &v.to_string())).or_default() += n;
+        }
+        if let Some(s) = dims.scanner {
+            *h.dims.entry(dim_key('k', s.as_str())).or_default() += n;
         }
     }
 
@@ -1048,7 +1059,8 @@ impl ClickStore for Db {
         // The top of each dimension is chosen by the database: only `top` rows per
         // dimension come back, however many values the range holds. Each link-hour row
         // holds its dimensions as one JSON object, expanded here. Built at run time: the
-        // function that expands it is each dialect's own.
+        // function that expands it is each dialect's own. The scanner dimension is
+        // read whatever `include_bots` says: it says how many of the bots were scanners.
         let each = if self.is_postgres() {
             "jsonb_each_text"
         } else {
@@ -1060,7 +1072,7 @@ impl ClickStore for Db {
                  ROW_NUMBER() OVER (PARTITION BY substr(j.key, 1, 1) \
                    ORDER BY SUM(CAST(j.value AS BIGINT)) DESC, j.key) AS r \
                FROM click_hours h, {each}(h.dims) j \
-               WHERE h.link_id = $1 AND h.hour >= $2 AND h.hour < $3 AND (h.bot = FALSE OR $4) \
+               WHERE h.link_id = $1 AND h.hour >= $2 AND h.hour < $3 AND (h.bot = FALSE OR $4 OR j.key LIKE 'k:%') \
                GROUP BY j.key) ranked \
              WHERE r <= $5 ORDER BY substr(k, 1, 1), n DESC, k"
         );

@@ -53,6 +53,18 @@ pub async fn purge_links(
     limit: i64,
     now: i64,
 ) -> Result<Vec<Link>, StoreError> {
+    let read = purge_candidates(db, which, before, limit).await?;
+    purge_read(db, which, &read, now).await
+}
+
+/// The links [`purge_links`] would purge now, as they are: read on a reader, so an idle
+/// purge (nearly always) never takes the writer.
+pub async fn purge_candidates(
+    db: &Db,
+    which: Purgeable,
+    before: i64,
+    limit: i64,
+) -> Result<Vec<Link>, StoreError> {
     // Built at run time: the link columns are one list in `link_rows`.
     let sql = match which {
         Purgeable::Expired => format!(
@@ -64,18 +76,26 @@ pub async fn purge_links(
              AND updated_at < $1 ORDER BY updated_at LIMIT $2"
         ),
     };
-    // Read on a reader: an idle purge (nearly always) never takes the writer. Each write
-    // below needs the version read, so a link changed in between is left alone.
     let rows: Vec<LinkRow> = db.read_all(&sql, &[before.into(), limit.into()]).await?;
-    if rows.is_empty() {
+    rows.into_iter().map(Link::try_from).collect()
+}
+
+/// Purges `read` (as [`purge_candidates`] read them) in one transaction. Each write needs
+/// the version read: a link changed in between (its expiry moved on, say) is left alone.
+pub async fn purge_read(
+    db: &Db,
+    which: Purgeable,
+    read: &[Link],
+    now: i64,
+) -> Result<Vec<Link>, StoreError> {
+    if read.is_empty() {
         return Ok(Vec::new());
     }
     let mut tx = db.begin_write().await?;
     let mut c = tx.conn();
-    let mut written = Vec::with_capacity(rows.len());
-    for row in rows {
-        let old = Link::try_from(row)?;
-        if let Some(link) = purge_one(&mut c, &old, which, now).await? {
+    let mut written = Vec::with_capacity(read.len());
+    for old in read {
+        if let Some(link) = purge_one(&mut c, old, which, now).await? {
             written.push(link);
         }
     }

@@ -31,6 +31,7 @@ impl Link {
             expired_url: self.options.expired_url.clone(),
             interstitial: self.options.interstitial,
             record_clicks: !self.options.no_clicks,
+            scanner_check: !self.options.no_scanner_check,
             max_visits: self.options.max_visits,
             exhausted: self.options.exhausted,
             access: match self.options.access {
@@ -97,6 +98,10 @@ pub struct LinkView {
     pub interstitial: bool,
     /// Whether visits are recorded for the link's stats.
     pub record_clicks: bool,
+    /// Whether visits from scanners (networks that serve no people browsing, mail
+    /// gateways, prefetches) count as bots' (`true`, the default) or as people's: then
+    /// they use up `max_visits` (docs/scanners.md).
+    pub scanner_check: bool,
     /// People's visits after which the link ends; `null` for no limit.
     pub max_visits: Option<u64>,
     /// The visit limit was reached: the link answers as an expired one (410, or its
@@ -196,6 +201,10 @@ pub struct CreateLink {
     /// `false`: visits are not recorded (default `true`).
     #[serde(default)]
     pub record_clicks: Option<bool>,
+    /// `false`: scanners' visits count as people's and use up `max_visits` (default
+    /// `true`: as bots').
+    #[serde(default)]
+    pub scanner_check: Option<bool>,
     /// People's visits after which the link ends (410, or `expired_url`); bots are
     /// never counted.
     #[serde(default)]
@@ -359,6 +368,8 @@ pub struct UpdateLink {
     pub interstitial: Option<bool>,
     #[serde(default)]
     pub record_clicks: Option<bool>,
+    #[serde(default)]
+    pub scanner_check: Option<bool>,
     /// `null` removes the limit. Raising it past the visits counted (or removing it)
     /// brings an exhausted link back.
     #[serde(default, deserialize_with = "present")]

@@ -71,6 +71,12 @@ pub struct Top {
     /// Visits per split variant (its index in the link's `split`, as a string), for the
     /// visits that got one.
     pub variants: Vec<Ranked>,
+    /// Bots' visits that were a scanner's, by why (`network`: from a network that serves
+    /// no people browsing; `prefetch`: fetched by a browser before anyone clicked).
+    /// Listed whatever `include_bots` says: they are part of `totals.bots`
+    /// (docs/scanners.md).
+    #[serde(default)]
+    pub scanners: Vec<Ranked>,
 }
 
 /// `GET /v1/links/{domain}/{code}/stats`.

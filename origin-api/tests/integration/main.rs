@@ -30,6 +30,7 @@ mod races;
 mod random_codes;
 mod restore;
 mod retention;
+mod scanners;
 mod scoped_keys;
 mod sequences;
 mod skeleton;

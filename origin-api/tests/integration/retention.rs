@@ -189,8 +189,7 @@ async fn only_links_past_the_cutoff_are_purged_at_the_version_they_have_now() {
                 .expect("purge");
         assert!(early.is_empty());
         // A link changed since it was made is purged at its version now, its new
-        // version past that. (The purge's write needs the version its read saw; no test
-        // here can interleave a change between the two.)
+        // version past that (a change between the read and the write: the next test).
         api.exec("UPDATE links SET version = version + 1 WHERE code = 'race-link'")
             .await;
         let purged = origin_api::store::purge::purge_links(
@@ -204,6 +203,55 @@ async fn only_links_past_the_cutoff_are_purged_at_the_version_they_have_now() {
         .expect("purge");
         assert_eq!(purged.len(), 1, "read again, at its new version");
         assert!(purged[0].is_purged());
+    }
+}
+
+/// The purge reads its candidates on a reader and writes each at the version it read:
+/// an owner who extends a link's expiry between the two keeps the link. Without the
+/// version in the write, the link would lose its target though it is live.
+#[tokio::test]
+async fn a_link_extended_between_the_purges_read_and_its_write_is_left_alone() {
+    for (api, t) in apis_with("retention-interleaved", &[]).await {
+        let key = api.key("acme", false).await;
+        let now = now_ms();
+        made(
+            &api,
+            &key,
+            json!({"target_url": "https://shop.example/a", "code": "extended",
+                   "expires_at": rfc3339(now + DAY_MS)}),
+        )
+        .await;
+        let later = now + 2 * DAY_MS;
+        let read = origin_api::store::purge::purge_candidates(
+            &api.state.db,
+            Purgeable::Expired,
+            later,
+            10,
+        )
+        .await
+        .expect("read");
+        assert_eq!(read.len(), 1, "{}", t.kind());
+        let r = api
+            .patch_json(
+                &key,
+                "/v1/links/s.example/extended",
+                Some("\"1\""),
+                json!({"expires_at": rfc3339(now + 30 * DAY_MS)}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+        let written =
+            origin_api::store::purge::purge_read(&api.state.db, Purgeable::Expired, &read, later)
+                .await
+                .expect("purge");
+        assert!(written.is_empty(), "{}: {written:?}", t.kind());
+        let link = api.read(&key, "s.example", "extended").await;
+        assert_eq!(
+            link.body["target_url"], "https://shop.example/a",
+            "{}",
+            link.text
+        );
+        assert_eq!(link.body["version"], 2);
     }
 }
 

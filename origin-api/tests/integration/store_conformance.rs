@@ -178,6 +178,7 @@ async fn an_upgrade_moves_each_link_hours_dimensions_into_its_row_and_loses_none
             referrer: "news.example",
             device: "mobile",
             variant: None,
+            scanner: None,
         };
         inc.add(7, "ana", &visit, 1);
         t.db.add_rollups(&inc, 0).await.expect("add");
@@ -216,6 +217,7 @@ async fn concurrent_writers_into_one_link_hour_lose_no_dimension_counts() {
                                 referrer,
                                 device: "mobile",
                                 variant: None,
+                                scanner: None,
                             };
                             inc.add(9, "ana", &visit, 2);
                         }

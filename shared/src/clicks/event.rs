@@ -4,6 +4,7 @@
 
 use crate::agent::{classify_user_agent, Device};
 use crate::route::RouteKey;
+use crate::scanners::Scanner;
 use crate::split::MAX_VARIANTS;
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +22,8 @@ pub struct Visitor {
     pub referrer_host: Option<String>,
     pub device: Device,
     pub bot: bool,
+    /// Why the visit is a scanner's (and so a bot's), when it is one.
+    pub scanner: Option<Scanner>,
 }
 
 impl Visitor {
@@ -36,6 +39,21 @@ impl Visitor {
             referrer_host: referer.and_then(referrer_host),
             device,
             bot,
+            scanner: None,
+        }
+    }
+
+    /// The visitor, counted as a bot when `scanner` says it is a scanner (a network
+    /// that serves no people, a prefetch) and its user agent did not already say it
+    /// was a bot: the stats' `scanner` dimension counts only what it alone found.
+    pub fn screened(self, scanner: Option<Scanner>) -> Self {
+        match scanner {
+            Some(s) if !self.bot => Visitor {
+                bot: true,
+                scanner: Some(s),
+                ..self
+            },
+            _ => self,
         }
     }
 }
@@ -63,6 +81,10 @@ pub struct ClickEvent {
     pub referrer_host: Option<String>,
     pub device: Device,
     pub bot: bool,
+    /// Why the visit was counted as a bot's though its user agent is a browser's
+    /// (docs/scanners.md); absent for every other visit. Only with `bot`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scanner: Option<Scanner>,
     /// The status the visitor got.
     #[cfg_attr(feature = "openapi", schema(maximum = 65535))]
     pub status: u16,
@@ -91,6 +113,7 @@ impl ClickEvent {
             referrer_host: visitor.referrer_host,
             device: visitor.device,
             bot: visitor.bot,
+            scanner: visitor.scanner,
             status,
             variant: None,
         }
@@ -134,6 +157,9 @@ impl ClickEvent {
                     .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-._[]:".contains(&b))
         }) {
             return Some("referrer_host must be a lowercase host name");
+        }
+        if self.scanner.is_some() && !self.bot {
+            return Some("scanner is only for a visit counted as a bot's");
         }
         if self.variant.is_some_and(|v| usize::from(v) >= MAX_VARIANTS) {
             return Some("variant must be the index of a split's variant");

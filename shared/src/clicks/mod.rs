@@ -263,7 +263,8 @@ mod tests {
                 country: Some("DE".into()),
                 referrer_host: Some("t.co".into()),
                 device: Device::Mobile,
-                bot: false
+                bot: false,
+                scanner: None,
             }
         );
         let none = Visitor::describe(None, None, Some("Germany"));
@@ -322,6 +323,42 @@ mod tests {
         assert_eq!(e.problem(), None);
         let past = event().with_variant(Some(crate::split::MAX_VARIANTS as u8));
         assert!(past.problem().unwrap().contains("variant"));
+    }
+
+    /// A scanner's visit is a bot's, and says why only when the user agent did not
+    /// already say it was a bot; the field travels in the event and its tally row, and
+    /// a claim that a person's visit was a scanner's is refused.
+    #[test]
+    fn a_screened_visitor_is_a_bot_that_says_why() {
+        use crate::scanners::Scanner;
+        let person = Visitor::describe(Some(CHROME_WINDOWS), None, None);
+        assert_eq!(person.clone().screened(None), person);
+        let scanner = person.screened(Some(Scanner::Network));
+        assert_eq!(
+            (scanner.bot, scanner.scanner),
+            (true, Some(Scanner::Network))
+        );
+        let crawler = Visitor::describe(Some("Googlebot/2.1"), None, None);
+        assert_eq!(crawler.clone().screened(Some(Scanner::Prefetch)), crawler);
+        let e = ClickEvent::new(
+            "e-1".into(),
+            "s.example/abc1234".into(),
+            Some(1),
+            1_700_000_000_000,
+            302,
+            scanner,
+        );
+        let json = serde_json::to_string(&e).unwrap();
+        assert!(json.contains(r#""scanner":"network""#), "{json}");
+        assert_eq!(serde_json::from_str::<ClickEvent>(&json).unwrap(), e);
+        assert_eq!(e.problem(), None);
+        let row = crate::tally::TallyRow::of(e.clone());
+        let json = serde_json::to_string(&row).unwrap();
+        assert!(json.contains(r#""scanner":"network""#), "{json}");
+        assert!(!serde_json::to_string(&event()).unwrap().contains("scanner"));
+        let lying = ClickEvent { bot: false, ..e };
+        assert!(lying.problem().unwrap().contains("scanner"));
+        assert!(serde_json::from_str::<Scanner>(r#""robot""#).is_err());
     }
 
     #[test]

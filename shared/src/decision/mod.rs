@@ -103,6 +103,7 @@ impl PreparedRecord {
                 forward_query: record.forward_query,
                 interstitial: record.interstitial,
                 no_clicks: record.no_clicks,
+                no_scanner_check: record.no_scanner_check,
                 exhausted: record.exhausted,
             },
             version: record.version,
@@ -158,6 +159,7 @@ impl PreparedRecord {
             forward_query,
             interstitial,
             no_clicks,
+            no_scanner_check,
             exhausted,
         } = self.basics;
         let more = self.more.as_deref();
@@ -175,6 +177,7 @@ impl PreparedRecord {
             access: more.and_then(|m| m.access.clone()),
             interstitial,
             no_clicks,
+            no_scanner_check,
             exhausted,
         }
     }
@@ -226,6 +229,7 @@ struct Basics {
     forward_query: bool,
     interstitial: bool,
     no_clicks: bool,
+    no_scanner_check: bool,
     exhausted: bool,
 }
 
@@ -238,6 +242,7 @@ impl From<&EdgeRecord> for Basics {
             forward_query: r.forward_query,
             interstitial: r.interstitial,
             no_clicks: r.no_clicks,
+            no_scanner_check: r.no_scanner_check,
             exhausted: r.exhausted,
         }
     }
@@ -461,7 +466,8 @@ impl<'u> Target<'u> {
     }
 }
 
-/// The decision itself, marked unrecorded when the link asks for that.
+/// The decision itself, marked unrecorded (or its scanners unchecked) when the link asks
+/// for that.
 fn decide_with<'u>(
     visit: &Visit<'_>,
     record: Option<(Basics, Option<Extras<'u>>)>,
@@ -471,6 +477,7 @@ fn decide_with<'u>(
 ) -> Decision {
     let mut decision = decide_known(visit, record, target, deny, settings);
     decision.unrecorded = record.is_some_and(|(basics, _)| basics.no_clicks);
+    decision.scanners_unchecked = record.is_some_and(|(basics, _)| basics.no_scanner_check);
     decision
 }
 
@@ -631,5 +638,6 @@ fn decide_known<'u>(
         body: Body::Empty,
         variant,
         unrecorded: false,
+        scanners_unchecked: false,
     }
 }

@@ -76,6 +76,7 @@ impl Decision {
             },
             variant: None,
             unrecorded: false,
+            scanners_unchecked: false,
         }
     }
 
@@ -160,6 +161,7 @@ impl Decision {
             body: Body::Empty,
             variant: None,
             unrecorded: false,
+            scanners_unchecked: false,
         }
     }
 
@@ -236,6 +238,7 @@ impl Decision {
             body: Body::Empty,
             variant: None,
             unrecorded: false,
+            scanners_unchecked: false,
         }
     }
 

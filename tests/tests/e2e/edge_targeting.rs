@@ -274,8 +274,7 @@ async fn a_visit_limit_ignores_crawlers_and_ends_the_link_at_the_edge() {
 
 /// A browser's prefetch (`Sec-Purpose: prefetch`, a person's user agent) is a scanner's
 /// visit: counted, as a bot's, and never using up a `max_visits` link; a person's visits
-/// then do. (`cf.asn` cannot be set per request under `wrangler dev`; the networks are
-/// `shared::scanners`' unit test.)
+/// then do. The stats say why they were bots: `prefetch`.
 #[tokio::test]
 async fn a_prefetch_is_counted_as_a_bot_and_never_uses_up_a_visit_limit() {
     let w = Wired::start("marketing", false).await;
@@ -313,7 +312,16 @@ async fn a_prefetch_is_counted_as_a_bot_and_never_uses_up_a_visit_limit() {
                 .expect("stats JSON");
             // People's visits stay at none: every prefetch is a bot's.
             assert_eq!(stats["totals"]["visits"].as_i64(), Some(0), "{stats}");
-            stats["totals"]["bots"].as_i64() == Some(10)
+            let counted = stats["totals"]["bots"].as_i64() == Some(10);
+            if counted {
+                // The stats say why: all ten were prefetches.
+                assert_eq!(
+                    stats["top"]["scanners"],
+                    json!([{ "value": "prefetch", "visits": 10 }]),
+                    "{stats}"
+                );
+            }
+            counted
         })
         .await;
     let link = read_link(
@@ -326,6 +334,122 @@ async fn a_prefetch_is_counted_as_a_bot_and_never_uses_up_a_visit_limit() {
         location(&w, &code, &[(USER_AGENT, DESKTOP)]).await,
         "https://shop.example/"
     );
+}
+
+/// A visit from a network that serves no people (Microsoft's, 8075: where Defender's
+/// Safe Links opens every link of a mail) is a scanner's: a bot's, listed as `network`,
+/// never using up a visit limit; one from a home network is a person's. `wrangler dev`
+/// takes a request's `cf` object from its `MF-CF-Blob` header (miniflare's entry worker,
+/// as Cloudflare's edge sets `request.cf`), which simulates the network per request.
+#[tokio::test]
+async fn a_visit_from_a_scanners_network_is_a_bot_and_says_so_in_the_stats() {
+    let w = Wired::start("marketing", false).await;
+    let code = published(
+        &w,
+        json!({ "target_url": "https://shop.example/", "max_visits": 2 }),
+    )
+    .await;
+    let cf = reqwest::header::HeaderName::from_static("mf-cf-blob");
+    for _ in 0..6 {
+        assert_eq!(
+            location(
+                &w,
+                &code,
+                &[
+                    (USER_AGENT, DESKTOP),
+                    (cf.clone(), r#"{"asn":8075,"country":"US"}"#)
+                ]
+            )
+            .await,
+            "https://shop.example/"
+        );
+    }
+    assert_eq!(
+        location(
+            &w,
+            &code,
+            &[
+                (USER_AGENT, DESKTOP),
+                (cf.clone(), r#"{"asn":3320,"country":"DE"}"#)
+            ]
+        )
+        .await,
+        "https://shop.example/"
+    );
+    let stats_url = w.origin.url(&format!("/v1/links/s.example/{code}/stats"));
+    let last = RefCell::new(serde_json::Value::Null);
+    poll("the visits arrive, the network's as a scanner's")
+        .within(Duration::from_secs(60))
+        .every(Duration::from_millis(200))
+        .explain(|| last.borrow().to_string())
+        .until_true(|| async {
+            let stats: serde_json::Value = client()
+                .get(&stats_url)
+                .bearer_auth(&w.key)
+                .send()
+                .await
+                .expect("stats")
+                .json()
+                .await
+                .expect("stats JSON");
+            let arrived = stats["totals"]["visits"].as_i64() == Some(1)
+                && stats["totals"]["bots"].as_i64() == Some(6)
+                && stats["top"]["scanners"] == json!([{ "value": "network", "visits": 6 }])
+                && stats["top"]["countries"] == json!([{ "value": "DE", "visits": 1 }]);
+            *last.borrow_mut() = stats;
+            arrived
+        })
+        .await;
+    let link = read_link(
+        &w.origin.url(&format!("/v1/links/s.example/{code}")),
+        &w.key,
+    )
+    .await;
+    assert_eq!(link["exhausted"], false, "{link}");
+}
+
+/// A link whose owner turned the scanner check off (`scanner_check: false`, carried in
+/// its edge record) counts a prefetch as a person's visit: two use up a limit of two,
+/// and the edge ends the link.
+#[tokio::test]
+async fn a_link_without_the_scanner_check_counts_a_prefetch_as_a_person() {
+    let w = Wired::start("marketing", false).await;
+    let code = published(
+        &w,
+        json!({ "target_url": "https://shop.example/", "max_visits": 2, "scanner_check": false }),
+    )
+    .await;
+    let prefetch = reqwest::header::HeaderName::from_static("sec-purpose");
+    for _ in 0..2 {
+        assert_eq!(
+            location(
+                &w,
+                &code,
+                &[(USER_AGENT, DESKTOP), (prefetch.clone(), "prefetch")]
+            )
+            .await,
+            "https://shop.example/"
+        );
+    }
+    // Asked as a crawler, whose visits never count: only the prefetches can end it.
+    poll("the edge ends the link after two prefetches counted as people")
+        .within(Duration::from_secs(90))
+        .every(Duration::from_millis(250))
+        .until_true(|| async {
+            visit(&w, &code, &[(USER_AGENT, GOOGLEBOT)]).await.status() == StatusCode::GONE
+        })
+        .await;
+    let stats: serde_json::Value = client()
+        .get(w.origin.url(&format!("/v1/links/s.example/{code}/stats")))
+        .bearer_auth(&w.key)
+        .send()
+        .await
+        .expect("stats")
+        .json()
+        .await
+        .expect("stats JSON");
+    assert_eq!(stats["totals"]["visits"].as_i64(), Some(2), "{stats}");
+    assert_eq!(stats["top"]["scanners"], json!([]), "{stats}");
 }
 
 /// Each click says which variant it got, and the link's stats break its visits down so.

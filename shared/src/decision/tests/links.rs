@@ -260,3 +260,31 @@ fn a_link_that_asks_not_to_be_recorded_says_so_on_every_answer() {
     };
     assert!(run(Some(&gone), Method::Get, None, &none).unrecorded);
 }
+
+/// `scanner_check: false` reaches the edge in the record and every answer of the link
+/// says so, through the record's prepared form too (what the edge and origin cache).
+#[test]
+fn a_link_whose_scanners_count_as_people_says_so_on_every_answer() {
+    let rec = EdgeRecord {
+        no_scanner_check: true,
+        ..active("https://shop.example/")
+    };
+    assert!(rec.to_json().contains(r#""ns":true"#));
+    assert_eq!(EdgeRecord::from_json(&rec.to_json()).unwrap(), rec);
+    let prepared = crate::decision::PreparedRecord::new(rec.clone());
+    assert_eq!(prepared.to_record(), rec);
+    let none = Denylist::default();
+    let d = run(Some(&rec), Method::Get, None, &none);
+    assert!(d.scanners_unchecked && !d.unrecorded);
+    assert!(
+        !run(
+            Some(&active("https://shop.example/")),
+            Method::Get,
+            None,
+            &none
+        )
+        .scanners_unchecked
+    );
+    // A plain link's record does not carry the field at all.
+    assert!(!active("https://shop.example/").to_json().contains("ns"));
+}
