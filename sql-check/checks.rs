@@ -367,13 +367,16 @@ pub async fn mark_link_published(c: &mut Conn) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
-/// `store/outbox.rs`: superseded rows marked delivered.
+/// `store/outbox.rs`: a batch's superseded rows marked delivered, their seqs returned.
 pub async fn retire_superseded(c: &mut Conn) -> Result<(), sqlx::Error> {
     sqlx::query_file!(
         "../../origin-api/src/store/queries/retire_superseded.sql",
-        0_i64
+        0_i64,
+        "normal",
+        1_i64,
+        1_000_i64
     )
-    .execute(c)
+    .fetch_all(c)
     .await?;
     Ok(())
 }

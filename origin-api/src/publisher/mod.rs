@@ -439,8 +439,20 @@ impl Publisher {
     ) -> Result<usize, PublishError> {
         let now = now_ms();
         let mut rows = self.store.pending(lane, BATCH_ROWS, now).await?;
-        if !rows.is_empty() && self.store.retire_superseded(&fence.claim(), now).await? > 0 {
-            rows = self.store.pending(lane, BATCH_ROWS, now).await?;
+        // KV checks no versions: a row whose key had a newer version delivered (a
+        // transaction that committed late) must never be pushed. Only this batch's rows
+        // are judged, so a round costs the same however many rows wait behind it.
+        let mut retired = 0;
+        if let (Some(first), Some(last)) = (rows.first(), rows.last()) {
+            let mut gone = self
+                .store
+                .retire_superseded(&fence.claim(), lane, (first.seq, last.seq), now)
+                .await?;
+            if !gone.is_empty() {
+                gone.sort_unstable();
+                rows.retain(|r| gone.binary_search(&r.seq).is_err());
+                retired = gone.len();
+            }
         }
         let lag = rows
             .iter()
@@ -456,6 +468,10 @@ impl Publisher {
                 .unwrap_or(0),
         );
         if rows.is_empty() {
+            if retired > 0 {
+                // The whole batch was stale: more may wait behind it.
+                return Ok(retired);
+            }
             if lane == "fast" && self.meta_due(fence.epoch) {
                 self.heartbeat(fence).await?;
             }
@@ -470,7 +486,7 @@ impl Publisher {
                 .observe(started.elapsed());
         }
         delivered?;
-        Ok(rows.len())
+        Ok(rows.len() + retired)
     }
 
     /// Whether the meta should be pushed again: never yet under this epoch, or not for

@@ -46,9 +46,16 @@ pub trait OutboxStore: Send + Sync + Debug + 'static {
         rows: &[OutboxRow],
         at: i64,
     ) -> Result<(), StoreError>;
-    /// Marks delivered, without pushing them, the undelivered rows of a key for which a
-    /// newer version was already delivered; returns how many.
-    async fn retire_superseded(&self, claim: &LeaseClaim<'_>, at: i64) -> Result<u64, StoreError>;
+    /// Marks delivered, without pushing them, the undelivered rows of `lane` with a seq
+    /// in `seqs` (inclusive: the batch about to be pushed) of a key for which a newer
+    /// version was already delivered; returns their seqs.
+    async fn retire_superseded(
+        &self,
+        claim: &LeaseClaim<'_>,
+        lane: &str,
+        seqs: (i64, i64),
+        at: i64,
+    ) -> Result<Vec<i64>, StoreError>;
     /// Counts refusals of single rows, each retried later or set aside; returns how
     /// many were set aside.
     async fn record_failures(
@@ -109,8 +116,8 @@ const PENDING: &str = include_str!("queries/outbox_pending.sql");
 const RELEASE_LEASE: &str = include_str!("queries/release_lease.sql");
 /// What the edge now has of a link, unless it had a newer version already.
 const MARK_LINK_PUBLISHED: &str = include_str!("queries/mark_link_published.sql");
-/// Marks delivered the undelivered rows of which a newer version of the same key was
-/// delivered.
+/// Marks delivered the undelivered rows of a batch of which a newer version of the same
+/// key was delivered; returns their seqs.
 const RETIRE_SUPERSEDED: &str = include_str!("queries/retire_superseded.sql");
 /// One refusal of a row: retried at `$2`, or set aside at `$3`.
 const RECORD_FAILURE: &str = include_str!("queries/record_failure.sql");
@@ -308,11 +315,23 @@ impl OutboxStore for Db {
         Ok(())
     }
 
-    async fn retire_superseded(&self, claim: &LeaseClaim<'_>, at: i64) -> Result<u64, StoreError> {
+    async fn retire_superseded(
+        &self,
+        claim: &LeaseClaim<'_>,
+        lane: &str,
+        (from, to): (i64, i64),
+        at: i64,
+    ) -> Result<Vec<i64>, StoreError> {
         let mut tx = fenced(self, claim).await?;
-        let done = tx.conn().execute(RETIRE_SUPERSEDED, &[at.into()]).await?;
+        let retired: Vec<(i64,)> = tx
+            .conn()
+            .fetch_all(
+                RETIRE_SUPERSEDED,
+                &[at.into(), lane.into(), from.into(), to.into()],
+            )
+            .await?;
         tx.commit().await?;
-        Ok(done)
+        Ok(retired.into_iter().map(|(seq,)| seq).collect())
     }
 
     async fn record_failures(
@@ -468,7 +487,9 @@ mod tests {
              AND newer.route_key = outbox.route_key AND newer.version > outbox.version \
              AND newer.published_at IS NOT NULL)";
         for sql in [RETIRE_SUPERSEDED, PRUNE_DELIVERED] {
-            assert!(words(sql).ends_with(&words(superseded)), "{sql}");
+            let sql = words(sql);
+            let sql = sql.strip_suffix(" RETURNING seq").unwrap_or(&sql);
+            assert!(sql.ends_with(&words(superseded)), "{sql}");
         }
     }
 }

@@ -619,6 +619,41 @@ async fn the_kv_bulk_sink_sends_what_cloudflare_documents_and_never_an_older_ver
             json!(2)
         );
         assert!(pending(&s.state.db).await.is_empty());
+
+        // The sweep judges only the batch about to be pushed. Two late rows with a
+        // batch's worth of rows from the first on: the first is retired from its batch,
+        // the second (just past it) from the next, and neither is ever sent.
+        let fresh = |i: usize| {
+            format!(
+                "('normal', 'link', 's.example/filler-{i}', 1, '{{\"t\":\"https://dest.example/{i}\",\"s\":\"active\",\"v\":1}}', {})",
+                now_ms()
+            )
+        };
+        let late_row = format!(
+            "('normal', 'link', 's.example/kv-b', 1, '{late}', {})",
+            now_ms()
+        );
+        let mut values = vec![late_row.clone()];
+        values.extend((0..origin_api::publisher::BATCH_ROWS as usize - 1).map(fresh));
+        values.push(late_row);
+        let sql = format!(
+            "INSERT INTO outbox (lane, kind, route_key, version, payload, created_at) VALUES {}",
+            values.join(", ")
+        );
+        s.state.db.write(&sql, &[]).await.expect("insert");
+        drain(&s).await;
+        assert!(pending(&s.state.db).await.is_empty(), "{}", t.kind());
+        {
+            let kv = cf.kv.lock().expect("lock");
+            let (value, _) = kv.get("l:s.example/kv-b").expect("kv-b").clone();
+            assert_eq!(
+                serde_json::from_str::<Value>(&value).expect("record")["v"],
+                json!(2),
+                "{}: a late version 1 was pushed over version 2",
+                t.kind()
+            );
+            assert!(kv.contains_key("l:s.example/filler-998"), "{}", t.kind());
+        }
         server.abort();
         t.cleanup().await;
     }
@@ -694,8 +729,14 @@ impl OutboxStore for Cut {
         self.marks.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
-    async fn retire_superseded(&self, c: &LeaseClaim<'_>, at: i64) -> Result<u64, StoreError> {
-        self.db.retire_superseded(c, at).await
+    async fn retire_superseded(
+        &self,
+        c: &LeaseClaim<'_>,
+        lane: &str,
+        seqs: (i64, i64),
+        at: i64,
+    ) -> Result<Vec<i64>, StoreError> {
+        self.db.retire_superseded(c, lane, seqs, at).await
     }
     async fn record_failures(
         &self,
