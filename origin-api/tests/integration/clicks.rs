@@ -525,11 +525,7 @@ async fn one_visitor_counts_at_most_its_budget_of_clicks_at_the_origin() {
         }
         api.visit_from("198.51.100.9:40000", "GET", "/limited-1", HUMAN_UA, "")
             .await;
-        api.state
-            .clicks
-            .recorder
-            .flush(&api.state.clicks.counts, &api.state.db)
-            .await;
+        api.flush_clicks().await;
         let stats = api
             .get_as(&owner, "/v1/links/s.example/limited-1/stats")
             .await;
@@ -569,11 +565,7 @@ async fn the_origins_own_redirects_are_counted_as_clicks() {
         // Not clicks: a HEAD, and a code that names no link.
         api.visit_as("HEAD", "/own-path", HUMAN_UA, "").await;
         api.visit_as("GET", "/no-such-code", HUMAN_UA, "").await;
-        api.state
-            .clicks
-            .recorder
-            .flush(&api.state.clicks.counts, &api.state.db)
-            .await;
+        api.flush_clicks().await;
 
         let stats = api
             .get_as(&owner, "/v1/links/s.example/own-path/stats")
@@ -611,11 +603,7 @@ async fn with_recording_off_the_origins_redirects_count_nothing() {
             api.visit_as("GET", "/quiet-link", HUMAN_UA, "").await,
             StatusCode::FOUND
         );
-        api.state
-            .clicks
-            .recorder
-            .flush(&api.state.clicks.counts, &api.state.db)
-            .await;
+        api.flush_clicks().await;
         let stats = api
             .get_as(&owner, "/v1/links/s.example/quiet-link/stats")
             .await;

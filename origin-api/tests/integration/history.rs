@@ -165,11 +165,7 @@ async fn every_change_of_a_link_is_on_record_with_who_made_it_and_what_changed()
         assert_eq!(r.status, StatusCode::OK, "{}", r.text);
         let visit = api.visit_as_person("/spring-sale").await;
         assert_eq!(visit.status, StatusCode::FOUND, "{}", visit.text);
-        api.state
-            .clicks
-            .recorder
-            .flush(&api.state.clicks.counts, &api.state.db)
-            .await;
+        api.flush_clicks().await;
 
         let me = actor(&owner);
         let entries = history(&api, &owner, LINK, 3).await;

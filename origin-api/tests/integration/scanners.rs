@@ -145,11 +145,7 @@ async fn the_origin_counts_a_prefetch_as_a_scanner_unless_the_link_says_otherwis
             assert_eq!(api.prefetch("/scan-checked").await, StatusCode::FOUND);
             assert_eq!(api.prefetch("/scan-unchecked").await, StatusCode::FOUND);
         }
-        api.state
-            .clicks
-            .recorder
-            .flush(&api.state.clicks.counts, &api.state.db)
-            .await;
+        api.flush_clicks().await;
         let checked = api
             .call_as(&owner, "GET", "/v1/links/s.example/scan-checked/stats")
             .await;

@@ -385,15 +385,6 @@ impl Api {
 }
 
 impl Api {
-    /// Writes the origin's own clicks counted so far, as its writer task would.
-    async fn write_clicks(&self) {
-        self.state
-            .clicks
-            .recorder
-            .flush(&self.state.clicks.counts, &self.state.db)
-            .await;
-    }
-
     async fn link_view(&self, token: &str, code: &str) -> Value {
         let res = self.read(token, "s.example", code).await;
         assert_eq!(res.status, StatusCode::OK, "{}", res.text);
@@ -435,7 +426,7 @@ async fn a_visit_limit_counts_people_only_and_then_ends_the_link() {
                 "https://shop.example/"
             );
         }
-        api.write_clicks().await;
+        api.flush_clicks().await;
         assert_eq!(
             api.link_view(&token, "three").await["exhausted"],
             false,
@@ -448,7 +439,7 @@ async fn a_visit_limit_counts_people_only_and_then_ends_the_link() {
                 "https://shop.example/"
             );
         }
-        api.write_clicks().await;
+        api.flush_clicks().await;
         let link = api.link_view(&token, "three").await;
         assert_eq!(
             (link["exhausted"].clone(), link["version"].clone()),
@@ -478,7 +469,7 @@ async fn a_visit_limit_counts_people_only_and_then_ends_the_link() {
             api.sent_to("/three", &ua(DESKTOP)).await,
             "https://shop.example/"
         );
-        api.write_clicks().await;
+        api.flush_clicks().await;
         let res = api
             .patch_json(&token, path, Some("\"3\""), json!({ "max_visits": 4 }))
             .await;
@@ -578,7 +569,7 @@ async fn the_stats_break_a_split_link_s_visits_down_by_variant() {
                 other => panic!("sent to {other:?}"),
             }
         }
-        api.write_clicks().await;
+        api.flush_clicks().await;
         // The edge's events say their variant too; one naming no possible variant is
         // refused, not counted.
         let event = |i: usize, variant: u8| {
@@ -628,7 +619,7 @@ async fn the_stats_break_a_split_link_s_visits_down_by_variant() {
             .await;
         assert_eq!(res.status, StatusCode::CREATED);
         api.sent_to("/plain", &[]).await;
-        api.write_clicks().await;
+        api.flush_clicks().await;
         let stats = api
             .call_as(&token, "GET", "/v1/links/s.example/plain/stats")
             .await;
@@ -1152,7 +1143,7 @@ async fn a_link_that_records_no_clicks_counts_none_of_its_visits() {
                 .await;
             }
         }
-        api.write_clicks().await;
+        api.flush_clicks().await;
         for (code, visits) in [("quiet-link", 0), ("loud-link", 3)] {
             let stats = api
                 .call_as(&token, "GET", &format!("/v1/links/s.example/{code}/stats"))

@@ -447,11 +447,7 @@ async fn every_change_reaches_a_receiver_signed_and_in_order_after_it_was_down()
             .await;
         assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
         assert_eq!(visit(&api, "/once").await, StatusCode::FOUND);
-        api.state
-            .clicks
-            .recorder
-            .flush(&api.state.clicks.counts, &api.state.db)
-            .await;
+        api.flush_clicks().await;
         let soon = origin_api::model::time::rfc3339(origin_api::model::time::now_ms() + 1_500);
         let r = api
             .create(&acme, create("flash", json!({"expires_at": soon})))

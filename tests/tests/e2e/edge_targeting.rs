@@ -55,6 +55,19 @@ async fn location(
     res.headers()[LOCATION].to_str().expect("text").to_owned()
 }
 
+/// The link's stats at the origin, as its owner reads them.
+async fn stats(w: &Wired, code: &str) -> serde_json::Value {
+    client()
+        .get(w.origin.url(&format!("/v1/links/s.example/{code}/stats")))
+        .bearer_auth(&w.key)
+        .send()
+        .await
+        .expect("stats")
+        .json()
+        .await
+        .expect("stats JSON")
+}
+
 #[tokio::test]
 async fn the_edge_picks_each_visit_s_target_by_the_link_s_rules() {
     let w = Wired::start("marketing", false).await;
@@ -296,20 +309,11 @@ async fn a_prefetch_is_counted_as_a_bot_and_never_uses_up_a_visit_limit() {
         );
     }
     // Every prefetch arrives at the origin, as a bot's visit.
-    let stats_url = w.origin.url(&format!("/v1/links/s.example/{code}/stats"));
     poll("the prefetches are counted as bots")
         .within(Duration::from_secs(60))
         .every(Duration::from_millis(200))
         .until_true(|| async {
-            let stats: serde_json::Value = client()
-                .get(&stats_url)
-                .bearer_auth(&w.key)
-                .send()
-                .await
-                .expect("stats")
-                .json()
-                .await
-                .expect("stats JSON");
+            let stats = stats(&w, &code).await;
             // People's visits stay at none: every prefetch is a bot's.
             assert_eq!(stats["totals"]["visits"].as_i64(), Some(0), "{stats}");
             let counted = stats["totals"]["bots"].as_i64() == Some(10);
@@ -376,22 +380,13 @@ async fn a_visit_from_a_scanners_network_is_a_bot_and_says_so_in_the_stats() {
         .await,
         "https://shop.example/"
     );
-    let stats_url = w.origin.url(&format!("/v1/links/s.example/{code}/stats"));
     let last = RefCell::new(serde_json::Value::Null);
     poll("the visits arrive, the network's as a scanner's")
         .within(Duration::from_secs(60))
         .every(Duration::from_millis(200))
         .explain(|| last.borrow().to_string())
         .until_true(|| async {
-            let stats: serde_json::Value = client()
-                .get(&stats_url)
-                .bearer_auth(&w.key)
-                .send()
-                .await
-                .expect("stats")
-                .json()
-                .await
-                .expect("stats JSON");
+            let stats = stats(&w, &code).await;
             let arrived = stats["totals"]["visits"].as_i64() == Some(1)
                 && stats["totals"]["bots"].as_i64() == Some(6)
                 && stats["top"]["scanners"] == json!([{ "value": "network", "visits": 6 }])
@@ -439,15 +434,7 @@ async fn a_link_without_the_scanner_check_counts_a_prefetch_as_a_person() {
             visit(&w, &code, &[(USER_AGENT, GOOGLEBOT)]).await.status() == StatusCode::GONE
         })
         .await;
-    let stats: serde_json::Value = client()
-        .get(w.origin.url(&format!("/v1/links/s.example/{code}/stats")))
-        .bearer_auth(&w.key)
-        .send()
-        .await
-        .expect("stats")
-        .json()
-        .await
-        .expect("stats JSON");
+    let stats = stats(&w, &code).await;
     assert_eq!(stats["totals"]["visits"].as_i64(), Some(2), "{stats}");
     assert_eq!(stats["top"]["scanners"], json!([]), "{stats}");
 }
@@ -487,15 +474,7 @@ async fn the_stats_count_each_edge_visit_under_the_variant_it_got() {
         .every(Duration::from_millis(200))
         .explain(|| last.borrow().to_string())
         .until(|| async {
-            let stats: serde_json::Value = client()
-                .get(w.origin.url(&format!("/v1/links/s.example/{code}/stats")))
-                .bearer_auth(&w.key)
-                .send()
-                .await
-                .expect("stats")
-                .json()
-                .await
-                .expect("stats body");
+            let stats = stats(&w, &code).await;
             let by_variant: Vec<(String, i64)> = stats["top"]["variants"]
                 .as_array()
                 .map(|a| {

@@ -293,6 +293,15 @@ impl Api {
             .expect("fold the staged clicks")
     }
 
+    /// Writes the clicks the origin's own redirects counted, as its flush task does.
+    pub async fn flush_clicks(&self) {
+        self.state
+            .clicks
+            .recorder
+            .flush(&self.state.clicks.counts, &self.state.db)
+            .await;
+    }
+
     /// Writes the legacy misses this origin holds, as its flush task would.
     pub async fn flush_legacy_misses(&self) {
         self.state
