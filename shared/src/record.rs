@@ -280,6 +280,7 @@ mod tests {
             expired_url: Some(url(300)),
             interstitial: true,
             no_clicks: true,
+            no_scanner_check: true,
             exhausted: true,
             access: Some(Access::Signed {
                 key: "k".repeat(43),

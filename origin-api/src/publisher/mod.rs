@@ -450,8 +450,10 @@ impl Publisher {
                 .await?;
             if !gone.is_empty() {
                 gone.sort_unstable();
+                let before = rows.len();
                 rows.retain(|r| gone.binary_search(&r.seq).is_err());
-                retired = gone.len();
+                // Rows of the range waiting out a retry were retired too; not counted.
+                retired = before - rows.len();
             }
         }
         let lag = rows

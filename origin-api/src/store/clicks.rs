@@ -1088,24 +1088,27 @@ impl ClickStore for Db {
                 ],
             )
             .await?;
-        rows.into_iter()
-            .map(|(key, visits)| {
-                let (dim, value) = key
-                    .split_once(':')
-                    .and_then(|(initial, value)| {
-                        DIMENSIONS
-                            .iter()
-                            .find(|(i, _)| initial.len() == 1 && initial.starts_with(*i))
-                            .map(|(_, dim)| (*dim, value))
-                    })
-                    .ok_or_else(|| StoreError::Corrupt(format!("dimension key {key:?}")))?;
-                Ok(DimCount {
-                    dim: dim.to_owned(),
-                    value: value.to_owned(),
-                    visits,
-                })
-            })
-            .collect()
+        let mut counts = Vec::with_capacity(rows.len());
+        for (key, visits) in rows {
+            let Some((initial, value)) = key.split_once(':') else {
+                return Err(StoreError::Corrupt(format!("dimension key {key:?}")));
+            };
+            // A dimension a newer origin on the same database writes (during a rolling
+            // upgrade, or after a rollback) is not this one's to show: skipped, not an
+            // error that would fail the whole answer.
+            let Some((_, dim)) = DIMENSIONS
+                .iter()
+                .find(|(i, _)| initial.len() == 1 && initial.starts_with(*i))
+            else {
+                continue;
+            };
+            counts.push(DimCount {
+                dim: (*dim).to_owned(),
+                value: value.to_owned(),
+                visits,
+            });
+        }
+        Ok(counts)
     }
 
     async fn owner_top_links(

@@ -202,8 +202,9 @@ pub struct CreateLink {
     #[serde(default)]
     pub record_clicks: Option<bool>,
     /// `false`: scanners' visits count as people's and use up `max_visits` (default
-    /// `true`: as bots').
-    #[serde(default)]
+    /// `true`: as bots'). Not written when absent: the CLI import's idempotency keys
+    /// hash the body, and a resumed import must send the bytes it sent before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scanner_check: Option<bool>,
     /// People's visits after which the link ends (410, or `expired_url`); bots are
     /// never counted.

@@ -81,7 +81,8 @@ impl Api {
 async fn an_edges_scanner_rows_are_bots_listed_by_why() {
     for (api, t) in apis_with("scanners-edge", &["--edge-token", EDGE_TOKEN]).await {
         let owner = api.key("ana", false).await;
-        let link = api.limited(&owner, "offer", json!({})).await;
+        // A limit the 25 scanners' visits would pass, were they people's.
+        let link = api.limited(&owner, "offer", json!({"max_visits": 5})).await;
         let tally = json!({"batch_id": "s-1", "at": now_ms(), "rows": [
             row(&link, false, None, 4),
             row(&link, true, Some("network"), 20),
@@ -115,7 +116,7 @@ async fn an_edges_scanner_rows_are_bots_listed_by_why() {
             )
             .await;
         assert_eq!(seen(&all), ((31, 27), expected), "{}", t.kind());
-        // 25 scanners' visits and 4 people's: under the limit of 10.
+        // 25 scanners' visits and 4 people's: under the limit of 5.
         assert_eq!(
             api.read(&owner, "s.example", "offer").await.body["exhausted"],
             false,
@@ -182,6 +183,42 @@ async fn the_origin_counts_a_prefetch_as_a_scanner_unless_the_link_says_otherwis
             .await;
         assert_eq!(r.status, StatusCode::OK, "{}", r.text);
         assert_eq!(r.body["scanner_check"], true, "{}", r.text);
+        t.cleanup().await;
+    }
+}
+
+/// A dimension a newer origin on the same database wrote (a rolling upgrade, a rollback)
+/// is skipped: the stats still answer, with what this origin knows.
+#[tokio::test]
+async fn a_dimension_this_origin_does_not_know_is_skipped() {
+    for (api, t) in apis_with("scanners-unknown-dim", &[]).await {
+        let owner = api.key("ana", false).await;
+        api.limited(&owner, "newer-dims", json!({})).await;
+        let link = origin_api::store::links::get(&api.state.db, "s.example", "newer-dims")
+            .await
+            .expect("read")
+            .expect("the link");
+        let hour = now_ms() / 3_600_000 * 3_600_000;
+        api.exec(&format!(
+            "INSERT INTO click_hours (link_id, hour, bot, owner_id, visits, redirects, dims) \
+             VALUES ({}, {hour}, TRUE, 'ana', 3, 3, '{{\"c:DE\": 3, \"z:future\": 3}}')",
+            link.link_id
+        ))
+        .await;
+        let stats = api
+            .call_as(
+                &owner,
+                "GET",
+                "/v1/links/s.example/newer-dims/stats?include_bots=true",
+            )
+            .await;
+        assert_eq!(stats.status, StatusCode::OK, "{}: {}", t.kind(), stats.text);
+        assert_eq!(
+            stats.body["top"]["countries"],
+            json!([{"value": "DE", "visits": 3}]),
+            "{}",
+            t.kind()
+        );
         t.cleanup().await;
     }
 }
