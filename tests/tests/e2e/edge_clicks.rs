@@ -8,7 +8,7 @@ use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use hop_e2e::{
-    api_key, client, free_port, origin_env, poll, serve_in_background, wait_published,
+    api_key, client, free_port, origin_env, poll, read_link, serve_in_background, wait_published,
     wired_edge_to, Edge, Origin,
 };
 use serde_json::{json, Value};
@@ -82,15 +82,11 @@ async fn visit(edge: &Edge, method: reqwest::Method, code: &str, ua: &str) -> St
 }
 
 async fn stats(origin: &Origin, key: &str, code: &str) -> Value {
-    client()
-        .get(origin.url(&format!("/v1/links/s.example/{code}/stats")))
-        .bearer_auth(key)
-        .send()
-        .await
-        .expect("stats")
-        .json()
-        .await
-        .expect("stats JSON")
+    read_link(
+        &origin.url(&format!("/v1/links/s.example/{code}/stats")),
+        key,
+    )
+    .await
 }
 
 fn totals(stats: &Value) -> (i64, i64, i64) {

@@ -57,15 +57,21 @@ async fn location(
 
 /// The link's stats at the origin, as its owner reads them.
 async fn stats(w: &Wired, code: &str) -> serde_json::Value {
-    client()
-        .get(w.origin.url(&format!("/v1/links/s.example/{code}/stats")))
-        .bearer_auth(&w.key)
-        .send()
-        .await
-        .expect("stats")
-        .json()
-        .await
-        .expect("stats JSON")
+    read_link(
+        &w.origin.url(&format!("/v1/links/s.example/{code}/stats")),
+        &w.key,
+    )
+    .await
+}
+
+/// A browser's prefetch of the link (a person's user agent, `Sec-Purpose: prefetch`):
+/// redirected like any visit.
+async fn prefetch(w: &Wired, code: &str) {
+    let purpose = reqwest::header::HeaderName::from_static("sec-purpose");
+    assert_eq!(
+        location(w, code, &[(USER_AGENT, DESKTOP), (purpose, "prefetch")]).await,
+        "https://shop.example/"
+    );
 }
 
 #[tokio::test]
@@ -296,17 +302,8 @@ async fn a_prefetch_is_counted_as_a_bot_and_never_uses_up_a_visit_limit() {
         json!({ "target_url": "https://shop.example/", "max_visits": 2 }),
     )
     .await;
-    let prefetch = reqwest::header::HeaderName::from_static("sec-purpose");
     for _ in 0..10 {
-        assert_eq!(
-            location(
-                &w,
-                &code,
-                &[(USER_AGENT, DESKTOP), (prefetch.clone(), "prefetch")]
-            )
-            .await,
-            "https://shop.example/"
-        );
+        prefetch(&w, &code).await;
     }
     // Every prefetch arrives at the origin, as a bot's visit.
     poll("the prefetches are counted as bots")
@@ -414,17 +411,8 @@ async fn a_link_without_the_scanner_check_counts_a_prefetch_as_a_person() {
         json!({ "target_url": "https://shop.example/", "max_visits": 2, "scanner_check": false }),
     )
     .await;
-    let prefetch = reqwest::header::HeaderName::from_static("sec-purpose");
     for _ in 0..2 {
-        assert_eq!(
-            location(
-                &w,
-                &code,
-                &[(USER_AGENT, DESKTOP), (prefetch.clone(), "prefetch")]
-            )
-            .await,
-            "https://shop.example/"
-        );
+        prefetch(&w, &code).await;
     }
     // Asked as a crawler, whose visits never count: only the prefetches can end it.
     poll("the edge ends the link after two prefetches counted as people")
