@@ -232,7 +232,8 @@ pub async fn insert_domain(c: &mut Conn) -> Result<(), sqlx::Error> {
         Some("Acme"),
         Some("#0b5cad"),
         Some("https://bit.ly"),
-        "sequential"
+        "sequential",
+        Some(1_800_000_000_i64)
     )
     .execute(c)
     .await?;
@@ -277,7 +278,8 @@ pub async fn update_domain(c: &mut Conn) -> Result<(), sqlx::Error> {
         Some("#0b5cad"),
         Some("https://bit.ly"),
         1_i64,
-        "random"
+        "random",
+        Some(1_800_000_000_i64)
     )
     .execute(c)
     .await?;
@@ -1176,6 +1178,26 @@ pub async fn count_legacy_misses(c: &mut Conn) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
+/// `store/legacy_codes.rs`: whether a code lived at the domain's old shortener.
+pub async fn legacy_code_known(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/legacy_code_known.sql",
+        "d",
+        "c"
+    )
+    .fetch_optional(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/legacy_codes.rs`: how many codes a domain's legacy list holds.
+pub async fn count_legacy_codes(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/count_legacy_codes.sql", "d")
+        .fetch_one(c)
+        .await?;
+    Ok(())
+}
+
 /// `store/legacy_misses.rs`: a page of the codes still visited there.
 pub async fn list_legacy_misses(c: &mut Conn) -> Result<(), sqlx::Error> {
     sqlx::query_file!(
@@ -1839,5 +1861,28 @@ pub async fn generated_codes_by_domain(c: &mut Conn) -> Result<(), sqlx::Error> 
     sqlx::query_file!("../../origin-api/src/store/queries/generated_codes_by_domain.sql")
         .fetch_all(c)
         .await?;
+    Ok(())
+}
+
+/// `store/reports.rs`: the open reports of a link.
+pub async fn open_reports_of_link(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/open_reports_of_link.sql",
+        "d",
+        "c"
+    )
+    .fetch_one(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/reports.rs`: resolved reports past their retention.
+pub async fn forget_resolved_reports(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/forget_resolved_reports.sql",
+        0_i64
+    )
+    .execute(c)
+    .await?;
     Ok(())
 }

@@ -45,6 +45,14 @@ pub fn fetch(req: web_sys::Request, env: Env, ctx: worker::worker_sys::Context) 
             Ok(web_sys::Response::from(response).into())
         });
     }
+    // A browser's ask for the site's icon: no visit, no answer counted, no lookup.
+    if shared::is_favicon(method, url.path) {
+        let cache = [("cache-control", shared::FAVICON_CACHE_CONTROL)];
+        return match respond::build(204, cache, None) {
+            Ok(response) => Promise::resolve(&JsValue::from(response)),
+            Err(e) => Promise::reject(&e),
+        };
+    }
     // The first visit of a window schedules its report (clicks and health).
     clicks::schedule(&env, &ctx, &req);
     redirect::handle(method, url, req, env, ctx)

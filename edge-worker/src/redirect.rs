@@ -19,6 +19,7 @@ use shared::clicks::counts_as_click;
 use shared::decision::RETRY_AFTER_S;
 /// When a client over its budget of lookups may ask again: its budget is per minute.
 const CLIENT_RETRY_AFTER_S: u32 = 60;
+use shared::sync::legacy_key;
 use shared::tally::Fault;
 use shared::{
     decide, decide_root, reject_early, Decision, Denylist, DomainSettings, DomainStatus,
@@ -88,6 +89,41 @@ impl Pending {
         deny: &Denylist,
         granted: bool,
     ) -> Decision {
+        self.decide_known(record, deny, granted, false)
+    }
+
+    /// The answer to a code with no link: sent on to the shortener the domain moved
+    /// from only while its fallback runs and KV lists the code as one that lived there
+    /// (`lg:{domain}/{code}`); read only then. A read that fails is no list: the
+    /// domain's not-found answer, never a redirect nobody vouched for.
+    async fn no_link(&self, deny: &Denylist) -> Decision {
+        let now_s = i64::try_from(self.now_ms / 1000).unwrap_or(i64::MAX);
+        let known = match self.settings().legacy_base(now_s) {
+            None => false,
+            Some(_) => {
+                let key = legacy_key(&self.route);
+                match self.kv.text(&key, RECORD_CACHE_TTL_S).await {
+                    Ok(found) => found.is_some(),
+                    Err(e) => {
+                        console_error!("reading {key}: {e}");
+                        health::fault(Fault::KvRead);
+                        false
+                    }
+                }
+            }
+        };
+        self.decide_known(None, deny, false, known)
+    }
+
+    /// [`Pending::decide_and_count`], for a code known (or not) to have lived at the
+    /// domain's old shortener.
+    fn decide_known(
+        &self,
+        record: Option<&EdgeRecord>,
+        deny: &Denylist,
+        granted: bool,
+        legacy_known: bool,
+    ) -> Decision {
         // Headers and a draw only for the records that read them.
         let reads = record
             .filter(|r| r.reads_client())
@@ -103,6 +139,7 @@ impl Pending {
             client: headers.client(),
             draw: record.filter(|r| r.draws()).map_or(0, |_| draw()),
             access_granted: granted,
+            legacy_known,
         };
         let decision = decide(&visit, record, deny, self.settings());
         if counts_as_click(self.method, decision.outcome) && !decision.unrecorded {
@@ -298,7 +335,7 @@ async fn unknown(visit: Pending, deny: Rc<Denylist>) -> Decision {
     let codes = visit.settings().codes;
     let ask = fallback::worth_asking(&visit.env, &visit.kv, &visit.route, &codes).await;
     if ask == NewCode::No {
-        return visit.decide_and_count(None, &deny, false);
+        return visit.no_link(&deny).await;
     }
     from_origin(visit, deny, ask).await
 }
@@ -330,7 +367,7 @@ async fn from_origin(visit: Pending, deny: Rc<Denylist>, ask: NewCode) -> Decisi
         .flatten();
     match fallback::resolve(&visit.env, &visit.ctx, &visit.route, ask, client.as_deref()).await {
         Resolved::Found(record) => visit.decide_private(&record, &deny).await,
-        Resolved::Unknown => visit.decide_and_count(None, &deny, false),
+        Resolved::Unknown => visit.no_link(&deny).await,
         Resolved::Unavailable => Decision::unavailable(visit.method, RETRY_AFTER_S),
         Resolved::Limited => Decision::too_many_lookups(visit.method, CLIENT_RETRY_AFTER_S),
     }

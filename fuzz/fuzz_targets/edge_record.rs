@@ -34,6 +34,7 @@ fuzz_target!(|data: &[u8]| {
             },
             draw: u32::from(data.first().copied().unwrap_or_default()),
             access_granted: data.len() % 2 == 0,
+            legacy_known: data.len() % 3 == 0,
         };
         let d = decide(
             &visit,

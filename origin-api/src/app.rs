@@ -218,7 +218,20 @@ pub fn build(db: Db, settings: Settings) -> AppState {
         counts: counts.clone(),
         edge_token: secrets.edge_token.clone(),
     };
+    let reports = Arc::new(Reports {
+        db: db.clone(),
+        metrics: metrics.clone(),
+        limit: CreateLimit::per_minute("this address sends reports", settings.report_rate),
+        global: CreateLimit::per_minute(
+            "this shortener takes reports",
+            settings.report_rate_global,
+        ),
+        retention: settings.report_retention,
+        proxies: report_proxies,
+        default_domain: settings.default_domain.clone(),
+    });
     let housekeeping = Housekeeping {
+        reports: reports.clone(),
         db: db.clone(),
         create_limit,
         click_retention_ms: counts.retention_ms(),
@@ -271,13 +284,7 @@ pub fn build(db: Db, settings: Settings) -> AppState {
                 per_second: settings.purge_rate,
             },
         }),
-        reports: Arc::new(Reports {
-            db: db.clone(),
-            metrics: metrics.clone(),
-            limit: CreateLimit::per_minute("this address sends reports", settings.report_rate),
-            proxies: report_proxies,
-            default_domain: settings.default_domain.clone(),
-        }),
+        reports,
         bans,
         db,
         cache,

@@ -33,7 +33,12 @@ impl Domains {
     /// Registers the domain `req` describes: every field checked, then stored; this
     /// origin's redirect hears of it at once, the others through the database.
     pub async fn register(&self, req: &CreateDomain) -> Result<Domain, AppError> {
-        let mut domain = req.domain(self, crate::model::time::now_ms()).await?;
+        let now = crate::model::time::now_ms();
+        let mut req = req.clone();
+        if req.legacy_url.is_some() && req.legacy_until.is_none() {
+            req.legacy_until = Some(default_legacy_until(now));
+        }
+        let mut domain = req.domain(self, now).await?;
         domain.version = store::domains::insert(&self.db, &domain).await?;
         self.cache.domains_changed();
         Ok(domain)
@@ -202,9 +207,134 @@ impl CreateDomain {
             // links may point, and the old shortener is where its links were.
             let url = redirect_url(&mut lookups, &name, "legacy_url", raw).await?;
             d.settings.legacy_url = Some(legacy_base(&url)?);
+            d.settings.legacy_until = self
+                .legacy_until
+                .as_deref()
+                .map(|raw| legacy_until(raw, now))
+                .transpose()?;
+        } else if self.legacy_until.is_some() {
+            return Err(AppError::invalid(
+                "legacy_until",
+                "ends the fallback to legacy_url: set that too",
+            ));
         }
         Ok(d)
     }
+}
+
+/// The most codes one request adds to a domain's legacy list (a file loads in chunks).
+pub const MAX_LEGACY_CODES_PER_REQUEST: usize = 10_000;
+
+/// What adding codes to a domain's legacy list did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LegacyCodesAdded {
+    /// Codes new to the list (each queued for the edge).
+    pub added: u64,
+    /// Codes the list holds now.
+    pub listed: i64,
+}
+
+impl Domains {
+    /// Adds `codes` to the list of codes that lived at the shortener domain `name` moved
+    /// from: only these are sent on there by its fallback. Each code is taken in the
+    /// form the domain stores it (lowercase on a case-insensitive domain), may be a
+    /// short URL on the old shortener or on the domain (its last path segment), and
+    /// must be a code the domain could serve; the first that is not refuses the whole
+    /// request, naming it, so that a list is loaded whole or not at all.
+    pub async fn add_legacy_codes(
+        &self,
+        name: &str,
+        codes: &[String],
+        source: store::legacy_codes::Source,
+    ) -> Result<LegacyCodesAdded, AppError> {
+        if codes.is_empty() || codes.len() > MAX_LEGACY_CODES_PER_REQUEST {
+            return Err(AppError::invalid(
+                "codes",
+                format!("1 to {MAX_LEGACY_CODES_PER_REQUEST} codes a request: send a longer list in parts"),
+            ));
+        }
+        let domain = store::domains::get(&self.db, name)
+            .await?
+            .ok_or(AppError::NotFound)?;
+        let mut canonical = Vec::with_capacity(codes.len());
+        for (i, raw) in codes.iter().enumerate() {
+            let code = legacy_code_of(raw);
+            let code = domain.settings.canonical_code(code).into_owned();
+            if !shared::codes::is_plausible_code(&code)
+                || shared::RouteKey::new(&domain.domain, &code).is_none()
+            {
+                return Err(AppError::invalid(
+                    "codes",
+                    format!(
+                        "item {i}: {raw:?} is no code a visitor could ask {name} for \
+                         (letters, digits, - and _, at most 64, not a reserved word)"
+                    ),
+                ));
+            }
+            canonical.push(code);
+        }
+        canonical.sort_unstable();
+        canonical.dedup();
+        let refs: Vec<&str> = canonical.iter().map(String::as_str).collect();
+        let added = store::legacy_codes::add(&self.db, name, &refs, source, now_ms()).await?;
+        let listed = store::legacy_codes::count(&self.db, name).await?;
+        Ok(LegacyCodesAdded { added, listed })
+    }
+}
+
+/// The code a line of a legacy list names: the line itself, or the last path segment of
+/// a short URL (`https://bit.ly/3AbCdEf`, `go.acme.example/Spring24`), trimmed.
+pub fn legacy_code_of(raw: &str) -> &str {
+    let raw = raw.trim();
+    let path = raw.split(['?', '#']).next().unwrap_or_default();
+    match path.contains('/') {
+        true => path
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or_default(),
+        false => path,
+    }
+}
+
+/// The codes of a legacy list's text: a code or short URL a line, blank lines and what
+/// follows `#` ignored.
+pub fn legacy_list_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| l.split('#').next().unwrap_or_default().trim())
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// How long a fallback runs when it is set without an end date.
+pub const LEGACY_DEFAULT_DAYS: i64 = 90;
+/// The furthest ahead its end date may be: a move is weeks of work, and an old
+/// shortener's codes keep being someone else's to change (docs/migrating.md).
+pub const LEGACY_MAX_DAYS: i64 = 365;
+
+/// A `legacy_until` (RFC 3339) as the settings hold it, Unix seconds: at most
+/// [`LEGACY_MAX_DAYS`] after `now` (Unix ms). A moment past is taken: it ends the
+/// fallback now and keeps the base on record.
+fn legacy_until(raw: &str, now: i64) -> Result<i64, AppError> {
+    let at = crate::model::time::parse_rfc3339(raw).ok_or_else(|| {
+        AppError::invalid(
+            "legacy_until",
+            "an RFC 3339 time, e.g. 2027-03-01T00:00:00Z",
+        )
+    })?;
+    if at > now + LEGACY_MAX_DAYS * 86_400_000 {
+        return Err(AppError::invalid(
+            "legacy_until",
+            format!("at most {LEGACY_MAX_DAYS} days ahead: a fallback must end"),
+        ));
+    }
+    Ok(at.div_euclid(1000))
+}
+
+/// The default end of a fallback set at `now` (Unix ms), RFC 3339.
+fn default_legacy_until(now: i64) -> String {
+    crate::model::time::rfc3339(now + LEGACY_DEFAULT_DAYS * 86_400_000)
 }
 
 /// A `legacy_url` as the fallback appends codes to it: a base without a query or a
@@ -247,6 +377,10 @@ fn registration_of(d: &Domain) -> CreateDomain {
         max_age_s: Some(i64::from(d.settings.max_age_s)),
         not_found_url: d.settings.not_found_url.clone(),
         legacy_url: d.settings.legacy_url.clone(),
+        legacy_until: d
+            .settings
+            .legacy_until
+            .map(|s| crate::model::time::rfc3339(s.saturating_mul(1000))),
         root_url: d.settings.root_url.clone(),
         expired_url: d.settings.expired_url.clone(),
         allowed_target_hosts: d.allowed_target_hosts.clone(),
@@ -288,6 +422,15 @@ pub async fn update_domain(
     req.default_redirect = patch.default_redirect.or(req.default_redirect);
     req.max_age_s = patch.max_age_s.or(req.max_age_s);
     req.status = patch.status.or(req.status);
+    // `null` for the old shortener ends the fallback, and its end date with it; a new
+    // one runs for the default time unless the change says how long (below).
+    let now = now_ms();
+    let until_given = patch.legacy_until.is_some();
+    match (&patch.legacy_url, patch.legacy_until) {
+        (_, Some(until)) => req.legacy_until = until,
+        (Some(None), None) => req.legacy_until = None,
+        _ => {}
+    }
     for (slot, given) in [
         (&mut req.not_found_url, patch.not_found_url),
         (&mut req.legacy_url, patch.legacy_url),
@@ -304,8 +447,14 @@ pub async fn update_domain(
     if let Some(brand) = patch.brand {
         req.brand = brand;
     }
-    let now = now_ms();
     let mut next = req.domain(state, now).await?;
+    if !until_given
+        && next.settings.legacy_url.is_some()
+        && next.settings.legacy_url != current.settings.legacy_url
+    {
+        next.settings.legacy_until =
+            Some((now + LEGACY_DEFAULT_DAYS * 86_400_000).div_euclid(1000));
+    }
     // Compared once the change is known to be valid: one that no version would take is
     // refused as such (422), not sent back to be read again (D-235).
     if current.version != expected {

@@ -27,6 +27,8 @@ pub struct Swept {
     /// Webhook events and delivery attempts past `--webhook-retention`.
     pub webhook_events: u64,
     pub webhook_attempts: u64,
+    /// Resolved reports past `--report-retention`.
+    pub resolved_reports: u64,
 }
 
 /// What the sweep reaches.
@@ -35,6 +37,8 @@ pub struct Housekeeping {
     pub db: Db,
     /// The per-key budgets, whose idle keys are forgotten.
     pub create_limit: CreateLimit,
+    /// The report form's budgets and its resolved reports past their retention.
+    pub reports: std::sync::Arc<crate::abuse::reports::Reports>,
     /// How long click event ids are kept (`--click-id-retention-h`).
     pub click_retention_ms: i64,
     /// How long delivered outbox rows are kept (`--outbox-retention`).
@@ -68,6 +72,10 @@ pub async fn sweep(state: &Housekeeping, now: i64) -> Result<Swept, StoreError> 
         .await
     {
         Ok(n) => swept.outbox_rows = n,
+        Err(e) => first_error = first_error.or(Some(e)),
+    }
+    match state.reports.sweep(now).await {
+        Ok(n) => swept.resolved_reports = n,
         Err(e) => first_error = first_error.or(Some(e)),
     }
     match store::sessions::forget_expired(&state.db, now).await {

@@ -35,6 +35,7 @@ pub mod ratelimit;
 pub mod redirects;
 pub mod retry;
 pub mod routes;
+pub mod same_site;
 pub mod segments;
 pub mod server;
 pub mod store;

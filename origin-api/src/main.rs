@@ -157,6 +157,28 @@ async fn run(loaded: Loaded) -> Result<(), Box<dyn std::error::Error>> {
             }
             println!("removed {name}");
         }
+        Command::Domains(DomainsCommand::LegacyCodes { domain, file }) => {
+            let name = shared::normalize_short_domain(&domain)?;
+            let text = match file.to_str() {
+                Some("-") => std::io::read_to_string(std::io::stdin())?,
+                _ => std::fs::read_to_string(&file)
+                    .map_err(|e| format!("{}: {e}", file.display()))?,
+            };
+            let codes = domains::legacy_list_lines(&text);
+            if codes.is_empty() {
+                return Err(format!("{}: no codes in it", file.display()).into());
+            }
+            let registry = app::domains_only(db.clone(), &settings);
+            let (mut added, mut listed) = (0, 0);
+            for chunk in codes.chunks(domains::MAX_LEGACY_CODES_PER_REQUEST) {
+                let done = registry
+                    .add_legacy_codes(&name, chunk, store::legacy_codes::Source::List)
+                    .await?;
+                added += done.added;
+                listed = done.listed;
+            }
+            println!("{name}: {added} codes added, {listed} listed");
+        }
         Command::Domains(DomainsCommand::List) => {
             for d in store::domains::list(&db).await? {
                 let access = match &d.access {

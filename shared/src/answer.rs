@@ -27,6 +27,22 @@ impl Method {
     }
 }
 
+/// Where every browser asks every site for its icon, visitors' pages on a short domain
+/// included.
+pub const FAVICON_PATH: &str = "/favicon.ico";
+
+/// How long a browser keeps the answer to [`FAVICON_PATH`]: a week, so that a visitor's
+/// page asks once, not on every visit.
+pub const FAVICON_CACHE_CONTROL: &str = "public, max-age=604800";
+
+/// Whether a request is a browser's ask for the site's icon: answered `204` with
+/// [`FAVICON_CACHE_CONTROL`] before anything is looked up, and never counted as a visit,
+/// an answer or a miss (a 404 there was an error in every visitor's console, and a miss
+/// in every count). Other methods go on, to be refused as for any path.
+pub fn is_favicon(method: Method, path: &str) -> bool {
+    path == FAVICON_PATH && matches!(method, Method::Get | Method::Head)
+}
+
 /// What happened, for logs, metrics and click reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -169,5 +185,20 @@ impl Headers {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_get_or_head_of_the_icon_path_is_the_browsers_ask_for_an_icon() {
+        assert!(is_favicon(Method::Get, "/favicon.ico"));
+        assert!(is_favicon(Method::Head, "/favicon.ico"));
+        assert!(!is_favicon(Method::Post, "/favicon.ico"));
+        assert!(!is_favicon(Method::Get, "/favicon.ico/x"));
+        assert!(!is_favicon(Method::Get, "/Favicon.ico"));
+        assert!(!is_favicon(Method::Get, "/favicon"));
     }
 }

@@ -204,10 +204,16 @@ pub struct DomainSettings {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_found_url: Option<String>,
     /// The shortener this domain moved from (`https://bit.ly`, or a base with a path):
-    /// a code with no link goes to the same code there (302, never stored), ahead of
+    /// a code with no link that is known to have lived there (the domain's list of
+    /// legacy codes) goes to the same code there (302, never stored), ahead of
     /// `not_found_url`, so links not imported yet keep working while they are moved.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub legacy_url: Option<String>,
+    /// Unix seconds when the fallback to `legacy_url` stops by itself. Without an end
+    /// date there is no fallback: a forgotten one must not send visitors through the
+    /// domain for ever (docs/migrating.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub legacy_until: Option<i64>,
     /// Where a visitor of `/` goes (302), instead of a 404.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub root_url: Option<String>,
@@ -240,6 +246,7 @@ impl Default for DomainSettings {
             status: DomainStatus::Active,
             not_found_url: None,
             legacy_url: None,
+            legacy_until: None,
             root_url: None,
             expired_url: None,
             interstitial: false,
@@ -283,6 +290,13 @@ impl DomainSettings {
         } else {
             Cow::Borrowed(code)
         }
+    }
+
+    /// The old shortener's base while the fallback to it runs at `now_s` (Unix
+    /// seconds): `legacy_url` before `legacy_until`; `None` without either, or after.
+    pub fn legacy_base(&self, now_s: i64) -> Option<&str> {
+        let until = self.legacy_until?;
+        self.legacy_url.as_deref().filter(|_| now_s < until)
     }
 }
 

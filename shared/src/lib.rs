@@ -50,6 +50,7 @@ pub mod visit_url;
 pub mod words;
 
 pub use alphabet::Alphabet;
+pub use answer::{is_favicon, FAVICON_CACHE_CONTROL, FAVICON_PATH};
 pub use brand::{Brand, BrandError};
 pub use codes::{CodeKind, CodeSpace};
 pub use decision::{

@@ -20,6 +20,34 @@ pub const DENY_KEY: &str = "deny";
 /// What precedes a domain's name in the KV key of its activation meta.
 pub const ACTIVATION_PREFIX: &str = "meta:activation:";
 
+/// What precedes a route key in the KV key that says a code lived at the shortener its
+/// domain moved from (`lg:{domain}/{code}`): only such a code is sent on there.
+pub const LEGACY_PREFIX: &str = "lg:";
+
+/// The KV key that marks `route`'s code as one of its domain's legacy codes.
+pub fn legacy_key(route: &crate::RouteKey) -> String {
+    format!("{LEGACY_PREFIX}{route}")
+}
+
+/// The value under a legacy code's key. A code is added once and never changed (the
+/// fallback ends for the whole domain, by its settings), so its version is always
+/// [`LegacyCode::VERSION`]; it is there for the sync contract, which versions every
+/// value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LegacyCode {
+    pub v: u64,
+}
+
+impl LegacyCode {
+    pub const VERSION: u64 = 1;
+
+    /// The value as KV stores it.
+    pub fn json() -> String {
+        format!("{{\"v\":{}}}", Self::VERSION)
+    }
+}
+
 /// The KV key of `domain`'s activation meta: each domain numbers its generated codes
 /// in a sequence of its own, so each has its own window.
 pub fn activation_key(domain: &str) -> String {
@@ -114,6 +142,9 @@ pub fn version_of(key: &str, value: &str) -> Option<u64> {
         crate::activation::ActivationMeta::from_json(value)
             .ok()
             .map(|m| m.version())
+    } else if let Some(route) = key.strip_prefix(LEGACY_PREFIX) {
+        crate::RouteKey::parse(route)?;
+        serde_json::from_str::<LegacyCode>(value).ok().map(|c| c.v)
     } else if key.starts_with("cfg:") {
         normalized_domain(key, "cfg:")?;
         let config = crate::DomainConfig::from_json(value).ok()?;
@@ -232,6 +263,15 @@ mod tests {
         assert_eq!(version_of("meta:activation:S.example", meta), None);
         assert_eq!(version_of("other", RECORD_V2), None);
         assert_eq!(version_of("l:s.example/abc", "not json"), None);
+        // A legacy code: a route and a bare version, nothing else.
+        let route = crate::RouteKey::new("s.example", "Spring24").unwrap();
+        assert_eq!(legacy_key(&route), "lg:s.example/Spring24");
+        assert_eq!(
+            version_of(&legacy_key(&route), &LegacyCode::json()),
+            Some(1)
+        );
+        assert_eq!(version_of("lg:s.example", &LegacyCode::json()), None);
+        assert_eq!(version_of("lg:s.example/abc", RECORD_V2), None);
     }
 
     #[test]

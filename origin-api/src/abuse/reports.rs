@@ -17,14 +17,23 @@ pub const MAX_DETAILS: usize = 2_000;
 pub const MAX_CONTACT: usize = 254;
 /// The kinds of abuse a report may name.
 pub const CATEGORIES: [&str; 4] = ["phishing", "malware", "spam", "other"];
+/// Open reports kept per link. One is enough to look; a flood of reports naming one
+/// link (a rival's, or a campaign to bury the desk) is taken, thanked as any other,
+/// and not kept past this: the desk sees the link at the top of its count.
+pub const MAX_OPEN_PER_LINK: i64 = 100;
 
 /// The reports' service.
 #[derive(Debug)]
 pub struct Reports {
     pub db: Db,
     pub metrics: Metrics,
-    /// Reports per client address (a few a minute).
+    /// Reports per client (an IPv4 address, or an IPv6 /64), a few a minute.
     pub limit: CreateLimit,
+    /// Reports from everyone together, a minute (`--report-rate-global`): a flood
+    /// from many addresses cannot fill the desk faster than this.
+    pub global: CreateLimit,
+    /// How long a resolved report is kept (`--report-retention`).
+    pub retention: std::time::Duration,
     /// The domain a short URL without one names.
     pub default_domain: String,
     /// Who the client is, behind the operator's proxies.
@@ -67,6 +76,19 @@ pub struct ReportView {
     pub reports_of_link: i64,
 }
 
+/// Who a report's budget is counted by: an IPv4 address, or the /64 of an IPv6 one (a
+/// client holds a whole /64, and would otherwise have billions of budgets).
+fn client_key(client: Option<IpAddr>) -> String {
+    match client {
+        None => "unknown".to_owned(),
+        Some(IpAddr::V4(a)) => a.to_string(),
+        Some(IpAddr::V6(a)) => {
+            let prefix = u128::from(a) & !u128::from(u64::MAX);
+            format!("{}/64", std::net::Ipv6Addr::from(prefix))
+        }
+    }
+}
+
 impl Reports {
     /// Records a report from `client`. The answer is the same whether or not the link
     /// exists, so the form tells a reporter nothing about it or its owner.
@@ -76,9 +98,15 @@ impl Reports {
         peer: Option<std::net::SocketAddr>,
         headers: &axum::http::HeaderMap,
     ) -> Result<(), AppError> {
+        // A page elsewhere could make its visitors' browsers post reports here.
+        if !crate::same_site::from_this_site(headers, false) {
+            return Err(AppError::Forbidden(
+                "a report is sent from this site's own form (/_hop/report)",
+            ));
+        }
         let client: Option<IpAddr> = self.proxies.client_ip(peer, headers);
-        let who = client.map_or_else(|| "unknown".to_owned(), |ip| ip.to_string());
-        self.limit.take(&who, 1)?;
+        self.limit.take(&client_key(client), 1)?;
+        self.global.take("all", 1)?;
         let category = form.category.trim();
         if !CATEGORIES.contains(&category) {
             return Err(AppError::invalid(
@@ -101,6 +129,11 @@ impl Reports {
             ));
         }
         let (domain, code) = self.route_of(&form.url).await?;
+        if store::reports::open_of_link(&self.db, &domain, &code).await? >= MAX_OPEN_PER_LINK {
+            // Thanked as any other: the answer says nothing of the link.
+            self.metrics.reports_not_kept.inc();
+            return Ok(());
+        }
         let link = store::links::get(&self.db, &domain, &code).await?;
         let report = store::reports::NewReport {
             domain: &domain,
@@ -114,6 +147,15 @@ impl Reports {
         store::reports::insert(&self.db, &report).await?;
         self.metrics.reports.inc();
         Ok(())
+    }
+
+    /// Forgets idle clients' budgets and the resolved reports past their retention, at
+    /// `now` (Unix ms); how many reports went.
+    pub async fn sweep(&self, now: i64) -> Result<u64, store::StoreError> {
+        self.limit.shrink();
+        self.global.shrink();
+        let keep = i64::try_from(self.retention.as_millis()).unwrap_or(i64::MAX);
+        store::reports::forget_resolved(&self.db, now.saturating_sub(keep)).await
     }
 
     /// The route a reported short URL names, on one of this shortener's domains.

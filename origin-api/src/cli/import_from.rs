@@ -79,6 +79,8 @@ pub struct FromSummary {
     /// Parts (or pages) sent by this run, and skipped as done by an earlier one.
     pub parts: usize,
     pub resumed_from: usize,
+    /// The file's columns the importer does not read, as the origin said.
+    pub unused_columns: Vec<String>,
 }
 
 /// The journal: how far an import got.
@@ -588,6 +590,11 @@ async fn send(
 
 /// Adds a part's report, its rows numbered after the `offset` rows before it.
 fn merge(out: &mut FromSummary, report: ImportReport, offset: usize) {
+    for column in report.unused_columns {
+        if !out.unused_columns.contains(&column) {
+            out.unused_columns.push(column);
+        }
+    }
     for mut row in report.rows {
         row.row += offset;
         out.rows.push(row);

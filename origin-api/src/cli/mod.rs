@@ -156,6 +156,12 @@ async fn run_import_from(
             done.resumed_from
         );
     }
+    if !done.unused_columns.is_empty() {
+        println!(
+            "  columns not imported (no field of Hop's reads them): {}",
+            done.unused_columns.join(", ")
+        );
+    }
     for r in done
         .rows
         .iter()

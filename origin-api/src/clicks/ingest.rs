@@ -182,8 +182,12 @@ impl Clicks {
                 }),
                 None => {
                     receipt.unknown_links += u64::from(row.n);
-                    // The only visit the edge reports that redirects without a record.
-                    if row.version.is_none() && (300..400).contains(&row.status) {
+                    // The only visits the edge reports that redirect, or show where they
+                    // would go, without a record: a legacy code sent on (302), or shown
+                    // behind its domain's interstitial (200).
+                    if row.version.is_none()
+                        && ((300..400).contains(&row.status) || row.status == 200)
+                    {
                         legacy.push((claim, row));
                     }
                 }

@@ -202,6 +202,14 @@ pub enum DomainsCommand {
     },
     /// Remove a domain that no link lives on (one that holds links is disabled instead).
     Remove { domain: String },
+    /// Add the codes that lived at the shortener the domain moved from to its legacy
+    /// list: only these are sent on there by its fallback (legacy_url, until
+    /// legacy_until). FILE has a code, or a short URL ending in one, per line; `#`
+    /// starts a comment; `-` reads standard input. A code listed already is left as it is.
+    LegacyCodes {
+        domain: String,
+        file: std::path::PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -724,6 +732,21 @@ pub struct Settings {
     /// minute.
     #[arg(long, env = "HOP_REPORT_RATE", default_value = "5", global = true)]
     pub report_rate: std::num::NonZeroU32,
+
+    /// Reports the public form takes from everyone together, per minute: a flood from
+    /// many addresses is refused (429) past it.
+    #[arg(
+        long,
+        env = "HOP_REPORT_RATE_GLOBAL",
+        default_value = "120",
+        global = true
+    )]
+    pub report_rate_global: std::num::NonZeroU32,
+
+    /// How long a resolved report (with its reporter's contact) is kept before it is
+    /// deleted (a number with `d`, `h`, `m` or `s`; a bare number is days).
+    #[arg(long, env = "HOP_REPORT_RETENTION", default_value = "180d", value_parser = parse_retention, global = true)]
+    pub report_retention: std::time::Duration,
 
     /// How long after its expiry a link is purged: its target, title, tags and options
     /// removed, its code kept as a tombstone (never given out again); `never` keeps

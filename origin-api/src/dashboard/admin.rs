@@ -335,6 +335,8 @@ struct DomainRow {
     forward_query: bool,
     not_found_url: String,
     legacy_url: String,
+    /// `YYYY-MM-DD` (UTC), as a date input shows it.
+    legacy_until: String,
     root_url: String,
     expired_url: String,
     allowed_target_hosts: String,
@@ -377,6 +379,11 @@ async fn domains_page(
                         forward_query: s.forward_query,
                         not_found_url: s.not_found_url.clone().unwrap_or_default(),
                         legacy_url: s.legacy_url.clone().unwrap_or_default(),
+                        legacy_until: s
+                            .legacy_until
+                            .map(|at| crate::model::time::rfc3339(at.saturating_mul(1000)))
+                            .and_then(|t| t.get(..10).map(str::to_owned))
+                            .unwrap_or_default(),
                         root_url: s.root_url.clone().unwrap_or_default(),
                         expired_url: s.expired_url.clone().unwrap_or_default(),
                         allowed_target_hosts: d
@@ -455,6 +462,9 @@ pub(super) async fn update(
             forward_query: Some(field("forward_query") == "1"),
             not_found_url: Some(text("not_found_url")),
             legacy_url: Some(text("legacy_url")),
+            // A date is its first moment, UTC; empty keeps the end the domain has (a
+            // new old shortener gets the default).
+            legacy_until: text("legacy_until").map(|d| Some(format!("{d}T00:00:00Z"))),
             root_url: Some(text("root_url")),
             expired_url: Some(text("expired_url")),
             allowed_target_hosts: Some((!hosts.is_empty()).then_some(hosts)),

@@ -45,6 +45,8 @@ struct ImportPage {
 struct Shown {
     dry_run: bool,
     summary: String,
+    /// The file's columns no field of Hop's reads, joined (empty: every one is read).
+    unused_columns: String,
     rows: Vec<ShownRow>,
     more: usize,
     /// Seconds before deferred links may be sent again, with the content to send.
@@ -271,6 +273,7 @@ fn shown(report: &ImportReport, content: Option<String>) -> Shown {
     Shown {
         dry_run: report.dry_run,
         summary,
+        unused_columns: report.unused_columns.join(", "),
         rows,
         more: report.rows.len().saturating_sub(SHOWN_ROWS),
         retry: report

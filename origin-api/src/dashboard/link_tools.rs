@@ -250,6 +250,7 @@ pub(super) async fn test(
         },
         draw: 0,
         access_granted: page.granted,
+        legacy_known: false,
     };
     let decided = decide(&visit, Some(&record), &deny, &settings);
     let location = decided.header("location").map(str::to_owned);

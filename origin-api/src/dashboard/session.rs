@@ -90,27 +90,6 @@ pub(super) fn no_session_cookie(accounts: &Accounts) -> String {
     set_cookie(accounts, session_cookie_name(accounts), "", 0)
 }
 
-/// Whether a post comes from a page of this dashboard: a browser says where a request
-/// comes from (`Sec-Fetch-Site`, every current browser; `Origin` on posts), and a
-/// request from another site is refused whatever it carries. Served over HTTPS
-/// (`secure`), a page of this host over plain HTTP is another site too.
-pub(super) fn from_this_site(headers: &HeaderMap, secure: bool) -> bool {
-    let fetch_site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
-    if matches!(fetch_site, Some("cross-site" | "same-site")) {
-        return false;
-    }
-    let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else {
-        return true;
-    };
-    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
-    let origin_host = match origin.strip_prefix("https://") {
-        Some(host) => Some(host),
-        None if secure => None,
-        None => origin.strip_prefix("http://"),
-    };
-    matches!((origin_host, host), (Some(o), Some(h)) if o.eq_ignore_ascii_case(h))
-}
-
 /// A signed-in browser; any page that takes one sends a browser without a live session
 /// to the sign-in page.
 pub(super) struct Signed(pub SignedIn);
@@ -178,7 +157,7 @@ pub(super) async fn same_site_posts(
         *req.method(),
         axum::http::Method::GET | axum::http::Method::HEAD
     );
-    if read || from_this_site(req.headers(), accounts.secure_cookies) {
+    if read || crate::same_site::from_this_site(req.headers(), accounts.secure_cookies) {
         next.run(req).await
     } else {
         super::render::refused_post()

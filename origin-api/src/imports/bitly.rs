@@ -25,7 +25,7 @@ fn on_bitlys_domain(domain: &str) -> Option<String> {
 
 /// The CSV columns Bitly's exports have used, each with its synonyms (compared without
 /// case, spaces, `_` or `-`).
-const FIELDS: &[(&str, &[&str])] = &[
+pub(super) const FIELDS: &[(&str, &[&str])] = &[
     (
         "link",
         &[

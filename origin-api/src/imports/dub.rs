@@ -14,7 +14,7 @@ use serde::Deserialize;
 use shared::targeting::{Conditions, Device, Rule};
 use std::collections::BTreeMap;
 
-const FIELDS: &[(&str, &[&str])] = &[
+pub(super) const FIELDS: &[(&str, &[&str])] = &[
     ("link", &["Short link", "shortLink"]),
     ("url", &["Destination URL", "url"]),
     ("clicks", &["Clicks"]),

@@ -34,7 +34,7 @@ use crate::views::imports::{Format, Source};
 use crate::views::imports::{
     ImportReport, ImportRequest, ImportRow, ImportSummary, Outcome, MAX_IMPORT_LINKS,
 };
-use crate::views::links::{AccessMode, CreateLink, Password, UpdateLink};
+use crate::views::links::{AccessMode, CreateLink, Password, UpdateLink, MAX_BULK_PASSWORDS};
 use shared::codes::validate_alias;
 use source::{SourceLink, Unreadable};
 use std::collections::HashMap;
@@ -55,6 +55,20 @@ pub fn read(source: Source, format: Format, content: &str) -> Result<Vec<SourceL
         (Source::Dub, Format::Csv) => dub::read_csv(content),
         (Source::Dub, Format::Api) => dub::read_api_page(content),
     }
+}
+
+/// The columns of `content` (an export file of `source`) that its importer does not
+/// read: said with every import and dry run, never dropped silently. An API page's
+/// fields are the source's documented ones, read by name; there is nothing to say.
+pub fn unused_columns(source: Source, format: Format, content: &str) -> Vec<String> {
+    let fields = match (source, format) {
+        (_, Format::Api) | (Source::Kutt, _) => return Vec::new(),
+        (Source::Bitly, Format::Csv) => bitly::FIELDS,
+        (Source::Shlink, Format::Csv) => shlink::FIELDS,
+        (Source::Yourls, Format::Csv) => yourls::FIELDS,
+        (Source::Dub, Format::Csv) => dub::FIELDS,
+    };
+    source::unused_columns(content, fields)
 }
 
 /// What judging one link decided.
@@ -84,10 +98,21 @@ pub async fn run(
             ),
         ));
     }
-    // Each link counts against the key's creation rate, as in a bulk create.
-    if !req.dry_run {
-        links.take_creates(key_id, creator.owner, found.len())?;
+    // Each password is a PBKDF2 on the process's one hashing gate: a call is refused
+    // whole, before any is hashed, as a bulk create is.
+    let passwords = found.iter().filter(|l| l.password.is_some()).count();
+    if passwords > MAX_BULK_PASSWORDS {
+        return Err(AppError::invalid(
+            "content",
+            format!(
+                "at most {MAX_BULK_PASSWORDS} links with a password a call, not {passwords}: \
+                 send them in smaller parts"
+            ),
+        ));
     }
+    // Each link counts against the key's creation rate, as in a bulk create; a dry run
+    // too, since judging a file costs the reads an import does (it hashes nothing).
+    links.take_creates(key_id, creator.owner, found.len())?;
     let default_domain = match &req.domain {
         Some(d) => shared::normalize_short_domain(d).map_err(|e| AppError::invalid("domain", e))?,
         None => links.settings.policy.default_domain.clone(),
@@ -264,6 +289,9 @@ pub async fn run(
             }
         }
     }
+    if !req.dry_run {
+        list_legacy_codes(links, creator.owner, &rows).await?;
+    }
     let summary = ImportSummary::of(&rows);
     if !req.dry_run {
         tracing::info!(
@@ -276,9 +304,51 @@ pub async fn run(
     Ok(ImportReport {
         dry_run: req.dry_run,
         summary,
+        unused_columns: unused_columns(req.source, req.format, &req.content),
         rows,
         retry_after_s: retry_after_ms.map(|ms| u64::try_from(secs(ms)).unwrap_or(1)),
     })
+}
+
+/// Adds the codes of the rows Hop took (created, changed, unchanged, deferred: their
+/// targets passed Hop's checks) to their domain's legacy list, so that its fallback
+/// sends such a code on to the old shortener while Hop lacks it (a deferred row, say).
+/// Only on domains `owner` holds: a shared domain's list is its operators' (D-275).
+async fn list_legacy_codes(links: &Links, owner: &str, rows: &[ImportRow]) -> Result<(), AppError> {
+    let mut by_domain: HashMap<&str, Vec<&str>> = HashMap::new();
+    for row in rows.iter().filter(|r| {
+        matches!(
+            r.outcome,
+            Outcome::Created | Outcome::Changed | Outcome::Unchanged | Outcome::Deferred
+        )
+    }) {
+        if let Some(domain) = row.domain.as_deref() {
+            by_domain.entry(domain).or_default().push(&row.code);
+        }
+    }
+    for (domain, codes) in by_domain {
+        let Some(d) = store::domains::get(&links.db, domain).await?.filter(|d| {
+            matches!(&d.access, crate::model::DomainAccess::Owners(_) if d.access.admits(owner))
+        }) else {
+            continue;
+        };
+        let mut codes: Vec<String> = codes
+            .into_iter()
+            .map(|c| d.settings.canonical_code(c).into_owned())
+            .collect();
+        codes.sort_unstable();
+        codes.dedup();
+        let codes: Vec<&str> = codes.iter().map(String::as_str).collect();
+        store::legacy_codes::add(
+            &links.db,
+            domain,
+            &codes,
+            store::legacy_codes::Source::Import,
+            now_ms(),
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 /// Milliseconds as whole seconds, rounded up.

@@ -291,7 +291,7 @@ fn device(value: &str) -> Option<Device> {
 }
 
 /// The web client's export columns.
-const FIELDS: &[(&str, &[&str])] = &[
+pub(super) const FIELDS: &[(&str, &[&str])] = &[
     ("created", &["createdAt", "Created at", "dateCreated"]),
     ("domain", &["domain"]),
     ("code", &["shortCode", "Short code"]),

@@ -75,12 +75,43 @@ pub fn csv_records<'f>(
     Ok((columns, records))
 }
 
-/// A header as compared: lowercase, with spaces, underscores and hyphens dropped
-/// (`Long URL`, `long_url` and `long-url` are one).
+/// A header as compared: lowercase, with spaces, underscores and hyphens dropped, and
+/// singular (`Long URL`, `long_url` and `long-url` are one; so are `Custom Links` and
+/// `Custom Link`: exports have spelt the same column both ways, and a column matched
+/// in one spelling only lost every cell of the other without a word).
 pub fn header_key(name: &str) -> String {
-    name.chars()
+    let mut key: String = name
+        .chars()
         .filter(|c| !matches!(c, ' ' | '_' | '-' | '\u{feff}'))
         .flat_map(char::to_lowercase)
+        .collect();
+    // Both sides of a comparison are keys, so a word that merely ends in `s` (`status`)
+    // still matches itself.
+    if key.len() > 1 && key.ends_with('s') {
+        key.pop();
+    }
+    key
+}
+
+/// The columns of a CSV export's header row that none of `fields` reads, as the file
+/// names them (empty ones left out): an import says them, in its dry run and its
+/// result, so that nothing a file holds is dropped without a word. Empty for a file
+/// whose header cannot be read (the import refuses it anyway).
+pub fn unused_columns(content: &str, fields: &[(&str, &[&str])]) -> Vec<String> {
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_reader(content.as_bytes());
+    let Ok(headers) = reader.headers() else {
+        return Vec::new();
+    };
+    let read = Columns::find(headers, fields);
+    headers
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !read.found.iter().any(|(_, at)| at == i))
+        .map(|(_, name)| name.trim_matches(|c: char| c.is_whitespace() || c == '\u{feff}'))
+        .filter(|name| !name.is_empty())
+        .map(str::to_owned)
         .collect()
 }
 
@@ -175,10 +206,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn headers_match_whatever_their_case_and_spacing() {
+    fn headers_match_whatever_their_case_spacing_and_number() {
         assert_eq!(header_key("Long URL"), "longurl");
         assert_eq!(header_key("long_url"), "longurl");
         assert_eq!(header_key("\u{feff}Long-Url "), "longurl");
+        assert_eq!(header_key("Custom Link"), header_key("Custom links"));
+        assert_eq!(header_key("CUSTOM BITLINKS"), header_key("custom_bitlink"));
+        assert_eq!(header_key("Tags"), header_key("tag"));
+        assert_eq!(header_key("Status"), header_key("status"));
+    }
+
+    #[test]
+    fn the_columns_no_field_reads_are_named_as_the_file_names_them() {
+        let fields: &[(&str, &[&str])] =
+            &[("link", &["Short link"]), ("url", &["Long URL", "URL"])];
+        // A second column of a field already read is not read either: it is said too.
+        let csv = "\u{feff}Short Links,long_url,Notes, ,Owner,URL\na,b,c,,d,e\n";
+        assert_eq!(unused_columns(csv, fields), ["Notes", "Owner", "URL"]);
+        assert!(unused_columns("Short link,Long URL\n", fields).is_empty());
     }
 
     #[test]

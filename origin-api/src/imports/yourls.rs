@@ -12,7 +12,7 @@ use super::source::{csv_records, parse_time, split_short_link, SourceLink, Unrea
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
-const FIELDS: &[(&str, &[&str])] = &[
+pub(super) const FIELDS: &[(&str, &[&str])] = &[
     ("keyword", &["keyword"]),
     ("url", &["url"]),
     ("title", &["title"]),

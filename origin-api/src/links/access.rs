@@ -71,6 +71,18 @@ pub fn new_password(typed: &str) -> Result<Access, getrandom::Error> {
     })
 }
 
+/// What a dry run's link holds for a password it checked and did not hash: no salt, no
+/// hash, no key. Never stored (a dry run stores nothing), and no visitor's password
+/// could open it.
+pub fn unhashed_password() -> Access {
+    Access::Password {
+        salt: String::new(),
+        hash: String::new(),
+        iterations: 0,
+        key: String::new(),
+    }
+}
+
 /// PBKDF2-HMAC-SHA256, 256 bits: what the edge's `crypto.subtle.deriveBits` computes.
 fn pbkdf2(typed: &[u8], salt: &[u8], iterations: u32) -> [u8; 32] {
     pbkdf2::pbkdf2_hmac_array::<Sha256, 32>(typed, salt, iterations)
@@ -91,6 +103,8 @@ pub struct Hashing {
     running: AtomicUsize,
     /// The most that ever ran at once (for tests and benchmarks).
     peak: AtomicUsize,
+    /// Hashes started, ever.
+    started: std::sync::atomic::AtomicU64,
 }
 
 /// The hashing gate's line is full: retry shortly.
@@ -111,6 +125,7 @@ impl Hashing {
             waiting: AtomicUsize::new(0),
             running: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
+            started: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -131,6 +146,7 @@ impl Hashing {
         let Ok(_permit) = permit else {
             return Err(Busy);
         };
+        self.started.fetch_add(1, Ordering::AcqRel);
         let now = self.running.fetch_add(1, Ordering::AcqRel) + 1;
         self.peak.fetch_max(now, Ordering::AcqRel);
         let done = tokio::task::spawn_blocking(hash).await;
@@ -147,6 +163,11 @@ impl Hashing {
     /// The most that ever hashed at once.
     pub fn peak(&self) -> usize {
         self.peak.load(Ordering::Acquire)
+    }
+
+    /// How many hashes this gate ever started.
+    pub fn started(&self) -> u64 {
+        self.started.load(Ordering::Acquire)
     }
 }
 

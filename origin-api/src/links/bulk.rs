@@ -125,6 +125,19 @@ pub async fn create_bulk(
             format!("send 1 to {MAX_BULK} links, not {}", body.links.len()),
         ));
     }
+    // An item that is no create body (a property the description does not allow, a
+    // value of the wrong type) is a request that breaks the published contract: refused
+    // whole, naming it, as any other endpoint refuses such a body. Items that are create
+    // bodies are still judged one by one (a bad URL, a taken alias: in their place).
+    if let Some((i, why)) = body.links.iter().enumerate().find_map(|(i, l)| match l {
+        BulkItem::Invalid(why) => Some((i, why.clone())),
+        BulkItem::Valid(link) => link.beyond_schema().map(|why| (i, why)),
+    }) {
+        return Err(AppError::invalid(
+            "links",
+            format!("item {i} is no create body ({why}): nothing was created"),
+        ));
+    }
     // Each password is a PBKDF2 on the process's one hashing gate: a batch is refused
     // whole, before any is hashed, rather than holding the gate for minutes.
     let passwords = body

@@ -363,7 +363,9 @@ pub(crate) async fn prepare_link_as(
     };
     let title = fields::title(req.title.clone())?;
     let tags = fields::tags(req.tags.clone().unwrap_or_default())?;
-    let options = fields::options(lookups, &state.passwords.hashing, &domain, req).await?;
+    // A dry run's link is never stored: its password is checked, never hashed.
+    let hashing = (!matches!(codes, Codes::ImportedDryRun)).then_some(&state.passwords.hashing);
+    let options = fields::options(lookups, hashing, &domain, req).await?;
 
     // Validate a custom alias before spending an id on it.
     let alias = match &req.code {

@@ -208,10 +208,10 @@ pub(crate) async fn preview(
     Ok(preview)
 }
 
-/// The options a create asks for, validated.
+/// The options a create asks for, validated; `hashing` as [`access`] takes it.
 pub(crate) async fn options(
     lookups: &mut Lookups<'_>,
-    hashing: &super::access::Hashing,
+    hashing: Option<&super::access::Hashing>,
     domain: &str,
     asked: &crate::views::links::CreateLink,
 ) -> Result<LinkOptions, AppError> {
@@ -243,9 +243,11 @@ pub(crate) async fn options(
 
 /// What `mode` keeps: for signed access, a new secret; for a password, its hash with a
 /// new salt and a new cookie key (hashed through the process's one `hashing` gate: it
-/// takes a while, on purpose; 503 when the gate's line is full).
+/// takes a while, on purpose; 503 when the gate's line is full). Without a gate (a dry
+/// run, whose link is never stored) the password is checked and never hashed: judging
+/// a file must not take the gate visitors' passwords need.
 pub(crate) async fn access(
-    hashing: &super::access::Hashing,
+    hashing: Option<&super::access::Hashing>,
     mode: crate::views::links::AccessMode,
     password: Option<&crate::views::links::Password>,
 ) -> Result<Option<shared::access::Access>, AppError> {
@@ -259,6 +261,9 @@ pub(crate) async fn access(
         (crate::views::links::AccessMode::Password, Some(password)) => {
             shared::password::check_new(password.expose())
                 .map_err(|e| AppError::invalid("password", e))?;
+            let Some(hashing) = hashing else {
+                return Ok(Some(super::access::unhashed_password()));
+            };
             let password = password.clone();
             hashing
                 .run(move || super::access::new_password(password.expose()))

@@ -29,7 +29,8 @@ pub struct Links {
     pub create_limit: CreateLimit,
     /// Links created per owner, whatever its keys and people (`--owner-create-rate`).
     pub owner_create_limit: CreateLimit,
-    /// Password changes per key: each costs a PBKDF2.
+    /// Changes that set a password, per actor (`key:…`, `user:…`): taken by
+    /// [`crate::links::update_link`] whichever door the change comes through.
     pub password_changes: CreateLimit,
     /// The one gate every password hash passes (visitors' too).
     pub passwords: Arc<PasswordGate>,

@@ -88,6 +88,12 @@ pub async fn update_link(
     changes: UpdateLink,
     actor: Actor<'_>,
 ) -> Result<Link, AppError> {
+    // Before anything else: each password change is a PBKDF2 on the gate visitors'
+    // passwords share, so every door (the API, the dashboard, what comes next) takes the
+    // same rate, per key or user.
+    if changes.password.is_some() {
+        state.password_changes.take(&actor.to_column(), 1)?;
+    }
     if current.status == LinkState::Deleted {
         return Err(AppError::Deleted);
     }
@@ -165,8 +171,12 @@ pub async fn update_link(
         (None, _) => None,
     };
     if let Some(mode) = mode {
-        options.access =
-            fields::access(&state.passwords.hashing, mode, changes.password.as_ref()).await?;
+        options.access = fields::access(
+            Some(&state.passwords.hashing),
+            mode,
+            changes.password.as_ref(),
+        )
+        .await?;
     } else if changes.password.is_some() {
         return Err(AppError::invalid(
             "password",

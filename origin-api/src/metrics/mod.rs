@@ -194,6 +194,8 @@ pub struct Metrics {
     pub rechecked_links: Counter,
     /// Reports taken by the public form.
     pub reports: Counter,
+    /// Reports taken and not kept: their link had its fill of open reports.
+    pub reports_not_kept: Counter,
     /// Generated codes the allocator passed over, by why: `reserved`, `operator_reserved`,
     /// `offensive` (a word list) or `imported` (an imported link holds it).
     pub codes_skipped: Family<ReasonLabel, Counter>,
@@ -286,6 +288,7 @@ impl Default for Metrics {
             feed_refresh_failures: metric(&mut registry, "feed_refresh_failures", "Threat feed refreshes that could not read their feed (its entries stay as they were)"),
             rechecked_links: metric(&mut registry, "rechecked_links", "Live links the background re-check compared with the feeds and the bans"),
             reports: metric(&mut registry, "reports", "Reports of abusive links taken by the public form"),
+            reports_not_kept: metric(&mut registry, "reports_not_kept", "Reports taken by the public form and not kept: their link had 100 open reports already"),
             random_code_collisions: metric(&mut registry, "random_code_collisions", "Creates whose random code another link already held (docs/random-codes.md): each draws again, up to five times; the rate against hop_links_created_total is the birthday bound's"),
             purged_links: metric(&mut registry, "purged_links", "Links the purge made bare tombstones (docs/retention.md), by reason: expired (past --purge-expired-after) or tombstone (deleted, past --restore-window)"),
             purged_click_rows: metric(&mut registry, "purged_click_rows", "Click rollup rows the purge deleted (older than --click-rollup-retention)"),

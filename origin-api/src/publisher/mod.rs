@@ -774,6 +774,12 @@ fn item_of(row: &OutboxRow) -> Option<SyncItem> {
             version,
             expiration: None,
         }),
+        "legacy" => Some(SyncItem {
+            key: format!("{}{}", shared::sync::LEGACY_PREFIX, row.route_key),
+            value: row.payload.clone(),
+            version,
+            expiration: None,
+        }),
         "cfg" => Some(SyncItem {
             key: shared::config_key(&row.route_key),
             value: row.payload.clone(),

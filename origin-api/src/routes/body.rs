@@ -14,6 +14,9 @@ pub const SMALL_BODY_LIMIT: usize = 64 * 1024;
 /// A bulk create: 10,000 realistic links (a target of a few hundred bytes, a title and
 /// tags) fit with room to spare; the parsed batch takes about as much again.
 pub const BULK_BODY_LIMIT: usize = 16 * 1024 * 1024;
+/// A domain's legacy codes: 10,000 codes or short URLs of a few dozen bytes each, with
+/// room for longer ones.
+pub(super) const LIST_BODY_LIMIT: usize = 4 * 1024 * 1024;
 /// A batch of the edge's queue messages: the consumer's 100 tallies of at most 64 KiB
 /// (`shared::tally::MAX_TALLY_BYTES`), or 1,000 events of under 1 KiB.
 pub const CLICKS_BODY_LIMIT: usize = 8 * 1024 * 1024;

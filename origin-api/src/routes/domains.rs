@@ -1,7 +1,7 @@
 //! `/v1/domains`: the domain registry. Admin keys register domains; every key sees the
 //! domains it may create links on.
 
-use super::body::ApiJson;
+use super::body::{ApiJson, LIST_BODY_LIMIT};
 use super::body::{ApiPath, ApiQuery};
 use super::responses::{AdminOnly, IfMatchHonoured, IfMatchRequired, NotRegistered};
 use crate::auth::Caller;
@@ -13,7 +13,8 @@ use crate::model::time::rfc3339;
 use crate::model::{Domain, DomainAccess};
 use crate::store;
 use crate::views::domains::{
-    CreateDomain, DomainView, LegacyMissParams, LegacyMissView, UpdateDomain,
+    CreateDomain, DomainView, LegacyCodesBody, LegacyCodesParams, LegacyCodesView,
+    LegacyMissParams, LegacyMissView, UpdateDomain,
 };
 use crate::views::links::Page;
 use axum::extract::State;
@@ -168,15 +169,8 @@ pub(crate) async fn legacy_misses(
     ApiPath(name): ApiPath<String>,
     ApiQuery(params): ApiQuery<LegacyMissParams>,
 ) -> Result<Json<Page<LegacyMissView>>, AppError> {
-    let name = shared::normalize_short_domain(&name).map_err(|_| AppError::NotFound)?;
-    let domain = store::domains::get(&state.db, &name)
-        .await?
-        .filter(|d| {
-            caller.reaches(&d.domain)
-                && (caller.admin
-                    || matches!(&d.access, DomainAccess::Owners(_) if d.access.admits(&caller.owner_id)))
-        })
-        .ok_or(AppError::NotFound)?;
+    let domain = domain_for_owner(&state, &caller, &name).await?;
+    let name = domain.domain.clone();
     let limit = params.limit.unwrap_or(100);
     if !(1..=1000).contains(&limit) {
         return Err(AppError::invalid("limit", "between 1 and 1000"));
@@ -211,4 +205,111 @@ pub(crate) async fn legacy_misses(
             .collect(),
         next_cursor,
     }))
+}
+
+/// The domain `raw` names, for an admin key or a key of one of its owners (a shared
+/// domain is its operators'); 404 for anyone else.
+async fn domain_for_owner(state: &Domains, caller: &Caller, raw: &str) -> Result<Domain, AppError> {
+    let name = shared::normalize_short_domain(raw).map_err(|_| AppError::NotFound)?;
+    store::domains::get(&state.db, &name)
+        .await?
+        .filter(|d| {
+            caller.reaches(&d.domain)
+                && (caller.admin
+                    || matches!(&d.access, DomainAccess::Owners(_) if d.access.admits(&caller.owner_id)))
+        })
+        .ok_or(AppError::NotFound)
+}
+
+/// The legacy list's state for `d`.
+async fn legacy_view(
+    state: &Domains,
+    d: &Domain,
+    added: Option<u64>,
+    listed: Option<i64>,
+) -> Result<LegacyCodesView, AppError> {
+    let listed = match listed {
+        Some(n) => n,
+        None => store::legacy_codes::count(&state.db, &d.domain).await?,
+    };
+    let now_s = crate::model::time::now_ms().div_euclid(1000);
+    Ok(LegacyCodesView {
+        added,
+        listed,
+        running: d.settings.legacy_base(now_s).is_some(),
+        legacy_url: d.settings.legacy_url.clone(),
+        legacy_until: d
+            .settings
+            .legacy_until
+            .map(|s| rfc3339(s.saturating_mul(1000))),
+        code: None,
+        known: None,
+    })
+}
+
+/// `POST /v1/domains/{domain}/legacy-codes`: adds codes to the domain's legacy list,
+/// the codes that lived at the shortener it moved from. Only these are sent on there
+/// by its fallback (`legacy_url`, until `legacy_until`); every other code is not found.
+/// Admin keys only: the list decides where the domain sends its visitors.
+#[utoipa::path(post, path = "/v1/domains/{domain}/legacy-codes", operation_id = "add_legacy_codes", tag = "domains",
+    params(("domain" = String, Path)), request_body = LegacyCodesBody,
+    responses(
+        (status = 200, description = "Added (a code listed already is left as it is); each new code reaches the edge like a link's record", body = LegacyCodesView),
+        AdminOnly, NotRegistered,
+        (status = 413, description = "a body over 4 MiB", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "no codes, more than 10,000, or one no visitor could ask for (the whole request is refused, naming it)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = [])))]
+pub(crate) async fn add_legacy_codes(
+    State(state): State<Arc<Domains>>,
+    caller: Caller,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(body): ApiJson<LegacyCodesBody, LIST_BODY_LIMIT>,
+) -> Result<Json<LegacyCodesView>, AppError> {
+    let name = admin_target(
+        &caller,
+        "listing a domain's legacy codes needs an admin key (keys create --admin)",
+        &name,
+    )?;
+    let done = state
+        .add_legacy_codes(&name, &body.codes, store::legacy_codes::Source::List)
+        .await?;
+    let d = store::domains::get(&state.db, &name)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    tracing::info!(domain = %name, added = done.added, by = %caller.key_id, "legacy codes listed");
+    Ok(Json(
+        legacy_view(&state, &d, Some(done.added), Some(done.listed)).await?,
+    ))
+}
+
+/// `GET /v1/domains/{domain}/legacy-codes`: how many codes the domain's legacy list
+/// holds, whether its fallback runs, and (`?code=`) whether one code is listed.
+#[utoipa::path(get, path = "/v1/domains/{domain}/legacy-codes", operation_id = "read_legacy_codes", tag = "domains",
+    params(("domain" = String, Path), LegacyCodesParams),
+    responses(
+        (status = 200, description = "The list's state", body = LegacyCodesView),
+        (status = 404, description = "not registered, or not this key's owner's", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = [])))]
+pub(crate) async fn read_legacy_codes(
+    State(state): State<Arc<Domains>>,
+    caller: Caller,
+    ApiPath(name): ApiPath<String>,
+    ApiQuery(params): ApiQuery<LegacyCodesParams>,
+) -> Result<Json<LegacyCodesView>, AppError> {
+    let d = domain_for_owner(&state, &caller, &name).await?;
+    let mut view = legacy_view(&state, &d, None, None).await?;
+    if let Some(raw) = &params.code {
+        if raw.is_empty() || raw.chars().count() > 256 {
+            return Err(AppError::invalid("code", "1 to 256 characters"));
+        }
+        let code = d
+            .settings
+            .canonical_code(crate::domains::legacy_code_of(raw))
+            .into_owned();
+        view.known = Some(store::legacy_codes::known(&state.db, &d.domain, &code).await?);
+        view.code = Some(code);
+    }
+    Ok(Json(view))
 }

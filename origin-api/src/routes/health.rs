@@ -59,8 +59,7 @@ pub(crate) async fn metrics_public(
 /// one, with `Authorization: Bearer <HOP_METRICS_TOKEN>`.
 #[utoipa::path(get, path = "/metrics", operation_id = "metrics", tag = "operations",
     responses((status = 200, description = "Every series of the origin (docs/operating.md#metrics): hop_redirects_total{outcome}, hop_redirect_duration_seconds{path}, hop_api_responses_total{route,method,status}, hop_outbox_oldest_age_seconds{lane}, …", body = String, content_type = "application/openmetrics-text"),
-        (status = 401, description = "on the public listener: not the metrics token", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "on the public listener: no metrics token is configured", body = Problem, content_type = "application/problem+json")),
+        (status = 401, description = "on the public listener: not the metrics token (described only where HOP_METRICS_TOKEN serves it there)", body = Problem, content_type = "application/problem+json")),
     security(("metrics_token" = [])))]
 pub(crate) async fn metrics(
     State(state): State<Arc<Health>>,

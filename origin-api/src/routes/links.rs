@@ -197,10 +197,6 @@ pub(crate) async fn update(
     headers: HeaderMap,
     ApiJson(changes): ApiJson<UpdateLink>,
 ) -> Result<Response, AppError> {
-    // Before anything else: each password change is a PBKDF2.
-    if changes.password.is_some() {
-        state.password_changes.take(&caller.key_id, 1)?;
-    }
     let expected = parse_if_match(headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok()))?;
     let current = owned_link(&state.db, &caller.creator(), &domain, &code, Intent::Change).await?;
     let link = update_link(&state, current, expected, changes, caller.creator().actor).await?;

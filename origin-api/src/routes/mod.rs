@@ -104,6 +104,10 @@ fn router_under(state: AppState, in_flight: InFlightLayer) -> Router {
             "/v1/domains/{domain}/legacy-misses",
             get(domains::legacy_misses),
         )
+        .route(
+            "/v1/domains/{domain}/legacy-codes",
+            get(domains::read_legacy_codes).post(domains::add_legacy_codes),
+        )
         .route("/v1/webhooks", post(webhooks::create).get(webhooks::list))
         .route(
             "/v1/webhooks/{id}",

@@ -5,8 +5,11 @@ use super::{
     abuse, admin, bans, domains, edge, health, history, imports, links, owners, redirect, stats,
     webhooks,
 };
+use crate::health::Health;
+use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
+use std::sync::Arc;
 use std::sync::LazyLock;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
@@ -38,6 +41,8 @@ use utoipa::{Modify, OpenApi};
         domains::update,
         domains::delete,
         domains::legacy_misses,
+        domains::add_legacy_codes,
+        domains::read_legacy_codes,
         imports::create,
         webhooks::create,
         webhooks::list,
@@ -200,16 +205,24 @@ impl Modify for CommonResponses {
     }
 }
 
-/// Built once: the description is fixed for the life of the process.
-static DOCUMENT: LazyLock<String> =
+/// Built once: the description is fixed for the life of the process. `/metrics` is on
+/// the public listener only with `HOP_METRICS_TOKEN`: without one, the description does
+/// not name it, rather than name an operation nobody can call.
+static WITH_METRICS: LazyLock<String> =
     LazyLock::new(|| ApiDoc::openapi().to_pretty_json().unwrap_or_default());
+static WITHOUT_METRICS: LazyLock<String> = LazyLock::new(|| {
+    let mut doc = ApiDoc::openapi();
+    doc.paths.paths.remove("/metrics");
+    doc.to_pretty_json().unwrap_or_default()
+});
 
 /// `GET /openapi.json`
 #[utoipa::path(get, path = "/openapi.json", operation_id = "openapi", tag = "operations",
     responses((status = 200, description = "This description (OpenAPI 3.1)", content_type = "application/json")))]
-pub(crate) async fn openapi() -> impl IntoResponse {
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        DOCUMENT.as_str(),
-    )
+pub(crate) async fn openapi(State(health): State<Arc<Health>>) -> impl IntoResponse {
+    let doc = match health.metrics_token {
+        Some(_) => &WITH_METRICS,
+        None => &WITHOUT_METRICS,
+    };
+    ([(header::CONTENT_TYPE, "application/json")], doc.as_str())
 }

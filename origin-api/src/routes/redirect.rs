@@ -6,6 +6,7 @@ use crate::error::AppError;
 use crate::metrics::RedirectPath;
 use crate::model::time::now_ms;
 use crate::redirects::Redirects;
+use crate::store;
 use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::request::Parts;
@@ -26,6 +27,7 @@ use std::sync::Arc;
     params(("code" = String, Path), ("Host" = Option<String>, Header, description = "The short domain; without one, or with an address, the origin's default domain. A host this origin does not serve is 404")),
     responses(
         (status = 200, description = "An HTML page instead of a redirect: the link's social preview for a link-preview crawler, or its interstitial (the destination and a link to it)"),
+        (status = 204, description = "`/favicon.ico`, which browsers ask every site for: no content, `Cache-Control: public, max-age=604800`, never counted as a visit"),
         (status = 301, description = "Moved permanently, as the link says; `Location` is the target, with the visitor's query merged when the link forwards it"),
         (status = 302, description = "Found (the default); also where a domain sends an unknown code, `/` or an expired link when it names a page for them (never cached)"),
         (status = 307, description = "Temporary redirect, as the link says"),
@@ -130,6 +132,19 @@ pub(crate) async fn visit(state: &Redirects, parts: Parts, peer: Option<SocketAd
     Box::pin(answer(state, parts, peer)).await
 }
 
+/// The answer to a browser's ask for a short domain's icon: `204`, kept a week, and
+/// never counted as a visit or an answer (`shared::is_favicon`); from memory, on
+/// every path that answers visits.
+fn favicon() -> Response {
+    let mut res = Response::new(axum::body::Body::empty());
+    *res.status_mut() = StatusCode::NO_CONTENT;
+    res.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static(shared::FAVICON_CACHE_CONTROL),
+    );
+    res
+}
+
 /// The answer to a visit when memory holds all it needs: the domain's settings, the
 /// denylist, and the link's entry (known or unknown). No future: a visit that waits on
 /// nothing carries no room for the reads it does not make, where the redirect's future
@@ -142,6 +157,9 @@ pub(crate) fn answer_held(
 ) -> Option<Response> {
     let started = std::time::Instant::now();
     let method = shared::Method::parse(parts.method.as_str());
+    if shared::is_favicon(method, parts.uri.path()) {
+        return Some(favicon());
+    }
     let code = parts.uri.path().strip_prefix('/').unwrap_or_default();
     let decision = match reject_early(method, code) {
         Some(_) if code.is_empty() => root_held(state, method, &parts.headers)?,
@@ -370,14 +388,23 @@ fn resolve_held(
             }
         }
     };
+    // A code with no link on a moving domain may be one of its legacy codes: read.
+    if entry.as_ref().is_none_or(|e| e.record.is_none()) && legacy_runs(&settings) {
+        return None;
+    }
     let client = Asked {
         state,
         headers,
         peer,
     };
     Some(decided(
-        method, route, query, entry, &deny, &settings, client,
+        method, route, query, entry, &deny, &settings, client, false,
     ))
+}
+
+/// Whether `settings`' fallback to the shortener the domain moved from runs now.
+fn legacy_runs(settings: &DomainSettings) -> bool {
+    settings.legacy_base(now_ms().div_euclid(1000)).is_some()
 }
 
 async fn resolve(
@@ -430,13 +457,26 @@ async fn resolve(
         }
         None => Some(Box::pin(state.cache.entry(db, &route)).await?),
     };
+    // Only a code on the domain's legacy list is sent on to its old shortener; the list
+    // is read only for a code with no link while the fallback runs.
+    let legacy_known = entry.as_ref().is_none_or(|e| e.record.is_none())
+        && legacy_runs(&settings)
+        && !deny.blocks_code(&route)
+        && store::legacy_codes::known(db, route.domain(), route.code()).await?;
     let client = Asked {
         state,
         headers,
         peer,
     };
     Ok(decided(
-        method, route, query, entry, &deny, &settings, client,
+        method,
+        route,
+        query,
+        entry,
+        &deny,
+        &settings,
+        client,
+        legacy_known,
     ))
 }
 
@@ -480,7 +520,9 @@ pub(crate) struct Form {
     settings: DomainSettings,
 }
 
-/// The decision on a visit of `route` whose entry is known, and the click it makes.
+/// The decision on a visit of `route` whose entry is known, and the click it makes;
+/// `legacy_known`: the code is on its domain's legacy list.
+#[allow(clippy::too_many_arguments)]
 fn decided(
     method: shared::Method,
     route: RouteKey,
@@ -489,6 +531,7 @@ fn decided(
     deny: &Denylist,
     settings: &DomainSettings,
     asked: Asked<'_>,
+    legacy_known: bool,
 ) -> Decided {
     let now = now_ms();
     let record = entry.as_ref().and_then(|e| e.record.as_ref());
@@ -515,6 +558,7 @@ fn decided(
                 .flatten();
             crate::links::access::opens(access, &route, query, cookie, now.div_euclid(1000))
         }),
+        legacy_known,
     };
     if method == shared::Method::Post {
         let decision = decide_prepared(&visit, record, deny, settings);

@@ -34,6 +34,8 @@ pub(super) struct SettingsRow {
     brand_colour: Option<String>,
     legacy_url: Option<String>,
     code_strategy: String,
+    /// Unix seconds, as visitors' decisions read it.
+    legacy_until: Option<i64>,
 }
 
 impl SettingsRow {
@@ -68,6 +70,7 @@ impl SettingsRow {
                 _ => None,
             },
             legacy_url: self.legacy_url.clone(),
+            legacy_until: self.legacy_until,
         })
     }
 }
@@ -172,7 +175,7 @@ const DOMAIN_CONFIG_SENT: &str = include_str!("queries/domain_config_sent.sql");
 const INSERT_DOMAIN: &str = include_str!("queries/insert_domain.sql");
 /// A domain's code sequence, unless it has one.
 const INSERT_CODE_SEQUENCE: &str = include_str!("queries/insert_code_sequence.sql");
-/// A domain's row rewritten with the values of [`row_args`] (its strategy as `$22`), if it is at version `$21`.
+/// A domain's row rewritten with the values of [`row_args`] (its strategy as `$22`, its fallback's end as `$23`), if it is at version `$21`.
 const UPDATE_DOMAIN: &str = include_str!("queries/update_domain.sql");
 const DELETE_DOMAIN_OWNERS: &str = include_str!("queries/delete_domain_owners.sql");
 /// The domains whose settings were never queued for the edge.
@@ -260,6 +263,7 @@ fn row_args<'a>(d: &'a Domain, hosts: &'a Option<String>, version: i64) -> Vec<A
         d.settings.brand.as_ref().map(|b| b.colour.as_str()).into(),
         d.settings.legacy_url.as_deref().into(),
         strategy_name(&d.settings.codes).into(),
+        d.settings.legacy_until.into(),
     ]
 }
 
@@ -371,10 +375,12 @@ pub async fn update(
     let (hosts, version) = encoded(d)?;
     let expected = i64::try_from(expected).map_err(|_| StoreError::Stale)?;
     let mut args = row_args(d, &hosts, version);
-    // The version expected, then the column added after it ($21, $22).
+    // The version expected, then the columns added after it ($21, $22, $23).
+    let legacy_until = args.pop().ok_or(StoreError::Stale)?;
     let strategy = args.pop().ok_or(StoreError::Stale)?;
     args.push(expected.into());
     args.push(strategy);
+    args.push(legacy_until);
     let mut tx = db.begin_write().await?;
     let mut c = tx.conn();
     lock_for_change(&mut c, &d.domain, Some(expected), only_without_links).await?;
@@ -558,7 +564,7 @@ mod tests {
     const COLUMNS: &str = "domain, alphabet, code_length, case_insensitive, forward_query, \
          default_redirect, max_age_s, status, not_found_url, root_url, expired_url, shared, \
          allowed_target_hosts, version, created_at, updated_at, interstitial, brand_name, \
-         brand_colour, legacy_url, code_strategy";
+         brand_colour, legacy_url, code_strategy, legacy_until";
 
     fn words(s: &str) -> String {
         s.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -575,6 +581,6 @@ mod tests {
         ] {
             assert!(words(sql).contains(&words(COLUMNS)), "{sql}");
         }
-        assert!(words(INSERT_DOMAIN).contains(&format!("VALUES ({})", list_placeholders(1, 21))));
+        assert!(words(INSERT_DOMAIN).contains(&format!("VALUES ({})", list_placeholders(1, 22))));
     }
 }

@@ -20,6 +20,7 @@ pub mod foreign_codes;
 pub mod history;
 pub mod idempotency;
 pub mod invitations;
+pub mod legacy_codes;
 pub mod legacy_misses;
 pub use clicks::{
     human_visits_by_day, Attributed, ClickDims, ClickStore, DimCount, Folded, Increments, LinkRef,

@@ -7,6 +7,21 @@ const INSERT_REPORT: &str = include_str!("queries/insert_report.sql");
 const LIST_REPORTS: &str = include_str!("queries/list_reports.sql");
 const RESOLVE_REPORT: &str = include_str!("queries/resolve_report.sql");
 const REPORT_EXISTS: &str = include_str!("queries/report_exists.sql");
+const OPEN_REPORTS_OF_LINK: &str = include_str!("queries/open_reports_of_link.sql");
+const FORGET_RESOLVED: &str = include_str!("queries/forget_resolved_reports.sql");
+
+/// How many reports of `domain/code` are open.
+pub async fn open_of_link(db: &Db, domain: &str, code: &str) -> Result<i64, StoreError> {
+    let row: Option<(i64,)> = db
+        .read_optional(OPEN_REPORTS_OF_LINK, &[domain.into(), code.into()])
+        .await?;
+    Ok(row.map_or(0, |(n,)| n))
+}
+
+/// Deletes the reports resolved before `before` (Unix ms); how many.
+pub async fn forget_resolved(db: &Db, before: i64) -> Result<u64, StoreError> {
+    Ok(db.write(FORGET_RESOLVED, &[before.into()]).await?)
+}
 
 /// A report to record.
 #[derive(Debug, Clone)]

@@ -68,11 +68,17 @@ pub struct CreateDomain {
     #[serde(default)]
     pub not_found_url: Option<String>,
     /// The shortener this domain is moving from (`https://bit.ly`, or a base with a
-    /// path, without a query): while set, a code with no link is sent to the same code
-    /// there (302, `no-store`) ahead of `not_found_url`, and counted
-    /// (`GET /v1/domains/{domain}/legacy-misses`).
+    /// path, without a query): until `legacy_until`, a code with no link that is on
+    /// the domain's list of legacy codes (`POST /v1/domains/{domain}/legacy-codes`,
+    /// and every import) is sent to the same code there (302, `no-store`) ahead of
+    /// `not_found_url`, and counted (`GET /v1/domains/{domain}/legacy-misses`). Any
+    /// other code is not found.
     #[serde(default)]
     pub legacy_url: Option<String>,
+    /// RFC 3339: when the fallback to `legacy_url` stops by itself, at most a year
+    /// ahead. Setting `legacy_url` without it gives 90 days.
+    #[serde(default)]
+    pub legacy_until: Option<String>,
     /// Where a visitor of `/` goes.
     #[serde(default)]
     pub root_url: Option<String>,
@@ -124,6 +130,8 @@ pub struct DomainView {
     pub max_age_s: u32,
     pub not_found_url: Option<String>,
     pub legacy_url: Option<String>,
+    /// RFC 3339: when the fallback to `legacy_url` stops by itself.
+    pub legacy_until: Option<String>,
     pub root_url: Option<String>,
     pub expired_url: Option<String>,
     pub allowed_target_hosts: Option<Vec<String>>,
@@ -159,6 +167,10 @@ impl Domain {
             max_age_s: self.settings.max_age_s,
             not_found_url: self.settings.not_found_url.clone(),
             legacy_url: self.settings.legacy_url.clone(),
+            legacy_until: self
+                .settings
+                .legacy_until
+                .map(|s| rfc3339(s.saturating_mul(1000))),
             root_url: self.settings.root_url.clone(),
             expired_url: self.settings.expired_url.clone(),
             allowed_target_hosts: self.allowed_target_hosts.clone(),
@@ -209,10 +221,16 @@ pub struct UpdateDomain {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>)]
     pub not_found_url: Option<Option<String>>,
-    /// `null` ends the fallback to the old shortener.
+    /// `null` ends the fallback to the old shortener. A new one runs 90 days unless
+    /// `legacy_until` says otherwise.
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>)]
     pub legacy_url: Option<Option<String>>,
+    /// RFC 3339, at most a year ahead: when the fallback stops by itself (a moment
+    /// past ends it now). `null`: no end date, and so no fallback.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub legacy_until: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>)]
     pub root_url: Option<Option<String>>,
@@ -258,4 +276,44 @@ pub struct LegacyMissParams {
     /// `next_cursor` of the page before.
     #[param(min_length = 1)]
     pub cursor: Option<String>,
+}
+
+/// The body of `POST /v1/domains/{domain}/legacy-codes`: codes that lived at the
+/// shortener the domain moved from, each a code or a short URL ending in one.
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LegacyCodesBody {
+    #[schema(min_items = 1, max_items = 10000)]
+    pub codes: Vec<String>,
+}
+
+/// What adding to a domain's legacy list did, or what the list holds.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
+pub struct LegacyCodesView {
+    /// Codes this request added (absent when reading).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub added: Option<u64>,
+    /// Codes the list holds.
+    pub listed: i64,
+    /// The domain's fallback sends its listed codes on now: it has a `legacy_url` and
+    /// its `legacy_until` is ahead.
+    pub running: bool,
+    pub legacy_url: Option<String>,
+    /// RFC 3339.
+    pub legacy_until: Option<String>,
+    /// The code asked about (`?code=`), as the domain stores it, and whether it is listed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub known: Option<bool>,
+}
+
+/// The query of `GET /v1/domains/{domain}/legacy-codes`.
+#[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct LegacyCodesParams {
+    /// A code (or a short URL ending in one) to look up.
+    #[param(min_length = 1, max_length = 256)]
+    pub code: Option<String>,
 }

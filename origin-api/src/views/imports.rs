@@ -138,6 +138,11 @@ impl ImportSummary {
 pub struct ImportReport {
     pub dry_run: bool,
     pub summary: ImportSummary,
+    /// The columns of an export file that the importer does not read (their cells are
+    /// not imported), as the file names them; absent when every column is read, and
+    /// for an API page.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unused_columns: Vec<String>,
     /// One line per link the source listed, in its order.
     pub rows: Vec<ImportRow>,
     /// When links were deferred: send the same content again after this long.

@@ -394,6 +394,60 @@ pub const MAX_BULK: usize = 10_000;
 /// Links with a password one bulk call may carry (each costs a PBKDF2).
 pub const MAX_BULK_PASSWORDS: usize = 100;
 
+impl CreateLink {
+    /// The first limit of the published description (`CreateLink`'s schema) this body
+    /// breaks, if any: lengths, counts and ranges the description states. A bulk create
+    /// refuses a batch with such an item whole, as every other endpoint refuses a body
+    /// that breaks its schema; what a schema cannot state (a URL's host, an alias taken)
+    /// is still judged item by item.
+    pub fn beyond_schema(&self) -> Option<String> {
+        let chars = |s: &str| s.chars().count();
+        let max_target = shared::target::MAX_TARGET_LEN;
+        Some(if !(1..=max_target).contains(&chars(&self.target_url)) {
+            format!("target_url: 1 to {max_target} characters")
+        } else if self.redirect.is_some_and(|r| !(301..=308).contains(&r)) {
+            "redirect: from 301 to 308".to_owned()
+        } else if self
+            .title
+            .as_deref()
+            .is_some_and(|t| chars(t) > MAX_TITLE_CHARS)
+        {
+            format!("title: at most {MAX_TITLE_CHARS} characters")
+        } else if self.tags.as_ref().is_some_and(|t| t.len() > MAX_TAGS) {
+            format!("tags: at most {MAX_TAGS}")
+        } else if self
+            .rules
+            .as_ref()
+            .is_some_and(|r| r.len() > shared::targeting::MAX_RULES)
+        {
+            format!("rules: at most {}", shared::targeting::MAX_RULES)
+        } else if self.split.as_ref().is_some_and(|s| {
+            !(shared::split::MIN_VARIANTS..=shared::split::MAX_VARIANTS).contains(&s.len())
+        }) {
+            format!(
+                "split: {} to {} variants",
+                shared::split::MIN_VARIANTS,
+                shared::split::MAX_VARIANTS
+            )
+        } else if self
+            .split
+            .iter()
+            .flatten()
+            .any(|v| i32::try_from(v.weight).is_err())
+        {
+            // The description's integers are int32 unless it says int64.
+            "split: a weight is a 32-bit integer".to_owned()
+        } else if self
+            .max_visits
+            .is_some_and(|n| n == 0 || i64::try_from(n).is_err())
+        {
+            "max_visits: from 1 to 2^63 - 1".to_owned()
+        } else {
+            return None;
+        })
+    }
+}
+
 /// The body of `POST /v1/links/bulk`. Items are parsed one by one, so that one bad item
 /// is reported in its place instead of refusing the batch.
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
@@ -421,6 +475,13 @@ impl<'de> Deserialize<'de> for BulkItem {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let raw = Box::<serde_json::value::RawValue>::deserialize(d)?;
         Ok(match serde_json::from_str::<CreateLink>(raw.get()) {
+            // serde reads a struct from a JSON array too (its fields in order): the
+            // description says object, so such an item is no create body. Only an item
+            // with an array in it is looked at again.
+            Ok(link) if raw.get().contains('[') => match array_for_object(raw.get(), &link) {
+                Some(path) => BulkItem::Invalid(format!("{path}: an object, not an array")),
+                None => BulkItem::Valid(Box::new(link)),
+            },
             Ok(link) => BulkItem::Valid(Box::new(link)),
             Err(e) => {
                 // The position is within the item, not the body: say only what is wrong.
@@ -430,6 +491,39 @@ impl<'de> Deserialize<'de> for BulkItem {
             }
         })
     }
+}
+
+/// Where `raw` has an array in a place `link`, as read from it, has an object (`link`
+/// for the item itself, `preview`, `rules[0].when`, …).
+fn array_for_object(raw: &str, link: &CreateLink) -> Option<String> {
+    fn walk(sent: &serde_json::Value, read: &serde_json::Value, path: String) -> Option<String> {
+        use serde_json::Value;
+        match (sent, read) {
+            (Value::Array(_), Value::Object(_)) => Some(path),
+            (Value::Object(sent), Value::Object(read)) => read.iter().find_map(|(k, v)| {
+                let inner = match path.is_empty() {
+                    true => k.clone(),
+                    false => format!("{path}.{k}"),
+                };
+                walk(sent.get(k)?, v, inner)
+            }),
+            (Value::Array(sent), Value::Array(read)) => sent
+                .iter()
+                .zip(read)
+                .enumerate()
+                .find_map(|(i, (s, r))| walk(s, r, format!("{path}[{i}]"))),
+            _ => None,
+        }
+    }
+    let sent: serde_json::Value = serde_json::from_str(raw).ok()?;
+    let read = serde_json::to_value(link).ok()?;
+    walk(&sent, &read, String::new()).map(|p| {
+        if p.is_empty() {
+            "the item".to_owned()
+        } else {
+            p
+        }
+    })
 }
 
 impl Serialize for BulkItem {

@@ -332,6 +332,16 @@ async fn the_recheck_bans_what_a_feed_lists_and_walks_every_link() {
 }
 
 async fn report(api: &Api, peer: &str, form: &[(&str, &str)]) -> (StatusCode, String) {
+    report_with(api, peer, form, &[]).await
+}
+
+/// [`report`], with more request headers.
+async fn report_with(
+    api: &Api,
+    peer: &str,
+    form: &[(&str, &str)],
+    headers: &[(&str, &str)],
+) -> (StatusCode, String) {
     let body = form
         .iter()
         .map(|(k, v)| format!("{k}={}", urlencoding(v)))
@@ -339,9 +349,11 @@ async fn report(api: &Api, peer: &str, form: &[(&str, &str)]) -> (StatusCode, St
         .join("&");
     let mut req = Request::post("/_hop/report")
         .header(header::HOST, "api.example")
-        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-        .body(Body::from(body))
-        .expect("request");
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+    for (name, value) in headers {
+        req = req.header(*name, *value);
+    }
+    let mut req = req.body(Body::from(body)).expect("request");
     let peer: std::net::SocketAddr = peer.parse().expect("address");
     req.extensions_mut()
         .insert(axum::extract::ConnectInfo(peer));
@@ -562,6 +574,107 @@ async fn a_link_on_a_host_the_feed_bans_gets_no_ban_of_its_own() {
         assert!(done.links_banned.is_empty(), "{done:?}");
         assert_eq!(ban_reasons(&api, &admin).await.len(), 1);
         assert_eq!(visit(&api, "pay-page").await, StatusCode::FORBIDDEN);
+        t.cleanup().await;
+    }
+}
+
+/// The report form cannot be flooded or forged: a client's budget is its IPv4 address
+/// or its whole IPv6 /64; everyone together has a budget a minute; a link keeps at most
+/// 100 open reports (more are thanked alike and not kept); a post from another site's
+/// page is refused; and resolved reports are forgotten after their retention, open ones
+/// never.
+#[tokio::test]
+async fn the_report_form_cannot_be_flooded_or_forged() {
+    for (api, t) in apis_with(
+        "abuse-report-flood",
+        &[
+            "--report-rate",
+            "2",
+            "--report-rate-global",
+            "400",
+            "--report-retention",
+            "30d",
+        ],
+    )
+    .await
+    {
+        let form = [("url", "https://s.example/target-1"), ("category", "spam")];
+        // One IPv6 /64 is one client, however many of its addresses it uses.
+        for peer in ["[2001:db8::1]:1000", "[2001:db8::ffff:1]:1000"] {
+            assert_eq!(report(&api, peer, &form).await.0, StatusCode::OK, "{peer}");
+        }
+        let (moved, text) = report(&api, "[2001:db8::abcd:9]:1000", &form).await;
+        assert_eq!(moved, StatusCode::TOO_MANY_REQUESTS, "{}: {text}", t.kind());
+        let (other, _) = report(&api, "[2001:db8:0:1::1]:1000", &form).await;
+        assert_eq!(other, StatusCode::OK, "another /64 is another client");
+
+        // A page elsewhere cannot make its visitors post reports; this site's own can.
+        for forged in [
+            vec![("sec-fetch-site", "cross-site")],
+            vec![("origin", "https://evil.example")],
+        ] {
+            let (status, text) = report_with(&api, "198.51.100.9:1000", &form, &forged).await;
+            assert_eq!(status, StatusCode::FORBIDDEN, "{forged:?}: {text}");
+        }
+        let own = [
+            ("sec-fetch-site", "same-origin"),
+            ("origin", "https://api.example"),
+        ];
+        assert_eq!(
+            report_with(&api, "198.51.100.9:1000", &form, &own).await.0,
+            StatusCode::OK
+        );
+        assert_eq!(api.count("reports").await, 4, "nothing forged was kept");
+
+        // One link keeps at most 100 open reports; the 101st is thanked alike.
+        let flood = [("url", "https://s.example/rival"), ("category", "phishing")];
+        let mut answers = std::collections::BTreeSet::new();
+        for i in 0..origin_api::abuse::reports::MAX_OPEN_PER_LINK + 3 {
+            let peer = format!("203.0.113.{}:1000", i / 2);
+            let (status, text) = report(&api, &peer, &flood).await;
+            assert_eq!(status, StatusCode::OK, "{i}: {text}");
+            answers.insert(text);
+        }
+        assert_eq!(
+            answers.len(),
+            1,
+            "every report of the flood got the same answer"
+        );
+        assert_eq!(
+            api.count("reports WHERE code = 'rival'").await,
+            origin_api::abuse::reports::MAX_OPEN_PER_LINK
+        );
+        assert!(
+            api.metrics().await.contains("hop_reports_not_kept_total 3"),
+            "{}",
+            t.kind()
+        );
+
+        // Resolved reports go after the retention; open ones stay.
+        let now = origin_api::model::time::now_ms();
+        let day = 86_400_000;
+        api.exec(&format!(
+            "UPDATE reports SET resolved_at = {}, resolution = 'dismissed' WHERE code = 'rival'",
+            now - 31 * day
+        ))
+        .await;
+        api.exec(&format!(
+            "UPDATE reports SET resolved_at = {}, resolution = 'banned' WHERE code = 'target-1' \
+             AND report_id = (SELECT MIN(report_id) FROM reports WHERE code = 'target-1')",
+            now - 29 * day
+        ))
+        .await;
+        let swept = origin_api::housekeeping::sweep(&api.state.housekeeping, now)
+            .await
+            .expect("sweep");
+        assert_eq!(swept.resolved_reports, 100, "{}", t.kind());
+        assert_eq!(api.count("reports").await, 4, "the rest are open or recent");
+        // The link's count starts again once its reports are closed.
+        assert_eq!(
+            report(&api, "203.0.113.200:1000", &flood).await.0,
+            StatusCode::OK
+        );
+        assert_eq!(api.count("reports WHERE code = 'rival'").await, 1);
         t.cleanup().await;
     }
 }

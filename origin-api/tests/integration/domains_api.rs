@@ -899,14 +899,25 @@ async fn a_brand_domains_visitors_see_its_name_and_colour_and_a_light_colour_is_
     }
 }
 
-/// A domain moving from another shortener: while `legacy_url` is set, a code with no
-/// link goes to the same code there (with the query), at the origin; each such visit,
-/// the origin's own and those the edge reports, is counted per code, and the codes are
-/// listed most visited first until a link takes them. A banned code stays 403, the
-/// old shortener's host banned turns the fallback off, and `null` ends it. The URL is
-/// held to the target policy and must be a base.
+/// The `If-Match` of domain `name` as it is now.
+async fn domain_etag(api: &crate::common::Api, admin: &str, name: &str) -> String {
+    let read = api
+        .call_as(admin, "GET", &format!("/v1/domains/{name}"))
+        .await;
+    format!("\"{}\"", read.body["version"])
+}
+
+/// A domain moving from another shortener: while `legacy_url` is set and its end date
+/// is ahead, a code with no link that is on the domain's legacy list goes to the same
+/// code there (with the query), at the origin; any other code is not found (the old,
+/// shared shortener is anyone's to make links on). Each visit sent on, the origin's own
+/// and those the edge reports, is counted per code, and the codes are listed most
+/// visited first until a link takes them. An interstitial domain shows its interstitial;
+/// a banned code stays 403, the old shortener's host banned turns the fallback off, its
+/// end date ends it by itself, and `null` ends it. The URL is held to the target policy
+/// and must be a base.
 #[tokio::test]
-async fn a_moving_domain_sends_unknown_codes_to_its_old_shortener_and_counts_them() {
+async fn a_moving_domain_sends_its_listed_old_codes_to_its_old_shortener_and_counts_them() {
     const EDGE: &str = "edge-legacy-token";
     for (api, t) in crate::common::apis_with("domain-legacy", &["--edge-token", EDGE]).await {
         let admin = api.key("ops", true).await;
@@ -939,6 +950,22 @@ async fn a_moving_domain_sends_unknown_codes_to_its_old_shortener_and_counts_the
                 refused.text
             );
         }
+        // A fallback must end: at most a year ahead.
+        let forever = api
+            .patch_json(
+                &admin,
+                "/v1/domains/go.acme.example",
+                Some("\"1\""),
+                json!({ "legacy_url": "https://old.example/s/", "legacy_until": "2999-01-01T00:00:00Z" }),
+            )
+            .await;
+        assert_eq!(
+            forever.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{}",
+            forever.text
+        );
+        assert!(forever.text.contains("legacy_until"), "{}", forever.text);
         let set = api
             .patch_json(
                 &admin,
@@ -954,6 +981,92 @@ async fn a_moving_domain_sends_unknown_codes_to_its_old_shortener_and_counts_the
             "{}",
             t.kind()
         );
+        // Without an end date of its own, 90 days.
+        let until = origin_api::model::time::parse_rfc3339(
+            set.body["legacy_until"].as_str().expect("an end date"),
+        )
+        .expect("RFC 3339");
+        let days = (until - origin_api::model::time::now_ms()) as f64 / 86_400_000.0;
+        assert!((89.9..=90.0).contains(&days), "{days}");
+
+        // No code is on the list yet: none is sent on, whatever the old shortener holds.
+        let unknown = api
+            .visit("GET", "go.acme.example", "/Spring24?utm_source=mail")
+            .await;
+        assert_eq!(
+            unknown.status,
+            StatusCode::NOT_FOUND,
+            "{:?}",
+            unknown.headers
+        );
+        assert!(unknown.headers.get("location").is_none());
+
+        // The list: admin keys only; loaded whole or not at all.
+        let acme = api.key("acme", false).await;
+        let codes = "/v1/domains/go.acme.example/legacy-codes";
+        let owner_try = api
+            .post_json(&acme, codes, &json!({"codes": ["Spring24"]}))
+            .await;
+        assert_eq!(
+            owner_try.status,
+            StatusCode::FORBIDDEN,
+            "{}",
+            owner_try.text
+        );
+        let with_bad = api
+            .post_json(
+                &admin,
+                codes,
+                &json!({"codes": ["Spring24", "https://old.example/s/rare", "no code!"]}),
+            )
+            .await;
+        assert_eq!(
+            with_bad.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{}",
+            with_bad.text
+        );
+        assert!(with_bad.text.contains("item 2"), "{}", with_bad.text);
+        assert_eq!(api.call_as(&acme, "GET", codes).await.body["listed"], 0);
+        let listed = api
+            .post_json(
+                &admin,
+                codes,
+                &json!({"codes": ["Spring24", "https://old.example/s/rare", "headonly",
+                    "other", "banned-one", "Spring24"]}),
+            )
+            .await;
+        assert_eq!(listed.status, StatusCode::OK, "{}", listed.text);
+        assert_eq!(
+            (
+                &listed.body["added"],
+                &listed.body["listed"],
+                &listed.body["running"]
+            ),
+            (&json!(5), &json!(5), &json!(true)),
+            "{}",
+            listed.text
+        );
+        let again = api
+            .post_json(&admin, codes, &json!({"codes": ["rare", "Autumn25"]}))
+            .await;
+        assert_eq!(
+            (&again.body["added"], &again.body["listed"]),
+            (&json!(1), &json!(6))
+        );
+        let one = api
+            .call_as(&acme, "GET", &format!("{codes}?code=rare"))
+            .await;
+        assert_eq!(
+            (&one.body["code"], &one.body["known"]),
+            (&json!("rare"), &json!(true)),
+            "{}",
+            one.text
+        );
+        let none = api
+            .call_as(&acme, "GET", &format!("{codes}?code=Summer26"))
+            .await;
+        assert_eq!(none.body["known"], false, "{}", none.text);
 
         let sent = api
             .visit("GET", "go.acme.example", "/Spring24?utm_source=mail")
@@ -980,7 +1093,10 @@ async fn a_moving_domain_sends_unknown_codes_to_its_old_shortener_and_counts_the
             "hour": hour, "device": if bot { "other" } else { "desktop" }, "bot": bot, "status": 302, "n": n})
         };
         let tally = json!({"tallies": [{"batch_id": "legacy-1", "at": origin_api::model::time::now_ms(),
-            "rows": [row("Spring24", false, 5), row("Spring24", true, 2), row("edge-only", false, 1)]}]});
+            "rows": [row("Spring24", false, 5), row("Spring24", true, 2), row("edge-only", false, 1),
+                // Shown behind an interstitial domain's page, not redirected.
+                json!({"link": "go.acme.example/edge-shown", "hour": hour, "device": "desktop",
+                    "bot": false, "status": 200, "n": 1})]}]});
         let taken = api.post_json(EDGE, "/v1/edge/clicks", &tally).await;
         assert_eq!(taken.status, StatusCode::OK, "{}", taken.text);
         // Delivered again, counted once.
@@ -1006,7 +1122,12 @@ async fn a_moving_domain_sends_unknown_codes_to_its_old_shortener_and_counts_the
             .collect();
         assert_eq!(
             seen,
-            [("Spring24", 9, 4), ("edge-only", 1, 0), ("rare", 1, 1)],
+            [
+                ("Spring24", 9, 4),
+                ("edge-only", 1, 0),
+                ("edge-shown", 1, 0),
+                ("rare", 1, 1)
+            ],
             "{}",
             t.kind()
         );
@@ -1033,7 +1154,11 @@ async fn a_moving_domain_sends_unknown_codes_to_its_old_shortener_and_counts_the
                 &format!("/v1/domains/go.acme.example/legacy-misses?limit=2&cursor={cursor}"),
             )
             .await;
-        assert_eq!(second.body["items"][0]["code"], "rare", "{}", second.text);
+        assert_eq!(
+            second.body["items"][0]["code"], "edge-shown",
+            "{}",
+            second.text
+        );
         assert_eq!(second.body["next_cursor"], Value::Null);
         // Another owner's key learns nothing of the domain.
         let other = api.key("globex", false).await;
@@ -1090,6 +1215,57 @@ async fn a_moving_domain_sends_unknown_codes_to_its_old_shortener_and_counts_the
         assert_eq!(
             api.visit("GET", "go.acme.example", "/other").await.status,
             StatusCode::FOUND
+        );
+
+        // A code never listed is still not found.
+        assert_eq!(
+            api.visit("GET", "go.acme.example", "/Summer26")
+                .await
+                .status,
+            StatusCode::NOT_FOUND
+        );
+        // An interstitial domain shows where a listed code goes before anyone goes on.
+        let careful = api
+            .patch_json(
+                &admin,
+                "/v1/domains/go.acme.example",
+                Some(&domain_etag(&api, &admin, "go.acme.example").await),
+                json!({ "interstitial": true }),
+            )
+            .await;
+        assert_eq!(careful.status, StatusCode::OK, "{}", careful.text);
+        let page = api.visit("GET", "go.acme.example", "/other?a=1").await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+        assert!(page.headers.get("location").is_none());
+        assert!(
+            page.text
+                .contains(r#"href="https://old.example/s/other?a=1""#),
+            "{}",
+            page.text
+        );
+        assert_eq!(
+            api.visit("GET", "go.acme.example", "/Summer26")
+                .await
+                .status,
+            StatusCode::NOT_FOUND
+        );
+        // Past its end date the fallback stops by itself.
+        let ended = api
+            .patch_json(
+                &admin,
+                "/v1/domains/go.acme.example",
+                Some(&domain_etag(&api, &admin, "go.acme.example").await),
+                json!({ "interstitial": false, "legacy_until": "2020-01-01T00:00:00Z" }),
+            )
+            .await;
+        assert_eq!(ended.status, StatusCode::OK, "{}", ended.text);
+        assert_eq!(
+            api.visit("GET", "go.acme.example", "/other").await.status,
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            api.call_as(&acme, "GET", codes).await.body["running"],
+            false
         );
 
         // Unset: the fallback ends.

@@ -87,6 +87,11 @@ async fn a_bitly_page_moves_its_branded_links_once_with_every_back_half() {
             0,
             "a dry run opens no window"
         );
+        assert_eq!(
+            api.count("legacy_codes").await,
+            0,
+            "a dry run lists no legacy code"
+        );
 
         // The real run: the code of the generated shape waits for the edge.
         let first = import(&api, &key, "api", &page, false).await;
@@ -103,6 +108,36 @@ async fn a_bitly_page_moves_its_branded_links_once_with_every_back_half() {
             .parse()
             .unwrap();
         assert!((100..=121).contains(&retry), "{retry}");
+        // What the import took (the deferred code too) is on the domain's legacy list,
+        // what it skipped is not: while the deferred link waits, a fallback to the old
+        // shortener sends its code on, and no other.
+        assert_eq!(api.count("legacy_codes").await, 4, "{}", t.kind());
+        let admin = api.key("ops", true).await;
+        let moving = api
+            .patch_json(
+                &admin,
+                "/v1/domains/go.acme.co",
+                Some("\"1\""),
+                json!({"legacy_url": "https://old.example"}),
+            )
+            .await;
+        assert_eq!(moving.status, StatusCode::OK, "{}", moving.text);
+        let waiting = api.visit("GET", "go.acme.co", "/3xYzAbC").await;
+        assert_eq!(
+            (waiting.status, waiting.headers.get("location")),
+            (
+                StatusCode::FOUND,
+                Some(&axum::http::HeaderValue::from_static(
+                    "https://old.example/3xYzAbC"
+                ))
+            ),
+            "{}",
+            t.kind()
+        );
+        assert_eq!(
+            api.visit("GET", "go.acme.co", "/9zZzZzZ").await.status,
+            StatusCode::NOT_FOUND
+        );
         let summer = api.read(&key, "go.acme.co", "summer").await;
         assert_eq!(summer.body["target_url"], "https://acme.example/summer?x=1");
         assert_eq!(summer.body["short_url"], "https://go.acme.co/summer");
@@ -664,4 +699,169 @@ async fn the_shlink_api_brings_each_links_redirect_rules() {
     server.abort();
     drop(served);
     t.cleanup().await;
+}
+
+/// Dub's API gives passwords in the clear: each is a PBKDF2 on the process's one hashing
+/// gate, which visitors of password links wait on too. A call with more password links
+/// than a bulk create takes is refused whole, naming the cap, before anything is
+/// hashed or created; a dry run checks passwords and hashes none (and is charged to the
+/// key's creation rate as the import would be); the real import hashes each.
+#[tokio::test]
+async fn an_imports_passwords_are_capped_and_a_dry_run_hashes_none() {
+    for (api, t) in apis("import-passwords").await {
+        owned_domain(&api, "go.acme.co", "acme").await;
+        let key = api.key("acme", false).await;
+        let cap = origin_api::views::links::MAX_BULK_PASSWORDS;
+        let page = |n: usize| {
+            let links: Vec<Value> = (0..n)
+                .map(|i| {
+                    json!({"id": format!("link_{i}"), "domain": "go.acme.co", "key": format!("locked-{i}"),
+                        "url": "https://acme.example/", "shortLink": format!("https://go.acme.co/locked-{i}"),
+                        "archived": false, "password": "correct horse battery", "clicks": 0,
+                        "createdAt": "2024-05-01T12:00:00.000Z"})
+                })
+                .collect();
+            Value::Array(links).to_string()
+        };
+        let import = |content: String, dry_run: bool| {
+            let body =
+                json!({"source": "dub", "format": "api", "content": content, "dry_run": dry_run});
+            let (api, key) = (&api, &key);
+            async move { api.post_json(key, "/v1/imports", &body).await }
+        };
+        let gate = &api.state.links.passwords.hashing;
+        let hashed = gate.started();
+        let over = import(page(cap + 1), false).await;
+        assert_eq!(
+            over.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{}",
+            over.text
+        );
+        assert!(
+            over.text.contains(&format!("at most {cap}")),
+            "{}",
+            over.text
+        );
+        assert_eq!(gate.started(), hashed, "nothing hashed");
+        assert_eq!(api.count("links").await, 0, "nothing created");
+
+        let dry = import(page(cap), true).await;
+        assert_eq!(dry.status, StatusCode::OK, "{}", dry.text);
+        assert_eq!(dry.body["summary"]["created"], cap, "{}", dry.text);
+        assert_eq!(
+            gate.started(),
+            hashed,
+            "a dry run hashes nothing, {}",
+            t.kind()
+        );
+        // A password the import could not take is said in the dry run all the same.
+        let weak = page(1).replace("correct horse battery", "x");
+        let weak = import(weak, true).await;
+        assert_eq!(weak.body["rows"][0]["outcome"], "refused", "{}", weak.text);
+        assert!(weak.text.contains("password"), "{}", weak.text);
+
+        let real = import(page(2), false).await;
+        assert_eq!(real.body["summary"]["created"], 2, "{}", real.text);
+        assert_eq!(
+            gate.started(),
+            hashed + 2,
+            "each password of a real import is hashed"
+        );
+        t.cleanup().await;
+    }
+}
+
+/// An export's columns are found in the spellings exports use, singular or plural and
+/// in any case (a Bitly export headed `Custom Link` lost every custom back-half without
+/// a word), and every column the importer does not read is said, in the dry run and in
+/// the result, for each source that has an export file.
+#[tokio::test]
+async fn an_exports_columns_are_found_however_spelt_and_the_unread_ones_are_said() {
+    for (api, t) in apis("import-columns").await {
+        for domain in ["go.acme.co", "s.test", "sho.rt", "dub.example"] {
+            owned_domain(&api, domain, "acme").await;
+        }
+        let key = api.key("acme", false).await;
+        let files = [
+            (
+                "bitly",
+                "Title,BITLINK,long url,Custom Link,Tag,Notes\n\
+                 Spring,https://go.acme.co/spring,https://acme.example/spring,https://go.acme.co/spring-sale,q2,internal\n",
+                None,
+                vec!["spring", "spring-sale"],
+                vec!["Notes"],
+            ),
+            (
+                "shlink",
+                "createdAt,domain,shortCode,shortUrl,longUrl,title,tag,visit,crawlable\n\
+                 2024-01-01T00:00:00+00:00,s.test,abc,https://s.test/abc,https://acme.example/a,A,x,3,true\n",
+                None,
+                vec!["abc"],
+                vec!["crawlable"],
+            ),
+            (
+                "yourls",
+                "Keyword,URL,Title,Timestamp,IP,Click\n\
+                 ozh,https://ozh.example/,Ozh,2024-03-05 14:07:33,127.0.0.1,42\n",
+                Some("sho.rt"),
+                vec!["ozh"],
+                vec!["IP"],
+            ),
+            (
+                "dub",
+                "Link ID,Short link,Destination URL,Click,Created at,Tag,Archived\n\
+                 link_1,https://dub.example/try,https://dub.co/,120,2024-05-01T12:00:00.000Z,x,false\n",
+                None,
+                vec!["try"],
+                vec!["Link ID"],
+            ),
+        ];
+        for (source, file, domain, codes, unused) in files {
+            for dry_run in [true, false] {
+                let mut body = json!({"source": source, "format": "csv", "content": file,
+                    "dry_run": dry_run});
+                if let Some(d) = domain {
+                    body["domain"] = json!(d);
+                }
+                let report = api.post_json(&key, "/v1/imports", &body).await;
+                assert_eq!(report.status, StatusCode::OK, "{source}: {}", report.text);
+                let got: Vec<&str> = report.body["rows"]
+                    .as_array()
+                    .expect("rows")
+                    .iter()
+                    .map(|r| r["code"].as_str().unwrap_or_default())
+                    .collect();
+                assert_eq!(got, codes, "{source}: {}", report.text);
+                assert_eq!(
+                    report.body["summary"]["created"],
+                    codes.len(),
+                    "{source} (dry run {dry_run}), {}: {}",
+                    t.kind(),
+                    report.text
+                );
+                assert_eq!(
+                    report.body["unused_columns"],
+                    json!(unused),
+                    "{source}: {}",
+                    report.text
+                );
+            }
+        }
+        // A file whose every column is read says nothing of columns.
+        let plain = "Bitlink,Long URL\nhttps://go.acme.co/plain,https://acme.example/p\n";
+        let report = api
+            .post_json(
+                &key,
+                "/v1/imports",
+                &json!({"source": "bitly", "format": "csv", "content": plain, "dry_run": true}),
+            )
+            .await;
+        assert!(
+            report.body.get("unused_columns").is_none(),
+            "{}",
+            report.text
+        );
+        t.cleanup().await;
+    }
 }

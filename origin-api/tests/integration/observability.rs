@@ -360,3 +360,43 @@ async fn during_a_token_rotation_both_listed_tokens_are_accepted_and_no_other() 
     }
     t.cleanup().await;
 }
+
+/// The sum of every sample of `family` in an exposition.
+fn total(exposition: &str, family: &str) -> f64 {
+    exposition
+        .lines()
+        .filter(|l| l.starts_with(&format!("{family}{{")) || l.starts_with(&format!("{family} ")))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// Browsers ask every short domain for `/favicon.ico` on every visitor's page: 204 with
+/// a week's caching, on any host, without a lookup, and never counted as a visit or an
+/// answer (a 404 there was an error in each visitor's console and a miss in the counts).
+/// Another method is answered as on any path that can be no code.
+#[tokio::test]
+async fn a_browsers_ask_for_the_icon_is_answered_204_and_counts_nothing() {
+    let t = crate::common::TestDb::sqlite().await;
+    let api = Api::of(&t);
+    let before = total(&api.metrics().await, "hop_redirects_total");
+    for host in ["s.example", "not-served.example"] {
+        for method in ["GET", "HEAD"] {
+            let icon = api.visit(method, host, "/favicon.ico").await;
+            assert_eq!(icon.status, StatusCode::NO_CONTENT, "{method} {host}");
+            assert_eq!(icon.headers["cache-control"], "public, max-age=604800");
+            assert!(icon.text.is_empty());
+        }
+    }
+    assert_eq!(
+        total(&api.metrics().await, "hop_redirects_total"),
+        before,
+        "no answer counted"
+    );
+    // A path that can be no code, as for any other method.
+    assert_eq!(
+        api.visit("POST", "s.example", "/favicon.ico").await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert!(total(&api.metrics().await, "hop_redirects_total") > before);
+    t.cleanup().await;
+}

@@ -104,6 +104,7 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
             "GET /v1/bans",
             "GET /v1/domains",
             "GET /v1/domains/{domain}",
+            "GET /v1/domains/{domain}/legacy-codes",
             "GET /v1/domains/{domain}/legacy-misses",
             "GET /v1/edge/denylist",
             "GET /v1/edge/resolve/{domain}/{code}",
@@ -124,6 +125,7 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
             "POST /v1/admin/reports/{id}/resolve",
             "POST /v1/bans",
             "POST /v1/domains",
+            "POST /v1/domains/{domain}/legacy-codes",
             "POST /v1/edge/clicks",
             "POST /v1/imports",
             "POST /v1/links",
@@ -194,5 +196,46 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
     assert_eq!(keys_of(&stats["top"]), properties(&doc, "Top"));
     let create_fields = properties(&doc, "CreateLink");
     assert!(create_fields.contains("target_url") && create_fields.contains("forward_query"));
+    t.cleanup().await;
+}
+
+/// `/metrics` is served on the public listener only with a metrics token: without one
+/// the description does not name it (it answered 404 while described as 401), and with
+/// one it says exactly what it answers.
+#[tokio::test]
+async fn metrics_is_described_only_where_the_public_listener_serves_it() {
+    let t = TestDb::sqlite().await;
+    let served = crate::common::app_state_with(&t, &[]);
+    let hidden = crate::common::app_state_with(&t, &["--no-metrics-token"]);
+    let describe = |state: origin_api::AppState| async move {
+        call(
+            &state,
+            Request::get("/openapi.json").body(Body::empty()).unwrap(),
+        )
+        .await
+        .1
+    };
+    let doc = describe(served.clone()).await;
+    let answers = keys_of(&doc["paths"]["/metrics"]["get"]["responses"]);
+    assert_eq!(
+        answers,
+        BTreeSet::from(["200".to_owned(), "401".to_owned()])
+    );
+    let (status, _) = call(
+        &served,
+        Request::get("/metrics").body(Body::empty()).unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    let doc = describe(hidden.clone()).await;
+    assert!(doc["paths"].get("/metrics").is_none(), "{}", doc["paths"]);
+    assert!(doc["paths"].get("/healthz").is_some());
+    let (status, _) = call(
+        &hidden,
+        Request::get("/metrics").body(Body::empty()).unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
     t.cleanup().await;
 }

@@ -58,7 +58,7 @@ async fn tables(db: &Db) -> Vec<String> {
     names
 }
 
-const TABLES: [&str; 34] = [
+const TABLES: [&str; 35] = [
     "activation_promises",
     "api_keys",
     "bans",
@@ -76,6 +76,7 @@ const TABLES: [&str; 34] = [
     "idempotency",
     "invitations",
     "leases",
+    "legacy_codes",
     "legacy_misses",
     "link_history",
     "link_hosts",

@@ -348,6 +348,11 @@ pub struct Visit<'a> {
     /// token's MAC, with the link's secret) and it opens the link. Ignored for a link
     /// anyone may follow.
     pub access_granted: bool,
+    /// The caller found the code on its domain's list of codes that lived at the
+    /// shortener the domain moved from (`legacy_url`). Only such a code, with no link
+    /// here, is sent on there; the caller looks only when the fallback runs
+    /// ([`DomainSettings::legacy_base`]).
+    pub legacy_known: bool,
 }
 
 /// The request headers a decision may read (all empty for a caller that has none).
@@ -508,7 +513,19 @@ fn decide_known<'u>(
         return match visit.method {
             // Only a password link's form posts.
             Method::Post => Decision::get_or_head_only(),
-            _ => Decision::no_link(visit.method, visit.route, visit.query, settings, deny),
+            _ => {
+                let legacy = settings
+                    .legacy_base(visit.now_ms.div_euclid(1000))
+                    .filter(|_| visit.legacy_known);
+                Decision::no_link(
+                    visit.method,
+                    visit.route,
+                    visit.query,
+                    legacy,
+                    settings,
+                    deny,
+                )
+            }
         };
     };
     if record.status == EdgeStatus::Banned {

@@ -172,21 +172,29 @@ impl Decision {
         (!deny.blocks_host(host)).then(|| Decision::sent_to(outcome, url))
     }
 
-    /// No link: the same code on the shortener the domain moved from, when it has one
-    /// (with the visitor's query); else the domain's `not_found_url`; else 404. A host
-    /// ban covering either page skips it.
+    /// No link: the same code on the shortener the domain moved from, when `legacy`
+    /// names its base (the code is known to have lived there and the fallback runs),
+    /// with the visitor's query and behind the domain's interstitial when it has one;
+    /// else the domain's `not_found_url`; else 404. A host ban covering either page
+    /// skips it.
     pub(super) fn no_link(
         method: Method,
         route: &RouteKey,
         query: Option<&str>,
+        legacy: Option<&str>,
         settings: &DomainSettings,
         deny: &Denylist,
     ) -> Self {
-        if let Some(base) = settings.legacy_url.as_deref() {
+        if let Some(base) = legacy {
             let mut url = format!("{}/{}", base.trim_end_matches('/'), route.code());
             if let Some(q) = query.filter(|q| !q.is_empty()) {
                 url.push('?');
                 url.push_str(q);
+            }
+            let open = VisitUrl::from_serialized(&url).is_some_and(|v| !deny.blocks_host(v.host));
+            if open && settings.interstitial {
+                let page = Page::Interstitial { target: &url };
+                return Decision::drawn(method, Outcome::Legacy, 200, &page);
             }
             if let Some(d) = Decision::page(Outcome::Legacy, &url, deny) {
                 return d;

@@ -165,6 +165,21 @@ async fn edge_clicks_count_once_when_the_queue_delivers_them_again() {
     // Not clicks: a HEAD, and codes that name no link.
     visit(&edge, reqwest::Method::HEAD, "counted-link", HUMAN_UA).await;
     visit(&edge, reqwest::Method::GET, "no-such-link", HUMAN_UA).await;
+    // Nor a browser's ask for the site's icon: 204, kept a week, and no answer counted.
+    let icon = client()
+        .get(edge.url("/favicon.ico"))
+        .header("host", "s.example")
+        .header("user-agent", HUMAN_UA)
+        .send()
+        .await
+        .expect("edge answers");
+    assert_eq!(icon.status().as_u16(), 204);
+    assert_eq!(
+        icon.headers()
+            .get("cache-control")
+            .and_then(|v| v.to_str().ok()),
+        Some("public, max-age=604800")
+    );
     let visited = Instant::now();
 
     // Every click counted, and the batch whose acknowledgement was lost delivered again
@@ -227,6 +242,7 @@ async fn edge_clicks_count_once_when_the_queue_delivers_them_again() {
         .await;
     // 404s include the harness's readiness probes (`/_hop/ready`): at least the one.
     assert_eq!(answers(302).await, 8, "each report counted once");
+    assert_eq!(answers(204).await, 0, "the icon's ask is no answer");
     assert!(origin.metric_sum("hop_edge_health_reports_total").await >= 1);
     assert_eq!(
         origin

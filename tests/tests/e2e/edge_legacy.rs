@@ -1,9 +1,11 @@
 //! A domain moving from another shortener, at the real edge: while its `legacy_url` is
-//! set, a code it has no link for goes to the same code on the old shortener (with the
-//! visitor's query, never kept by a browser); each such visit reaches the origin through
-//! the click queue and is listed per code (`GET /v1/domains/{domain}/legacy-misses`);
-//! a link imported on that code takes over and leaves the list; a banned code stays
-//! 403; unsetting `legacy_url` ends the fallback.
+//! set (until its end date), a code on its legacy list that it has no link for goes to
+//! the same code on the old shortener (with the visitor's query, never kept by a
+//! browser); a code not on the list is not found, whatever the old shortener holds; an
+//! interstitial domain shows its interstitial first. Each visit sent on reaches the
+//! origin through the click queue and is listed per code (`GET
+//! /v1/domains/{domain}/legacy-misses`); a link imported on that code takes over and
+//! leaves the list; a banned code stays 403; unsetting `legacy_url` ends the fallback.
 
 use hop_e2e::{client, poll, Wired};
 use reqwest::header::{CACHE_CONTROL, LOCATION};
@@ -46,6 +48,18 @@ async fn until_sent_to(w: &Wired, path: &str, want: &str) {
         .await;
 }
 
+/// Adds `codes` to `domain`'s legacy list, as an admin.
+async fn list(w: &Wired, domain: &str, codes: &[&str]) {
+    let res = client()
+        .post(w.origin.url(&format!("/v1/domains/{domain}/legacy-codes")))
+        .bearer_auth(&w.key)
+        .json(&json!({ "codes": codes }))
+        .send()
+        .await
+        .expect("origin answers");
+    assert_eq!(res.status(), StatusCode::OK);
+}
+
 async fn misses(w: &Wired) -> Value {
     let res = client()
         .get(w.origin.url("/v1/domains/go.moving.example/legacy-misses"))
@@ -79,7 +93,7 @@ async fn patch_domain(w: &Wired, body: Value) {
 }
 
 #[tokio::test]
-async fn a_moving_domains_unknown_codes_go_to_its_old_shortener_until_imported() {
+async fn a_moving_domains_listed_codes_go_to_its_old_shortener_until_imported() {
     let w = Wired::start("ops", true).await;
     let registered = client()
         .post(w.origin.url("/v1/domains"))
@@ -90,6 +104,10 @@ async fn a_moving_domains_unknown_codes_go_to_its_old_shortener_until_imported()
         .await
         .expect("register");
     assert_eq!(registered.status(), StatusCode::CREATED);
+    // The edge holds the domain's settings once an unlisted code is answered as the
+    // domain's own not found; a code nobody listed is never sent on.
+    until_sent_to(&w, "/Spring24", "").await;
+    list(&w, "go.moving.example", &["Spring24", "Autumn25", "Phish1"]).await;
 
     until_sent_to(
         &w,
@@ -97,6 +115,9 @@ async fn a_moving_domains_unknown_codes_go_to_its_old_shortener_until_imported()
         "https://old.example/Spring24?utm_source=mail",
     )
     .await;
+    let unlisted = visit(&w, "/Winter26").await;
+    assert_eq!(unlisted.status(), StatusCode::NOT_FOUND);
+    assert_eq!(location(&unlisted), "");
     let res = visit(&w, "/Spring24").await;
     assert_eq!(res.status(), StatusCode::FOUND);
     assert_eq!(
@@ -150,4 +171,46 @@ async fn a_moving_domains_unknown_codes_go_to_its_old_shortener_until_imported()
     // Unset: the fallback ends once the edge holds the new settings.
     patch_domain(&w, json!({"legacy_url": null})).await;
     until_sent_to(&w, "/Autumn25", "").await;
+
+    an_interstitial_domain_shows_its_interstitial_for_a_legacy_code(&w).await;
+}
+
+/// On a domain whose every link shows an interstitial, a listed legacy code shows one
+/// too, naming the old shortener's address, before anyone goes on (run on the wired
+/// pair of the test above: a `wrangler dev` costs seconds to start).
+async fn an_interstitial_domain_shows_its_interstitial_for_a_legacy_code(w: &Wired) {
+    let registered = client()
+        .post(w.origin.url("/v1/domains"))
+        .bearer_auth(&w.key)
+        .json(
+            &json!({"domain": "go.careful.example", "shared": true, "interstitial": true,
+            "legacy_url": "https://old.example/s"}),
+        )
+        .send()
+        .await
+        .expect("register");
+    assert_eq!(registered.status(), StatusCode::CREATED);
+    list(w, "go.careful.example", &["Spring24"]).await;
+    let shown = poll("the legacy code's interstitial at the edge")
+        .within(DEADLINE)
+        .every(Duration::from_millis(200))
+        .explain(|| w.edge.log())
+        .until(|| async {
+            let res = client()
+                .get(w.edge.url("/Spring24?a=1"))
+                .header("host", "go.careful.example")
+                .header("user-agent", HUMAN_UA)
+                .send()
+                .await
+                .expect("edge answers");
+            if res.status() != StatusCode::OK {
+                return None;
+            }
+            res.text().await.ok()
+        })
+        .await;
+    assert!(
+        shown.contains(r#"href="https://old.example/s/Spring24?a=1""#),
+        "{shown}"
+    );
 }

@@ -1,6 +1,6 @@
 INSERT INTO domains (domain, alphabet, code_length, case_insensitive, forward_query,
     default_redirect, max_age_s, status, not_found_url, root_url, expired_url, shared,
     allowed_target_hosts, version, created_at, updated_at, interstitial, brand_name, brand_colour,
-    legacy_url, code_strategy)
+    legacy_url, code_strategy, legacy_until)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-    $21)
+    $21, $22)

@@ -197,6 +197,8 @@ pub fn app_state_with(t: &TestDb, extra: &[&str]) -> origin_api::AppState {
                 "HOP_EDGE_TOKEN",
                 rest.next().expect("--edge-token VALUE").to_string(),
             )),
+            // An origin whose public listener does not serve `/metrics`.
+            "--no-metrics-token" => env.retain(|(n, _)| *n != "HOP_METRICS_TOKEN"),
             "--permutation-keys" => {
                 env.retain(|(n, _)| *n != "HOP_PERMUTATION_KEYS");
                 env.push((

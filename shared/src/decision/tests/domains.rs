@@ -190,17 +190,25 @@ fn a_link_past_its_visit_limit_has_ended_like_an_expired_one() {
 
 /// A domain moving from another shortener sends a code it has no link for to the same
 /// code there, with the visitor's query, never to be kept by a browser (the link may be
-/// imported a moment later); ahead of its page for unknown codes. A link, a banned
-/// code, a ban of the old shortener's host, a disabled domain and a `POST` are
-/// answered as without it.
+/// imported a moment later); ahead of its page for unknown codes. Only a code known to
+/// have lived there goes on, and only until the fallback's end date: any other code is
+/// the domain's own not-found answer, or anyone with a free link on the old, shared
+/// shortener could send the brand's visitors anywhere. An interstitial domain shows
+/// its interstitial. A link, a banned code, a ban of the old shortener's host, a
+/// disabled domain and a `POST` are answered as without it.
 #[test]
-fn a_moving_domain_sends_codes_it_lacks_to_its_old_shortener() {
+fn a_moving_domain_sends_only_its_known_old_codes_to_its_old_shortener() {
     let moving = DomainSettings {
         legacy_url: Some("https://old.example/s".into()),
+        legacy_until: Some(NOW + 60),
         ..with_pages()
     };
     let none = Denylist::default();
-    let d = run_on(
+    let known =
+        |record: Option<&EdgeRecord>, method, query, deny: &Denylist, s: &DomainSettings| {
+            run_legacy(record, method, query, deny, s, true)
+        };
+    let d = known(
         None,
         Method::Get,
         Some("utm_source=mail&a=1"),
@@ -217,35 +225,71 @@ fn a_moving_domain_sends_codes_it_lacks_to_its_old_shortener() {
         crate::clicks::counts_as_click(Method::Get, d.outcome),
         "counted per code"
     );
-    let head = run_on(None, Method::Head, None, &none, &moving);
+    let head = known(None, Method::Head, None, &none, &moving);
     assert_eq!(
         (head.status, head.header("location")),
         (302, Some("https://old.example/s/7Fk3aQx"))
     );
     assert!(!crate::clicks::counts_as_click(Method::Head, head.outcome));
 
-    let link = active("https://dest.example/");
-    let d = run_on(Some(&link), Method::Get, None, &none, &moving);
-    assert_eq!(d.header("location"), Some("https://dest.example/"));
-    let code_banned = deny(&["s.example/7Fk3aQx"], &[]);
-    assert_eq!(
-        run_on(None, Method::Get, None, &code_banned, &moving).status,
-        403
-    );
-    // The old shortener banned: the domain's own page for unknown codes, as without it.
-    let host_banned = deny(&[], &["old.example"]);
-    let d = run_on(None, Method::Get, None, &host_banned, &moving);
+    // A code nobody said lived there: the domain's page for unknown codes, or 404.
+    let d = run_on(None, Method::Get, Some("a=1"), &none, &moving);
     assert_eq!(
         (d.outcome, d.header("location")),
         (Outcome::NotFound, Some("https://www.acme.example/missing"))
     );
+    let bare = DomainSettings {
+        not_found_url: None,
+        ..moving.clone()
+    };
+    assert_eq!(run_on(None, Method::Get, None, &none, &bare).status, 404);
+    // Past its end date, or without one, the fallback stops by itself.
+    for ended in [Some(NOW), Some(NOW - 1), None] {
+        let s = DomainSettings {
+            legacy_until: ended,
+            ..bare.clone()
+        };
+        let d = known(None, Method::Get, None, &none, &s);
+        assert_eq!((d.status, d.outcome), (404, Outcome::NotFound), "{ended:?}");
+    }
+    // An interstitial domain shows the old shortener's address before sending anyone
+    // on, as it does for its own links.
+    let careful = DomainSettings {
+        interstitial: true,
+        ..moving.clone()
+    };
+    let d = known(None, Method::Get, Some("a=1"), &none, &careful);
+    assert_eq!((d.status, d.outcome), (200, Outcome::Legacy));
+    assert_eq!(d.header("location"), None);
+    assert_eq!(d.header("cache-control"), Some("no-store"));
+    let page = d.body.text().unwrap_or_default();
+    assert!(
+        page.contains(r#"href="https://old.example/s/7Fk3aQx?a=1""#),
+        "{page}"
+    );
+
+    let link = active("https://dest.example/");
+    let d = known(Some(&link), Method::Get, None, &none, &moving);
+    assert_eq!(d.header("location"), Some("https://dest.example/"));
+    let code_banned = deny(&["s.example/7Fk3aQx"], &[]);
+    assert_eq!(
+        known(None, Method::Get, None, &code_banned, &moving).status,
+        403
+    );
+    // The old shortener banned: the domain's own page for unknown codes, as without it,
+    // interstitial or not.
+    let host_banned = deny(&[], &["old.example"]);
+    for s in [&moving, &careful] {
+        let d = known(None, Method::Get, None, &host_banned, s);
+        assert_eq!(
+            (d.outcome, d.header("location")),
+            (Outcome::NotFound, Some("https://www.acme.example/missing"))
+        );
+    }
     let disabled = DomainSettings {
         status: DomainStatus::Disabled,
         ..moving.clone()
     };
-    assert_eq!(
-        run_on(None, Method::Get, None, &none, &disabled).status,
-        404
-    );
-    assert_eq!(run_on(None, Method::Post, None, &none, &moving).status, 405);
+    assert_eq!(known(None, Method::Get, None, &none, &disabled).status, 404);
+    assert_eq!(known(None, Method::Post, None, &none, &moving).status, 405);
 }

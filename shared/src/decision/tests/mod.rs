@@ -128,6 +128,7 @@ fn visit<'a>(route: &'a RouteKey, method: Method, query: Option<&'a str>) -> Vis
         client: Client::default(),
         draw: 0,
         access_granted: false,
+        legacy_known: false,
     }
 }
 
@@ -152,6 +153,30 @@ fn run_on(
     let visit = visit(&route, method, query);
     let decided = decide(&visit, record, deny, settings);
     // Every row of the table holds for a record parsed ahead of time too.
+    let prepared = record.cloned().map(PreparedRecord::new);
+    assert_eq!(
+        decide_prepared(&visit, prepared.as_ref(), deny, settings),
+        decided
+    );
+    decided
+}
+
+/// [`run_on`] for a code that is (or is not) on its domain's list of codes that lived
+/// at the shortener it moved from.
+fn run_legacy(
+    record: Option<&EdgeRecord>,
+    method: Method,
+    query: Option<&str>,
+    deny: &Denylist,
+    settings: &DomainSettings,
+    legacy_known: bool,
+) -> Decision {
+    let route = route();
+    let visit = Visit {
+        legacy_known,
+        ..visit(&route, method, query)
+    };
+    let decided = decide(&visit, record, deny, settings);
     let prepared = record.cloned().map(PreparedRecord::new);
     assert_eq!(
         decide_prepared(&visit, prepared.as_ref(), deny, settings),
@@ -274,6 +299,7 @@ fn run_private(
     let visit = Visit {
         client,
         access_granted: granted,
+        legacy_known: false,
         ..visit(&route, Method::Get, query)
     };
     let settings = DomainSettings::default();

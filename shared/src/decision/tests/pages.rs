@@ -209,6 +209,7 @@ fn a_brand_domains_visitors_get_its_name_and_colour_and_others_hops_look() {
         client: Client::default(),
         draw: 0,
         access_granted: false,
+        legacy_known: false,
     };
     let unknown = decide(&visit, None, &none, &settings);
     assert_eq!(unknown.status, 404);

@@ -47,6 +47,7 @@ fn a_password_link_shows_its_form_and_takes_posts_only_to_it() {
     let at = |method, granted| {
         let v = Visit {
             access_granted: granted,
+            legacy_known: false,
             ..visit(&route, method, Some("a=1"))
         };
         let settings = DomainSettings::default();
