@@ -864,7 +864,13 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "foundation",
         &[
-            "config", "owners", "retry", "proxies", "metrics", "api_keys",
+            "config",
+            "owners",
+            "retry",
+            "proxies",
+            "metrics",
+            "api_keys",
+            "same_site",
         ],
     ),
     (
