@@ -1288,7 +1288,8 @@ pub async fn insert_webhook_endpoint(c: &mut Conn) -> Result<(), sqlx::Error> {
         "link.created",
         "whsec_x",
         "key",
-        0_i64
+        0_i64,
+        20_i64
     )
     .execute(c)
     .await?;
@@ -1881,6 +1882,55 @@ pub async fn forget_resolved_reports(c: &mut Conn) -> Result<(), sqlx::Error> {
     sqlx::query_file!(
         "../../origin-api/src/store/queries/forget_resolved_reports.sql",
         0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/users.rs`: which owner's invitation made an account.
+pub async fn insert_account_origin(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/insert_account_origin.sql",
+        "u_1",
+        "acme",
+        "cli",
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/users.rs`: an account's origin.
+pub async fn account_origin(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/account_origin.sql", "u_1")
+        .fetch_optional(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/api_keys.rs`: who made a key in the dashboard.
+pub async fn insert_key_maker(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/insert_key_maker.sql",
+        "k_1",
+        "u_1",
+        "acme",
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/api_keys.rs`: the keys a user made, revoked.
+pub async fn revoke_keys_made_by(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/revoke_keys_made_by.sql",
+        0_i64,
+        "u_1",
+        ""
     )
     .execute(c)
     .await?;

@@ -16,3 +16,23 @@ CREATE TABLE legacy_codes (
 
 -- Resolved reports are kept for a while, then forgotten (issue 54, docs/abuse.md).
 CREATE INDEX reports_resolved ON reports (resolved_at) WHERE resolved_at IS NOT NULL;
+
+-- How an account was made, when an invitation made it (issue 54, docs/dashboard.md):
+-- whoever opened that link chose its password, so an operator's `users grant` of
+-- another owner's rights to it must be a decision, not a slip.
+CREATE TABLE account_origins (
+    user_id        TEXT    PRIMARY KEY,
+    invited_to     TEXT    NOT NULL,
+    invited_by     TEXT    NOT NULL,
+    created_at     BIGINT  NOT NULL
+);
+
+-- Who made a key in the dashboard, for its owner: the key ends when its maker loses
+-- access to that owner (removed, or disabled). Keys an operator made have no row.
+CREATE TABLE key_makers (
+    key_id     TEXT    PRIMARY KEY,
+    user_id    TEXT    NOT NULL,
+    owner_id   TEXT    NOT NULL,
+    created_at BIGINT  NOT NULL
+);
+CREATE INDEX key_makers_by_user ON key_makers (user_id, owner_id);

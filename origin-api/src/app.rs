@@ -271,6 +271,7 @@ pub fn build(db: Db, settings: Settings) -> AppState {
             metrics.clone(),
             AbuseSettings {
                 recheck_per_second: settings.recheck_rate,
+                allow_http: settings.feed_allow_http,
             },
         )),
         purge: Arc::new(Purge {

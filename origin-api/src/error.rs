@@ -60,6 +60,9 @@ pub enum AppError {
     /// A change that what the domain holds forbids (409).
     #[error("{0}")]
     InUse(String),
+    /// An owner holds as many webhook endpoints as it may (409).
+    #[error("an owner has at most {limit} webhook endpoints: remove one (DELETE /v1/webhooks/{{id}}) before adding another")]
+    TooManyEndpoints { limit: i64 },
     /// The domain's code sequence has passed the last code of its shape (409).
     #[error("{domain} has no generated codes left (all {size} of its shape are issued): give the link an alias, or create it on a domain with longer codes")]
     CodeSpaceFull { domain: String, size: u64 },
@@ -199,6 +202,7 @@ impl AppError {
             AppError::Taken { .. } => class(S::CONFLICT, "code-taken"),
             AppError::InUse(_) => class(S::CONFLICT, "domain-in-use"),
             AppError::CodeSpaceFull { .. } => class(S::CONFLICT, "code-space-full"),
+            AppError::TooManyEndpoints { .. } => class(S::CONFLICT, "too-many-endpoints"),
             AppError::DomainRegistered => class(S::CONFLICT, "domain-registered"),
             AppError::DomainChanged => class(S::CONFLICT, "domain-changed"),
             AppError::Stale { .. } => class(S::PRECONDITION_FAILED, "stale-version"),

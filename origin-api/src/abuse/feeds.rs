@@ -186,12 +186,18 @@ fn add_url(entries: &mut Entries, raw: &str) -> Result<(), FeedError> {
 }
 
 /// A host as Hop normalizes domains; addresses and names that are no public host are
-/// skipped (a hosts file lists `localhost` and the like).
+/// skipped (a hosts file lists `localhost` and the like), and so is a public suffix
+/// (`co.uk`, `github.io`): banning one would ban every site under it, and a feed that
+/// lists one is wrong or hostile.
 fn add_host(entries: &mut Entries, raw: &str) -> Result<(), FeedError> {
     full(entries)?;
     let host = raw.trim().trim_end_matches('.');
     match shared::normalize_domain(host) {
-        Ok(h) if h.contains('.') && h.parse::<std::net::IpAddr>().is_err() => {
+        Ok(h)
+            if h.contains('.')
+                && h.parse::<std::net::IpAddr>().is_err()
+                && !is_public_suffix(&h) =>
+        {
             entries.hosts.insert(h);
         }
         _ => entries.skipped += 1,
@@ -199,9 +205,26 @@ fn add_host(entries: &mut Entries, raw: &str) -> Result<(), FeedError> {
     Ok(())
 }
 
+/// Whether `host` (normalized) is itself a public suffix, by the Public Suffix List's
+/// rules, its private section included (`github.io`, `blogspot.com`).
+fn is_public_suffix(host: &str) -> bool {
+    psl::suffix(host.as_bytes()).is_some_and(|s| s.as_bytes() == host.as_bytes())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_public_suffix_is_never_a_listed_host() {
+        let e = parse(
+            FeedFormat::Hosts,
+            "0.0.0.0 co.uk\n0.0.0.0 github.io\n0.0.0.0 evil.example\n0.0.0.0 phish.github.io\n",
+        )
+        .expect("parsed");
+        assert_eq!(e.hosts, set(&["evil.example", "phish.github.io"]));
+        assert_eq!(e.skipped, 2);
+    }
 
     fn set(items: &[&str]) -> BTreeSet<String> {
         items.iter().map(|s| (*s).to_owned()).collect()

@@ -42,6 +42,8 @@ const RETRY_AFTER_FAILURE_MS: i64 = 5 * 60_000;
 pub struct AbuseSettings {
     /// Live links re-checked per second (`--recheck-rate`; 0: none).
     pub recheck_per_second: u32,
+    /// Feeds may be downloaded over plain `http` (`--feed-allow-http`: a local setup).
+    pub allow_http: bool,
 }
 
 /// The abuse desk's service.
@@ -89,8 +91,12 @@ fn check_name(name: &str) -> Result<(), AppError> {
 
 impl AbuseDesk {
     pub fn new(db: Db, bans: Arc<Bans>, metrics: Metrics, settings: AbuseSettings) -> Self {
+        // No redirect is followed: a feed that moved says so (its refresh fails, naming
+        // the answer), rather than Hop taking its bans from wherever it points now.
         let client = reqwest::Client::builder()
             .timeout(FETCH_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .https_only(!settings.allow_http)
             .user_agent(concat!("hop-feeds/", env!("CARGO_PKG_VERSION")))
             .build()
             .unwrap_or_default();
@@ -119,6 +125,13 @@ impl AbuseDesk {
                 "one of urlhaus, phishtank, openphish, hosts, plain",
             )
         })?;
+        if source.starts_with("http://") && !self.settings.allow_http {
+            return Err(AppError::invalid(
+                "source",
+                "a feed is downloaded over https only: one read in the clear could be \
+                 changed on its way, and it decides what Hop bans",
+            ));
+        }
         if !is_url(source) && !std::path::Path::new(source).is_file() {
             return Err(AppError::invalid(
                 "source",

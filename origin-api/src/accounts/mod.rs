@@ -80,6 +80,14 @@ pub enum AccountError {
     LastAdmin,
     #[error("that user is not a member of this owner")]
     NotAMember,
+    /// A grant to an account another owner's invitation made, without saying so.
+    #[error("{email} was made through an invitation of {invited_to} (made by {invited_by}): whoever opened that link chose its password, an admin of {invited_to} included; grant it {owner}'s rights only if you know the person holds it (--trust-invited-account)")]
+    InvitedElsewhere {
+        email: String,
+        owner: String,
+        invited_to: String,
+        invited_by: String,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("{0}")]
@@ -204,12 +212,36 @@ impl Accounts {
             .ok_or(AccountError::NoSuchUser)
     }
 
-    /// Gives the user `role` in `owner_id` (or changes the role they had there).
-    pub async fn grant(&self, user: &User, owner_id: &str, role: Role) -> Result<(), AccountError> {
+    /// Gives the user `role` in `owner_id` (or changes the role they had there). An
+    /// account another owner's invitation made is refused, naming where it came from,
+    /// unless `trust_invited` says the operator knows who holds it: whoever opened that
+    /// invitation's link chose the password (an admin of that owner could have opened
+    /// it for anyone's email), and would get `owner_id`'s rights with it.
+    pub async fn grant(
+        &self,
+        user: &User,
+        owner_id: &str,
+        role: Role,
+        trust_invited: bool,
+    ) -> Result<(), AccountError> {
         if !crate::api_keys::valid_owner(owner_id) {
             return Err(AccountError::Internal(format!(
                 "{owner_id:?} is not an owner id (1 to 128 bytes, no control characters)"
             )));
+        }
+        if !trust_invited {
+            if let Some((invited_to, invited_by)) =
+                store::users::origin(&self.db, &user.user_id).await?
+            {
+                if invited_to != owner_id {
+                    return Err(AccountError::InvitedElsewhere {
+                        email: user.email.clone(),
+                        owner: owner_id.to_owned(),
+                        invited_to,
+                        invited_by,
+                    });
+                }
+            }
         }
         Ok(store::users::grant(&self.db, &user.user_id, owner_id, role, now_ms()).await?)
     }
@@ -271,8 +303,19 @@ impl Accounts {
         if !has_account {
             password::check(password, &invitation.email)?;
             match self.create_user(&invitation.email, password, false).await {
+                // Whoever opened the link chose the password: on record, for `grant`.
+                Ok(user) => {
+                    store::users::record_origin(
+                        &self.db,
+                        &user.user_id,
+                        &invitation.owner_id,
+                        &invitation.created_by,
+                        now_ms(),
+                    )
+                    .await?;
+                }
                 // Made meanwhile (another invitation): its password decides below.
-                Ok(_) | Err(AccountError::EmailTaken) => {}
+                Err(AccountError::EmailTaken) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -314,11 +357,17 @@ impl Accounts {
         }
     }
 
-    /// Ends the membership of `email` in `owner_id`; never its last admin's.
+    /// Ends the membership of `email` in `owner_id`; never its last admin's. The keys
+    /// they made in the dashboard for the owner end with it: a departing member may
+    /// have kept a copy of one.
     pub async fn remove_member(&self, owner_id: &str, email: &str) -> Result<(), AccountError> {
         let user = self.member(owner_id, email).await?;
         match store::users::remove_member(&self.db, &user.user_id, owner_id).await? {
-            true => Ok(()),
+            true => {
+                store::api_keys::revoke_made_by(&self.db, &user.user_id, Some(owner_id), now_ms())
+                    .await?;
+                Ok(())
+            }
             false => Err(AccountError::LastAdmin),
         }
     }
@@ -343,6 +392,8 @@ impl Accounts {
         // a session that opens nothing.
         let done = store::users::disable(&self.db, &user.user_id, now_ms()).await?;
         store::sessions::delete_of_user(&self.db, &user.user_id, "").await?;
+        // And every key they made in the dashboard, for any owner.
+        store::api_keys::revoke_made_by(&self.db, &user.user_id, None, now_ms()).await?;
         Ok(done)
     }
 

@@ -18,7 +18,7 @@ pub async fn run(accounts: &Accounts, command: UsersCommand) -> Result<(), Accou
             let password = read_password()?;
             let user = accounts.create_user(&email, &password, operator).await?;
             if let (Some(owner), Some(role)) = (owner, role) {
-                accounts.grant(&user, &owner, role).await?;
+                accounts.grant(&user, &owner, role, false).await?;
             }
             println!(
                 "created {} ({}){}",
@@ -46,9 +46,14 @@ pub async fn run(accounts: &Accounts, command: UsersCommand) -> Result<(), Accou
                 );
             }
         }
-        UsersCommand::Grant(MemberArgs { email, owner, role }) => {
+        UsersCommand::Grant {
+            member: MemberArgs { email, owner, role },
+            trust_invited_account,
+        } => {
             let user = accounts.user(&email).await?;
-            accounts.grant(&user, &owner, role).await?;
+            accounts
+                .grant(&user, &owner, role, trust_invited_account)
+                .await?;
             println!("{} is {role} of {owner}", user.email);
         }
         UsersCommand::ResetPassword { email } => {

@@ -408,7 +408,14 @@ pub enum UsersCommand {
     /// List the users, their roles and whether they are disabled.
     List,
     /// Give a user a role in an owner (or change the role they have there).
-    Grant(MemberArgs),
+    Grant {
+        #[command(flatten)]
+        member: MemberArgs,
+        /// Grant it even to an account another owner's invitation made (whoever opened
+        /// that link chose its password): only when you know who holds it.
+        #[arg(long)]
+        trust_invited_account: bool,
+    },
     /// Set a user's password (they are signed out everywhere).
     ResetPassword {
         #[arg(long)]
@@ -727,6 +734,12 @@ pub struct Settings {
     /// default takes about three hours; nothing of Hop requests a target.
     #[arg(long, env = "HOP_RECHECK_RATE", default_value_t = 100, global = true)]
     pub recheck_rate: u32,
+
+    /// Lets a threat feed be downloaded over plain `http` (a feed on your own machine,
+    /// tests). Off, a feed's URL must be `https`: a feed read in the clear could be
+    /// changed on its way, and it decides what Hop bans.
+    #[arg(long, env = "HOP_FEED_ALLOW_HTTP", default_value = "false", action = clap::ArgAction::Set, global = true)]
+    pub feed_allow_http: bool,
 
     /// Reports a client address may send through the public form (`/_hop/report`), per
     /// minute.

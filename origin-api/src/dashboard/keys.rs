@@ -171,7 +171,7 @@ pub(super) async fn create(
         Ok(made) => made,
         Err(e) => return refuse(&capitalized(&e.to_string())).await,
     };
-    if let Err(e) = store::api_keys::insert(&links.db, &key).await {
+    if let Err(e) = store::api_keys::insert_made_by(&links.db, &key, &signed.user.user_id).await {
         return failure(&e.to_string());
     }
     tracing::info!(owner = %owner, key_id = %key.key_id, by = %signed.user.user_id, "API key made in the dashboard");

@@ -65,6 +65,59 @@ pub async fn revoke(db: &Db, key_id: &str, now: i64) -> Result<bool, StoreError>
 }
 
 const INSERT_API_KEY: &str = include_str!("queries/insert_api_key.sql");
+const INSERT_KEY_MAKER: &str = include_str!("queries/insert_key_maker.sql");
+const REVOKE_KEYS_MADE_BY: &str = include_str!("queries/revoke_keys_made_by.sql");
+
+/// Stores a key a dashboard user made, and who made it, in one transaction: the key
+/// ends when its maker loses access to its owner ([`revoke_made_by`]).
+pub async fn insert_made_by(db: &Db, key: &ApiKey, user_id: &str) -> Result<(), StoreError> {
+    let mut tx = db.begin_write().await?;
+    let mut c = tx.conn();
+    c.execute(
+        INSERT_API_KEY,
+        &[
+            (&key.key_id).into(),
+            (&key.owner_id).into(),
+            (&key.name).into(),
+            (&key.secret_hash).into(),
+            (&key.scopes).into(),
+            key.created_at.into(),
+        ],
+    )
+    .await?;
+    c.execute(
+        INSERT_KEY_MAKER,
+        &[
+            (&key.key_id).into(),
+            user_id.into(),
+            (&key.owner_id).into(),
+            key.created_at.into(),
+        ],
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Revokes, at `now`, the live keys `user_id` made in the dashboard for `owner_id`
+/// (every owner's, with `None`); how many.
+pub async fn revoke_made_by(
+    db: &Db,
+    user_id: &str,
+    owner_id: Option<&str>,
+    now: i64,
+) -> Result<u64, StoreError> {
+    Ok(db
+        .write(
+            REVOKE_KEYS_MADE_BY,
+            &[
+                now.into(),
+                user_id.into(),
+                owner_id.unwrap_or_default().into(),
+            ],
+        )
+        .await?)
+}
 
 const FIND_API_KEY: &str = include_str!("queries/find_api_key.sql");
 

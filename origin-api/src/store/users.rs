@@ -235,3 +235,34 @@ const FORGET_STALE_LOGIN_ATTEMPTS: &str = include_str!("queries/forget_stale_log
 const SET_PASSWORD: &str = include_str!("queries/set_password.sql");
 const GRANT_MEMBERSHIP: &str = include_str!("queries/grant_membership.sql");
 const MEMBERSHIPS_OF_USER: &str = include_str!("queries/memberships_of_user.sql");
+
+const INSERT_ACCOUNT_ORIGIN: &str = include_str!("queries/insert_account_origin.sql");
+const ACCOUNT_ORIGIN: &str = include_str!("queries/account_origin.sql");
+
+/// Records that `user_id` was made by accepting an invitation to `owner_id` that
+/// `invited_by` (a user id, or `cli`) made.
+pub async fn record_origin(
+    db: &Db,
+    user_id: &str,
+    owner_id: &str,
+    invited_by: &str,
+    at: i64,
+) -> Result<(), StoreError> {
+    db.write(
+        INSERT_ACCOUNT_ORIGIN,
+        &[
+            user_id.into(),
+            owner_id.into(),
+            invited_by.into(),
+            at.into(),
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+/// The owner whose invitation made `user_id`, and who made that invitation; `None` for
+/// an account an operator made (or one made before this was recorded).
+pub async fn origin(db: &Db, user_id: &str) -> Result<Option<(String, String)>, StoreError> {
+    Ok(db.read_optional(ACCOUNT_ORIGIN, &[user_id.into()]).await?)
+}

@@ -50,7 +50,7 @@ const PRUNE_ATTEMPTS: &str = include_str!("queries/prune_webhook_attempts.sql");
 pub const LEASE: &str = "webhooks";
 
 /// An endpoint as stored.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, sqlx::FromRow)]
 pub struct EndpointRow {
     pub endpoint_id: String,
     /// `None`: an admin's, which gets every owner's events.
@@ -89,23 +89,26 @@ pub struct NewEndpoint<'a> {
     pub at: i64,
 }
 
-pub async fn insert_endpoint(db: &Db, e: &NewEndpoint<'_>) -> Result<(), StoreError> {
-    db.write(
-        INSERT_ENDPOINT,
-        &[
-            e.endpoint_id.into(),
-            e.owner_id.into(),
-            e.url.into(),
-            e.description.into(),
-            e.event_types.into(),
-            e.secret.into(),
-            e.created_by.into(),
-            e.at.into(),
-        ],
-    )
-    .await
-    .map_err(StoreError::from_write)?;
-    Ok(())
+/// Writes the endpoint unless its owner holds `cap` already; whether it was written.
+pub async fn insert_endpoint(db: &Db, e: &NewEndpoint<'_>, cap: i64) -> Result<bool, StoreError> {
+    let written = db
+        .write(
+            INSERT_ENDPOINT,
+            &[
+                e.endpoint_id.into(),
+                e.owner_id.into(),
+                e.url.into(),
+                e.description.into(),
+                e.event_types.into(),
+                e.secret.into(),
+                e.created_by.into(),
+                e.at.into(),
+                cap.into(),
+            ],
+        )
+        .await
+        .map_err(StoreError::from_write)?;
+    Ok(written == 1)
 }
 
 pub async fn endpoint(db: &Db, id: &str) -> Result<Option<EndpointRow>, StoreError> {
@@ -442,16 +445,25 @@ pub async fn sweep_expired(db: &Db, to: i64, limit: i64) -> Result<(u64, bool), 
 /// (read by position: the sums' aliases carry their types for the checks).
 type HourRow = (i64, String, String, String, i64, i64, i64);
 
+/// Whose links' hourly counts are written as `clicks.rolled_up`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Tell {
+    /// Every owner's: an endpoint of every owner's events wants them.
+    Everyone,
+    /// These owners' only (none: nobody wants them).
+    Owners(std::collections::BTreeSet<String>),
+}
+
 /// Writes `clicks.rolled_up` for up to `limit` links visited in the hour the `clicks`
 /// sweep stands at, after its link, and moves it on (to the next hour once the hour is
-/// done), in one transaction; `tell`: whether anyone wants the events (the sweep moves
+/// done), in one transaction; `tell`: whose links' counts anyone wants (the sweep moves
 /// on either way). The hour rolled up, if one was due by `now` less `grace`.
 pub async fn roll_up_hour(
     db: &Db,
     now: i64,
     grace: i64,
     limit: i64,
-    tell: bool,
+    tell: &Tell,
 ) -> Result<Option<i64>, StoreError> {
     const HOUR: i64 = 3_600_000;
     let mut tx = db.begin_write().await?;
@@ -463,14 +475,19 @@ pub async fn roll_up_hour(
         return Ok(None);
     }
     let after = if after == i64::MAX { -1 } else { after };
-    let rows: Vec<HourRow> = if tell {
-        c.fetch_all(CLICKS_OF_HOUR, &[hour.into(), after.into(), limit.into()])
-            .await?
-    } else {
-        Vec::new()
+    let rows: Vec<HourRow> = match tell {
+        Tell::Owners(owners) if owners.is_empty() => Vec::new(),
+        _ => {
+            c.fetch_all(CLICKS_OF_HOUR, &[hour.into(), after.into(), limit.into()])
+                .await?
+        }
     };
     let events: Vec<NewEvent> = rows
         .iter()
+        .filter(|(_, owner, ..)| match tell {
+            Tell::Everyone => true,
+            Tell::Owners(owners) => owners.contains(owner),
+        })
         .map(|(_, owner, domain, code, version, visits, bot_visits)| {
             let data = ClicksData {
                 domain,

@@ -39,6 +39,9 @@ const SCAN_WINDOW: i64 = 10_000;
 const RUN_FOR: Duration = Duration::from_secs(10);
 /// Endpoints served at once.
 const CONCURRENT_ENDPOINTS: usize = 16;
+/// Of them, one owner's at most: its slow receivers hold a quarter of the slots, and
+/// the other owners' deliveries go on in the rest.
+const PER_OWNER: usize = 4;
 /// How often the sweeps run and the gauges are read.
 const SWEEP_EVERY: Duration = Duration::from_secs(5);
 /// Links per expiry sweep step, and per hourly roll-up step.
@@ -55,9 +58,9 @@ struct Rounds {
     last_sweep: Option<tokio::time::Instant>,
     /// The lease's epoch while this process leads.
     epoch: Option<i64>,
-    /// The endpoints' runs, and whose each is.
+    /// The endpoints' runs, and whose each is: (endpoint, owner).
     running: JoinSet<()>,
-    serving: HashMap<tokio::task::Id, String>,
+    serving: HashMap<tokio::task::Id, (String, String)>,
 }
 
 impl Rounds {
@@ -199,13 +202,16 @@ impl Dispatcher {
             .into_iter()
             .filter(|e| {
                 e.delivered_through < last
-                    && !rounds.serving.values().any(|id| *id == e.endpoint_id)
+                    && !rounds.serving.values().any(|(id, _)| *id == e.endpoint_id)
             })
-            .take(room)
             .collect::<Vec<_>>();
-        for e in due {
+        let mut busy: HashMap<String, usize> = HashMap::new();
+        for (_, owner) in rounds.serving.values() {
+            *busy.entry(owner.clone()).or_default() += 1;
+        }
+        for e in fair_pick(due, &busy, room, PER_OWNER) {
             let me = Arc::clone(self);
-            let id = e.endpoint_id.clone();
+            let id = (e.endpoint_id.clone(), owner_key(&e));
             let epoch = lease.epoch;
             let task = rounds.running.spawn(async move {
                 let claim = LeaseClaim {
@@ -234,13 +240,25 @@ impl Dispatcher {
         }
         // Read before the roll-up: an hour that closed while no origin ran is told too.
         let active = stored::active(&self.db).await?;
-        let tell_clicks = active.iter().any(|e| {
-            e.event_types
-                .split(',')
-                .any(|t| t == EventType::ClicksRolledUp.as_str())
-        });
+        // Hourly counts are written only for the owners an endpoint wants them for (all
+        // of them for an endpoint of every owner's events): an owner's many links cost
+        // nobody else's endpoints a thing.
+        let wanting: Vec<&EndpointRow> = active
+            .iter()
+            .filter(|e| {
+                e.event_types
+                    .split(',')
+                    .any(|t| t == EventType::ClicksRolledUp.as_str())
+            })
+            .collect();
+        let tell_clicks = match wanting.iter().any(|e| e.owner_id.is_none()) {
+            true => stored::Tell::Everyone,
+            false => {
+                stored::Tell::Owners(wanting.iter().filter_map(|e| e.owner_id.clone()).collect())
+            }
+        };
         // Every closed hour not yet rolled up, a step at a time.
-        while stored::roll_up_hour(&self.db, now, CLICKS_GRACE_MS, SWEEP_BATCH, tell_clicks)
+        while stored::roll_up_hour(&self.db, now, CLICKS_GRACE_MS, SWEEP_BATCH, &tell_clicks)
             .await?
             .is_some()
         {}
@@ -426,17 +444,79 @@ impl Dispatcher {
         let text = if (200..300).contains(&status) {
             String::new()
         } else {
-            let mut t = answer.text().await.unwrap_or_default();
-            if t.len() > ERROR_BODY {
-                let mut cut = ERROR_BODY;
-                while !t.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                t.truncate(cut);
-            }
-            t
+            kept_start(answer).await
         };
         Ok((status, text))
+    }
+}
+
+/// The start of a failed answer's body, at most [`ERROR_BODY`] bytes of it: read chunk
+/// by chunk only until that much is in hand, and the rest never read (the connection
+/// is dropped). A receiver answering a 500 with gigabytes costs the bytes kept and the
+/// rest of the chunk they came in, never the body.
+async fn kept_start(mut answer: reqwest::Response) -> String {
+    let mut kept: Vec<u8> = Vec::with_capacity(ERROR_BODY);
+    while kept.len() < ERROR_BODY {
+        match answer.chunk().await {
+            Ok(Some(chunk)) => {
+                let room = ERROR_BODY - kept.len();
+                kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            }
+            Ok(None) | Err(_) => break,
+        }
+    }
+    let mut text = String::from_utf8_lossy(&kept).into_owned();
+    // A character cut at the end is no character: dropped, not shown as a replacement.
+    if kept.len() == ERROR_BODY && text.ends_with('\u{fffd}') && std::str::from_utf8(&kept).is_err()
+    {
+        text.pop();
+    }
+    text
+}
+
+/// Whose an endpoint's runs count as: its owner, or the operators (`scope: all`).
+fn owner_key(e: &EndpointRow) -> String {
+    e.owner_id.clone().unwrap_or_default()
+}
+
+/// Up to `room` of `due` (longest waiting first) to run now, shared between owners in
+/// turn: each owner's longest waiting endpoint, then each one's next, and so on, never
+/// more than `per_owner` of one owner's running at once (`busy`: how many run now). A
+/// thousand slow endpoints of one owner then delay nobody else's.
+fn fair_pick(
+    due: Vec<EndpointRow>,
+    busy: &HashMap<String, usize>,
+    room: usize,
+    per_owner: usize,
+) -> Vec<EndpointRow> {
+    // Each owner's queue, owners in the order their first endpoint waits.
+    let mut queues: Vec<(String, std::collections::VecDeque<EndpointRow>)> = Vec::new();
+    for e in due {
+        let owner = owner_key(&e);
+        match queues.iter_mut().find(|(o, _)| *o == owner) {
+            Some((_, q)) => q.push_back(e),
+            None => queues.push((owner, std::collections::VecDeque::from([e]))),
+        }
+    }
+    let mut picked = Vec::new();
+    loop {
+        let mut any = false;
+        for (owner, q) in queues.iter_mut() {
+            if picked.len() >= room {
+                return picked;
+            }
+            let taken = picked.iter().filter(|e| owner_key(e) == *owner).count();
+            if busy.get(owner.as_str()).copied().unwrap_or_default() + taken >= per_owner {
+                continue;
+            }
+            if let Some(e) = q.pop_front() {
+                picked.push(e);
+                any = true;
+            }
+        }
+        if !any {
+            return picked;
+        }
     }
 }
 
@@ -473,4 +553,43 @@ pub fn message(ev: &EventRow, short_urls: &ShortUrls) -> String {
         "data": data,
     })
     .to_string()
+}
+
+#[cfg(test)]
+mod fairness_tests {
+    use super::*;
+
+    fn endpoint(owner: &str, id: usize) -> EndpointRow {
+        EndpointRow {
+            endpoint_id: format!("{owner}-{id}"),
+            owner_id: Some(owner.to_owned()),
+            ..EndpointRow::default()
+        }
+    }
+
+    fn ids(picked: &[EndpointRow]) -> Vec<&str> {
+        picked.iter().map(|e| e.endpoint_id.as_str()).collect()
+    }
+
+    #[test]
+    fn owners_take_turns_and_none_holds_more_than_its_share() {
+        // A's hundred endpoints waited longest; B's one and C's two came after.
+        let mut due: Vec<EndpointRow> = (0..100).map(|i| endpoint("a", i)).collect();
+        due.push(endpoint("b", 0));
+        due.extend((0..2).map(|i| endpoint("c", i)));
+        let picked = fair_pick(due.clone(), &HashMap::new(), 16, 4);
+        assert_eq!(
+            ids(&picked),
+            ["a-0", "b-0", "c-0", "a-1", "c-1", "a-2", "a-3"],
+            "in turn, A at most 4"
+        );
+        // With A's four still running, A gets nothing more; the others go on.
+        let busy = HashMap::from([("a".to_owned(), 4)]);
+        assert_eq!(
+            ids(&fair_pick(due.clone(), &busy, 16, 4)),
+            ["b-0", "c-0", "c-1"]
+        );
+        // Room bounds it all.
+        assert_eq!(ids(&fair_pick(due, &HashMap::new(), 2, 4)), ["a-0", "b-0"]);
+    }
 }

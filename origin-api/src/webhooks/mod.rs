@@ -30,6 +30,10 @@ use std::time::Duration;
 
 /// How long the secret an endpoint had before a rotation still signs.
 pub const PREVIOUS_SECRET_FOR: Duration = Duration::from_secs(24 * 3600);
+/// Endpoints one owner may hold (and the operators, for every owner's events): each
+/// is a connection the dispatcher keeps making, and one tenant's thousand slow
+/// endpoints would be everyone's delay.
+pub const MAX_ENDPOINTS_PER_OWNER: i64 = 20;
 
 /// The webhooks' settings (`--webhook-*`).
 #[derive(Debug, Clone)]
@@ -217,7 +221,7 @@ impl Webhooks {
         let id = format!("wh_{}", random_hex::<8>().map_err(random)?);
         let secret = signing::new_secret().map_err(random)?;
         let now = now_ms();
-        store::webhooks::insert_endpoint(
+        let written = store::webhooks::insert_endpoint(
             &self.db,
             &NewEndpoint {
                 endpoint_id: &id,
@@ -229,8 +233,14 @@ impl Webhooks {
                 created_by: &caller.key_id,
                 at: now,
             },
+            MAX_ENDPOINTS_PER_OWNER,
         )
         .await?;
+        if !written {
+            return Err(AppError::TooManyEndpoints {
+                limit: MAX_ENDPOINTS_PER_OWNER,
+            });
+        }
         let row = store::webhooks::endpoint(&self.db, &id)
             .await?
             .ok_or_else(|| AppError::internal("an endpoint just written is gone"))?;

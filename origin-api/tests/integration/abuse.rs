@@ -225,19 +225,25 @@ async fn a_feed_refuses_what_it_lists_and_bans_only_the_live_links_it_lists() {
     }
 }
 
-/// A feed served over HTTP, in URLhaus' CSV, is downloaded and read.
+/// A feed served over HTTP (allowed by `--feed-allow-http`, as on a developer's
+/// machine), in URLhaus' CSV, is downloaded and read; a feed that answers with a
+/// redirect is not followed there: its refresh fails, naming the answer.
 #[tokio::test]
 async fn a_feed_is_downloaded_from_its_url() {
     let csv = "# abuse.ch URLhaus\n# id,dateadded,url,url_status,last_online,threat,tags,urlhaus_link,reporter\n\
         \"1\",\"2026-12-01 00:00:00\",\"https://payload.example/run.sh\",\"online\",\"\",\"malware_download\",\"\",\"\",\"x\"\n";
-    let app =
-        axum::Router::new().route("/feed.csv", axum::routing::get(move || async move { csv }));
+    let app = axum::Router::new()
+        .route("/feed.csv", axum::routing::get(move || async move { csv }))
+        .route(
+            "/moved.csv",
+            axum::routing::get(|| async { axum::response::Redirect::to("/feed.csv") }),
+        );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("a port");
     let addr = listener.local_addr().expect("an address");
     tokio::spawn(async move { axum::serve(listener, app).await });
-    for (api, t) in apis("abuse-feed-url").await {
+    for (api, t) in apis_with("abuse-feed-url", &["--feed-allow-http", "true"]).await {
         let owner = api.key("acme", false).await;
         make(
             &api,
@@ -263,6 +269,42 @@ async fn a_feed_is_downloaded_from_its_url() {
             t.kind()
         );
         assert_eq!(visit(&api, "payload-x").await, StatusCode::FORBIDDEN);
+        desk.add_feed(
+            "moved",
+            &format!("http://{addr}/moved.csv"),
+            "urlhaus",
+            Duration::from_secs(3600),
+        )
+        .await
+        .expect("added");
+        let moved = desk.refresh("moved").await.expect_err("not followed");
+        assert!(moved.to_string().contains("303"), "{moved}");
+        t.cleanup().await;
+    }
+}
+
+/// Without `--feed-allow-http`, a feed is downloaded over https only: one read in the
+/// clear could be changed on its way, and it decides what Hop bans.
+#[tokio::test]
+async fn a_feed_in_the_clear_is_refused() {
+    for (api, t) in apis("abuse-feed-https").await {
+        let refused = api
+            .state
+            .abuse
+            .add_feed(
+                "clear",
+                "http://feeds.example/list.txt",
+                "plain",
+                Duration::from_secs(3600),
+            )
+            .await
+            .expect_err("refused");
+        assert!(
+            refused.to_string().contains("https only"),
+            "{}: {refused}",
+            t.kind()
+        );
+        assert!(api.state.abuse.list().await.expect("list").is_empty());
         t.cleanup().await;
     }
 }

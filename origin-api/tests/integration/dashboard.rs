@@ -204,7 +204,10 @@ async fn member(api: &Api, email: &str, owner: &str, role: Role) -> origin_api::
         .create_user(email, PASSWORD, false)
         .await
         .expect("create user");
-    accounts.grant(&user, owner, role).await.expect("grant");
+    accounts
+        .grant(&user, owner, role, false)
+        .await
+        .expect("grant");
     user
 }
 
@@ -2495,6 +2498,126 @@ async fn an_editor_checks_then_imports_a_bitly_export_from_the_browser() {
             )
             .await;
         assert_eq!(forged.status, StatusCode::FORBIDDEN);
+        t.cleanup().await;
+    }
+}
+
+/// An account an owner's invitation made had its password chosen by whoever opened the
+/// link (that owner's admin, say, for anyone's email): the operator's grant of another
+/// owner's rights to it is refused, naming where it came from, unless the operator says
+/// they know who holds it. Within the inviting owner, and for accounts an operator
+/// made, grants go on as before.
+#[tokio::test]
+async fn an_account_another_owners_invitation_made_is_not_granted_by_a_slip() {
+    for (api, t) in apis("dash-squatting").await {
+        let accounts = Accounts::new(api.state.db.clone());
+        let admin = member(&api, "mallory@acme.example", "acme", Role::Admin).await;
+        // Acme's admin invites the CFO of globex and opens the link himself.
+        let invited = accounts
+            .invite("acme", Role::Viewer, "cfo@globex.example", &admin.user_id)
+            .await
+            .expect("invited");
+        accounts
+            .accept(&invited.token, "mallorys own passphrase", None)
+            .await
+            .expect("accepted");
+        let cfo = accounts.user("cfo@globex.example").await.expect("made");
+        let refused = accounts
+            .grant(&cfo, "globex", Role::Admin, false)
+            .await
+            .expect_err("refused");
+        let said = refused.to_string();
+        assert!(
+            said.contains("invitation of acme") && said.contains(&admin.user_id),
+            "{said}"
+        );
+        assert!(
+            api.count("memberships WHERE owner_id = 'globex'").await == 0,
+            "{}",
+            t.kind()
+        );
+        // Its own owner may change its role; an operator who knows may grant it.
+        accounts
+            .grant(&cfo, "acme", Role::Editor, false)
+            .await
+            .expect("the inviting owner");
+        accounts
+            .grant(&cfo, "globex", Role::Admin, true)
+            .await
+            .expect("trusted");
+        // An account an operator made carries no such record.
+        let made = accounts
+            .create_user("ops@globex.example", PASSWORD, false)
+            .await
+            .expect("made");
+        accounts
+            .grant(&made, "globex", Role::Admin, false)
+            .await
+            .expect("an operator's account");
+        t.cleanup().await;
+    }
+}
+
+/// Makes a key in the dashboard as `browser`'s admin of `owner`; its token.
+async fn dashboard_key(browser: &mut Browser<'_>, owner: &str, name: &str) -> String {
+    let page = browser.get(&format!("/o/{owner}/keys")).await;
+    let csrf = page.csrf();
+    let made = browser
+        .post(
+            &format!("/o/{owner}/keys"),
+            &[("csrf", &csrf), ("name", name)],
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.html);
+    made.html
+        .split("aria-label=\"The new key\" readonly value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the token, shown once")
+        .to_owned()
+}
+
+/// A key made in the dashboard ends when its maker loses access: removed from the
+/// owner, their keys for it stop (a departing member may have kept a copy), the other
+/// admins' go on; disabled, every key they made stops.
+#[tokio::test]
+async fn keys_made_in_the_dashboard_end_when_their_maker_loses_access() {
+    for (api, t) in apis_with("dash-key-makers", &["--key-hold", "0"]).await {
+        member(&api, "ada@acme.example", "acme", Role::Admin).await;
+        member(&api, "bo@acme.example", "acme", Role::Admin).await;
+        let mut ada = Browser::new(&api);
+        ada.sign_in("ada@acme.example", PASSWORD).await;
+        let adas = dashboard_key(&mut ada, "acme", "Ada's sync").await;
+        let mut bo = Browser::new(&api);
+        bo.sign_in("bo@acme.example", PASSWORD).await;
+        let bos = dashboard_key(&mut bo, "acme", "Bo's sync").await;
+        for token in [&adas, &bos] {
+            assert_eq!(
+                api.call_as(token, "GET", "/v1/links").await.status,
+                StatusCode::OK
+            );
+        }
+        let accounts = Accounts::new(api.state.db.clone());
+        accounts
+            .remove_member("acme", "ada@acme.example")
+            .await
+            .expect("removed");
+        assert_eq!(
+            api.call_as(&adas, "GET", "/v1/links").await.status,
+            StatusCode::UNAUTHORIZED,
+            "{}",
+            t.kind()
+        );
+        assert_eq!(
+            api.call_as(&bos, "GET", "/v1/links").await.status,
+            StatusCode::OK
+        );
+        let bo_user = accounts.user("bo@acme.example").await.expect("bo");
+        accounts.disable(&bo_user).await.expect("disabled");
+        assert_eq!(
+            api.call_as(&bos, "GET", "/v1/links").await.status,
+            StatusCode::UNAUTHORIZED
+        );
         t.cleanup().await;
     }
 }

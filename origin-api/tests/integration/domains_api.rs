@@ -899,12 +899,17 @@ async fn a_brand_domains_visitors_see_its_name_and_colour_and_a_light_colour_is_
     }
 }
 
-/// The `If-Match` of domain `name` as it is now.
-async fn domain_etag(api: &crate::common::Api, admin: &str, name: &str) -> String {
-    let read = api
-        .call_as(admin, "GET", &format!("/v1/domains/{name}"))
-        .await;
-    format!("\"{}\"", read.body["version"])
+/// Changes domain `name` by `body`, at the version it is at now.
+async fn change_domain(
+    api: &crate::common::Api,
+    admin: &str,
+    name: &str,
+    body: Value,
+) -> crate::common::Reply {
+    let path = format!("/v1/domains/{name}");
+    let read = api.call_as(admin, "GET", &path).await;
+    let etag = format!("\"{}\"", read.body["version"]);
+    api.patch_json(admin, &path, Some(&etag), body).await
 }
 
 /// A domain moving from another shortener: while `legacy_url` is set and its end date
@@ -1225,14 +1230,13 @@ async fn a_moving_domain_sends_its_listed_old_codes_to_its_old_shortener_and_cou
             StatusCode::NOT_FOUND
         );
         // An interstitial domain shows where a listed code goes before anyone goes on.
-        let careful = api
-            .patch_json(
-                &admin,
-                "/v1/domains/go.acme.example",
-                Some(&domain_etag(&api, &admin, "go.acme.example").await),
-                json!({ "interstitial": true }),
-            )
-            .await;
+        let careful = change_domain(
+            &api,
+            &admin,
+            "go.acme.example",
+            json!({ "interstitial": true }),
+        )
+        .await;
         assert_eq!(careful.status, StatusCode::OK, "{}", careful.text);
         let page = api.visit("GET", "go.acme.example", "/other?a=1").await;
         assert_eq!(page.status, StatusCode::OK, "{}", page.text);
@@ -1250,14 +1254,13 @@ async fn a_moving_domain_sends_its_listed_old_codes_to_its_old_shortener_and_cou
             StatusCode::NOT_FOUND
         );
         // Past its end date the fallback stops by itself.
-        let ended = api
-            .patch_json(
-                &admin,
-                "/v1/domains/go.acme.example",
-                Some(&domain_etag(&api, &admin, "go.acme.example").await),
-                json!({ "interstitial": false, "legacy_until": "2020-01-01T00:00:00Z" }),
-            )
-            .await;
+        let ended = change_domain(
+            &api,
+            &admin,
+            "go.acme.example",
+            json!({ "interstitial": false, "legacy_until": "2020-01-01T00:00:00Z" }),
+        )
+        .await;
         assert_eq!(ended.status, StatusCode::OK, "{}", ended.text);
         assert_eq!(
             api.visit("GET", "go.acme.example", "/other").await.status,
@@ -1269,19 +1272,13 @@ async fn a_moving_domain_sends_its_listed_old_codes_to_its_old_shortener_and_cou
         );
 
         // Unset: the fallback ends.
-        let version = api
-            .call_as(&admin, "GET", "/v1/domains/go.acme.example")
-            .await
-            .body["version"]
-            .clone();
-        let unset = api
-            .patch_json(
-                &admin,
-                "/v1/domains/go.acme.example",
-                Some(&format!("\"{version}\"")),
-                json!({ "legacy_url": null }),
-            )
-            .await;
+        let unset = change_domain(
+            &api,
+            &admin,
+            "go.acme.example",
+            json!({ "legacy_url": null }),
+        )
+        .await;
         assert_eq!(unset.status, StatusCode::OK, "{}", unset.text);
         assert_eq!(
             api.visit("GET", "go.acme.example", "/other").await.status,

@@ -58,7 +58,8 @@ async fn tables(db: &Db) -> Vec<String> {
     names
 }
 
-const TABLES: [&str; 35] = [
+const TABLES: [&str; 37] = [
+    "account_origins",
     "activation_promises",
     "api_keys",
     "bans",
@@ -75,6 +76,7 @@ const TABLES: [&str; 35] = [
     "id_segments",
     "idempotency",
     "invitations",
+    "key_makers",
     "leases",
     "legacy_codes",
     "legacy_misses",

@@ -800,6 +800,15 @@ async fn a_closed_hour_of_visits_is_told_once_per_link_with_counts_only() {
             )
             .await;
         assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+        // Another owner's link, visited in the same hour: nobody wants its counts.
+        let globex = api.key("globex", false).await;
+        let r = api
+            .create(
+                &globex,
+                json!({"target_url": "https://shop.example/g", "code": "quiet-link"}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
         // Three visits at the edge two hours ago: two people, one bot.
         let now = origin_api::model::time::now_ms();
         let hour = (now - 2 * HOUR) - (now - 2 * HOUR).rem_euclid(HOUR);
@@ -807,8 +816,10 @@ async fn a_closed_hour_of_visits_is_told_once_per_link_with_counts_only() {
             json!({"event_id": id, "link": "s.example/counted-link", "version": 1, "at": hour + 60_000,
                 "country": "NL", "referrer_host": "news.example", "device": "mobile", "bot": bot, "status": 302})
         };
-        let batch =
-            json!({"events": [event("c-1", false), event("c-2", false), event("c-3", true)]});
+        let mut quiet = event("c-4", false);
+        quiet["link"] = json!("s.example/quiet-link");
+        let batch = json!({"events": [event("c-1", false), event("c-2", false), event("c-3", true),
+            quiet]});
         let r = api
             .post_json("edge-token-webhooks", "/v1/edge/clicks", &batch)
             .await;
@@ -887,6 +898,14 @@ async fn a_closed_hour_of_visits_is_told_once_per_link_with_counts_only() {
                 .map(Received::summary)
                 .collect::<Vec<_>>()
         );
+        // Only the owner whose endpoint asks for them has its counts written.
+        assert_eq!(
+            api.count("webhook_events WHERE type = 'clicks.rolled_up'")
+                .await,
+            1,
+            "{}",
+            t.kind()
+        );
         t.cleanup().await;
     }
 }
@@ -955,6 +974,204 @@ async fn a_domains_change_is_told_to_its_owners_and_to_every_owner_endpoints_onl
             })
             .await;
         assert!(theirs.got().is_empty(), "{:?}", theirs.got());
+        t.cleanup().await;
+    }
+}
+
+/// A receiver answering 500 with 200 MB is read only as far as the 200 bytes an attempt
+/// keeps: the attempt is logged with them well within the timeout, and the receiver is
+/// never asked for more than the socket buffers hold (reading the whole answer, as
+/// before, pulled all 200 MB through before the attempt was logged).
+#[tokio::test]
+async fn a_failing_receivers_huge_answer_is_read_no_further_than_what_is_kept() {
+    const ANSWER: u64 = 200 * 1024 * 1024;
+    let mut flags = FLAGS.to_vec();
+    flags.extend(["--webhook-timeout", "60"]);
+    for (api, t) in apis_with("webhooks-huge-answer", &flags).await {
+        let acme = api.key("acme", false).await;
+        let sent = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("test setup");
+        let url = format!("http://{}/hook", listener.local_addr().expect("test setup"));
+        let app = axum::Router::new().route(
+            "/hook",
+            axum::routing::post({
+                let sent = sent.clone();
+                move || {
+                    let sent = sent.clone();
+                    async move {
+                        let chunk = bytes_of(64 * 1024);
+                        let body = futures_util::stream::unfold(0u64, move |at| {
+                            let (chunk, sent) = (chunk.clone(), sent.clone());
+                            async move {
+                                (at < ANSWER).then(|| {
+                                    sent.fetch_add(chunk.len() as u64, Ordering::SeqCst);
+                                    (Ok::<_, std::io::Error>(chunk), at + 64 * 1024)
+                                })
+                            }
+                        });
+                        (
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            axum::body::Body::from_stream(body),
+                        )
+                    }
+                }
+            }),
+        );
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        let made = hooks(&api, &acme, json!({"url": url, "events": ["link.created"]})).await;
+        assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+        let id = made.body["id"].as_str().expect("an id").to_owned();
+        let _stop = api.run_dispatcher();
+        let r = api
+            .create(
+                &acme,
+                json!({"target_url": "https://shop.example/a", "code": "huge"}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+        let attempt = poll("the failed attempt, logged")
+            .within(Duration::from_secs(60))
+            .until(|| async {
+                let log = api
+                    .call_as(&acme, "GET", &format!("/v1/webhooks/{id}/attempts"))
+                    .await;
+                log.body["items"]
+                    .as_array()
+                    .and_then(|a| a.first().cloned())
+            })
+            .await;
+        assert_eq!(
+            (&attempt["result"], &attempt["status"]),
+            (&json!("failed"), &json!(500))
+        );
+        assert_eq!(
+            attempt["error"].as_str().map(str::len),
+            Some(200),
+            "{attempt}"
+        );
+        let pulled = sent.load(Ordering::SeqCst);
+        assert!(
+            pulled < 32 * 1024 * 1024,
+            "{pulled} bytes of the answer were pulled ({}): more than the buffers hold",
+            t.kind()
+        );
+        server.abort();
+        t.cleanup().await;
+    }
+}
+
+/// 64 KiB of a receiver's answer.
+fn bytes_of(n: usize) -> axum::body::Bytes {
+    axum::body::Bytes::from(vec![b'x'; n])
+}
+
+/// An owner holds at most 20 endpoints (409 for the 21st, nothing written); another
+/// owner's are counted apart.
+#[tokio::test]
+async fn an_owner_holds_at_most_twenty_endpoints() {
+    for (api, t) in apis_with("webhooks-cap", FLAGS).await {
+        let acme = api.key("acme", false).await;
+        let other = api.key("other", false).await;
+        let cap = origin_api::webhooks::MAX_ENDPOINTS_PER_OWNER;
+        for i in 0..cap {
+            let r = hooks(
+                &api,
+                &acme,
+                json!({"url": format!("http://127.0.0.1:9/hook-{i}")}),
+            )
+            .await;
+            assert_eq!(r.status, StatusCode::CREATED, "{i}: {}", r.text);
+        }
+        let over = hooks(&api, &acme, json!({"url": "http://127.0.0.1:9/one-more"})).await;
+        assert_eq!(
+            over.status,
+            StatusCode::CONFLICT,
+            "{}: {}",
+            t.kind(),
+            over.text
+        );
+        assert!(over.text.contains("at most 20"), "{}", over.text);
+        assert_eq!(api.count("webhook_endpoints").await, cap);
+        let theirs = hooks(&api, &other, json!({"url": "http://127.0.0.1:9/theirs"})).await;
+        assert_eq!(theirs.status, StatusCode::CREATED, "{}", theirs.text);
+        t.cleanup().await;
+    }
+}
+
+/// One owner's slow receivers hold at most a quarter of the dispatcher's slots: while
+/// owner A's twenty endpoints each take 14 s to answer, owner B's deliveries go on at
+/// once (before, A's runs took all sixteen slots and B waited for them).
+#[tokio::test]
+async fn one_owners_slow_endpoints_do_not_delay_anothers() {
+    let mut flags = FLAGS.to_vec();
+    flags.extend(["--webhook-timeout", "60"]);
+    for (api, t) in apis_with("webhooks-fair", &flags).await {
+        let slow_owner = api.key("acme", false).await;
+        let other = api.key("globex", false).await;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("test setup");
+        let base = format!("http://{}", listener.local_addr().expect("test setup"));
+        let asked = Arc::new(AtomicU16::new(0));
+        let app = axum::Router::new().route(
+            "/slow/{n}",
+            axum::routing::post({
+                let asked = asked.clone();
+                move || {
+                    let asked = asked.clone();
+                    async move {
+                        asked.fetch_add(1, Ordering::SeqCst);
+                        tokio::time::sleep(Duration::from_secs(14)).await;
+                        StatusCode::NO_CONTENT
+                    }
+                }
+            }),
+        );
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        for i in 0..origin_api::webhooks::MAX_ENDPOINTS_PER_OWNER {
+            let r = hooks(
+                &api,
+                &slow_owner,
+                json!({"url": format!("{base}/slow/{i}")}),
+            )
+            .await;
+            assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+        }
+        let receiver = Receiver::start(204).await;
+        let r = hooks(&api, &other, json!({"url": receiver.url})).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+        let _stop = api.run_dispatcher();
+        let r = api
+            .create(
+                &slow_owner,
+                json!({"target_url": "https://shop.example/a", "code": "slow-one"}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+        // A's deliveries are under way (each holds its slot for 14 s) …
+        poll("the slow owner's deliveries start")
+            .within(Duration::from_secs(10))
+            .until(|| async { (asked.load(Ordering::SeqCst) >= 4).then_some(()) })
+            .await;
+        let r = api
+            .create(
+                &other,
+                json!({"target_url": "https://shop.example/b", "code": "prompt-one"}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+        // … and B's arrives well before any of them could free a slot.
+        poll("the other owner's delivery")
+            .within(Duration::from_secs(8))
+            .until(|| async { receiver.got().first().cloned() })
+            .await;
+        server.abort();
         t.cleanup().await;
     }
 }

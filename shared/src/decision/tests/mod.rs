@@ -149,16 +149,7 @@ fn run_on(
     deny: &Denylist,
     settings: &DomainSettings,
 ) -> Decision {
-    let route = route();
-    let visit = visit(&route, method, query);
-    let decided = decide(&visit, record, deny, settings);
-    // Every row of the table holds for a record parsed ahead of time too.
-    let prepared = record.cloned().map(PreparedRecord::new);
-    assert_eq!(
-        decide_prepared(&visit, prepared.as_ref(), deny, settings),
-        decided
-    );
-    decided
+    run_legacy(record, method, query, deny, settings, false)
 }
 
 /// [`run_on`] for a code that is (or is not) on its domain's list of codes that lived
@@ -177,6 +168,7 @@ fn run_legacy(
         ..visit(&route, method, query)
     };
     let decided = decide(&visit, record, deny, settings);
+    // Every row of the table holds for a record parsed ahead of time too.
     let prepared = record.cloned().map(PreparedRecord::new);
     assert_eq!(
         decide_prepared(&visit, prepared.as_ref(), deny, settings),
