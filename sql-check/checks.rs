@@ -1936,3 +1936,43 @@ pub async fn revoke_keys_made_by(c: &mut Conn) -> Result<(), sqlx::Error> {
     .await?;
     Ok(())
 }
+
+/// `store/users.rs`: a browser an account signed in from.
+pub async fn insert_known_device(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/insert_known_device.sql",
+        "h",
+        "u_1",
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/users.rs`: whose browser a cookie is.
+pub async fn known_device(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/known_device.sql", "h")
+        .fetch_optional(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/users.rs`: one browser forgotten.
+pub async fn forget_known_device(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/forget_known_device.sql", "h")
+        .execute(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/users.rs`: browsers remembered too long ago.
+pub async fn forget_old_known_devices(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/forget_old_known_devices.sql",
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}

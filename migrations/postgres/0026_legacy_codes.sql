@@ -36,3 +36,13 @@ CREATE TABLE key_makers (
     created_at BIGINT  NOT NULL
 );
 CREATE INDEX key_makers_by_user ON key_makers (user_id, owner_id);
+
+-- Browsers an account signed in from (issue 54, docs/dashboard.md): the right password
+-- from one of them gets in while strangers' guesses hold the account's wait. Only a hash
+-- of the browser's cookie is kept.
+CREATE TABLE known_devices (
+    device_hash  TEXT    PRIMARY KEY,
+    user_id      TEXT    NOT NULL,
+    created_at   BIGINT  NOT NULL
+);
+CREATE INDEX known_devices_by_age ON known_devices (created_at);

@@ -29,6 +29,8 @@ pub struct Swept {
     pub webhook_attempts: u64,
     /// Resolved reports past `--report-retention`.
     pub resolved_reports: u64,
+    /// Browsers remembered longer than `accounts::DEVICE_KEPT_MS`.
+    pub known_devices: u64,
 }
 
 /// What the sweep reaches.
@@ -85,6 +87,10 @@ pub async fn sweep(state: &Housekeeping, now: i64) -> Result<Swept, StoreError> 
     let stale = now - crate::accounts::FORGET_ATTEMPTS_MS;
     match store::users::forget_stale_login_attempts(&state.db, stale).await {
         Ok(n) => swept.login_attempts = n,
+        Err(e) => first_error = first_error.or(Some(e)),
+    }
+    match store::users::forget_old_devices(&state.db, now - crate::accounts::DEVICE_KEPT_MS).await {
+        Ok(n) => swept.known_devices = n,
         Err(e) => first_error = first_error.or(Some(e)),
     }
     let retention = i64::try_from(state.webhook_retention.as_millis()).unwrap_or(i64::MAX);

@@ -37,6 +37,10 @@ const FREE_FAILURES: i64 = 5;
 const MAX_LOCK_MS: i64 = 15 * 60_000;
 /// Attempts against an email are forgotten this long after the last one.
 pub const FORGET_ATTEMPTS_MS: i64 = 3_600_000;
+/// How long a browser an account signed in from is remembered: the right password from
+/// it gets in while the account's wait runs (strangers' guesses cannot lock its owner
+/// out for good).
+pub const DEVICE_KEPT_MS: i64 = 90 * 24 * 3_600_000;
 /// How long a sign-in waits for a turn to verify a password before it is told to retry.
 const HASHING_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// Wrong passwords a minute per client address, in bursts of as many.
@@ -136,6 +140,9 @@ impl SignedIn {
 pub struct NewSession {
     pub secret: String,
     pub signed_in: SignedIn,
+    /// A new cookie for this browser, remembered as the account's (`None`: the browser
+    /// is remembered already, or the caller gave no way to tell).
+    pub device: Option<String>,
 }
 
 /// A new invitation: the token for its link (shown once) and what it grants.
@@ -319,7 +326,9 @@ impl Accounts {
                 Err(e) => return Err(e),
             }
         }
-        let mut new = self.sign_in(&invitation.email, password, client).await?;
+        let mut new = self
+            .sign_in(&invitation.email, password, client, None)
+            .await?;
         if !store::invitations::claim(&self.db, &invitation.token_hash, now_ms()).await? {
             self.sign_out(&new.signed_in).await?;
             return Err(AccountError::InvitationGone);
@@ -400,11 +409,19 @@ impl Accounts {
     /// Signs in with an email and a password from `client`: a new session, whatever
     /// session the browser had before (a session id is never chosen by the browser, so
     /// one planted in it before sign-in is worth nothing after).
+    ///
+    /// `device` is the browser's cookie from an earlier sign-in (`Some("")` for a
+    /// browser that has none; `None` where there is no browser to remember). The right
+    /// password from a browser the account signed in from gets in while the account's
+    /// wait runs, so strangers guessing cannot lock its owner out for good; a wrong one
+    /// from it forgets the browser (a stolen cookie is worth one guess), and is booked
+    /// as any other.
     pub async fn sign_in(
         &self,
         email: &str,
         password: &str,
         client: Option<IpAddr>,
+        device: Option<&str>,
     ) -> Result<NewSession, AccountError> {
         // Nothing longer than any account's could be right: refused before any work.
         if email.chars().count() > MAX_EMAIL_CHARS
@@ -417,14 +434,23 @@ impl Accounts {
             .take(client)
             .map_err(|_| AccountError::Throttled)?;
         let now = now_ms();
-        if let Some(email) = &email {
-            self.book_attempt(email, now).await?;
-        }
         // The same reads, writes and hashing whether the email has an account or not.
         let user = match &email {
             Some(email) => store::users::by_email(&self.db, email).await?,
             None => None,
         };
+        let device_hash = device.filter(|d| !d.is_empty()).map(sha256_hex);
+        let known = match (&device_hash, &user) {
+            (Some(hash), Some(user)) => store::users::known_device(&self.db, hash)
+                .await?
+                .is_some_and(|(owner, since)| {
+                    owner == user.user_id && now - since < DEVICE_KEPT_MS
+                }),
+            _ => false,
+        };
+        if let (Some(email), false) = (&email, known) {
+            self.book_attempt(email, now).await?;
+        }
         let right = match &user {
             Some(user) => self.verify(password, &user.password_hash).await?,
             None => {
@@ -432,7 +458,13 @@ impl Accounts {
                 false
             }
         };
-        let (Some(user), true, Some(email)) = (user, right, email) else {
+        let (Some(user), true, Some(email)) = (user, right, email.clone()) else {
+            if let (true, Some(hash), Some(email)) = (known, &device_hash, &email) {
+                // One guess for a cookie: the browser is forgotten, and the failure
+                // booked as anyone's (within the account's wait, if one runs).
+                store::users::forget_device(&self.db, hash).await?;
+                let _ = self.book_attempt(email, now).await;
+            }
             return Err(AccountError::WrongCredentials);
         };
         store::users::forget_login_attempts(&self.db, &email).await?;
@@ -452,8 +484,19 @@ impl Accounts {
             expires_at: now + SESSION_IDLE_MS,
         };
         store::sessions::insert(&self.db, &session).await?;
+        let device = match (device, known) {
+            (Some(_), false) => {
+                let cookie =
+                    random_hex::<32>().map_err(|e| AccountError::Internal(e.to_string()))?;
+                store::users::remember_device(&self.db, &sha256_hex(&cookie), &user.user_id, now)
+                    .await?;
+                Some(cookie)
+            }
+            _ => None,
+        };
         let memberships = store::users::memberships(&self.db, &user.user_id).await?;
         Ok(NewSession {
+            device,
             secret,
             signed_in: SignedIn {
                 user,

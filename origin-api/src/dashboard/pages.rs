@@ -6,8 +6,8 @@ use super::render::{
     capitalized, choices, failure, message, not_found_for, refused_post, render, utc, Choice, Nav,
 };
 use super::session::{
-    login_cookie_name, no_session_cookie, session_cookie, set_cookie, token_tied, with_tied_token,
-    ClientIp, Signed,
+    cookie, device_cookie_name, login_cookie_name, no_session_cookie, session_cookie, set_cookie,
+    token_tied, with_tied_token, ClientIp, Signed,
 };
 use crate::accounts::password::MIN_PASSWORD_CHARS;
 use crate::accounts::{AccountError, Accounts, SignedIn};
@@ -210,19 +210,37 @@ pub(super) async fn login(
     if !tied {
         return refused_post();
     }
-    match accounts.sign_in(&form.email, &form.password, client).await {
+    let device = cookie(&headers, device_cookie_name(&accounts)).unwrap_or_default();
+    match accounts
+        .sign_in(&form.email, &form.password, client, Some(device))
+        .await
+    {
         // Appended: an array of headers would keep only the last `Set-Cookie`.
-        Ok(new) => (
-            AppendHeaders([
-                (header::SET_COOKIE, session_cookie(&accounts, &new.secret)),
-                (
-                    header::SET_COOKIE,
-                    set_cookie(&accounts, login_cookie_name(&accounts), "", 0),
-                ),
-            ]),
-            Redirect::to("/"),
-        )
-            .into_response(),
+        Ok(new) => {
+            let mut response = (
+                AppendHeaders([
+                    (header::SET_COOKIE, session_cookie(&accounts, &new.secret)),
+                    (
+                        header::SET_COOKIE,
+                        set_cookie(&accounts, login_cookie_name(&accounts), "", 0),
+                    ),
+                ]),
+                Redirect::to("/"),
+            )
+                .into_response();
+            if let Some(device) = &new.device {
+                let kept = set_cookie(
+                    &accounts,
+                    device_cookie_name(&accounts),
+                    device,
+                    crate::accounts::DEVICE_KEPT_MS / 1000,
+                );
+                if let Ok(value) = axum::http::HeaderValue::from_str(&kept) {
+                    response.headers_mut().append(header::SET_COOKIE, value);
+                }
+            }
+            response
+        }
         Err(e) => {
             let status = match e {
                 AccountError::WrongCredentials | AccountError::BadEmail(_) => {

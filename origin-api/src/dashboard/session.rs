@@ -23,6 +23,16 @@ pub(super) fn login_cookie_name(accounts: &Accounts) -> &'static str {
     }
 }
 
+/// The cookie that marks a browser its account signed in from (its right password gets
+/// in while strangers' guesses hold the account's wait).
+pub(super) fn device_cookie_name(accounts: &Accounts) -> &'static str {
+    if accounts.secure_cookies {
+        "__Host-hop_device"
+    } else {
+        "hop_device"
+    }
+}
+
 fn session_cookie_name(accounts: &Accounts) -> &'static str {
     if accounts.secure_cookies {
         "__Host-hop_session"

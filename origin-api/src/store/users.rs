@@ -266,3 +266,41 @@ pub async fn record_origin(
 pub async fn origin(db: &Db, user_id: &str) -> Result<Option<(String, String)>, StoreError> {
     Ok(db.read_optional(ACCOUNT_ORIGIN, &[user_id.into()]).await?)
 }
+
+const INSERT_KNOWN_DEVICE: &str = include_str!("queries/insert_known_device.sql");
+const KNOWN_DEVICE: &str = include_str!("queries/known_device.sql");
+const FORGET_KNOWN_DEVICE: &str = include_str!("queries/forget_known_device.sql");
+const FORGET_OLD_KNOWN_DEVICES: &str = include_str!("queries/forget_old_known_devices.sql");
+
+/// Remembers a browser `user_id` signed in from, by the hash of its cookie.
+pub async fn remember_device(
+    db: &Db,
+    device_hash: &str,
+    user_id: &str,
+    at: i64,
+) -> Result<(), StoreError> {
+    db.write(
+        INSERT_KNOWN_DEVICE,
+        &[device_hash.into(), user_id.into(), at.into()],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Whose browser the cookie hashed to `device_hash` is, and since when.
+pub async fn known_device(db: &Db, device_hash: &str) -> Result<Option<(String, i64)>, StoreError> {
+    Ok(db
+        .read_optional(KNOWN_DEVICE, &[device_hash.into()])
+        .await?)
+}
+
+/// Forgets one browser.
+pub async fn forget_device(db: &Db, device_hash: &str) -> Result<(), StoreError> {
+    db.write(FORGET_KNOWN_DEVICE, &[device_hash.into()]).await?;
+    Ok(())
+}
+
+/// Forgets the browsers remembered before `before` (Unix ms); how many.
+pub async fn forget_old_devices(db: &Db, before: i64) -> Result<u64, StoreError> {
+    Ok(db.write(FORGET_OLD_KNOWN_DEVICES, &[before.into()]).await?)
+}

@@ -2621,3 +2621,41 @@ async fn keys_made_in_the_dashboard_end_when_their_maker_loses_access() {
         t.cleanup().await;
     }
 }
+
+/// Strangers guessing cannot lock an account's owner out for good: while their guesses
+/// hold the account's wait, the right password from a browser the account signed in
+/// from still gets in (any other browser waits, the right password included). A wrong
+/// password from that browser forgets it: a stolen cookie is worth one guess.
+#[tokio::test]
+async fn the_right_password_from_a_known_browser_gets_in_while_strangers_hold_the_wait() {
+    for (api, t) in apis("dash-known-device").await {
+        member(&api, "ana@acme.example", "acme", Role::Viewer).await;
+        let mut ana = Browser::new(&api);
+        ana.from = "198.51.100.20:40000".parse().expect("address");
+        let first = ana.sign_in("ana@acme.example", PASSWORD).await;
+        assert_eq!(first.status, StatusCode::SEE_OTHER, "{}", first.html);
+        assert!(
+            ana.cookies.contains_key("__Host-hop_device"),
+            "{:?}",
+            ana.cookies
+        );
+        let mut stranger = Browser::new(&api);
+        stranger.from = "192.0.2.77:40000".parse().expect("address");
+        seed_attempts(&api, "ana@acme.example", 10).await;
+        let guess = stranger.sign_in("ana@acme.example", "a guess").await;
+        assert_eq!(guess.status, StatusCode::UNAUTHORIZED);
+        let waits = stranger.sign_in("ana@acme.example", PASSWORD).await;
+        assert_eq!(waits.status, StatusCode::TOO_MANY_REQUESTS, "{}", t.kind());
+        // Her own browser gets in, and the wait is over for everyone.
+        let back = ana.sign_in("ana@acme.example", PASSWORD).await;
+        assert_eq!(back.status, StatusCode::SEE_OTHER, "{}", back.html);
+
+        seed_attempts(&api, "ana@acme.example", 10).await;
+        stranger.sign_in("ana@acme.example", "a guess").await;
+        let wrong = ana.sign_in("ana@acme.example", "not my password").await;
+        assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
+        let forgotten = ana.sign_in("ana@acme.example", PASSWORD).await;
+        assert_eq!(forgotten.status, StatusCode::TOO_MANY_REQUESTS);
+        t.cleanup().await;
+    }
+}

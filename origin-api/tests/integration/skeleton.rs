@@ -58,7 +58,7 @@ async fn tables(db: &Db) -> Vec<String> {
     names
 }
 
-const TABLES: [&str; 37] = [
+const TABLES: [&str; 38] = [
     "account_origins",
     "activation_promises",
     "api_keys",
@@ -77,6 +77,7 @@ const TABLES: [&str; 37] = [
     "idempotency",
     "invitations",
     "key_makers",
+    "known_devices",
     "leases",
     "legacy_codes",
     "legacy_misses",

@@ -1,0 +1,1 @@
+DELETE FROM known_devices WHERE device_hash = $1

@@ -1,0 +1,1 @@
+DELETE FROM known_devices WHERE created_at < $1
