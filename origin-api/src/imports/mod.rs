@@ -313,7 +313,9 @@ pub async fn run(
 /// Adds the codes of the rows Hop took (created, changed, unchanged, deferred: their
 /// targets passed Hop's checks) to their domain's legacy list, so that its fallback
 /// sends such a code on to the old shortener while Hop lacks it (a deferred row, say).
-/// Only on domains `owner` holds: a shared domain's list is its operators' (D-275).
+/// Only on domains `owner` holds (a shared domain's list is its operators'), and only
+/// while the domain has a `legacy_url`: each listed code is a KV write at the edge, not
+/// worth paying for a domain that is not moving (D-275).
 async fn list_legacy_codes(links: &Links, owner: &str, rows: &[ImportRow]) -> Result<(), AppError> {
     let mut by_domain: HashMap<&str, Vec<&str>> = HashMap::new();
     for row in rows.iter().filter(|r| {
@@ -328,7 +330,8 @@ async fn list_legacy_codes(links: &Links, owner: &str, rows: &[ImportRow]) -> Re
     }
     for (domain, codes) in by_domain {
         let Some(d) = store::domains::get(&links.db, domain).await?.filter(|d| {
-            matches!(&d.access, crate::model::DomainAccess::Owners(_) if d.access.admits(owner))
+            d.settings.legacy_url.is_some()
+                && matches!(&d.access, crate::model::DomainAccess::Owners(_) if d.access.admits(owner))
         }) else {
             continue;
         };
