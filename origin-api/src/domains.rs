@@ -226,12 +226,14 @@ impl CreateDomain {
 pub const MAX_LEGACY_CODES_PER_REQUEST: usize = 10_000;
 
 /// What adding codes to a domain's legacy list did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LegacyCodesAdded {
     /// Codes new to the list (each queued for the edge).
     pub added: u64,
     /// Codes the list holds now.
     pub listed: i64,
+    /// The domain, as read for the change.
+    pub domain: Domain,
 }
 
 impl Domains {
@@ -278,7 +280,31 @@ impl Domains {
         let refs: Vec<&str> = canonical.iter().map(String::as_str).collect();
         let added = store::legacy_codes::add(&self.db, name, &refs, source, now_ms()).await?;
         let listed = store::legacy_codes::count(&self.db, name).await?;
-        Ok(LegacyCodesAdded { added, listed })
+        Ok(LegacyCodesAdded {
+            added,
+            listed,
+            domain,
+        })
+    }
+
+    /// How many codes `d`'s legacy list holds and, for `code` (a code or a short URL
+    /// ending in one, 1 to 256 characters), the code as the domain stores it and whether
+    /// it is listed.
+    pub async fn legacy_list(
+        &self,
+        d: &Domain,
+        code: Option<&str>,
+    ) -> Result<(i64, Option<(String, bool)>), AppError> {
+        let listed = store::legacy_codes::count(&self.db, &d.domain).await?;
+        let Some(raw) = code else {
+            return Ok((listed, None));
+        };
+        if raw.is_empty() || raw.chars().count() > 256 {
+            return Err(AppError::invalid("code", "1 to 256 characters"));
+        }
+        let code = d.settings.canonical_code(legacy_code_of(raw)).into_owned();
+        let known = store::legacy_codes::known(&self.db, &d.domain, &code).await?;
+        Ok((listed, Some((code, known))))
     }
 }
 

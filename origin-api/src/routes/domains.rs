@@ -221,19 +221,17 @@ async fn domain_for_owner(state: &Domains, caller: &Caller, raw: &str) -> Result
         .ok_or(AppError::NotFound)
 }
 
-/// The legacy list's state for `d`.
-async fn legacy_view(
-    state: &Domains,
+/// The legacy list's state for `d`: `added` by this request, `listed` in all, and the
+/// `code` asked about with whether it is listed.
+fn legacy_view(
     d: &Domain,
     added: Option<u64>,
-    listed: Option<i64>,
-) -> Result<LegacyCodesView, AppError> {
-    let listed = match listed {
-        Some(n) => n,
-        None => store::legacy_codes::count(&state.db, &d.domain).await?,
-    };
+    listed: i64,
+    code: Option<(String, bool)>,
+) -> LegacyCodesView {
     let now_s = crate::model::time::now_ms().div_euclid(1000);
-    Ok(LegacyCodesView {
+    let (code, known) = code.map_or((None, None), |(c, k)| (Some(c), Some(k)));
+    LegacyCodesView {
         added,
         listed,
         running: d.settings.legacy_base(now_s).is_some(),
@@ -242,9 +240,9 @@ async fn legacy_view(
             .settings
             .legacy_until
             .map(|s| rfc3339(s.saturating_mul(1000))),
-        code: None,
-        known: None,
-    })
+        code,
+        known,
+    }
 }
 
 /// `POST /v1/domains/{domain}/legacy-codes`: adds codes to the domain's legacy list,
@@ -274,13 +272,13 @@ pub(crate) async fn add_legacy_codes(
     let done = state
         .add_legacy_codes(&name, &body.codes, store::legacy_codes::Source::List)
         .await?;
-    let d = store::domains::get(&state.db, &name)
-        .await?
-        .ok_or(AppError::NotFound)?;
     tracing::info!(domain = %name, added = done.added, by = %caller.key_id, "legacy codes listed");
-    Ok(Json(
-        legacy_view(&state, &d, Some(done.added), Some(done.listed)).await?,
-    ))
+    Ok(Json(legacy_view(
+        &done.domain,
+        Some(done.added),
+        done.listed,
+        None,
+    )))
 }
 
 /// `GET /v1/domains/{domain}/legacy-codes`: how many codes the domain's legacy list
@@ -299,17 +297,6 @@ pub(crate) async fn read_legacy_codes(
     ApiQuery(params): ApiQuery<LegacyCodesParams>,
 ) -> Result<Json<LegacyCodesView>, AppError> {
     let d = domain_for_owner(&state, &caller, &name).await?;
-    let mut view = legacy_view(&state, &d, None, None).await?;
-    if let Some(raw) = &params.code {
-        if raw.is_empty() || raw.chars().count() > 256 {
-            return Err(AppError::invalid("code", "1 to 256 characters"));
-        }
-        let code = d
-            .settings
-            .canonical_code(crate::domains::legacy_code_of(raw))
-            .into_owned();
-        view.known = Some(store::legacy_codes::known(&state.db, &d.domain, &code).await?);
-        view.code = Some(code);
-    }
-    Ok(Json(view))
+    let (listed, code) = state.legacy_list(&d, params.code.as_deref()).await?;
+    Ok(Json(legacy_view(&d, None, listed, code)))
 }

@@ -16,19 +16,20 @@ struct KeyRow {
 }
 
 pub async fn insert(db: &Db, key: &ApiKey) -> Result<(), StoreError> {
-    db.write(
-        INSERT_API_KEY,
-        &[
-            (&key.key_id).into(),
-            (&key.owner_id).into(),
-            (&key.name).into(),
-            (&key.secret_hash).into(),
-            (&key.scopes).into(),
-            key.created_at.into(),
-        ],
-    )
-    .await?;
+    db.write(INSERT_API_KEY, &key_args(key)).await?;
     Ok(())
+}
+
+/// What [`INSERT_API_KEY`] binds for `key`.
+fn key_args(key: &ApiKey) -> [crate::store::sql::Arg<'_>; 6] {
+    [
+        (&key.key_id).into(),
+        (&key.owner_id).into(),
+        (&key.name).into(),
+        (&key.secret_hash).into(),
+        (&key.scopes).into(),
+        key.created_at.into(),
+    ]
 }
 
 impl From<KeyRow> for ApiKey {
@@ -73,18 +74,7 @@ const REVOKE_KEYS_MADE_BY: &str = include_str!("queries/revoke_keys_made_by.sql"
 pub async fn insert_made_by(db: &Db, key: &ApiKey, user_id: &str) -> Result<(), StoreError> {
     let mut tx = db.begin_write().await?;
     let mut c = tx.conn();
-    c.execute(
-        INSERT_API_KEY,
-        &[
-            (&key.key_id).into(),
-            (&key.owner_id).into(),
-            (&key.name).into(),
-            (&key.secret_hash).into(),
-            (&key.scopes).into(),
-            key.created_at.into(),
-        ],
-    )
-    .await?;
+    c.execute(INSERT_API_KEY, &key_args(key)).await?;
     c.execute(
         INSERT_KEY_MAKER,
         &[
