@@ -736,14 +736,55 @@ pub async fn revoke_api_key(c: &mut Conn) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
-/// `store/clicks.rs`: people's visits of a link counted so far.
-pub async fn human_visits(c: &mut Conn) -> Result<(), sqlx::Error> {
+/// `store/clicks.rs`: the people counted against a link's visit limit.
+pub async fn limit_count(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!("../../origin-api/src/store/queries/limit_count.sql", 1_i64)
+        .fetch_one(c)
+        .await?;
+    Ok(())
+}
+
+/// `store/clicks.rs`: visits that named no person, into a link's carried count.
+pub async fn carry_limit_visits(c: &mut Conn) -> Result<(), sqlx::Error> {
     sqlx::query_file!(
-        "../../origin-api/src/store/queries/human_visits.sql",
+        "../../origin-api/src/store/queries/carry_limit_visits.sql",
         1_i64,
-        false
+        2_i64
     )
-    .fetch_one(c)
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/clicks.rs`: the people of old days, into their links' carried counts…
+pub async fn carry_old_people(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/carry_old_people.sql",
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/clicks.rs`: … and forgotten.
+pub async fn forget_old_people(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/forget_old_people.sql",
+        0_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/purge.rs`: a purged link's people.
+pub async fn purge_limit_people(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/purge_limit_people.sql",
+        1_i64
+    )
+    .execute(c)
     .await?;
     Ok(())
 }

@@ -12,7 +12,9 @@
 
 use crate::names;
 use futures_util::future::{select, Either};
+use shared::clicks::person::{self, PersonKey};
 use shared::clicks::{ClickEvent, Visitor, VisitorBudget, CLICKS_PATH, CLICKS_PER_VISITOR_MINUTE};
+use shared::password::Client;
 use shared::scanners;
 use shared::tally::{Fault, Outbox, Tally, TallyRow, TALLY_WINDOW_MS};
 use shared::RouteKey;
@@ -64,6 +66,8 @@ const BUDGET_SLOTS: usize = 4096;
 thread_local! {
     // The isolate's per-visitor click budgets, made on the first click.
     static BUDGET: std::cell::RefCell<Option<VisitorBudget>> = const { std::cell::RefCell::new(None) };
+    // The key that names a visit-limited link's visitors, derived on the first such click.
+    static PERSON_KEY: std::cell::RefCell<Option<PersonKey>> = const { std::cell::RefCell::new(None) };
 }
 
 /// A seed no visitor can predict: from the runtime's random UUID.
@@ -85,6 +89,8 @@ pub(crate) struct Click<'a> {
     pub(crate) country: Option<Option<&'a str>>,
     /// The link counts scanners' visits as people's (`scanner_check: false`).
     pub(crate) scanners_unchecked: bool,
+    /// The link has a visit limit not yet reached: a person's click names them.
+    pub(crate) limited: bool,
 }
 
 /// Schedules the window's send if none is: the first visit of a window does,
@@ -128,13 +134,14 @@ pub(crate) fn report(env: &Env, request: &web_sys::Request, click: Click<'_>) {
     let headers = request.headers();
     let header = |name: &'static str| headers.get(name).ok().flatten();
     // One visitor's flood is answered but not counted past its budget. Cloudflare sets
-    // `CF-Connecting-IP` itself; a request without it (only in local development) is
-    // not limited.
-    if let Some(ip) = header("cf-connecting-ip") {
+    // `CF-Connecting-IP` itself (so does `wrangler dev`); a request without it is not
+    // limited.
+    let ip = header("cf-connecting-ip");
+    if let Some(ip) = &ip {
         let now_s = click.at_ms / 1000;
         let admitted = BUDGET.with_borrow_mut(|b| {
             b.get_or_insert_with(|| VisitorBudget::new(BUDGET_SLOTS, seed()))
-                .admit(&ip, now_s, CLICKS_PER_VISITOR_MINUTE)
+                .admit(ip, now_s, CLICKS_PER_VISITOR_MINUTE)
         });
         if !admitted {
             return;
@@ -164,7 +171,22 @@ pub(crate) fn report(env: &Env, request: &web_sys::Request, click: Click<'_>) {
             header,
         ));
     }
-    let row = TallyRow::of(
+    // A person's click on a link with a visit limit names them, so a refresh does not
+    // use the limit up (docs/api.md). Without an address each click is a person of its
+    // own, as every click was before.
+    let person = (click.limited && !visitor.bot).then(|| {
+        let at = i64::try_from(click.at_ms).unwrap_or(i64::MAX);
+        person::format(match &ip {
+            Some(ip) => PERSON_KEY.with_borrow_mut(|k| {
+                k.get_or_insert_with(|| {
+                    PersonKey::derive(crate::fallback::keys(env).as_ref().and_then(|r| r.oldest()))
+                })
+                .person(click.route.as_str(), Client::named(Some(ip)), at)
+            }),
+            None => seed(),
+        })
+    });
+    let mut row = TallyRow::of(
         ClickEvent::new(
             String::new(),
             click.route.to_string(),
@@ -175,6 +197,7 @@ pub(crate) fn report(env: &Env, request: &web_sys::Request, click: Click<'_>) {
         )
         .with_variant(click.variant),
     );
+    row.person = person;
     TALLYING.with_borrow_mut(|t| t.tally.add(&row));
 }
 

@@ -86,7 +86,8 @@ thread_local! {
     });
 }
 
-fn keys(env: &Env) -> Option<KeyRing> {
+/// The permutation keys (`PERMUTATION_KEYS`), read once an isolate.
+pub(crate) fn keys(env: &Env) -> Option<KeyRing> {
     STATE.with_borrow_mut(|s| {
         s.keys
             .get_or_insert_with(|| {

@@ -151,6 +151,7 @@ impl Pending {
                 variant: decision.variant,
                 country: reads.and_then(|reads| headers.country_read(reads)),
                 scanners_unchecked: decision.scanners_unchecked,
+                limited: decision.limited,
             };
             clicks::report(&self.env, &self.request, click);
         }

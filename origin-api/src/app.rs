@@ -186,6 +186,12 @@ pub fn build(db: Db, settings: Settings) -> AppState {
         settings: RedirectSettings {
             default_domain: settings.default_domain.clone(),
             permutation_keys: secrets.permutation_keys.clone(),
+            person_key: shared::clicks::person::PersonKey::derive(
+                secrets
+                    .permutation_keys
+                    .as_ref()
+                    .and_then(shared::KeyRing::oldest),
+            ),
         },
     };
     let report_proxies = proxies.clone();

@@ -1,8 +1,9 @@
 //! What the origin forgets on a schedule, so that no table grows without bound:
 //! idempotency keys after their 24 hours, click event ids after their retention, and
 //! delivered outbox rows after `--outbox-retention` (the newest delivered row of each
-//! key stays), webhook events and attempts after `--webhook-retention`. Also the per-key
-//! rate budgets of idle keys.
+//! key stays), webhook events and attempts after `--webhook-retention`, who visited a
+//! link with a visit limit once no click of that day can arrive (only their count
+//! stays). Also the per-key rate budgets of idle keys.
 
 use crate::db::Db;
 use crate::links::IDEMPOTENCY_TTL_MS;
@@ -10,6 +11,9 @@ use crate::ratelimit::CreateLimit;
 use crate::store;
 use crate::store::{ClickStore, OutboxStore, StoreError};
 use std::time::Duration;
+
+const HOUR_MS: i64 = 3_600_000;
+const DAY_MS: i64 = shared::clicks::person::DAY_MS;
 
 /// How often the sweep runs.
 pub const EVERY: Duration = Duration::from_secs(60);
@@ -19,6 +23,8 @@ pub const EVERY: Duration = Duration::from_secs(60);
 pub struct Swept {
     pub idempotency_keys: u64,
     pub click_ids: u64,
+    /// People of links with a visit limit folded into their links' counts.
+    pub limit_people: u64,
     pub outbox_rows: u64,
     /// Dashboard sessions past their end.
     pub sessions: u64,
@@ -65,6 +71,19 @@ pub async fn sweep(state: &Housekeeping, now: i64) -> Result<Swept, StoreError> 
         .await
     {
         Ok(n) => swept.click_ids = n,
+        Err(e) => first_error = first_error.or(Some(e)),
+    }
+    // A row of a tally is taken while any of its hour is within the ids' retention:
+    // people of the days before that hour's day cannot come again.
+    let last_hour = now
+        .saturating_sub(state.click_retention_ms)
+        .saturating_sub(HOUR_MS);
+    match state
+        .db
+        .fold_old_people(last_hour.div_euclid(DAY_MS) * DAY_MS)
+        .await
+    {
+        Ok(n) => swept.limit_people = n,
         Err(e) => first_error = first_error.or(Some(e)),
     }
     let retention = i64::try_from(state.outbox_retention.as_millis()).unwrap_or(i64::MAX);

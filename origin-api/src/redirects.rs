@@ -36,4 +36,7 @@ pub struct RedirectSettings {
     pub default_domain: String,
     /// Tell a code that may be new from one that cannot exist without a read.
     pub permutation_keys: Option<KeyRing>,
+    /// Names a visit-limited link's visitors, as the edge does (from the oldest
+    /// permutation key).
+    pub person_key: shared::clicks::person::PersonKey,
 }

@@ -134,6 +134,9 @@ pub struct Decision {
     /// The link asks that scanners' visits count as people's (`scanner_check: false`):
     /// the click is not classified by its network or prefetch headers.
     pub scanners_unchecked: bool,
+    /// The link has a visit limit not yet reached: the click names its visitor, who
+    /// counts once a day against it (`crate::clicks::person`).
+    pub limited: bool,
 }
 
 impl Decision {

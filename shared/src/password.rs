@@ -62,6 +62,11 @@ impl Client {
         }
     }
 
+    /// The client as one number (0: unknown), for keyed hashes of it.
+    pub fn bits(self) -> u128 {
+        self.0
+    }
+
     /// The client a header names (`CF-Connecting-IP`), if it is an address.
     pub fn named(header: Option<&str>) -> Client {
         Client::of(header.and_then(|h| h.trim().parse().ok()))

@@ -116,6 +116,11 @@ pub struct EdgeRecord {
     /// The link's visit limit was reached: it has ended, as an expired link has.
     #[serde(rename = "m", default, skip_serializing_if = "is_false")]
     pub exhausted: bool,
+    /// The link has a visit limit not yet reached: its people's clicks name their
+    /// visitor (a keyed hash, `shared::clicks::person`) so that a visitor counts once a
+    /// day against the limit. An edge that predates it counts every visit.
+    #[serde(rename = "lm", default, skip_serializing_if = "is_false")]
+    pub limited: bool,
     /// Who may follow the link; `None`: anyone with its code.
     #[serde(rename = "ac", default, skip_serializing_if = "Option::is_none")]
     pub access: Option<Access>,
@@ -282,6 +287,7 @@ mod tests {
             no_clicks: true,
             no_scanner_check: true,
             exhausted: true,
+            limited: true,
             access: Some(Access::Signed {
                 key: "k".repeat(43),
             }),

@@ -67,6 +67,12 @@ pub struct TallyRow {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(maximum = 255))]
     pub variant: Option<u8>,
+    /// Who made these clicks, on a link with a visit limit (`crate::clicks::person`: a
+    /// keyed hash of the visitor's address, the link and the day, 16 hex digits): the
+    /// limit counts them once. Absent for every other row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(pattern = "^[0-9a-f]{16}$"))]
+    pub person: Option<String>,
     /// How many (absent only in the edge's key of a row).
     #[serde(default, skip_serializing_if = "is_zero")]
     #[cfg_attr(feature = "openapi", schema(maximum = 4294967295.0))]
@@ -91,6 +97,7 @@ impl TallyRow {
             bot: event.bot,
             scanner: event.scanner,
             variant: event.variant,
+            person: None,
             n: 0,
         }
     }
@@ -121,6 +128,13 @@ impl TallyRow {
         }
         if self.hour.rem_euclid(HOUR_MS) != 0 {
             return Some("hour must be the start of an hour, Unix ms");
+        }
+        if self
+            .person
+            .as_deref()
+            .is_some_and(|p| crate::clicks::person::parse(p).is_none())
+        {
+            return Some("person must be 16 lowercase hex digits");
         }
         self.as_event(batch_id).problem()
     }

@@ -166,6 +166,7 @@ impl Clicks {
                     claim: &e.event_id,
                     dims: ClickDims::of(e),
                     n: 1,
+                    person: None,
                 }),
                 None => receipt.unknown_links += 1,
             }
@@ -179,6 +180,11 @@ impl Clicks {
                     claim,
                     dims: ClickDims::of_row(row),
                     n: i64::from(row.n),
+                    // Checked with the row (`TallyRow::problem`).
+                    person: row
+                        .person
+                        .as_deref()
+                        .and_then(shared::clicks::person::parse),
                 }),
                 None => {
                     receipt.unknown_links += u64::from(row.n);

@@ -196,7 +196,15 @@ pub struct Recorder {
     written: Progress,
     /// Clicks per visitor a minute, as the edge counts them.
     budget: Option<super::budget::ClickBudget>,
+    /// The people who visited links with a visit limit, `(link, at, person)`, until a
+    /// slice is written: at most [`PEOPLE_HELD`].
+    people: std::sync::Mutex<Vec<(u64, i64, u64)>>,
 }
+
+/// People held for the next write, at most (24 bytes each): a window of a million
+/// distinct visitors of links with a visit limit. Past it a visitor is not counted
+/// against the limit until their next visit, and the click is counted as dropped.
+const PEOPLE_HELD: usize = 1 << 20;
 
 /// Clicks made before `complete_to` (Unix ms) are written, unless `outstanding` is
 /// false, when nothing is held at all.
@@ -219,6 +227,7 @@ impl Recorder {
         Recorder {
             shards: enabled.then(|| Shards::new(SHARD_ENTRIES)),
             budget: enabled.then(super::budget::ClickBudget::default),
+            people: std::sync::Mutex::new(Vec::new()),
             writer: tokio::sync::Mutex::new(Writer {
                 window: Window::new(max_bytes),
                 spares: Vec::new(),
@@ -276,6 +285,21 @@ impl Recorder {
             if !shards.add(clicked, at, status, visitor) {
                 self.metrics.clicks_dropped.inc();
             }
+        }
+    }
+
+    /// Notes who made a click on `link` (one with a visit limit) at `at`, for the next
+    /// write ([`Increments::add_person`]).
+    pub fn person(&self, link: u64, at: i64, person: u64) {
+        if self.shards.is_none() {
+            return;
+        }
+        // Only visits of links with a limit come here, a few a second: a lock is cheap.
+        let mut people = self.people.lock().unwrap_or_else(|e| e.into_inner());
+        if people.len() < PEOPLE_HELD {
+            people.push((link, at, person));
+        } else {
+            self.metrics.clicks_dropped.inc();
         }
     }
 
@@ -438,13 +462,21 @@ impl Recorder {
             } else {
                 0
             };
+        // Who visited links with a limit so far: written with this slice, whichever
+        // links it holds (the write checks their limits too).
+        let people = std::mem::take(&mut *self.people.lock().unwrap_or_else(|e| e.into_inner()));
         let mut waits = RETRIES.iter();
         loop {
             let increments = match self
                 .increments(clicks, store, closed, slice.len(), last)
                 .await
             {
-                Ok(inc) => Some(inc),
+                Ok((mut inc, unknown)) => {
+                    for &(link, at, person) in &people {
+                        inc.add_person(link, at, Some(person), 1);
+                    }
+                    Some((inc, unknown))
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "reading the links of clicks failed");
                     None
@@ -586,7 +618,10 @@ mod tests {
         async fn staged_since(&self) -> Result<Option<i64>, StoreError> {
             Ok(None)
         }
-        async fn human_visits(&self, _: u64) -> Result<u64, StoreError> {
+        async fn limit_count(&self, _: u64) -> Result<u64, StoreError> {
+            Ok(0)
+        }
+        async fn fold_old_people(&self, _: i64) -> Result<u64, StoreError> {
             Ok(0)
         }
         async fn add_rollups(

@@ -7,6 +7,7 @@ use crate::model::{Creator, Link};
 use crate::store::{ClickStore, Rollup, Totals};
 use crate::views::stats::{
     Granularity, LinkStats, LinkTotals, OwnerStats, Point, Ranked, StatsParams, Top, TotalsView,
+    VisitLimit,
 };
 use std::collections::BTreeMap;
 
@@ -174,6 +175,13 @@ pub async fn link_stats<S: ClickStore + ?Sized>(
         totals,
         series,
         top,
+        visit_limit: match link.options.max_visits {
+            Some(max_visits) => Some(VisitLimit {
+                max_visits,
+                counted: store.limit_count(link.link_id).await?,
+            }),
+            None => None,
+        },
     })
 }
 

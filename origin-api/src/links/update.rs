@@ -187,7 +187,7 @@ pub async fn update_link(
         options.max_visits = max.map(fields::max_visits).transpose()?;
         options.exhausted = match options.max_visits {
             None => false,
-            Some(max) => state.db.human_visits(next.link_id).await? >= max,
+            Some(max) => state.db.limit_count(next.link_id).await? >= max,
         };
     }
     // The version is compared once the changes are known to be valid: a change that can
@@ -343,7 +343,7 @@ pub async fn revert_link(
     })?;
     next.options.exhausted = match next.options.max_visits {
         None => false,
-        Some(max) => state.db.human_visits(next.link_id).await? >= max,
+        Some(max) => state.db.limit_count(next.link_id).await? >= max,
     };
     revalidate(state, &next).await?;
     let expected = expected.unwrap_or(current.version);

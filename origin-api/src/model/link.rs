@@ -243,6 +243,7 @@ impl Link {
             no_clicks: self.options.no_clicks,
             no_scanner_check: self.options.no_scanner_check,
             exhausted: self.options.exhausted,
+            limited: self.options.max_visits.is_some() && !self.options.exhausted,
             access: self.options.access.clone(),
         }
     }

@@ -167,8 +167,8 @@ pub(crate) fn answer_held(
         None => {
             let (decision, visited, _) =
                 resolve_held(state, method, &parts.headers, peer, code, parts.uri.query())?;
-            if let Some((clicked, at)) = visited {
-                record_click(state, &decision, clicked, at, &parts.headers, peer);
+            if let Some(visited) = visited {
+                record_click(state, &decision, visited, &parts.headers, peer);
             }
             decision
         }
@@ -205,8 +205,8 @@ pub(crate) async fn answer(state: &Redirects, parts: Parts, peer: Option<SocketA
                 Decision::unavailable(method, shared::decision::RETRY_AFTER_S)
             }
             Ok(Ok((decision, visited, _))) => {
-                if let Some((clicked, at)) = visited {
-                    record_click(state, &decision, clicked, at, &headers, peer);
+                if let Some(visited) = visited {
+                    record_click(state, &decision, visited, &headers, peer);
                 }
                 decision
             }
@@ -240,8 +240,7 @@ pub(crate) const REDIRECT_TIMEOUT: std::time::Duration = std::time::Duration::fr
 fn record_click(
     state: &Redirects,
     decision: &Decision,
-    clicked: Clicked,
-    at: i64,
+    (clicked, at, person): Visited,
     headers: &HeaderMap,
     peer: Option<SocketAddr>,
 ) {
@@ -279,6 +278,9 @@ fn record_click(
             visitor.bot = true;
             visitor.scanner = Some(scanner);
         }
+    }
+    if let (Some(person), Clicked::Link(link), false) = (person, &clicked, visitor.bot) {
+        state.recorder.person(link.id, at, person);
     }
     state.recorder.record(clicked, at, decision.status, visitor);
 }
@@ -488,6 +490,20 @@ struct Asked<'a> {
 }
 
 impl<'a> Asked<'a> {
+    /// Who the visitor is on `route` on the day of `at`, as a visit limit counts people:
+    /// by the address, as the edge does. Without one (a request that did not come
+    /// through the listener), a person of its own.
+    fn person(&self, route: &RouteKey, at: i64) -> u64 {
+        match self.state.proxies.client_ip(self.peer, self.headers) {
+            Some(ip) => self.state.settings.person_key.person(
+                route.as_str(),
+                shared::password::Client::of(Some(ip)),
+                at,
+            ),
+            None => fastrand::u64(..),
+        }
+    }
+
     fn client(&self) -> Client<'a> {
         let text = |name| {
             self.headers
@@ -582,18 +598,23 @@ fn decided(
     (
         decide_prepared(&visit, record, deny, settings),
         (method == shared::Method::Get).then(|| {
+            // A visit of a link with a visit limit names its visitor (docs/api.md).
+            let person = record
+                .filter(|r| r.limited())
+                .map(|_| asked.person(&route, now));
             let clicked = match link {
                 Some(link) => Clicked::Link(link),
                 None => Clicked::Route(route),
             };
-            (clicked, now)
+            (clicked, now, person)
         }),
         None,
     )
 }
 
-/// The link a `GET` visited and when (Unix ms).
-type Visited = (Clicked, i64);
+/// The link a `GET` visited, when (Unix ms), and, for a link with a visit limit, who
+/// (`shared::clicks::person`).
+type Visited = (Clicked, i64, Option<u64>);
 
 /// The headers `shared::decide` writes, without parsing their names on every request.
 fn header_name(name: &str) -> Option<HeaderName> {

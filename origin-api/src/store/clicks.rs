@@ -36,6 +36,9 @@ pub struct Attributed<'a> {
     pub dims: ClickDims<'a>,
     /// Alike clicks: 1 for an event, a row's count for a tally.
     pub n: i64,
+    /// Who made them, on a link with a visit limit (`shared::clicks::person`); `None`
+    /// where the edge named nobody (each of those clicks is a person of its own).
+    pub person: Option<u64>,
 }
 
 /// Visits and the redirects among them, of people and of bots.
@@ -118,8 +121,12 @@ pub trait ClickStore: Send + Sync + Debug + 'static {
     /// the links whose visit limit they reached, as for [`ClickStore::fold_staged`].
     async fn add_rollups(&self, increments: &Increments, now: i64)
         -> Result<Vec<Link>, StoreError>;
-    /// People's visits of a link counted so far (what a visit limit counts).
-    async fn human_visits(&self, link_id: u64) -> Result<u64, StoreError>;
+    /// The people counted against a link's visit limit so far: one a day each, while
+    /// the link had a limit (docs/api.md, `max_visits`).
+    async fn limit_count(&self, link_id: u64) -> Result<u64, StoreError>;
+    /// Folds the people of days before `before` (Unix ms) into their links' carried
+    /// counts, forgetting who they were; returns how many were folded.
+    async fn fold_old_people(&self, before: i64) -> Result<u64, StoreError>;
     /// Forgets the ids of events received before `before` (Unix ms); returns how many.
     async fn forget_click_ids(&self, before: i64) -> Result<u64, StoreError>;
     /// Records, for each `(source, complete_to)`, how far that source has written its
@@ -210,8 +217,14 @@ fn part_of(link: u64) -> i64 {
 const HOUR_MS: i64 = 3_600_000;
 const DAY_MS: i64 = 24 * HOUR_MS;
 
-/// People's (`$2` false) or bots' visits of a link counted so far.
-const HUMAN_VISITS: &str = include_str!("queries/human_visits.sql");
+/// The people counted against a link's visit limit.
+const LIMIT_COUNT: &str = include_str!("queries/limit_count.sql");
+/// Adds `$2` visits that named no person to a link's carried count.
+const CARRY_LIMIT_VISITS: &str = include_str!("queries/carry_limit_visits.sql");
+/// Folds the people of days before `$1` into their links' carried counts…
+const CARRY_OLD_PEOPLE: &str = include_str!("queries/carry_old_people.sql");
+/// … and forgets them.
+const FORGET_OLD_PEOPLE: &str = include_str!("queries/forget_old_people.sql");
 /// The last row staged in a part.
 const LAST_STAGED: &str = include_str!("queries/last_staged.sql");
 /// When the clicks of the oldest staged row were made.
@@ -236,6 +249,8 @@ struct HourRow {
     visits: i64,
     redirects: i64,
     dims: BTreeMap<String, i64>,
+    /// People's visits that named no person: each one a person for a visit limit.
+    unnamed: i64,
 }
 
 /// Rollup increments, gathered before they are written: by new events from the edge, or
@@ -249,6 +264,8 @@ pub struct Increments {
     /// Distinct referrer hosts kept per link and hour; visits from others count as
     /// [`OTHER_REFERRERS`].
     referrer_cap: i64,
+    /// People who visited links with a visit limit: `(link, day, person)`.
+    people: std::collections::BTreeSet<(u64, i64, u64)>,
 }
 
 /// The referrer value that stands for every host past a link-hour's cap: a name no
@@ -321,6 +338,25 @@ impl Increments {
             days: BTreeMap::new(),
             visits: 0,
             referrer_cap: i64::from(referrer_cap),
+            people: std::collections::BTreeSet::new(),
+        }
+    }
+
+    /// Counts who made `n` people's visits of `link` at `at` for a visit limit: the
+    /// `person` once a day, or, when the visits named nobody, each of them.
+    pub fn add_person(&mut self, link: u64, at: i64, person: Option<u64>, n: i64) {
+        match person {
+            Some(person) => {
+                self.people
+                    .insert((link, at.div_euclid(DAY_MS) * DAY_MS, person));
+            }
+            None => {
+                // The visits' own link-hour, added just before ([`Increments::add`]).
+                let hour = at.div_euclid(HOUR_MS) * HOUR_MS;
+                if let Some(h) = self.hours.get_mut(&(link, hour, false)) {
+                    h.unnamed += n;
+                }
+            }
         }
     }
 
@@ -378,6 +414,7 @@ impl Increments {
                 visits: 0,
                 redirects: 0,
                 dims: BTreeMap::new(),
+                unnamed: 0,
             });
         h.visits += visits;
         h.redirects += redirects;
@@ -386,8 +423,8 @@ impl Increments {
 
     /// The counts as staged ([`ClickStore::stage_clicks`]), one body per [`FOLD_PARTS`]
     /// part that has any, by the links' ids: each link-hour as
-    /// `[link_id, hour, bot, owner_id, visits, redirects, dims]` (the days follow from
-    /// the hours).
+    /// `[link_id, hour, bot, owner_id, visits, redirects, dims, unnamed]` (the days
+    /// follow from the hours; the people named are written when staged).
     fn staged(&self) -> Result<Vec<(i64, String)>, StoreError> {
         let mut parts: BTreeMap<i64, Vec<_>> = BTreeMap::new();
         for (&(link, hour, bot), h) in &self.hours {
@@ -399,6 +436,7 @@ impl Increments {
                 h.visits,
                 h.redirects,
                 &h.dims,
+                h.unnamed,
             ));
         }
         parts
@@ -413,11 +451,22 @@ impl Increments {
 
     /// Adds a staged row's counts.
     fn add_staged(&mut self, body: &str) -> Result<(), StoreError> {
-        type Row = (u64, i64, bool, String, i64, i64, BTreeMap<String, i64>);
-        let rows: Vec<Row> = serde_json::from_str(body)
-            .map_err(|e| StoreError::Corrupt(format!("staged clicks: {e}")))?;
-        for (link, hour, bot, owner, visits, redirects, dims) in rows {
+        type Dims = BTreeMap<String, i64>;
+        type Row = (u64, i64, bool, String, i64, i64, Dims, i64);
+        /// A link-hour as an origin before visit limits counted people staged it
+        /// (without `unnamed`): every people's visit of it counts.
+        type Before = (u64, i64, bool, String, i64, i64, Dims);
+        let rows: Vec<Row> = match serde_json::from_str(body) {
+            Ok(rows) => rows,
+            Err(e) => serde_json::from_str::<Vec<Before>>(body)
+                .map_err(|_| StoreError::Corrupt(format!("staged clicks: {e}")))?
+                .into_iter()
+                .map(|(l, h, b, o, v, r, d)| (l, h, b, o, v, r, d, if b { 0 } else { v }))
+                .collect(),
+        };
+        for (link, hour, bot, owner, visits, redirects, dims, unnamed) in rows {
             let h = self.count(link, hour, bot, &owner, visits, redirects);
+            h.unnamed += unnamed;
             for (k, n) in dims {
                 *h.dims.entry(k).or_default() += n;
             }
@@ -442,17 +491,44 @@ impl Increments {
             .keys()
             .filter(|(_, _, bot)| !bot)
             .map(|(link, _, _)| *link)
+            .chain(self.people.iter().map(|(link, _, _)| *link))
             .collect();
+        ids.sort_unstable();
         ids.dedup();
         ids
     }
+
+    /// People's visits of `link` that named no person.
+    fn unnamed(&self, link: u64) -> i64 {
+        self.hours
+            .range((link, i64::MIN, false)..=(link, i64::MAX, true))
+            .map(|(_, h)| h.unnamed)
+            .sum()
+    }
 }
 
-/// The people's visits of `link_id` counted so far (bots never count).
-pub(super) async fn human_visits(c: &mut Conn<'_>, link_id: u64) -> Result<u64, StoreError> {
-    let (n,): (Option<i64>,) = c
-        .fetch_one(HUMAN_VISITS, &[db_id(link_id).into(), false.into()])
-        .await?;
+/// Writes the people `inc` names, each once a link and day (one seen before is not new).
+async fn write_people(c: &mut Conn<'_>, inc: &Increments) -> Result<(), StoreError> {
+    let rows: Vec<Arg<'_>> = inc
+        .people
+        .iter()
+        // A person is 64 bits of hash, kept as the signed integer with the same bits.
+        .flat_map(|&(link, day, person)| [db_id(link).into(), day.into(), (person as i64).into()])
+        .collect();
+    insert_rows(
+        c,
+        "INSERT INTO visit_limit_people (link_id, day, person)",
+        "ON CONFLICT (link_id, day, person) DO NOTHING",
+        3,
+        &rows,
+    )
+    .await?;
+    Ok(())
+}
+
+/// The people counted against `link_id`'s visit limit so far (bots never count).
+pub(super) async fn limit_count(c: &mut Conn<'_>, link_id: u64) -> Result<u64, StoreError> {
+    let (n,): (Option<i64>,) = c.fetch_one(LIMIT_COUNT, &[db_id(link_id).into()]).await?;
     Ok(u64::try_from(n.unwrap_or_default()).unwrap_or_default())
 }
 
@@ -460,9 +536,10 @@ pub(super) async fn human_visits(c: &mut Conn<'_>, link_id: u64) -> Result<u64, 
 /// a visit limit, not yet reached, and have now reached it, marked exhausted and
 /// re-published (version bumped, outbox row) as any edit is. Returned as written.
 ///
-/// Only links with options are read, by id, and each one's count is summed from its
-/// own rows of `click_hours` (an index range). A link edited meanwhile is left for the
-/// next write of its clicks: a count is never lost, only its enforcement put off.
+/// Only links with options are read, by id. Each limited one's visits that named no
+/// person are added to its carried count, and its count is summed from its own rows of
+/// `visit_limit_people` (an index range). A link edited meanwhile is left for the next
+/// write of its clicks: a count is never lost, only its enforcement put off.
 async fn exhaust_reached(
     c: &mut Conn<'_>,
     inc: &Increments,
@@ -484,7 +561,15 @@ async fn exhaust_reached(
             let Some(max) = link.options.max_visits.filter(|_| !link.options.exhausted) else {
                 continue;
             };
-            if human_visits(c, link.link_id).await? < max {
+            let unnamed = inc.unnamed(link.link_id);
+            if unnamed > 0 {
+                c.execute(
+                    CARRY_LIMIT_VISITS,
+                    &[db_id(link.link_id).into(), unnamed.into()],
+                )
+                .await?;
+            }
+            if limit_count(c, link.link_id).await? < max {
                 continue;
             }
             let exhausted_change = Change::new(Action::Exhausted, Actor::System);
@@ -868,7 +953,12 @@ impl ClickStore for Db {
         let mut inc = Increments::new(0);
         for a in clicks.iter().filter(|a| fresh.contains(a.claim)) {
             inc.add(a.link_id, a.owner_id, &a.dims, a.n);
+            if !a.dims.bot {
+                inc.add_person(a.link_id, a.dims.at, a.person, a.n);
+            }
         }
+        // The people are written now, once, with the claim; the fold counts them.
+        write_people(&mut c, &inc).await?;
         let parts = inc.staged()?;
         if !parts.is_empty() {
             // Built at run time: one VALUES tuple per part.
@@ -971,14 +1061,24 @@ impl ClickStore for Db {
         let mut tx = self.begin_write().await?;
         let mut c = tx.conn();
         write_increments(&mut c, inc).await?;
+        write_people(&mut c, inc).await?;
         let exhausted = exhaust_reached(&mut c, inc, now).await?;
         tx.commit().await?;
         Ok(exhausted)
     }
 
-    async fn human_visits(&self, link_id: u64) -> Result<u64, StoreError> {
+    async fn limit_count(&self, link_id: u64) -> Result<u64, StoreError> {
         let mut r = self.reader().await?;
-        human_visits(&mut r.conn(), link_id).await
+        limit_count(&mut r.conn(), link_id).await
+    }
+
+    async fn fold_old_people(&self, before: i64) -> Result<u64, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let mut c = tx.conn();
+        c.execute(CARRY_OLD_PEOPLE, &[before.into()]).await?;
+        let folded = c.execute(FORGET_OLD_PEOPLE, &[before.into()]).await?;
+        tx.commit().await?;
+        Ok(folded)
     }
 
     async fn forget_click_ids(&self, before: i64) -> Result<u64, StoreError> {
@@ -1183,5 +1283,53 @@ mod tests {
             whole_days(day - HOUR_MS, day + HOUR_MS),
             (day + HOUR_MS, day + HOUR_MS)
         );
+    }
+
+    fn dims(at: i64, bot: bool) -> ClickDims<'static> {
+        ClickDims {
+            at,
+            bot,
+            status: 302,
+            country: "",
+            referrer: "",
+            device: "desktop",
+            variant: None,
+            scanner: None,
+        }
+    }
+
+    /// A visit limit's count through staging: named people once a link and day, the
+    /// visits that named nobody each, bots never; and a row staged by an origin before
+    /// people were counted still counts each of its people's visits.
+    #[test]
+    fn staged_clicks_keep_who_a_visit_limit_counts() {
+        let at = 20_000 * DAY_MS + 5 * HOUR_MS;
+        let mut inc = Increments::new(0);
+        for (person, n, bot) in [
+            (Some(7), 40, false),
+            (Some(7), 3, false),
+            (None, 2, false),
+            (None, 9, true),
+        ] {
+            inc.add(1, "ana", &dims(at, bot), n);
+            if !bot {
+                inc.add_person(1, at, person, n);
+            }
+        }
+        assert_eq!(inc.people.len(), 1, "one person, however many visits");
+        assert_eq!(inc.unnamed(1), 2);
+        let (_, body) = inc.staged().unwrap().pop().unwrap();
+        let mut folded = Increments::new(0);
+        folded.add_staged(&body).unwrap();
+        assert_eq!((folded.unnamed(1), folded.visits()), (2, 54));
+        let before = format!(
+            r#"[[1,{},false,"ana",5,5,{{}}],[1,{},true,"ana",4,4,{{}}]]"#,
+            at / HOUR_MS * HOUR_MS,
+            at / HOUR_MS * HOUR_MS
+        );
+        let mut old = Increments::new(0);
+        old.add_staged(&before).unwrap();
+        assert_eq!((old.unnamed(1), old.visits()), (5, 9));
+        assert!(Increments::new(0).add_staged("[[1]]").is_err());
     }
 }

@@ -18,6 +18,7 @@ const PURGE_LINK_HISTORY: &str = include_str!("queries/purge_link_history.sql");
 const DELETE_LINK_HOSTS: &str = include_str!("queries/delete_link_hosts.sql");
 const PURGE_CLICK_HOURS: &str = include_str!("queries/purge_click_hours.sql");
 const PURGE_CLICK_DAYS: &str = include_str!("queries/purge_click_days.sql");
+const PURGE_LIMIT_PEOPLE: &str = include_str!("queries/purge_limit_people.sql");
 const ID_SEQUENCES: &str = include_str!("queries/id_sequences.sql");
 const LINKS_STORED: &str = include_str!("queries/links_stored.sql");
 const GENERATED_BY_DOMAIN: &str = include_str!("queries/generated_codes_by_domain.sql");
@@ -120,6 +121,8 @@ async fn purge_one(
     let link = Link::try_from(row)?;
     c.execute(DELETE_LINK_HOSTS, &[link_id.into()]).await?;
     c.execute(PURGE_LINK_HISTORY, &[link_id.into()]).await?;
+    // The link has no limit any more: who visited it is not kept either.
+    c.execute(PURGE_LIMIT_PEOPLE, &[link_id.into()]).await?;
     let route = link.route_key();
     let new_version = to_i64(link.version, "version")?;
     insert_outbox(

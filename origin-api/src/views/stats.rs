@@ -97,6 +97,18 @@ pub struct LinkStats {
     /// Every bucket of the range, oldest first, zeros included.
     pub series: Vec<Point>,
     pub top: Top,
+    /// For a link with `max_visits`: how many people its limit has counted, whatever
+    /// the range (`null` for other links).
+    #[serde(default)]
+    pub visit_limit: Option<VisitLimit>,
+}
+
+/// A visit limit and the people it has counted: each visitor (an address, or an IPv6
+/// /64) once a UTC day, while the link had a limit (docs/api.md, `max_visits`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct VisitLimit {
+    pub max_visits: u64,
+    pub counted: u64,
 }
 
 /// A link in an owner's summary.

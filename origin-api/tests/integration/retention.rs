@@ -54,7 +54,7 @@ async fn expired_links_and_old_tombstones_become_bare_codes_a_few_at_a_time() {
             &api,
             &key,
             json!({"target_url": "https://shop.example/later", "code": "later-sale",
-                   "expires_at": rfc3339(now + 2 * DAY_MS)}),
+                   "expires_at": rfc3339(now + 2 * DAY_MS), "max_visits": 10}),
         )
         .await;
         made(
@@ -106,8 +106,22 @@ async fn expired_links_and_old_tombstones_become_bare_codes_a_few_at_a_time() {
         assert_eq!(purged.expires_at, None);
         assert!(!link(&api, "later-sale").await.is_purged());
 
+        // Its visit limit counted people: a carried count and one of today's.
+        let id = link(&api, "later-sale").await.link_id;
+        api.exec(&format!(
+            "INSERT INTO visit_limit_people (link_id, day, person, n) VALUES ({id}, 0, 0, 4), ({id}, {}, 77, 1)",
+            now / DAY_MS * DAY_MS
+        ))
+        .await;
         let step = api.state.purge.step(later).await.expect("step");
         assert_eq!((step.expired, step.tombstones), (1, 0));
+        assert_eq!(
+            api.count(&format!("visit_limit_people WHERE link_id = {id}"))
+                .await,
+            0,
+            "{}: who visited a purged link goes with it",
+            t.kind()
+        );
         // The cache held `later-sale` as a live link; it is a tombstone now, at once.
         let visit = api.visit("GET", "s.example", "/later-sale").await;
         assert_eq!(visit.status, StatusCode::GONE, "{}", visit.text);

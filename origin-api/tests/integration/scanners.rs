@@ -59,7 +59,9 @@ impl Api {
     }
 
     /// A browser's prefetch of `path`, through the origin's own redirect.
-    async fn prefetch(&self, path: &str) -> StatusCode {
+    /// A prefetch of `path` from the `n`th address (each a person of its own: a visit
+    /// limit counts an address once a day).
+    async fn prefetch(&self, path: &str, n: u8) -> StatusCode {
         let mut req = Request::builder()
             .uri(path)
             .header(header::HOST, "s.example")
@@ -67,7 +69,7 @@ impl Api {
             .header("sec-purpose", "prefetch")
             .body(Body::empty())
             .expect("request");
-        let peer: std::net::SocketAddr = "198.51.100.7:40000".parse().expect("address");
+        let peer = std::net::SocketAddr::from(([198, 51, 100, n], 40000));
         req.extensions_mut()
             .insert(axum::extract::ConnectInfo(peer));
         self.send(req).await.status
@@ -142,9 +144,9 @@ async fn the_origin_counts_a_prefetch_as_a_scanner_unless_the_link_says_otherwis
             api.read(&owner, "s.example", "scan-checked").await.body["scanner_check"],
             true
         );
-        for _ in 0..12 {
-            assert_eq!(api.prefetch("/scan-checked").await, StatusCode::FOUND);
-            assert_eq!(api.prefetch("/scan-unchecked").await, StatusCode::FOUND);
+        for n in 0..12 {
+            assert_eq!(api.prefetch("/scan-checked", n).await, StatusCode::FOUND);
+            assert_eq!(api.prefetch("/scan-unchecked", n).await, StatusCode::FOUND);
         }
         api.flush_clicks().await;
         let checked = api
@@ -167,7 +169,7 @@ async fn the_origin_counts_a_prefetch_as_a_scanner_unless_the_link_says_otherwis
         assert_eq!(
             api.read(&owner, "s.example", "scan-unchecked").await.body["exhausted"],
             true,
-            "{}: twelve prefetches counted as people end a link of ten",
+            "{}: twelve prefetches from twelve addresses, counted as people, end a link of ten",
             t.kind()
         );
         // The owner turns the check back on.

@@ -58,7 +58,7 @@ async fn tables(db: &Db) -> Vec<String> {
     names
 }
 
-const TABLES: [&str; 38] = [
+const TABLES: [&str; 39] = [
     "account_origins",
     "activation_promises",
     "api_keys",
@@ -93,6 +93,7 @@ const TABLES: [&str; 38] = [
     "reports",
     "sessions",
     "users",
+    "visit_limit_people",
     "webhook_attempts",
     "webhook_endpoints",
     "webhook_events",

@@ -433,11 +433,12 @@ async fn a_visit_limit_counts_people_only_and_then_ends_the_link() {
             "{}",
             t.kind()
         );
-        for _ in 0..3 {
-            assert_eq!(
-                api.sent_to("/three", &ua(DESKTOP)).await,
-                "https://shop.example/"
-            );
+        // Three people (a person is an address: docs/api.md).
+        for i in 1..=3 {
+            let res = api
+                .visit_with("/three", &ua(DESKTOP), &format!("203.0.113.{i}:40000"))
+                .await;
+            assert_eq!(res.status, StatusCode::FOUND, "{}", res.text);
         }
         api.flush_clicks().await;
         let link = api.link_view(&token, "three").await;
@@ -533,6 +534,139 @@ async fn a_visit_limit_counts_people_only_and_then_ends_the_link() {
         let gone = api.visit_with("/two", &ua(DESKTOP), PROXY).await;
         assert_eq!(gone.status, StatusCode::GONE, "{}", gone.text);
         assert!(gone.text.contains("limit"), "{}", gone.text);
+        t.cleanup().await;
+    }
+}
+
+/// Whether the link `code` is still open (not exhausted).
+async fn open(api: &Api, token: &str, code: &str) -> bool {
+    api.link_view(token, code).await["exhausted"] == false
+}
+
+/// A visit limit counts people, not refreshes (issue 54): one address refreshing a
+/// 3-visit link a hundred times is one person, and so are two addresses of one IPv6 /64;
+/// a third person closes it. At the origin's own redirect, and from the edge's tallies,
+/// whose rows name their visitor by a keyed hash (`person`) for a link with a limit.
+#[tokio::test]
+async fn a_visit_limit_counts_people_not_refreshes() {
+    for (api, t) in apis_with("visit-limit-people", FLAGS).await {
+        let token = api.key("acme", false).await;
+        for code in ["people", "edge-people"] {
+            let body =
+                json!({ "target_url": "https://shop.example/", "code": code, "max_visits": 3 });
+            let res = api.create(&token, body).await;
+            assert_eq!(res.status, StatusCode::CREATED, "{}", res.text);
+        }
+        let desktop = [(header::USER_AGENT.as_str(), DESKTOP)];
+        for _ in 0..100 {
+            let res = api.visit_with("/people", &desktop, STRANGER).await;
+            assert_eq!(res.status, StatusCode::FOUND, "{}", res.text);
+        }
+        api.flush_clicks().await;
+        assert!(
+            open(&api, &token, "people").await,
+            "{}: 100 visits of one person closed it",
+            t.kind()
+        );
+        // Two addresses of one IPv6 /64 are one person; the first address again is not new.
+        for peer in [
+            "[2001:db8:1:2::1]:40000",
+            "[2001:db8:1:2:ffff::9]:40000",
+            STRANGER,
+        ] {
+            let res = api.visit_with("/people", &desktop, peer).await;
+            assert_eq!(res.status, StatusCode::FOUND, "{}", res.text);
+        }
+        api.flush_clicks().await;
+        assert!(
+            open(&api, &token, "people").await,
+            "{}: two people closed a 3-visit link",
+            t.kind()
+        );
+        let stats = api
+            .call_as(&token, "GET", "/v1/links/s.example/people/stats")
+            .await;
+        assert_eq!(
+            stats.body["visit_limit"],
+            json!({ "max_visits": 3, "counted": 2 }),
+            "{}",
+            stats.text
+        );
+        let res = api
+            .visit_with("/people", &desktop, "198.51.100.20:40000")
+            .await;
+        assert_eq!(res.status, StatusCode::FOUND, "{}", res.text);
+        api.flush_clicks().await;
+        assert!(
+            !open(&api, &token, "people").await,
+            "{}: the third person closes it",
+            t.kind()
+        );
+
+        // The edge's rows: a hundred visits of one person, then the same person and a
+        // second, then a third. A `person` that is not 16 hex digits is refused.
+        let hour = origin_api::model::time::now_ms() / 3_600_000 * 3_600_000;
+        let row = |person: &str, n: u32| {
+            json!({ "link": "s.example/edge-people", "version": 1, "hour": hour, "device": "desktop",
+                    "bot": false, "status": 302, "person": person, "n": n })
+        };
+        let (p1, p2, p3) = ("00000000000000a1", "00000000000000b2", "00000000000000c3");
+        let mut tallies = Vec::new();
+        for (i, rows) in [
+            vec![row(p1, 100), row("not-a-key", 1)],
+            vec![row(p1, 5), row(p2, 1)],
+            vec![row(p3, 1)],
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            tallies.push(json!({ "batch_id": format!("people-{i}"), "at": origin_api::model::time::now_ms(), "rows": rows }));
+        }
+        for (i, tally) in tallies.iter().enumerate() {
+            let res = api
+                .post_json(
+                    EDGE_TOKEN,
+                    "/v1/edge/clicks",
+                    &json!({ "tallies": [tally] }),
+                )
+                .await;
+            assert_eq!(res.status, StatusCode::OK, "{}", res.text);
+            if i == 0 {
+                assert_eq!(
+                    (res.body["counted"].clone(), res.body["refused"].clone()),
+                    (json!(100), json!(1)),
+                    "{}",
+                    res.text
+                );
+            }
+            api.fold_clicks().await;
+            assert_eq!(
+                open(&api, &token, "edge-people").await,
+                i < 2,
+                "{}: after tally {i}",
+                t.kind()
+            );
+        }
+
+        // Who the people were is kept while a click of their day may still arrive, then
+        // only how many: the counts stay, the hashes go.
+        let counted = |stats: Reply| stats.body["visit_limit"]["counted"].clone();
+        let stats_path = |code: &str| format!("/v1/links/s.example/{code}/stats");
+        let now = origin_api::model::time::now_ms();
+        let swept = origin_api::housekeeping::sweep(&api.state.housekeeping, now)
+            .await
+            .expect("sweep");
+        assert_eq!(swept.limit_people, 0, "{}: today's people stay", t.kind());
+        let later = now + 6 * 86_400_000;
+        let swept = origin_api::housekeeping::sweep(&api.state.housekeeping, later)
+            .await
+            .expect("sweep");
+        assert_eq!(swept.limit_people, 6, "{}", t.kind());
+        assert_eq!(api.count("visit_limit_people WHERE day > 0").await, 0);
+        for code in ["people", "edge-people"] {
+            let stats = api.call_as(&token, "GET", &stats_path(code)).await;
+            assert_eq!(counted(stats), json!(3), "{}: {code}", t.kind());
+        }
         t.cleanup().await;
     }
 }

@@ -17,6 +17,7 @@ use crate::tally::ClickTally;
 use serde::{Deserialize, Serialize};
 
 pub(crate) mod event;
+pub mod person;
 
 pub use event::{
     country_code, referrer_host, referrer_site, ClickEvent, Visitor, MAX_EVENT_ID_LEN,

@@ -105,6 +105,7 @@ impl PreparedRecord {
                 no_clicks: record.no_clicks,
                 no_scanner_check: record.no_scanner_check,
                 exhausted: record.exhausted,
+                limited: record.limited,
             },
             version: record.version,
             target: record.target.into(),
@@ -121,6 +122,11 @@ impl PreparedRecord {
     /// expired page, access): most links, whose visit then checks for none of it.
     pub fn is_plain(&self) -> bool {
         self.more.is_none()
+    }
+
+    /// The link has a visit limit not yet reached ([`EdgeRecord::limited`]).
+    pub fn limited(&self) -> bool {
+        self.basics.limited
     }
 
     /// [`EdgeRecord::reads_client`].
@@ -161,6 +167,7 @@ impl PreparedRecord {
             no_clicks,
             no_scanner_check,
             exhausted,
+            limited,
         } = self.basics;
         let more = self.more.as_deref();
         EdgeRecord {
@@ -179,6 +186,7 @@ impl PreparedRecord {
             no_clicks,
             no_scanner_check,
             exhausted,
+            limited,
         }
     }
 
@@ -231,6 +239,7 @@ struct Basics {
     no_clicks: bool,
     no_scanner_check: bool,
     exhausted: bool,
+    limited: bool,
 }
 
 impl From<&EdgeRecord> for Basics {
@@ -244,6 +253,7 @@ impl From<&EdgeRecord> for Basics {
             no_clicks: r.no_clicks,
             no_scanner_check: r.no_scanner_check,
             exhausted: r.exhausted,
+            limited: r.limited,
         }
     }
 }
@@ -483,6 +493,7 @@ fn decide_with<'u>(
     let mut decision = decide_known(visit, record, target, deny, settings);
     decision.unrecorded = record.is_some_and(|(basics, _)| basics.no_clicks);
     decision.scanners_unchecked = record.is_some_and(|(basics, _)| basics.no_scanner_check);
+    decision.limited = record.is_some_and(|(basics, _)| basics.limited);
     decision
 }
 
@@ -656,5 +667,6 @@ fn decide_known<'u>(
         variant,
         unrecorded: false,
         scanners_unchecked: false,
+        limited: false,
     }
 }

@@ -77,6 +77,7 @@ impl Decision {
             variant: None,
             unrecorded: false,
             scanners_unchecked: false,
+            limited: false,
         }
     }
 
@@ -162,6 +163,7 @@ impl Decision {
             variant: None,
             unrecorded: false,
             scanners_unchecked: false,
+            limited: false,
         }
     }
 
@@ -247,6 +249,7 @@ impl Decision {
             variant: None,
             unrecorded: false,
             scanners_unchecked: false,
+            limited: false,
         }
     }
 

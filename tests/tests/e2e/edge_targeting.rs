@@ -66,10 +66,19 @@ async fn stats(w: &Wired, code: &str) -> serde_json::Value {
 
 /// A browser's prefetch of the link (a person's user agent, `Sec-Purpose: prefetch`):
 /// redirected like any visit.
-async fn prefetch(w: &Wired, code: &str) {
+/// From the `n`th address: each a person of its own, were it counted as one (a visit
+/// limit counts an address once a day, D-280).
+async fn prefetch(w: &Wired, code: &str, n: u8) {
     let purpose = reqwest::header::HeaderName::from_static("sec-purpose");
+    let ip = reqwest::header::HeaderName::from_static("cf-connecting-ip");
+    let addr = format!("198.51.100.{n}");
     assert_eq!(
-        location(w, code, &[(USER_AGENT, DESKTOP), (purpose, "prefetch")]).await,
+        location(
+            w,
+            code,
+            &[(USER_AGENT, DESKTOP), (purpose, "prefetch"), (ip, &addr)]
+        )
+        .await,
         "https://shop.example/"
     );
 }
@@ -231,7 +240,7 @@ async fn an_interstitial_names_the_destination_and_an_ended_link_goes_to_its_own
         .await;
 }
 
-/// `max_visits: 5` ignores twenty crawler visits, then ends after five people's. The
+/// `max_visits: 5` ignores twenty crawler visits, then ends after five people. The
 /// count travels as clicks do (the edge's queue, the origin's rollups), and the end as
 /// any edit does (outbox, publisher, KV): visits that land meanwhile still redirect.
 /// That overshoot is measured here, at a visitor every 50 ms, and printed.
@@ -249,9 +258,18 @@ async fn a_visit_limit_ignores_crawlers_and_ends_the_link_at_the_edge() {
             "https://shop.example/"
         );
     }
-    for _ in 0..5 {
+    // Five people: five addresses (a visit limit counts an address once a day, D-280).
+    let ip = reqwest::header::HeaderName::from_static("cf-connecting-ip");
+    let people = [
+        "203.0.113.1",
+        "203.0.113.2",
+        "203.0.113.3",
+        "203.0.113.4",
+        "203.0.113.5",
+    ];
+    for addr in people {
         assert_eq!(
-            location(&w, &code, &[(USER_AGENT, DESKTOP)]).await,
+            location(&w, &code, &[(USER_AGENT, DESKTOP), (ip.clone(), addr)]).await,
             "https://shop.example/"
         );
     }
@@ -262,7 +280,8 @@ async fn a_visit_limit_ignores_crawlers_and_ends_the_link_at_the_edge() {
         .every(Duration::from_millis(50))
         .explain(|| format!("still redirecting ({} visits over)", overshoot.get()))
         .until_true(|| async {
-            let res = visit(&w, &code, &[(USER_AGENT, DESKTOP)]).await;
+            // The fifth person refreshing: visits over the limit, not people.
+            let res = visit(&w, &code, &[(USER_AGENT, DESKTOP), (ip.clone(), people[4])]).await;
             match res.status() {
                 StatusCode::FOUND => {
                     overshoot.set(overshoot.get() + 1);
@@ -291,6 +310,86 @@ async fn a_visit_limit_ignores_crawlers_and_ends_the_link_at_the_edge() {
     );
 }
 
+/// A visit limit counts people, not refreshes (issue 54, D-280): a hundred visits from
+/// one address to a 3-visit link leave it open, and three other addresses close it. The
+/// edge names each visitor of a limited link by a keyed hash of the address (as
+/// Cloudflare sets `CF-Connecting-IP`), which the origin counts once a day.
+#[tokio::test]
+async fn a_visit_limit_counts_people_not_refreshes_at_the_edge() {
+    let w = Wired::start("marketing", false).await;
+    let code = published(
+        &w,
+        json!({ "target_url": "https://shop.example/", "max_visits": 3 }),
+    )
+    .await;
+    let ip = reqwest::header::HeaderName::from_static("cf-connecting-ip");
+    let from = |addr: &'static str| [(USER_AGENT, DESKTOP), (ip.clone(), addr)];
+    for _ in 0..100 {
+        assert_eq!(
+            location(&w, &code, &from("203.0.113.10")).await,
+            "https://shop.example/"
+        );
+    }
+    // The edge counts an address's first 60 clicks a minute (its budget): once they
+    // reached the origin, the limit has counted one person, and the link is open.
+    poll("the refreshes reach the origin")
+        .within(Duration::from_secs(60))
+        .every(Duration::from_millis(200))
+        .until_true(|| async { stats(&w, &code).await["totals"]["visits"].as_i64() >= Some(60) })
+        .await;
+    let counted = stats(&w, &code).await;
+    assert_eq!(
+        counted["visit_limit"],
+        json!({ "max_visits": 3, "counted": 1 }),
+        "{}",
+        counted["totals"]
+    );
+    let link = read_link(
+        &w.origin.url(&format!("/v1/links/s.example/{code}")),
+        &w.key,
+    )
+    .await;
+    assert_eq!(link["exhausted"], false, "{link}");
+    // Two addresses of one IPv6 /64 are one person: two, and the link stays open.
+    for addr in ["2001:db8:7::1", "2001:db8:7::ffff"] {
+        assert_eq!(
+            location(&w, &code, &from(addr)).await,
+            "https://shop.example/"
+        );
+    }
+    poll("the second person reaches the origin")
+        .within(Duration::from_secs(60))
+        .every(Duration::from_millis(200))
+        .until_true(|| async { stats(&w, &code).await["visit_limit"]["counted"] == 2 })
+        .await;
+    let link = read_link(
+        &w.origin.url(&format!("/v1/links/s.example/{code}")),
+        &w.key,
+    )
+    .await;
+    assert_eq!(link["exhausted"], false, "{link}");
+    // A third address is the third person: the edge ends the link. It refreshes until
+    // then, which adds no one.
+    poll("the edge ends the link after the third person")
+        .within(Duration::from_secs(60))
+        .every(Duration::from_millis(100))
+        .until_true(|| async {
+            match visit(&w, &code, &from("198.51.100.12")).await.status() {
+                StatusCode::FOUND => false,
+                StatusCode::GONE => true,
+                other => panic!("a visit past the limit got {other}"),
+            }
+        })
+        .await;
+    let counted = stats(&w, &code).await;
+    assert_eq!(
+        counted["visit_limit"],
+        json!({ "max_visits": 3, "counted": 3 }),
+        "{}",
+        counted["totals"]
+    );
+}
+
 /// A browser's prefetch (`Sec-Purpose: prefetch`, a person's user agent) is a scanner's
 /// visit: counted, as a bot's, and never using up a `max_visits` link; a person's visits
 /// then do. The stats say why they were bots: `prefetch`.
@@ -302,8 +401,8 @@ async fn a_prefetch_is_counted_as_a_bot_and_never_uses_up_a_visit_limit() {
         json!({ "target_url": "https://shop.example/", "max_visits": 2 }),
     )
     .await;
-    for _ in 0..10 {
-        prefetch(&w, &code).await;
+    for n in 1..=10 {
+        prefetch(&w, &code, n).await;
     }
     // Every prefetch arrives at the origin, as a bot's visit.
     poll("the prefetches are counted as bots")
@@ -411,8 +510,8 @@ async fn a_link_without_the_scanner_check_counts_a_prefetch_as_a_person() {
         json!({ "target_url": "https://shop.example/", "max_visits": 2, "scanner_check": false }),
     )
     .await;
-    for _ in 0..2 {
-        prefetch(&w, &code).await;
+    for n in 1..=2 {
+        prefetch(&w, &code, n).await;
     }
     // Asked as a crawler, whose visits never count: only the prefetches can end it.
     poll("the edge ends the link after two prefetches counted as people")

@@ -288,3 +288,23 @@ fn a_link_whose_scanners_count_as_people_says_so_on_every_answer() {
     // A plain link's record does not carry the field at all.
     assert!(!active("https://shop.example/").to_json().contains("ns"));
 }
+
+/// A visit limit not yet reached reaches the edge in the record (`lm`), and the
+/// answers of the link say so, so that its clicks name their visitor; through the
+/// prepared form too. A plain link's record does not carry the field.
+#[test]
+fn a_link_with_a_visit_limit_says_so_on_its_answers() {
+    let rec = EdgeRecord {
+        limited: true,
+        ..active("https://shop.example/")
+    };
+    assert!(rec.to_json().contains(r#""lm":true"#));
+    assert_eq!(EdgeRecord::from_json(&rec.to_json()).unwrap(), rec);
+    let prepared = crate::decision::PreparedRecord::new(rec.clone());
+    assert_eq!(prepared.to_record(), rec);
+    let none = Denylist::default();
+    assert!(run(Some(&rec), Method::Get, None, &none).limited);
+    let plain = active("https://shop.example/");
+    assert!(!run(Some(&plain), Method::Get, None, &none).limited);
+    assert!(!plain.to_json().contains("lm"));
+}
