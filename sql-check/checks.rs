@@ -744,34 +744,34 @@ pub async fn limit_count(c: &mut Conn) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
-/// `store/clicks.rs`: visits that named no person, into a link's carried count.
-pub async fn carry_limit_visits(c: &mut Conn) -> Result<(), sqlx::Error> {
-    sqlx::query_file!(
-        "../../origin-api/src/store/queries/carry_limit_visits.sql",
-        1_i64,
-        2_i64
-    )
-    .execute(c)
-    .await?;
-    Ok(())
-}
-
-/// `store/clicks.rs`: the people of old days, into their links' carried counts…
-pub async fn carry_old_people(c: &mut Conn) -> Result<(), sqlx::Error> {
-    sqlx::query_file!(
-        "../../origin-api/src/store/queries/carry_old_people.sql",
-        0_i64
-    )
-    .execute(c)
-    .await?;
-    Ok(())
-}
-
-/// `store/clicks.rs`: … and forgotten.
+/// `store/clicks.rs`: the people of old days, forgotten.
 pub async fn forget_old_people(c: &mut Conn) -> Result<(), sqlx::Error> {
     sqlx::query_file!(
         "../../origin-api/src/store/queries/forget_old_people.sql",
-        0_i64
+        0_i64,
+        10_i64
+    )
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/clicks.rs`: the next links with a limit to publish again.
+pub async fn limit_republish_next(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/limit_republish_next.sql",
+        10_i64
+    )
+    .fetch_all(c)
+    .await?;
+    Ok(())
+}
+
+/// `store/clicks.rs`: a link published again.
+pub async fn limit_republished(c: &mut Conn) -> Result<(), sqlx::Error> {
+    sqlx::query_file!(
+        "../../origin-api/src/store/queries/limit_republished.sql",
+        1_i64
     )
     .execute(c)
     .await?;

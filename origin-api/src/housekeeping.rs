@@ -2,8 +2,8 @@
 //! idempotency keys after their 24 hours, click event ids after their retention, and
 //! delivered outbox rows after `--outbox-retention` (the newest delivered row of each
 //! key stays), webhook events and attempts after `--webhook-retention`, who visited a
-//! link with a visit limit once no click of that day can arrive (only their count
-//! stays). Also the per-key rate budgets of idle keys.
+//! link with a visit limit once no click of that day can arrive (their count stays).
+//! Also the per-key rate budgets of idle keys.
 
 use crate::db::Db;
 use crate::links::IDEMPOTENCY_TTL_MS;
@@ -14,6 +14,10 @@ use std::time::Duration;
 
 const HOUR_MS: i64 = 3_600_000;
 const DAY_MS: i64 = shared::clicks::person::DAY_MS;
+/// People forgotten per sweep at most: a day of 144 million in a day of sweeps.
+const PEOPLE_PER_SWEEP: i64 = 100_000;
+/// Links published again per sweep at most (an edit's work each).
+const REPUBLISHED_PER_SWEEP: i64 = 500;
 
 /// How often the sweep runs.
 pub const EVERY: Duration = Duration::from_secs(60);
@@ -23,8 +27,10 @@ pub const EVERY: Duration = Duration::from_secs(60);
 pub struct Swept {
     pub idempotency_keys: u64,
     pub click_ids: u64,
-    /// People of links with a visit limit folded into their links' counts.
+    /// People of links with a visit limit forgotten (their links' counts stay).
     pub limit_people: u64,
+    /// Links with a limit set before records said so, published again.
+    pub limits_republished: u64,
     pub outbox_rows: u64,
     /// Dashboard sessions past their end.
     pub sessions: u64,
@@ -80,10 +86,14 @@ pub async fn sweep(state: &Housekeeping, now: i64) -> Result<Swept, StoreError> 
         .saturating_sub(HOUR_MS);
     match state
         .db
-        .fold_old_people(last_hour.div_euclid(DAY_MS) * DAY_MS)
+        .forget_old_people(last_hour.div_euclid(DAY_MS) * DAY_MS, PEOPLE_PER_SWEEP)
         .await
     {
         Ok(n) => swept.limit_people = n,
+        Err(e) => first_error = first_error.or(Some(e)),
+    }
+    match store::republish_limited(&state.db, REPUBLISHED_PER_SWEEP, now).await {
+        Ok(n) => swept.limits_republished = n,
         Err(e) => first_error = first_error.or(Some(e)),
     }
     let retention = i64::try_from(state.outbox_retention.as_millis()).unwrap_or(i64::MAX);

@@ -53,9 +53,11 @@ pub const CLIENTS_PER_LINK: usize = 16;
 pub struct Client(u128);
 
 impl Client {
-    /// The client at `ip`; `None` (no address known) is one shared client.
+    /// The client at `ip`; `None` (no address known) is one shared client. An IPv4
+    /// address mapped into IPv6 (`::ffff:a.b.c.d`, as a dual-stack listener sees an
+    /// IPv4 client) is that IPv4 address.
     pub fn of(ip: Option<core::net::IpAddr>) -> Client {
-        match ip {
+        match ip.map(|ip| ip.to_canonical()) {
             None => Client(0),
             Some(core::net::IpAddr::V4(a)) => Client(1 << 64 | u128::from(u32::from(a))),
             Some(core::net::IpAddr::V6(a)) => Client(u128::from(a) >> 64 | 1 << 65),
@@ -352,6 +354,9 @@ mod tests {
         let v6 = |s: &str| Client::of(Some(s.parse().unwrap()));
         assert_eq!(v6("2001:db8:1:2::1"), v6("2001:db8:1:2:ffff::9"));
         assert_ne!(v6("2001:db8:1:2::1"), v6("2001:db8:1:3::1"));
+        // An IPv4 client seen by a dual-stack listener is that IPv4 client.
+        assert_eq!(v6("::ffff:192.0.2.1"), Client::named(Some("192.0.2.1")));
+        assert_ne!(v6("::ffff:192.0.2.1"), Client::named(Some("192.0.2.2")));
         assert_eq!(
             Client::named(Some(" 192.0.2.1 ")),
             Client::named(Some("192.0.2.1"))

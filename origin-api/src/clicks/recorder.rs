@@ -203,7 +203,7 @@ pub struct Recorder {
 
 /// People held for the next write, at most (24 bytes each): a window of a million
 /// distinct visitors of links with a visit limit. Past it a visitor is not counted
-/// against the limit until their next visit, and the click is counted as dropped.
+/// against the limit until their next visit (and a warning is logged).
 const PEOPLE_HELD: usize = 1 << 20;
 
 /// Clicks made before `complete_to` (Unix ms) are written, unless `outstanding` is
@@ -299,7 +299,8 @@ impl Recorder {
         if people.len() < PEOPLE_HELD {
             people.push((link, at, person));
         } else {
-            self.metrics.clicks_dropped.inc();
+            // The click itself is still counted; only its person is not held.
+            tracing::warn!(link, "too many people held for the next write; one not counted against its link's visit limit");
         }
     }
 
@@ -497,6 +498,11 @@ impl Recorder {
                 None => {
                     tracing::error!(clicks = total, "writing clicks failed; dropped");
                     self.metrics.clicks_dropped.inc_by(total);
+                    // The people go back for the next write: some made clicks of a
+                    // later window, still to be written.
+                    let mut held = self.people.lock().unwrap_or_else(|e| e.into_inner());
+                    held.extend(people);
+                    held.truncate(PEOPLE_HELD);
                     break;
                 }
             }
@@ -621,7 +627,7 @@ mod tests {
         async fn limit_count(&self, _: u64) -> Result<u64, StoreError> {
             Ok(0)
         }
-        async fn fold_old_people(&self, _: i64) -> Result<u64, StoreError> {
+        async fn forget_old_people(&self, _: i64, _: i64) -> Result<u64, StoreError> {
             Ok(0)
         }
         async fn add_rollups(

@@ -124,9 +124,9 @@ pub trait ClickStore: Send + Sync + Debug + 'static {
     /// The people counted against a link's visit limit so far: one a day each, while
     /// the link had a limit (docs/api.md, `max_visits`).
     async fn limit_count(&self, link_id: u64) -> Result<u64, StoreError>;
-    /// Folds the people of days before `before` (Unix ms) into their links' carried
-    /// counts, forgetting who they were; returns how many were folded.
-    async fn fold_old_people(&self, before: i64) -> Result<u64, StoreError>;
+    /// Forgets who the people of days before `before` (Unix ms) were, at most `limit`
+    /// of them (their links' counts stay); returns how many.
+    async fn forget_old_people(&self, before: i64, limit: i64) -> Result<u64, StoreError>;
     /// Forgets the ids of events received before `before` (Unix ms); returns how many.
     async fn forget_click_ids(&self, before: i64) -> Result<u64, StoreError>;
     /// Records, for each `(source, complete_to)`, how far that source has written its
@@ -219,12 +219,12 @@ const DAY_MS: i64 = 24 * HOUR_MS;
 
 /// The people counted against a link's visit limit.
 const LIMIT_COUNT: &str = include_str!("queries/limit_count.sql");
-/// Adds `$2` visits that named no person to a link's carried count.
-const CARRY_LIMIT_VISITS: &str = include_str!("queries/carry_limit_visits.sql");
-/// Folds the people of days before `$1` into their links' carried counts…
-const CARRY_OLD_PEOPLE: &str = include_str!("queries/carry_old_people.sql");
-/// … and forgets them.
+/// Up to `$2` people of days before `$1`, forgotten.
 const FORGET_OLD_PEOPLE: &str = include_str!("queries/forget_old_people.sql");
+/// The next `$1` links with a limit to publish again.
+const LIMIT_REPUBLISH_NEXT: &str = include_str!("queries/limit_republish_next.sql");
+/// A link published again (or no longer to be).
+const LIMIT_REPUBLISHED: &str = include_str!("queries/limit_republished.sql");
 /// The last row staged in a part.
 const LAST_STAGED: &str = include_str!("queries/last_staged.sql");
 /// When the clicks of the oldest staged row were made.
@@ -507,19 +507,46 @@ impl Increments {
     }
 }
 
-/// Writes the people `inc` names, each once a link and day (one seen before is not new).
+/// Writes the people `inc` names, each once a link and day, and adds the new ones to
+/// their links' counts: a person written before, by this origin or by another at the
+/// same moment (whose row the insert waits for), is not new.
 async fn write_people(c: &mut Conn<'_>, inc: &Increments) -> Result<(), StoreError> {
-    let rows: Vec<Arg<'_>> = inc
-        .people
+    let people: Vec<&(u64, i64, u64)> = inc.people.iter().collect();
+    let mut new: BTreeMap<u64, i64> = BTreeMap::new();
+    for chunk in people.chunks(CHUNK) {
+        // Built at run time: one VALUES tuple per person.
+        let sql = format!(
+            "INSERT INTO visit_limit_people (link_id, day, person) VALUES {} \
+             ON CONFLICT (link_id, day, person) DO NOTHING RETURNING link_id",
+            values_placeholders(1, chunk.len(), 3)
+        );
+        let args: Vec<Arg<'_>> = chunk
+            .iter()
+            // A person is 64 bits of hash, kept as the signed integer of the same bits.
+            .flat_map(|&&(link, day, person)| {
+                [db_id(link).into(), day.into(), (person as i64).into()]
+            })
+            .collect();
+        let written: Vec<(i64,)> = c.fetch_all(&sql, &args).await?;
+        for (link,) in written {
+            *new.entry(link_id(link)?).or_default() += 1;
+        }
+    }
+    count_people(c, &new).await
+}
+
+/// Adds `counts` to their links' visit-limit counts (each link's row of day 0, person
+/// 0), in link order: concurrent writers lock the rows in one order (no deadlocks).
+async fn count_people(c: &mut Conn<'_>, counts: &BTreeMap<u64, i64>) -> Result<(), StoreError> {
+    let rows: Vec<Arg<'_>> = counts
         .iter()
-        // A person is 64 bits of hash, kept as the signed integer with the same bits.
-        .flat_map(|&(link, day, person)| [db_id(link).into(), day.into(), (person as i64).into()])
+        .flat_map(|(&link, &n)| [db_id(link).into(), 0i64.into(), 0i64.into(), n.into()])
         .collect();
     insert_rows(
         c,
-        "INSERT INTO visit_limit_people (link_id, day, person)",
-        "ON CONFLICT (link_id, day, person) DO NOTHING",
-        3,
+        "INSERT INTO visit_limit_people (link_id, day, person, n)",
+        "ON CONFLICT (link_id, day, person) DO UPDATE SET n = visit_limit_people.n + excluded.n",
+        4,
         &rows,
     )
     .await?;
@@ -537,9 +564,9 @@ pub(super) async fn limit_count(c: &mut Conn<'_>, link_id: u64) -> Result<u64, S
 /// re-published (version bumped, outbox row) as any edit is. Returned as written.
 ///
 /// Only links with options are read, by id. Each limited one's visits that named no
-/// person are added to its carried count, and its count is summed from its own rows of
-/// `visit_limit_people` (an index range). A link edited meanwhile is left for the next
-/// write of its clicks: a count is never lost, only its enforcement put off.
+/// person are added to its count (one row, read by its key). A link edited meanwhile
+/// is left for the next write of its clicks: a count is never lost, only its
+/// enforcement put off.
 async fn exhaust_reached(
     c: &mut Conn<'_>,
     inc: &Increments,
@@ -563,11 +590,7 @@ async fn exhaust_reached(
             };
             let unnamed = inc.unnamed(link.link_id);
             if unnamed > 0 {
-                c.execute(
-                    CARRY_LIMIT_VISITS,
-                    &[db_id(link.link_id).into(), unnamed.into()],
-                )
-                .await?;
+                count_people(c, &BTreeMap::from([(link.link_id, unnamed)])).await?;
             }
             if limit_count(c, link.link_id).await? < max {
                 continue;
@@ -620,6 +643,43 @@ pub async fn human_visits_by_day(
         }
     }
     Ok(found)
+}
+
+/// Publishes again, each at a new version in a transaction of its own, up to `max` of
+/// the links whose visit limit was set before records said so (`"lm"`, D-280), listed
+/// by the migration that made people count: their copies at the edge would otherwise
+/// name no visitor, so that every refresh kept counting, until their next edit. A link
+/// no longer live with a limit is only taken off the list. Returns how many went.
+pub async fn republish_limited(db: &Db, max: i64, now: i64) -> Result<u64, StoreError> {
+    let ids: Vec<(i64,)> = db.read_all(LIMIT_REPUBLISH_NEXT, &[max.into()]).await?;
+    let select = format!("SELECT {SELECT_COLUMNS} FROM links WHERE link_id = $1");
+    let mut done = 0;
+    for (id,) in ids {
+        let mut tx = db.begin_write().await?;
+        let mut c = tx.conn();
+        let row: Option<LinkRow> = c.fetch_optional(&select, &[id.into()]).await?;
+        if let Some(mut link) = row.map(Link::try_from).transpose()? {
+            if link.status == crate::model::LinkState::Active
+                && link.options.max_visits.is_some()
+                && !link.options.exhausted
+            {
+                let change = Change::new(Action::Edited, Actor::System)
+                    .with_note("published again: its visit limit counts people (D-280)");
+                let version = i64::try_from(link.version).unwrap_or(i64::MAX);
+                link.updated_at = now;
+                let limits = crate::model::quota::Limits::default();
+                match update_one(&mut c, &link, version, &change, &limits).await {
+                    Ok(_) => done += 1,
+                    // Edited meanwhile: that edit published the record as it is now.
+                    Err(StoreError::Stale) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        c.execute(LIMIT_REPUBLISHED, &[id.into()]).await?;
+        tx.commit().await?;
+    }
+    Ok(done)
 }
 
 /// `link_id` as the database stores it.
@@ -1072,13 +1132,10 @@ impl ClickStore for Db {
         limit_count(&mut r.conn(), link_id).await
     }
 
-    async fn fold_old_people(&self, before: i64) -> Result<u64, StoreError> {
-        let mut tx = self.begin_write().await?;
-        let mut c = tx.conn();
-        c.execute(CARRY_OLD_PEOPLE, &[before.into()]).await?;
-        let folded = c.execute(FORGET_OLD_PEOPLE, &[before.into()]).await?;
-        tx.commit().await?;
-        Ok(folded)
+    async fn forget_old_people(&self, before: i64, limit: i64) -> Result<u64, StoreError> {
+        Ok(self
+            .write(FORGET_OLD_PEOPLE, &[before.into(), limit.into()])
+            .await?)
     }
 
     async fn forget_click_ids(&self, before: i64) -> Result<u64, StoreError> {

@@ -23,8 +23,8 @@ pub mod invitations;
 pub mod legacy_codes;
 pub mod legacy_misses;
 pub use clicks::{
-    human_visits_by_day, Attributed, ClickDims, ClickStore, DimCount, Folded, Increments, LinkRef,
-    Rollup, Totals, FOLD_PARTS, OTHER_REFERRERS,
+    human_visits_by_day, republish_limited, Attributed, ClickDims, ClickStore, DimCount, Folded,
+    Increments, LinkRef, Rollup, Totals, FOLD_PARTS, OTHER_REFERRERS,
 };
 pub use outbox::OutboxStore;
 mod link_rows;

@@ -212,6 +212,55 @@ async fn concurrent_deliveries_of_one_batch_count_it_once() {
     }
 }
 
+/// Edges deliver side by side: the same person in many tallies at once (one visitor's
+/// clicks through several isolates) is counted against a visit limit once, and two
+/// people twice, however the deliveries interleave (D-280).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_deliveries_count_a_person_once() {
+    for (api, t) in apis_with("clicks-people-race", FLAGS).await {
+        let owner = api.key("ana", false).await;
+        let r = api
+            .create(
+                &owner,
+                json!({"target_url": "https://example.com/limited", "code": "race-limit", "max_visits": 100}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+        let mut sends = tokio::task::JoinSet::new();
+        for i in 0..12 {
+            let mut person = row("s.example/race-limit", "FR", false, 302, 1);
+            // Half the tallies name one person, half another.
+            person["person"] = json!(if i % 2 == 0 {
+                "00000000000000aa"
+            } else {
+                "00000000000000bb"
+            });
+            let batch = json!({"tallies": [{"batch_id": format!("people-race-{i}"), "at": now_ms(), "rows": [person]}]});
+            let api = Api {
+                state: api.state.clone(),
+            };
+            sends.spawn(async move { api.post_clicks(EDGE_TOKEN, &batch).await });
+        }
+        for reply in sends.join_all().await {
+            assert_eq!(reply.body["counted"], 1, "{}", reply.text);
+        }
+        api.fold_clicks().await;
+        let stats = api
+            .get_as(&owner, "/v1/links/s.example/race-limit/stats")
+            .await;
+        assert_eq!(
+            (
+                stats.body["totals"]["visits"].clone(),
+                stats.body["visit_limit"]["counted"].clone()
+            ),
+            (json!(12), json!(2)),
+            "{}",
+            t.kind()
+        );
+        t.cleanup().await;
+    }
+}
+
 /// Origins fold side by side (each runs the fold task): a staged delivery is counted by
 /// exactly one of them, however their folds interleave.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -58,7 +58,7 @@ async fn tables(db: &Db) -> Vec<String> {
     names
 }
 
-const TABLES: [&str; 39] = [
+const TABLES: [&str; 40] = [
     "account_origins",
     "activation_promises",
     "api_keys",
@@ -81,6 +81,7 @@ const TABLES: [&str; 39] = [
     "leases",
     "legacy_codes",
     "legacy_misses",
+    "limit_republish",
     "link_history",
     "link_hosts",
     "links",

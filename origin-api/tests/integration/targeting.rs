@@ -671,6 +671,69 @@ async fn a_visit_limit_counts_people_not_refreshes() {
     }
 }
 
+/// A link whose limit was set before records said so (`"lm"`, an upgrade: the
+/// migration lists them) is published again by the sweep, once, as a system edit: its
+/// copy at the edge then names visitors. A link without a limit on the list is only
+/// taken off it.
+#[tokio::test]
+async fn a_limit_set_before_people_counted_is_published_again_once() {
+    for (api, t) in apis_with("visit-limit-republish", FLAGS).await {
+        let token = api.key("acme", false).await;
+        let mut ids = Vec::new();
+        for (code, limit) in [("old-limit", json!(3)), ("old-plain", Value::Null)] {
+            let body =
+                json!({ "target_url": "https://shop.example/", "code": code, "max_visits": limit });
+            let res = api.create(&token, body).await;
+            assert_eq!(res.status, StatusCode::CREATED, "{}", res.text);
+            let link = origin_api::store::links::get(&api.state.db, "s.example", code)
+                .await
+                .expect("read")
+                .expect("the link");
+            ids.push(link.link_id.to_string());
+        }
+        api.exec(&format!(
+            "INSERT INTO limit_republish (link_id) VALUES ({})",
+            ids.join("), (")
+        ))
+        .await;
+        let now = origin_api::model::time::now_ms();
+        let swept = origin_api::housekeeping::sweep(&api.state.housekeeping, now)
+            .await
+            .expect("sweep");
+        assert_eq!(swept.limits_republished, 1, "{}", t.kind());
+        assert_eq!(api.count("limit_republish").await, 0);
+        let link = api.link_view(&token, "old-limit").await;
+        assert_eq!(
+            (link["version"].clone(), link["max_visits"].clone()),
+            (json!(2), json!(3)),
+            "{}: {link}",
+            t.kind()
+        );
+        let record = api.edge_record("s.example/old-limit").await;
+        assert!(record.limited && record.version == 2, "{record:?}");
+        assert_eq!(api.link_view(&token, "old-plain").await["version"], 1);
+        let history = api
+            .call_as(&token, "GET", "/v1/links/s.example/old-limit/history")
+            .await;
+        let newest = &history.body["items"][0];
+        assert_eq!(
+            (newest["action"].clone(), newest["actor"].clone()),
+            (json!("edited"), json!("system")),
+            "{}",
+            history.text
+        );
+        assert!(
+            newest["note"].as_str().is_some_and(|n| n.contains("D-280")),
+            "{newest}"
+        );
+        let swept = origin_api::housekeeping::sweep(&api.state.housekeeping, now)
+            .await
+            .expect("sweep");
+        assert_eq!(swept.limits_republished, 0, "once");
+        t.cleanup().await;
+    }
+}
+
 #[tokio::test]
 async fn the_stats_break_a_split_link_s_visits_down_by_variant() {
     for (api, t) in apis_with("split stats", FLAGS).await {

@@ -95,6 +95,11 @@ mod tests {
             p,
             key.person("s.example/a", client("203.0.113.5"), NOON + 11 * 3_600_000)
         );
+        // An IPv4 address as a dual-stack listener sees it is that address.
+        assert_eq!(
+            p,
+            key.person("s.example/a", client("::ffff:203.0.113.5"), NOON)
+        );
         let v6 = key.person("s.example/a", client("2001:db8:1:2::1"), NOON);
         assert_eq!(
             v6,

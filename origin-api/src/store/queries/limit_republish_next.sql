@@ -1,0 +1,1 @@
+SELECT link_id FROM limit_republish ORDER BY link_id LIMIT $1

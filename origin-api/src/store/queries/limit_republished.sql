@@ -1,0 +1,1 @@
+DELETE FROM limit_republish WHERE link_id = $1
