@@ -10,7 +10,7 @@
 //! take them. The origin counts each message's id once, so a batch delivered twice
 //! counts once.
 
-use crate::names;
+use crate::{names, random};
 use futures_util::future::{select, Either};
 use shared::clicks::person::{self, PersonKey};
 use shared::clicks::{ClickEvent, Visitor, VisitorBudget, CLICKS_PATH, CLICKS_PER_VISITOR_MINUTE};
@@ -38,9 +38,6 @@ const RETRY_BASE_S: u32 = 5;
 
 #[wasm_bindgen]
 extern "C" {
-    #[wasm_bindgen(js_namespace = crypto, js_name = randomUUID)]
-    fn random_uuid() -> String;
-
     /// A queue producer binding.
     type Queue;
     #[wasm_bindgen(method, catch)]
@@ -68,13 +65,6 @@ thread_local! {
     static BUDGET: std::cell::RefCell<Option<VisitorBudget>> = const { std::cell::RefCell::new(None) };
     // The key that names a visit-limited link's visitors, derived on the first such click.
     static PERSON_KEY: std::cell::RefCell<Option<PersonKey>> = const { std::cell::RefCell::new(None) };
-}
-
-/// A seed no visitor can predict: from the runtime's random UUID.
-pub(crate) fn seed() -> u64 {
-    random_uuid()
-        .bytes()
-        .fold(0u64, |h, b| h.rotate_left(5) ^ u64::from(b))
 }
 
 /// What a visit reports: the link, the version answered from, and the response's status.
@@ -140,7 +130,7 @@ pub(crate) fn report(env: &Env, request: &web_sys::Request, click: Click<'_>) {
     if let Some(ip) = &ip {
         let now_s = click.at_ms / 1000;
         let admitted = BUDGET.with_borrow_mut(|b| {
-            b.get_or_insert_with(|| VisitorBudget::new(BUDGET_SLOTS, seed()))
+            b.get_or_insert_with(|| VisitorBudget::new(BUDGET_SLOTS, random::seed()))
                 .admit(ip, now_s, CLICKS_PER_VISITOR_MINUTE)
         });
         if !admitted {
@@ -179,11 +169,11 @@ pub(crate) fn report(env: &Env, request: &web_sys::Request, click: Click<'_>) {
         person::format(match &ip {
             Some(ip) => PERSON_KEY.with_borrow_mut(|k| {
                 k.get_or_insert_with(|| {
-                    PersonKey::derive(crate::fallback::keys(env).as_ref().and_then(|r| r.oldest()))
+                    PersonKey::derive(crate::keys::keys(env).as_ref().and_then(|r| r.oldest()))
                 })
                 .person(click.route.as_str(), Client::named(Some(ip)), at)
             }),
-            None => seed(),
+            None => random::seed(),
         })
     });
     let mut row = TallyRow::of(
@@ -219,7 +209,7 @@ thread_local! {
 /// `waitUntil`'s 30 s, in case no click comes to schedule one).
 async fn send_window(queue: &Queue) {
     let now_ms = worker::Date::now().as_millis();
-    let health = crate::health::take(now_ms);
+    let health = crate::health::take(crate::denylist::age_ms(now_ms));
     let mut messages = TALLYING.with_borrow_mut(|t| {
         t.scheduled = false;
         let dropped = t.outbox.take_dropped();
@@ -227,7 +217,7 @@ async fn send_window(queue: &Queue) {
             i64::try_from(now_ms).unwrap_or(i64::MAX),
             dropped,
             health,
-            random_uuid,
+            random::uuid,
         ) {
             t.outbox.keep(sealed);
         }

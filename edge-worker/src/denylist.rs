@@ -113,7 +113,7 @@ pub(crate) fn refresh_behind(env: &Env, ctx: &Context, host: &str, now_ms: u64) 
     if STATE.with_borrow_mut(|s| std::mem::replace(&mut s.refreshing, true)) {
         return;
     }
-    let Ok(kv) = Kv::bind(env, crate::redirect::LINKS) else {
+    let Ok(kv) = Kv::bind(env, crate::kv::LINKS) else {
         STATE.with_borrow_mut(|s| s.refreshing = false);
         return;
     };

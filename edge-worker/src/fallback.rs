@@ -19,7 +19,7 @@ use shared::clicks::VisitorBudget;
 use shared::fallback::{Answers, Held, UndatedBudget};
 use shared::sync::activation_key;
 use shared::tally::Fault;
-use shared::{CodeKind, CodeSpace, EdgeRecord, KeyRing, RouteKey};
+use shared::{CodeKind, CodeSpace, EdgeRecord, RouteKey};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -64,7 +64,6 @@ pub(crate) enum Resolved {
 
 /// What this isolate remembers between visits.
 struct State {
-    keys: Option<Option<KeyRing>>,
     /// Per domain, its activation meta (`None`: KV holds none).
     metas: HashMap<String, Held<Option<ActivationMeta>>>,
     /// The origin's answers: a record, or `None` for an unknown code.
@@ -78,26 +77,11 @@ struct State {
 thread_local! {
     // Workers isolates run one thread; this is per-isolate memory.
     static STATE: RefCell<State> = RefCell::new(State {
-        keys: None,
         metas: HashMap::new(),
         answers: Answers::new(MAX_ANSWERS),
         undated: UndatedBudget::new(UNDATED_LOOKUPS_PER_S),
         clients: None,
     });
-}
-
-/// The permutation keys (`PERMUTATION_KEYS`), read once an isolate.
-pub(crate) fn keys(env: &Env) -> Option<KeyRing> {
-    STATE.with_borrow_mut(|s| {
-        s.keys
-            .get_or_insert_with(|| {
-                let ring = env.secret("PERMUTATION_KEYS").ok()?.to_string();
-                KeyRing::parse(&ring)
-                    .map_err(|e| console_error!("PERMUTATION_KEYS: {e}"))
-                    .ok()
-            })
-            .clone()
-    })
 }
 
 async fn meta(kv: &Kv, domain: &str) -> Option<ActivationMeta> {
@@ -143,7 +127,7 @@ pub(crate) async fn worth_asking(
     }
     let code = route.code();
     let (keys, meta) = match shared::codes::classify(code, space) {
-        Some(CodeKind::Generated) => (keys(env), meta(kv, route.domain()).await),
+        Some(CodeKind::Generated) => (crate::keys::keys(env), meta(kv, route.domain()).await),
         _ => (None, None),
     };
     let now_s = (Date::now().as_millis() / 1000) as i64;
@@ -215,7 +199,7 @@ pub(crate) async fn resolve(
 fn admit_client(ip: &str, now_ms: u64) -> bool {
     STATE.with_borrow_mut(|s| {
         s.clients
-            .get_or_insert_with(|| VisitorBudget::new(CLIENT_SLOTS, crate::clicks::seed()))
+            .get_or_insert_with(|| VisitorBudget::new(CLIENT_SLOTS, crate::random::seed()))
             .admit(ip, now_ms / 1000, UNDATED_LOOKUPS_PER_CLIENT_MINUTE)
     })
 }

@@ -1,6 +1,7 @@
 //! How this isolate is doing: its answers by status and its faults by kind, counted as
 //! they happen (an increment, no call into JavaScript), and sent with the clicks of each
-//! window (`clicks`), with the isolate's location and its denylist's age.
+//! window (`clicks`), with the isolate's location and its denylist's age. The bottom of
+//! the worker's modules: every other may count here, so this one imports none of them.
 
 use shared::tally::{Fault, HealthCounts};
 use std::cell::RefCell;
@@ -41,13 +42,13 @@ pub(crate) fn note_location(request: &web_sys::Request) {
 }
 
 /// The report of what was counted since the last one (a `shared::tally::Health`'s JSON),
-/// with the location and the denylist's age at `now_ms`; `None` when nothing was
-/// counted. Counting starts again from nothing.
-pub(crate) fn take(now_ms: u64) -> Option<String> {
+/// with the location and `denylist_age_ms`; `None` when nothing was counted. Counting
+/// starts again from nothing.
+pub(crate) fn take(denylist_age_ms: Option<u64>) -> Option<String> {
     let counts = COUNTS.take();
     if counts.is_empty() {
         return None;
     }
     let colo = COLO.with_borrow(|c| c.clone());
-    Some(counts.to_json(colo.as_deref(), crate::denylist::age_ms(now_ms)))
+    Some(counts.to_json(colo.as_deref(), denylist_age_ms))
 }

@@ -9,6 +9,9 @@
 //! off the hot path, keeps using `worker`'s full binding for its writes.
 
 use crate::names;
+
+/// KV binding holding records and the denylist.
+pub(crate) const LINKS: &str = "LINKS";
 use std::cell::RefCell;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;

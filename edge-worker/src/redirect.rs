@@ -32,9 +32,6 @@ use worker::wasm_bindgen_futures::{future_to_promise, JsFuture};
 use worker::worker_sys::Context;
 use worker::{console_error, web_sys, Date, Env};
 
-/// KV binding holding records and the denylist.
-pub(crate) const LINKS: &str = "LINKS";
-
 /// How long a location may serve a cached record. Edits are allowed to take minutes
 /// (bans do not rely on this: they travel in the denylist).
 const RECORD_CACHE_TTL_S: u32 = 60;
@@ -178,7 +175,7 @@ pub(crate) fn handle(
     }
     // The runtime's URL parser already lowercased the host and converted it to punycode.
     let host = url.host.trim_end_matches('.');
-    let kv = match Kv::bind(&env, LINKS) {
+    let kv = match Kv::bind(&env, crate::kv::LINKS) {
         Ok(kv) => kv,
         Err(e) => {
             console_error!("{e}");

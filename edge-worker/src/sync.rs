@@ -15,7 +15,7 @@ use shared::sync::{
 use worker::kv::KvStore;
 use worker::{console_error, Env, Method, Request, Response, Result};
 
-use crate::redirect::LINKS;
+use crate::kv::LINKS;
 
 fn problem(status: u16, detail: &str) -> Result<Response> {
     let body = format!(
