@@ -9,15 +9,15 @@
 //! off the hot path, keeps using `worker`'s full binding for its writes.
 
 use crate::names;
-
-/// KV binding holding records and the denylist.
-pub(crate) const LINKS: &str = "LINKS";
 use std::cell::RefCell;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use worker::js_sys::{Object, Promise, Reflect};
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::Env;
+
+/// KV binding holding records and the denylist.
+pub(crate) const LINKS: &str = "LINKS";
 
 #[wasm_bindgen]
 extern "C" {

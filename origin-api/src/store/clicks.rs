@@ -1017,7 +1017,8 @@ impl ClickStore for Db {
                 inc.add_person(a.link_id, a.dims.at, a.person, a.n);
             }
         }
-        // The people are written now, once, with the claim; the fold counts them.
+        // The people are written now, with the claim, each new one counted against its
+        // link's limit; the fold checks the limits.
         write_people(&mut c, &inc).await?;
         let parts = inc.staged()?;
         if !parts.is_empty() {
