@@ -9,6 +9,7 @@ use crate::links::TargetPolicy;
 use crate::links::{on_allowed_host, redirect_url, Lookups};
 use crate::model::time::now_ms;
 use crate::model::{Domain, DomainAccess, DomainStatus};
+use crate::principal::Principal;
 use crate::store;
 use crate::store::StoreError;
 use crate::views::domains::{
@@ -30,6 +31,66 @@ pub struct Domains {
 }
 
 impl Domains {
+    /// The domains `who` sees: every one to an operator; to anyone else those its owner
+    /// may use (a key limited to domains, only those).
+    pub async fn visible(&self, who: &Principal) -> Result<Vec<Domain>, AppError> {
+        let mut domains = match who.owner() {
+            Some(owner) if !who.is_operator() => store::domains::for_owner(&self.db, owner).await?,
+            _ => store::domains::list(&self.db).await?,
+        };
+        domains.retain(|d| who.reaches(&d.domain));
+        Ok(domains)
+    }
+
+    /// The domain `raw` names, to an operator or to one whose owner may use it and that
+    /// reaches it; not found for anyone else.
+    pub async fn read(&self, who: &Principal, raw: &str) -> Result<Domain, AppError> {
+        let name = normalize_short_domain(raw).map_err(|_| AppError::NotFound)?;
+        store::domains::get(&self.db, &name)
+            .await?
+            .filter(|d| {
+                who.reaches(&d.domain)
+                    && (who.is_operator() || who.owner().is_some_and(|o| d.access.admits(o)))
+            })
+            .ok_or(AppError::NotFound)
+    }
+
+    /// The domain `raw` names, to an operator or to one of the owners it is registered
+    /// to (a shared domain is its operators'); not found for anyone else.
+    pub async fn held(&self, who: &Principal, raw: &str) -> Result<Domain, AppError> {
+        let name = normalize_short_domain(raw).map_err(|_| AppError::NotFound)?;
+        store::domains::get(&self.db, &name)
+            .await?
+            .filter(|d| {
+                who.reaches(&d.domain)
+                    && (who.is_operator()
+                        || matches!(&d.access, DomainAccess::Owners(_)
+                            if who.owner().is_some_and(|o| d.access.admits(o))))
+            })
+            .ok_or(AppError::NotFound)
+    }
+
+    /// The codes asked of `d` that its legacy list lacks, most visited first: up to
+    /// `limit` after `after` (visits, code), from a domain [`Self::held`] gave.
+    pub async fn legacy_misses(
+        &self,
+        d: &Domain,
+        after: Option<(i64, &str)>,
+        limit: i64,
+    ) -> Result<Vec<store::legacy_misses::LegacyMiss>, AppError> {
+        Ok(store::legacy_misses::list(&self.db, &d.domain, after, limit).await?)
+    }
+
+    /// Adds `codes` to a legacy list as its domain's admin gave them (not an import's).
+    pub async fn list_legacy_codes(
+        &self,
+        name: &str,
+        codes: &[String],
+    ) -> Result<LegacyCodesAdded, AppError> {
+        self.add_legacy_codes(name, codes, store::legacy_codes::Source::List)
+            .await
+    }
+
     /// Registers the domain `req` describes: every field checked, then stored; this
     /// origin's redirect hears of it at once, the others through the database.
     pub async fn register(&self, req: &CreateDomain) -> Result<Domain, AppError> {
@@ -578,21 +639,22 @@ pub fn cli_change(changes: &str) -> Result<UpdateDomain, String> {
     serde_json::from_value(body).map_err(|e| format!("--settings: {e}"))
 }
 
-/// The domains a new key is to be limited to (`keys create --domain`), each normalized
-/// and registered: a key limited to a name nobody serves could create nothing.
-pub async fn scope_of_new_key(db: &Db, raw: &[String]) -> Result<Vec<String>, AppError> {
-    let mut domains = Vec::with_capacity(raw.len());
-    for name in raw {
-        let d = normalize_short_domain(name).map_err(|e| AppError::invalid("--domain", e))?;
-        if store::domains::get(db, &d).await?.is_none() {
-            return Err(AppError::invalid(
-                "--domain",
-                format!("{d} is not a registered domain (hop-origin domains add)"),
-            ));
-        }
-        domains.push(d);
+/// The registry made ready at startup: the default domain registered (shared), then
+/// every domain that holds links but is not registered (for their owners), and the
+/// settings of domains the edge has none of queued for it.
+pub async fn prepare_registry(db: &Db, default_domain: &str) -> Result<(), AppError> {
+    register_if_missing(db, default_domain).await?;
+    for name in register_link_domains(db).await? {
+        tracing::info!(domain = %name, "registered a domain that held links, for their owners");
     }
-    Ok(domains)
+    let sent = store::domains::send_unsent_configs(db).await?;
+    if sent > 0 {
+        tracing::info!(
+            domains = sent,
+            "queued the settings of domains the edge had none for"
+        );
+    }
+    Ok(())
 }
 
 /// Registers every domain that holds links but is not in the registry (links made

@@ -1,7 +1,7 @@
 //! Errors as HTTP responses: `application/problem+json` (RFC 9457), each with a detail
 //! a person can act on. Server-side failures are logged and answered without internals.
 
-use crate::store::StoreError;
+pub use crate::store::StoreError;
 pub use crate::views::problem::Problem;
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::http::{header, StatusCode};

@@ -26,7 +26,9 @@ pub mod leased;
 pub mod links;
 pub mod metrics;
 pub mod model;
+pub mod outbox;
 pub mod owners;
+pub mod principal;
 pub mod proxies;
 pub mod publisher;
 pub mod purge;
@@ -55,32 +57,16 @@ pub enum PrepareError {
     #[error(transparent)]
     Db(#[from] db::DbError),
     #[error("cannot register the default domain: {0}")]
-    Register(#[source] store::StoreError),
+    Register(#[source] error::AppError),
 }
 
 /// Connects to the database and applies migrations.
 pub async fn prepare(settings: &Settings) -> Result<Db, PrepareError> {
     let db = Db::connect(settings.database_url.expose()).await?;
     db.migrate().await?;
-    let register = PrepareError::Register;
-    domains::register_if_missing(&db, &settings.default_domain)
+    domains::prepare_registry(&db, &settings.default_domain)
         .await
-        .map_err(register)?;
-    for name in domains::register_link_domains(&db)
-        .await
-        .map_err(register)?
-    {
-        tracing::info!(domain = %name, "registered a domain that held links, for their owners");
-    }
-    let sent = store::domains::send_unsent_configs(&db)
-        .await
-        .map_err(register)?;
-    if sent > 0 {
-        tracing::info!(
-            domains = sent,
-            "queued the settings of domains the edge had none for"
-        );
-    }
+        .map_err(PrepareError::Register)?;
     Ok(db)
 }
 

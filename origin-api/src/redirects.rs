@@ -9,6 +9,7 @@ use crate::db::Db;
 use crate::links::access::PasswordGate;
 use crate::metrics::Metrics;
 use crate::proxies::Proxies;
+use crate::store::StoreError;
 use shared::KeyRing;
 use std::sync::Arc;
 
@@ -39,4 +40,11 @@ pub struct RedirectSettings {
     /// Names a visit-limited link's visitors, as the edge does (from the oldest
     /// permutation key).
     pub person_key: shared::clicks::person::PersonKey,
+}
+
+impl Redirects {
+    /// Whether `route` is on its domain's legacy list: a code the old shortener served.
+    pub async fn legacy_known(&self, route: &shared::RouteKey) -> Result<bool, StoreError> {
+        crate::store::legacy_codes::known(&self.db, route.domain(), route.code()).await
+    }
 }

@@ -9,6 +9,7 @@
 //! unissued id can be, which the edge's activation window relies on.
 
 use crate::model::sequence::{code_sequence, code_step, DEFAULT_STEP};
+pub use crate::store::LINK_SEQUENCE;
 use crate::store::{SegmentSource, StoreError};
 use prometheus_client::metrics::counter::Counter;
 use shared::CodeSpace;

@@ -880,7 +880,6 @@ const LAYERS: &[(&str, &[&str])] = &[
             "retry",
             "proxies",
             "metrics",
-            "api_keys",
             "same_site",
         ],
     ),
@@ -892,6 +891,9 @@ const LAYERS: &[(&str, &[&str])] = &[
         "services",
         &[
             "error",
+            "principal",
+            "api_keys",
+            "outbox",
             "redirects",
             "edge",
             "health",
@@ -980,6 +982,48 @@ fn layer_violations(graph: &Graph) -> Vec<String> {
                 to.module_name(),
                 LAYERS[their_layer].0
             ));
+        }
+    }
+    wrong.into_iter().collect()
+}
+
+/// The doors: the modules that only parse, call a service and render.
+const DOORS: &[&str] = &["routes", "dashboard", "cli", "server", "in_flight"];
+/// The composition root besides: it holds the database handle to build the services, and
+/// nothing of the store.
+const ROOT: &[&str] = &["app", "lib", "main"];
+/// A door that reaches the database on purpose, and why.
+const DOORS_AT_THE_DATABASE: &[(&str, &str)] = &[(
+    "cli/config_check.rs",
+    "`config check` probes whether the database answers and how far it is migrated",
+)];
+
+/// No door reaches the store or the database (issue 55): a door that did would hold a
+/// policy of its own, beside the service's. The root reaches the database only to build
+/// the services, never the store.
+#[test]
+fn doors_reach_no_store_and_no_database() {
+    let graph = crate_graph("origin-api", "origin_api");
+    let wrong = door_violations(&graph);
+    assert!(
+        wrong.is_empty(),
+        "a door reaches past the services:\n{}",
+        wrong.join("\n")
+    );
+}
+
+fn door_violations(graph: &Graph) -> Vec<String> {
+    let mut wrong = BTreeSet::new();
+    for (&(from, to), line) in &graph.edges {
+        let (from, to) = (&graph.files[from], &graph.files[to]);
+        let (own, named) = (top_module(&from.path), top_module(&to.path));
+        let refused = if DOORS.contains(&own) {
+            named == "store" || named == "db"
+        } else {
+            ROOT.contains(&own) && named == "store"
+        };
+        if refused && !DOORS_AT_THE_DATABASE.iter().any(|(p, _)| *p == from.path) {
+            wrong.insert(format!("{}:{line} uses {}", from.path, to.module_name()));
         }
     }
     wrong.into_iter().collect()
@@ -1187,6 +1231,31 @@ fn a_cycle_not_listed_fails_and_so_does_one_listed_that_is_gone() {
     assert_eq!(
         gone,
         ["no longer a cycle: [\"c.rs\", \"d.rs\"]: remove it from ORIGIN_CYCLES_LEFT\n"]
+    );
+}
+
+#[test]
+fn a_door_naming_the_store_or_the_database_fails() {
+    let g = example(&[
+        (
+            "lib.rs",
+            "pub mod routes; pub mod store; pub mod db; pub mod app;",
+        ),
+        (
+            "routes/links.rs",
+            "use crate::store::links;\nuse crate::db::Db;",
+        ),
+        ("store/mod.rs", "pub mod links;"),
+        ("store/links.rs", ""),
+        ("db.rs", ""),
+        ("app.rs", "use crate::db::Db;"),
+    ]);
+    assert_eq!(
+        door_violations(&g),
+        [
+            "routes/links.rs:1 uses store::links",
+            "routes/links.rs:2 uses db"
+        ]
     );
 }
 

@@ -13,11 +13,12 @@
 
 pub mod password;
 
-use crate::auth::AuthGuard;
+use crate::api_keys::{ApiKeys, AuthGuard};
 use crate::db::Db;
 use crate::model::api_key::sha256_hex;
 use crate::model::time::now_ms;
 use crate::model::{Invitation, Membership, Role, Session, User};
+use crate::principal::Principal;
 use crate::random_ids::random_hex;
 use crate::store::{self, StoreError};
 use std::net::IpAddr;
@@ -84,6 +85,9 @@ pub enum AccountError {
     LastAdmin,
     #[error("that user is not a member of this owner")]
     NotAMember,
+    /// What only an operator sees, asked by someone else.
+    #[error("only an operator sees that")]
+    NotAnOperator,
     /// A grant to an account another owner's invitation made, without saying so.
     #[error("{email} was made through an invitation of {invited_to} (made by {invited_by}): whoever opened that link chose its password, an admin of {invited_to} included; grant it {owner}'s rights only if you know the person holds it (--trust-invited-account)")]
     InvitedElsewhere {
@@ -129,6 +133,17 @@ impl SignedIn {
         self.role_in(owner_id).map(|r| r.allows(needed))
     }
 
+    /// The user acting in `owner` (`None`: outside any, on the operators' pages), as the
+    /// services see who acts.
+    pub fn principal(&self, owner: Option<&str>) -> Principal {
+        Principal::User {
+            user_id: self.user.user_id.clone(),
+            owner: owner.map(str::to_owned),
+            role: owner.and_then(|o| self.role_in(o)),
+            operator: self.user.operator,
+        }
+    }
+
     /// Whether `token` is this session's form token; constant time in the token.
     pub fn csrf_matches(&self, token: &str) -> bool {
         token.as_bytes().ct_eq(self.csrf_token.as_bytes()).into()
@@ -164,13 +179,16 @@ pub struct Accounts {
     pub secure_cookies: bool,
     /// Turns to verify or make a password hash.
     hashing: std::sync::Arc<tokio::sync::Semaphore>,
+    /// The keys a member made end with their membership.
+    keys: std::sync::Arc<ApiKeys>,
 }
 
 impl Accounts {
-    /// Accounts with `Secure` cookies.
-    pub fn new(db: Db) -> Self {
+    /// Accounts with `Secure` cookies; `keys` revokes what a departing member made.
+    pub fn new(db: Db, keys: std::sync::Arc<ApiKeys>) -> Self {
         Accounts {
             db,
+            keys,
             guard: AuthGuard::new(FAILURES_PER_ADDRESS_MINUTE, std::time::Duration::ZERO),
             secure_cookies: true,
             hashing: std::sync::Arc::new(tokio::sync::Semaphore::new(
@@ -217,6 +235,28 @@ impl Accounts {
         store::users::by_email(&self.db, &email)
             .await?
             .ok_or(AccountError::NoSuchUser)
+    }
+
+    /// The email of the user `user_id`, if there is one: how a page names who acted.
+    pub async fn email_of(&self, user_id: &str) -> Result<Option<String>, AccountError> {
+        Ok(store::users::by_id(&self.db, user_id)
+            .await?
+            .map(|u| u.email))
+    }
+
+    /// Every user with their memberships, by email: the operator's list.
+    pub async fn users(
+        &self,
+        who: &Principal,
+    ) -> Result<Vec<(User, Vec<Membership>)>, AccountError> {
+        who.require_operator("the users are for operators")
+            .map_err(|_| AccountError::NotAnOperator)?;
+        let mut all = Vec::new();
+        for user in store::users::list(&self.db).await? {
+            let memberships = store::users::memberships(&self.db, &user.user_id).await?;
+            all.push((user, memberships));
+        }
+        Ok(all)
     }
 
     /// Gives the user `role` in `owner_id` (or changes the role they had there). An
@@ -373,7 +413,8 @@ impl Accounts {
         let user = self.member(owner_id, email).await?;
         match store::users::remove_member(&self.db, &user.user_id, owner_id).await? {
             true => {
-                store::api_keys::revoke_made_by(&self.db, &user.user_id, Some(owner_id), now_ms())
+                self.keys
+                    .revoke_made_by(&user.user_id, Some(owner_id))
                     .await?;
                 Ok(())
             }
@@ -402,7 +443,7 @@ impl Accounts {
         let done = store::users::disable(&self.db, &user.user_id, now_ms()).await?;
         store::sessions::delete_of_user(&self.db, &user.user_id, "").await?;
         // And every key they made in the dashboard, for any owner.
-        store::api_keys::revoke_made_by(&self.db, &user.user_id, None, now_ms()).await?;
+        self.keys.revoke_made_by(&user.user_id, None).await?;
         Ok(done)
     }
 

@@ -1,14 +1,19 @@
-//! The commands that talk to a running origin through its API, as a marketer's script
-//! would: `import` and `export`. They never open the database, so they work against a
-//! remote production origin as well as a local one. Also `config check`, which reads the
-//! configuration and only looks at the database.
+//! The command line's doors. `import` and `export` talk to a running origin through its
+//! API, as a marketer's script would: they never open the database, so they work against
+//! a remote production origin as well as a local one. `config check` reads the
+//! configuration and only looks at the database. The operator's commands
+//! (`keys`, `domains`, `outbox`, …) call the one service the composition root built
+//! for them ([`crate::app::commands`]).
 
 pub mod abuse;
 pub mod api_client;
 pub mod config_check;
+pub mod domains;
 pub mod export;
 pub mod import;
 pub mod import_from;
+pub mod keys;
+pub mod outbox;
 pub mod owners;
 pub mod users;
 pub mod webhooks;

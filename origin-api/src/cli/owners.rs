@@ -2,9 +2,9 @@
 
 use crate::config::OwnersCommand;
 use crate::error::AppError;
-use crate::links::quota::quotas_of;
+use crate::links::quota::{quotas_of, set_limits};
 use crate::links::Links;
-use crate::store;
+use crate::principal::Principal;
 
 /// Runs one `owners` command against the database.
 pub async fn run(links: &Links, command: OwnersCommand) -> Result<(), AppError> {
@@ -14,12 +14,12 @@ pub async fn run(links: &Links, command: OwnersCommand) -> Result<(), AppError> 
             max_links,
             max_links_per_day,
         } => {
-            let (links_now, per_day_now) = store::quotas::own_limits(&links.db, &owner).await?;
-            store::quotas::set_limits(
-                &links.db,
+            set_limits(
+                links,
+                &Principal::Operator,
                 &owner,
-                max_links.map_or(links_now, |l| l.to_column()),
-                max_links_per_day.map_or(per_day_now, |l| l.to_column()),
+                max_links.map(|l| l.to_column()),
+                max_links_per_day.map(|l| l.to_column()),
             )
             .await?;
             show(links, &owner).await

@@ -3,7 +3,7 @@
 use crate::accounts::{AccountError, Accounts};
 use crate::config::{MemberArgs, UsersCommand};
 use crate::model::time::rfc3339;
-use crate::store;
+use crate::principal::Principal;
 use std::io::BufRead;
 
 /// Runs one `users` command against the database.
@@ -28,9 +28,8 @@ pub async fn run(accounts: &Accounts, command: UsersCommand) -> Result<(), Accou
             );
         }
         UsersCommand::List => {
-            for user in store::users::list(&accounts.db).await? {
-                let roles = store::users::memberships(&accounts.db, &user.user_id)
-                    .await?
+            for (user, memberships) in accounts.users(&Principal::Operator).await? {
+                let roles = memberships
                     .iter()
                     .map(|m| format!("{}:{}", m.owner_id, m.role))
                     .collect::<Vec<_>>()

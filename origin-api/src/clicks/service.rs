@@ -24,6 +24,27 @@ pub struct ClickService {
 }
 
 impl ClickService {
+    /// `link`'s statistics over `range`, complete up to `as_of` ([`Self::data_as_of`]).
+    pub async fn link_stats(
+        &self,
+        link: &crate::model::Link,
+        range: super::stats::Range,
+        as_of: i64,
+    ) -> Result<crate::views::stats::LinkStats, crate::error::AppError> {
+        super::stats::link_stats(&self.db, link, range, as_of).await
+    }
+
+    /// The totals and top links of `caller`'s owner over `range`, complete up to
+    /// `as_of`.
+    pub async fn owner_stats(
+        &self,
+        caller: &crate::model::Creator<'_>,
+        range: super::stats::Range,
+        as_of: i64,
+    ) -> Result<crate::views::stats::OwnerStats, crate::error::AppError> {
+        super::stats::owner_stats(&self.db, caller, range, as_of).await
+    }
+
     /// Up to when the counts about to be read are complete: taken before they are read,
     /// so every click before it is in what the read sees.
     pub async fn data_as_of(&self) -> Result<i64, StoreError> {

@@ -3,17 +3,16 @@
 //! settings, and the users. Only users marked operator (`hop-origin users create
 //! --operator`) reach them; anyone else finds nothing there.
 
-use super::render::{capitalized, failure, not_found_for, refused_post, render, utc, Nav};
+use super::render::{capitalized, failure, not_found_for, refusal, refused_post, render, utc, Nav};
 use super::session::Signed;
-use crate::accounts::{Accounts, SignedIn};
+use crate::accounts::{AccountError, Accounts, SignedIn};
 use crate::bans::Bans;
-use crate::db::Db;
 use crate::domains::{update_domain, Domains};
 use crate::error::AppError;
 use crate::model::history::Actor;
 use crate::model::time::now_ms;
 use crate::model::{BanTarget, DomainAccess, DomainStatus};
-use crate::store::{self, OutboxStore};
+use crate::outbox::Outbox;
 use crate::views::bans::CreateBan;
 use crate::views::domains::UpdateDomain;
 use askama::Template;
@@ -25,7 +24,7 @@ use serde::Deserialize;
 use std::sync::Arc;
 
 /// Dead letters one page lists.
-const FAILED_SHOWN: i64 = 100;
+const FAILED_SHOWN: u32 = 100;
 
 /// The operator's session, or the page that says there is nothing here.
 fn operator(signed: &SignedIn) -> Option<Response> {
@@ -76,18 +75,19 @@ fn waited(ms: i64) -> String {
 }
 
 /// `GET /admin`: how far behind the publisher is, and what the edge refused.
-pub(super) async fn overview(Signed(signed): Signed, State(db): State<Db>) -> Response {
-    if let Some(refused) = operator(&signed) {
-        return refused;
-    }
-    admin_page(&signed, &db, None).await
+pub(super) async fn overview(
+    Signed(signed): Signed,
+    State(outbox): State<Arc<Outbox>>,
+) -> Response {
+    admin_page(&signed, &outbox, None).await
 }
 
-async fn admin_page(signed: &SignedIn, db: &Db, notice: Option<String>) -> Response {
-    let found = tokio::try_join!(store::outbox::pending(db), db.failed_rows(0, FAILED_SHOWN));
+async fn admin_page(signed: &SignedIn, outbox: &Outbox, notice: Option<String>) -> Response {
+    let who = signed.principal(None);
+    let found = tokio::try_join!(outbox.backlog(&who), outbox.failed(&who, 0, FAILED_SHOWN));
     let (backlog, failed) = match found {
         Ok(found) => found,
-        Err(e) => return failure(&e.to_string()),
+        Err(e) => return refusal(signed, e),
     };
     let now = now_ms();
     render(
@@ -104,6 +104,7 @@ async fn admin_page(signed: &SignedIn, db: &Db, notice: Option<String>) -> Respo
                 })
                 .collect(),
             failed: failed
+                .rows
                 .into_iter()
                 .map(|f| Failed {
                     seq: f.seq,
@@ -132,33 +133,29 @@ pub(super) struct RetryForm {
 /// `POST /admin/outbox/retry`: rows set aside put back in line.
 pub(super) async fn retry(
     Signed(signed): Signed,
-    State(db): State<Db>,
+    State(outbox): State<Arc<Outbox>>,
     Form(form): Form<RetryForm>,
 ) -> Response {
     if !signed.csrf_matches(&form.csrf) {
         return refused_post();
     }
-    if let Some(refused) = operator(&signed) {
-        return refused;
-    }
     let seq = match form.seq.trim() {
         "" => None,
         s => match s.parse() {
             Ok(seq) => Some(seq),
-            Err(_) => return admin_page(&signed, &db, Some("No such row.".into())).await,
+            Err(_) => return admin_page(&signed, &outbox, Some("No such row.".into())).await,
         },
     };
-    match db.retry_failed(seq).await {
+    match outbox.retry(&signed.principal(None), seq).await {
         Ok(n) => {
-            tracing::info!(rows = n, by = %signed.user.user_id, "outbox rows retried from the dashboard");
             admin_page(
                 &signed,
-                &db,
+                &outbox,
                 Some(format!("{n} put back in line for the publisher.")),
             )
             .await
         }
-        Err(e) => failure(&e.to_string()),
+        Err(e) => refusal(&signed, e),
     }
 }
 
@@ -350,9 +347,9 @@ async fn domains_page(
     status: StatusCode,
     error: Option<String>,
 ) -> Response {
-    let all = match store::domains::list(&domains.db).await {
+    let all = match domains.visible(&signed.principal(None)).await {
         Ok(all) => all,
-        Err(e) => return failure(&e.to_string()),
+        Err(e) => return refusal(signed, e),
     };
     render(
         status,
@@ -525,23 +522,18 @@ pub(super) async fn users(
     Signed(signed): Signed,
     State(accounts): State<Arc<Accounts>>,
 ) -> Response {
-    if let Some(refused) = operator(&signed) {
-        return refused;
-    }
-    let all = match store::users::list(&accounts.db).await {
+    let all = match accounts.users(&signed.principal(None)).await {
         Ok(all) => all,
+        Err(AccountError::NotAnOperator) => return not_found_for(&signed),
         Err(e) => return failure(&e.to_string()),
     };
     let mut users = Vec::with_capacity(all.len());
-    for u in all {
-        let memberships = match store::users::memberships(&accounts.db, &u.user_id).await {
-            Ok(m) => m
-                .iter()
-                .map(|m| format!("{} ({})", m.owner_id, m.role.as_str()))
-                .collect::<Vec<_>>()
-                .join(", "),
-            Err(e) => return failure(&e.to_string()),
-        };
+    for (u, memberships) in all {
+        let memberships = memberships
+            .iter()
+            .map(|m| format!("{} ({})", m.owner_id, m.role.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ");
         users.push(UserRow {
             email: u.email,
             operator: u.operator,

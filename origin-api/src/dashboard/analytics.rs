@@ -6,7 +6,7 @@ use super::link_form::link_path;
 use super::link_tools::readable;
 use super::render::{choices, download, failure, render, utc, Choice, Nav};
 use super::session::Signed;
-use crate::clicks::stats::{link_stats, Range};
+use crate::clicks::stats::Range;
 use crate::clicks::ClickService;
 use crate::error::AppError;
 use crate::links::Links;
@@ -232,7 +232,7 @@ async fn stats_of(
 ) -> Result<LinkStats, AppError> {
     let range = Range::new(&params(q, now)?, now)?;
     let as_of = clicks.data_as_of().await?;
-    link_stats(&clicks.db, link, range, as_of).await
+    clicks.link_stats(link, range, as_of).await
 }
 
 /// A field of the query as the form names it.

@@ -6,7 +6,7 @@ use super::link_form::link_path;
 use super::render::{capitalized, download, failure, not_found_for, refused_post, render, Nav};
 use super::session::Signed;
 use crate::error::AppError;
-use crate::links::{delete_link, owned_link, update_link, Intent, Links};
+use crate::links::{delete_link, update_link, Intent, Links};
 use crate::model::time::{parse_rfc3339, rfc3339};
 use crate::model::{Creator, Link, LinkState, Role};
 use crate::views::links::UpdateLink;
@@ -237,7 +237,7 @@ async fn one(links: &Links, creator: &Creator<'_>, action: &Action, value: &str)
         Intent::Change
     };
     let outcome = async {
-        let current = owned_link(&links.db, creator, domain, code, intent).await?;
+        let current = links.owned(creator, domain, code, intent).await?;
         if current.version != version {
             return Err(AppError::Stale {
                 current: Some(current.version),
@@ -299,7 +299,10 @@ async fn export(links: &Links, creator: &Creator<'_>, picked: &[&str]) -> Respon
         let Some((domain, code, _)) = selected(value) else {
             continue;
         };
-        let link = match owned_link(&links.db, creator, domain, code, Intent::ReadOrDelete).await {
+        let link = match links
+            .owned(creator, domain, code, Intent::ReadOrDelete)
+            .await
+        {
             Ok(link) => link,
             Err(AppError::NotFound) => continue,
             Err(e) => return failure(&e.to_string()),

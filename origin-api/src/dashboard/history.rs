@@ -8,7 +8,6 @@ use super::session::Signed;
 use crate::error::AppError;
 use crate::links::{history, revert_link, Intent, Links};
 use crate::model::{LinkState, Role};
-use crate::store;
 use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -61,6 +60,7 @@ pub(super) struct HistoryQuery {
 pub(super) async fn page(
     Signed(signed): Signed,
     State(links): State<Arc<Links>>,
+    State(accounts): State<Arc<crate::accounts::Accounts>>,
     Path((owner, domain, code)): Path<(String, String, String)>,
     Query(q): Query<HistoryQuery>,
 ) -> Response {
@@ -92,11 +92,12 @@ pub(super) async fn page(
             Some(id) => match people.get(id) {
                 Some(email) => email.clone(),
                 None => {
-                    let email = store::users::by_id(&links.db, id)
+                    let email = accounts
+                        .email_of(id)
                         .await
                         .ok()
                         .flatten()
-                        .map_or_else(|| e.actor.clone(), |u| u.email);
+                        .unwrap_or_else(|| e.actor.clone());
                     people.insert(id.to_owned(), email.clone());
                     email
                 }

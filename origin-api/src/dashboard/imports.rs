@@ -10,7 +10,6 @@ use super::session::Signed;
 use crate::error::AppError;
 use crate::links::Links;
 use crate::model::{Creator, Role};
-use crate::store;
 use crate::views::imports::{Format, ImportReport, ImportRequest, Outcome, Source};
 use askama::Template;
 use axum::extract::{Multipart, Path, State};
@@ -79,7 +78,8 @@ async fn page(
     signed: &crate::accounts::SignedIn,
     owner: &str,
 ) -> Result<ImportPage, AppError> {
-    let domains = store::domains::for_owner(&links.db, owner)
+    let domains = links
+        .usable_domains(&signed.principal(Some(owner)), owner)
         .await?
         .into_iter()
         .map(|d| d.domain)

@@ -9,12 +9,9 @@ use super::session::Signed;
 use crate::accounts::SignedIn;
 use crate::error::AppError;
 use crate::links::Links;
-use crate::links::{
-    create_link_once, delete_link, owned_link, restore_link, update_link, Created, Intent,
-};
+use crate::links::{create_link_once, delete_link, restore_link, update_link, Created, Intent};
 use crate::model::history::Actor;
 use crate::model::{Creator, Link, LinkState, Role};
-use crate::store;
 use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -133,7 +130,9 @@ pub(super) async fn load(
     (owner, domain, code): (&str, &str, &str),
     intent: Intent,
 ) -> Result<Link, AppError> {
-    owned_link(&links.db, &creator(signed, owner), domain, code, intent).await
+    links
+        .owned(&creator(signed, owner), domain, code, intent)
+        .await
 }
 
 /// What the create limit counts this user's links by.
@@ -141,8 +140,13 @@ fn limit_key(signed: &SignedIn) -> String {
     format!("user:{}", signed.user.user_id)
 }
 
-async fn domains_of(links: &Links, owner: &str) -> Result<Vec<String>, AppError> {
-    Ok(store::domains::for_owner(&links.db, owner)
+async fn domains_of(
+    links: &Links,
+    signed: &SignedIn,
+    owner: &str,
+) -> Result<Vec<String>, AppError> {
+    Ok(links
+        .usable_domains(&signed.principal(Some(owner)), owner)
         .await?
         .into_iter()
         .map(|d| d.domain)
@@ -221,7 +225,7 @@ pub(super) async fn new_link(
     if role(&signed, &owner) != Some(true) {
         return not_found_for(&signed);
     }
-    match domains_of(&links, &owner).await {
+    match domains_of(&links, &signed, &owner).await {
         Ok(domains) => {
             let page = LinkPage {
                 domains,
@@ -456,7 +460,7 @@ async fn form_again(
     form.csrf.clear();
     form.password.clear();
     let domains = if existing.is_none() {
-        domains_of(links, owner).await.unwrap_or_default()
+        domains_of(links, signed, owner).await.unwrap_or_default()
     } else {
         Vec::new()
     };

@@ -12,7 +12,6 @@ use crate::error::AppError;
 use crate::links::{alias_available, Intent, Links};
 use crate::model::time::{now_ms, parse_rfc3339};
 use crate::model::{Creator, Link, Role};
-use crate::store;
 use crate::views::links::{IssueToken, QrParams};
 use askama::Template;
 use axum::extract::rejection::QueryRejection;
@@ -227,13 +226,11 @@ pub(super) async fn test(
         page.error = Some("Country: two letters, as NL or DE.".into());
         return render(StatusCode::UNPROCESSABLE_ENTITY, &page);
     }
-    let (deny, settings) = match tokio::try_join!(
-        links.cache.denylist(&links.db, std::time::Instant::now()),
-        store::domains::settings(&links.db, &link.domain)
-    ) {
-        Ok(found) => found,
-        Err(e) => return failure(&e.to_string()),
-    };
+    let (deny, settings) =
+        match tokio::try_join!(links.denylist(), links.domain_settings(&link.domain)) {
+            Ok(found) => found,
+            Err(e) => return failure(&e.to_string()),
+        };
     let Some(route) = shared::RouteKey::new(link.domain.as_str(), link.code.as_str()) else {
         return failure("a stored link without a route key");
     };

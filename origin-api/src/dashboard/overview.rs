@@ -4,13 +4,13 @@
 
 use super::render::{failure, not_found_for, render, utc, Nav};
 use super::session::Signed;
-use crate::clicks::stats::{owner_stats, Range};
+use crate::accounts::SignedIn;
+use crate::clicks::stats::Range;
 use crate::clicks::ClickService;
 use crate::error::AppError;
 use crate::links::Links;
 use crate::model::time::{now_ms, rfc3339};
 use crate::model::{Condition, Creator, DomainStatus, Link, ListFilter, Role};
-use crate::store;
 use crate::views::stats::{Granularity, OwnerStats, StatsParams};
 use askama::Template;
 use axum::extract::{Path, State};
@@ -97,7 +97,7 @@ pub(super) async fn page(
     if signed.allows(&owner, Role::Viewer) != Some(true) {
         return not_found_for(&signed);
     }
-    match build(&links, &clicks, &owner).await {
+    match build(&links, &clicks, &signed, &owner).await {
         Ok((today, week, as_of, top, lists, disabled_domains)) => {
             let base = format!("/o/{}/links", super::pages::path_segment(&owner));
             let listed = |l: &Link, said: String| Listed {
@@ -169,7 +169,12 @@ type Built = (
     Vec<String>,
 );
 
-async fn build(links: &Links, clicks: &ClickService, owner: &str) -> Result<Built, AppError> {
+async fn build(
+    links: &Links,
+    clicks: &ClickService,
+    signed: &SignedIn,
+    owner: &str,
+) -> Result<Built, AppError> {
     let now = now_ms();
     let today = now.div_euclid(DAY_MS) * DAY_MS;
     let creator = Creator {
@@ -190,7 +195,7 @@ async fn build(links: &Links, clicks: &ClickService, owner: &str) -> Result<Buil
         let creator = &creator;
         async move {
             let range = Range::new(&params, now)?;
-            owner_stats(&clicks.db, creator, range, as_of).await
+            clicks.owner_stats(creator, range, as_of).await
         }
     };
     // Today so far against yesterday up to the same hour; the last 7 days against the
@@ -223,29 +228,26 @@ async fn build(links: &Links, clicks: &ClickService, owner: &str) -> Result<Buil
         list(Some(Condition::Banned)),
     ];
     // "Banned" asks every link against the active bans (D-245): with none, nothing to ask.
-    let any_ban = !links
-        .cache
-        .denylist(&links.db, std::time::Instant::now())
-        .await?
-        .is_empty();
+    let any_ban = !links.denylist().await?.is_empty();
     let banned = async {
         if any_ban {
-            store::links::list(&links.db, &filters[3]).await
+            links.list(&filters[3]).await
         } else {
             Ok(Vec::new())
         }
     };
     let (recent, expiring, exhausted, banned) = tokio::try_join!(
-        store::links::list(&links.db, &filters[0]),
-        store::links::list(&links.db, &filters[1]),
-        store::links::list(&links.db, &filters[2]),
+        links.list(&filters[0]),
+        links.list(&filters[1]),
+        links.list(&filters[2]),
         banned,
     )?;
     let shown = |mut found: Vec<Link>| {
         found.truncate(SHOWN as usize);
         found
     };
-    let disabled = store::domains::for_owner(&links.db, owner)
+    let disabled = links
+        .usable_domains(&signed.principal(Some(owner)), owner)
         .await?
         .into_iter()
         .filter(|d| d.settings.status == DomainStatus::Disabled)

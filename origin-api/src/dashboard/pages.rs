@@ -15,7 +15,6 @@ use crate::error::AppError;
 use crate::links::Links;
 use crate::model::time::{now_ms, parse_rfc3339, rfc3339};
 use crate::model::{Creator, Link, ListFilter, Role, KV_PROPAGATION_MS};
-use crate::store;
 use crate::views::links::ListParams;
 use askama::Template;
 use axum::extract::{Path, Query, State};
@@ -509,7 +508,10 @@ pub(super) async fn links(
         domains: None,
         actor: crate::model::history::Actor::User(&signed.user.user_id),
     };
-    let domains = match store::domains::for_owner(&links.db, &owner).await {
+    let domains = match links
+        .usable_domains(&signed.principal(Some(&owner)), &owner)
+        .await
+    {
         Ok(found) => found.into_iter().map(|d| d.domain).collect::<Vec<_>>(),
         Err(e) => return failure(&e.to_string()),
     };
@@ -576,16 +578,13 @@ pub(super) async fn links(
         }
         Err(e) => return failure(&e.to_string()),
     };
-    let found = match store::links::list(&links.db, &filter).await {
+    let found = match links.list(&filter).await {
         Ok(found) => filter.page(found),
         Err(e) => return failure(&e.to_string()),
     };
     // The bans as this origin's redirects hold them: read at most once a few seconds,
     // and at once after a ban changes here.
-    let (days, deny) = match tokio::try_join!(
-        recent_days(&links, &found.items),
-        links.cache.denylist(&links.db, std::time::Instant::now())
-    ) {
+    let (days, deny) = match tokio::try_join!(recent_days(&links, &found.items), links.denylist()) {
         Ok(found) => found,
         Err(e) => return failure(&e.to_string()),
     };
@@ -636,14 +635,15 @@ const SPARK_DAYS: usize = 7;
 async fn recent_days(
     links: &Links,
     shown: &[Link],
-) -> Result<HashMap<u64, [i64; SPARK_DAYS]>, crate::store::StoreError> {
+) -> Result<HashMap<u64, [i64; SPARK_DAYS]>, crate::error::StoreError> {
     const DAY_MS: i64 = 86_400_000;
     let today = now_ms().div_euclid(DAY_MS) * DAY_MS;
     let from = today - (SPARK_DAYS as i64 - 1) * DAY_MS;
     let ids: Vec<u64> = shown.iter().map(|l| l.link_id).collect();
     let mut days: HashMap<u64, [i64; SPARK_DAYS]> = HashMap::new();
-    for (link, day, visits) in
-        store::human_visits_by_day(&links.db, &ids, from, today + DAY_MS).await?
+    for (link, day, visits) in links
+        .human_visits_by_day(&ids, from, today + DAY_MS)
+        .await?
     {
         let Ok(i) = usize::try_from((day - from) / DAY_MS) else {
             continue;

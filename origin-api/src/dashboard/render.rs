@@ -96,6 +96,22 @@ pub(super) fn not_found_for(signed: &SignedIn) -> Response {
     )
 }
 
+/// A service's refusal as a page: what is not the user's to see is not found, what
+/// their role does not allow says why, the origin's failure is opaque.
+pub(super) fn refusal(signed: &SignedIn, e: crate::error::AppError) -> Response {
+    use crate::error::AppError;
+    match e {
+        AppError::NotFound => not_found_for(signed),
+        AppError::Forbidden(why) => message(
+            StatusCode::FORBIDDEN,
+            Nav::of(signed, None),
+            "Not allowed",
+            &format!("{}.", capitalized(why)),
+        ),
+        e => failure(&e.to_string()),
+    }
+}
+
 /// `s` with its first letter a capital: a service's words as a sentence on a page.
 pub(super) fn capitalized(s: &str) -> String {
     let mut chars = s.chars();

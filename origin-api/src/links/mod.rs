@@ -13,6 +13,7 @@ pub mod quota;
 pub(crate) use lookups::Lookups;
 pub mod access;
 pub mod qr;
+mod reads;
 mod service;
 mod update;
 

@@ -33,6 +33,27 @@ pub struct OwnerQuotas {
     pub create_rate_per_owner: u32,
 }
 
+/// Sets `owner`'s own limits, as `owner_quotas` stores them (`None`: the `--owner-*`
+/// default, -1: none); a `None` argument keeps what is set. Only an operator sets them.
+pub async fn set_limits(
+    links: &Links,
+    who: &crate::principal::Principal,
+    owner: &str,
+    max_links: Option<Option<i64>>,
+    max_links_per_day: Option<Option<i64>>,
+) -> Result<(), AppError> {
+    who.require_operator("an owner's quotas are the operator's (hop-origin owners set)")?;
+    let (links_now, per_day_now) = store::quotas::own_limits(&links.db, owner).await?;
+    store::quotas::set_limits(
+        &links.db,
+        owner,
+        max_links.unwrap_or(links_now),
+        max_links_per_day.unwrap_or(per_day_now),
+    )
+    .await?;
+    Ok(())
+}
+
 /// `owner`'s quotas and what it uses now.
 pub async fn quotas_of(links: &Links, owner: &str) -> Result<OwnerQuotas, AppError> {
     let now = now_ms();

@@ -3,16 +3,13 @@
 use super::body::ApiQuery;
 use super::responses::AdminOnly;
 use crate::auth::Caller;
-use crate::db::Db;
 use crate::error::{AppError, Problem};
 use crate::model::time::rfc3339;
-use crate::store::{FailedRow, OutboxStore};
+use crate::outbox::{FailedRow, Outbox};
 use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
-
-/// The most rows one page lists.
-pub(crate) const MAX_OUTBOX_PAGE: u32 = 1_000;
+use std::sync::Arc;
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -82,33 +79,23 @@ impl From<FailedRow> for FailedView {
     ),
     security(("api_key" = [])))]
 pub(crate) async fn outbox(
-    State(db): State<Db>,
+    State(outbox): State<Arc<Outbox>>,
     caller: Caller,
     ApiQuery(q): ApiQuery<OutboxQuery>,
 ) -> Result<Json<FailedPage>, AppError> {
-    caller.require_admin("the outbox is for operators: use an admin key")?;
+    let who = caller.principal();
+    // Parsed like the rest of the query, before the service judges who asks.
     if q.state != "failed" {
         return Err(AppError::invalid(
             "state",
             format!("{:?}: only `failed` rows are listed", q.state),
         ));
     }
-    let limit = q.limit.unwrap_or(100);
-    if !(1..=MAX_OUTBOX_PAGE).contains(&limit) {
-        return Err(AppError::invalid(
-            "limit",
-            format!("1 to {MAX_OUTBOX_PAGE}"),
-        ));
-    }
-    let mut rows = db
-        .failed_rows(q.after.unwrap_or(0), i64::from(limit) + 1)
+    let page = outbox
+        .failed(&who, q.after.unwrap_or(0), q.limit.unwrap_or(100))
         .await?;
-    let next_after = (rows.len() > limit as usize).then(|| {
-        rows.truncate(limit as usize);
-        rows.last().map_or(0, |r| r.seq)
-    });
     Ok(Json(FailedPage {
-        items: rows.into_iter().map(FailedView::from).collect(),
-        next_after,
+        items: page.rows.into_iter().map(FailedView::from).collect(),
+        next_after: page.next_after,
     }))
 }

@@ -10,8 +10,7 @@ use crate::domains::{delete_domain, update_domain};
 use crate::error::{AppError, Problem};
 use crate::links::parse_if_match;
 use crate::model::time::rfc3339;
-use crate::model::{Domain, DomainAccess};
-use crate::store;
+use crate::model::Domain;
 use crate::views::domains::{
     CreateDomain, DomainView, LegacyCodesBody, LegacyCodesParams, LegacyCodesView,
     LegacyMissParams, LegacyMissView, UpdateDomain,
@@ -63,12 +62,7 @@ pub(crate) async fn list(
     State(state): State<Arc<Domains>>,
     caller: Caller,
 ) -> Result<Json<Vec<DomainView>>, AppError> {
-    let mut domains = if caller.admin {
-        store::domains::list(&state.db).await?
-    } else {
-        store::domains::for_owner(&state.db, &caller.owner_id).await?
-    };
-    domains.retain(|d| caller.reaches(&d.domain));
+    let domains = state.visible(&caller.principal()).await?;
     Ok(Json(domains.iter().map(Domain::view).collect()))
 }
 
@@ -84,15 +78,8 @@ pub(crate) async fn read(
     caller: Caller,
     ApiPath(name): ApiPath<String>,
 ) -> Result<Response, AppError> {
-    let name = shared::normalize_short_domain(&name).map_err(|_| AppError::NotFound)?;
-    match store::domains::get(&state.db, &name).await? {
-        Some(d)
-            if caller.reaches(&d.domain) && (caller.admin || d.access.admits(&caller.owner_id)) =>
-        {
-            Ok(domain_response(StatusCode::OK, &d))
-        }
-        _ => Err(AppError::NotFound),
-    }
+    let d = state.read(&caller.principal(), &name).await?;
+    Ok(domain_response(StatusCode::OK, &d))
 }
 
 /// `PATCH /v1/domains/{domain}` with `If-Match: "<version>"`.
@@ -170,7 +157,6 @@ pub(crate) async fn legacy_misses(
     ApiQuery(params): ApiQuery<LegacyMissParams>,
 ) -> Result<Json<Page<LegacyMissView>>, AppError> {
     let domain = domain_for_owner(&state, &caller, &name).await?;
-    let name = domain.domain.clone();
     let limit = params.limit.unwrap_or(100);
     if !(1..=1000).contains(&limit) {
         return Err(AppError::invalid("limit", "between 1 and 1000"));
@@ -184,7 +170,7 @@ pub(crate) async fn legacy_misses(
                 .ok_or_else(|| AppError::invalid("cursor", "not a cursor this API gave out"))
         })
         .transpose()?;
-    let mut misses = store::legacy_misses::list(&state.db, &name, after, limit + 1).await?;
+    let mut misses = state.legacy_misses(&domain, after, limit + 1).await?;
     let more = misses.len() > usize::try_from(limit).unwrap_or(usize::MAX);
     misses.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
     let next_cursor = more
@@ -210,15 +196,7 @@ pub(crate) async fn legacy_misses(
 /// The domain `raw` names, for an admin key or a key of one of its owners (a shared
 /// domain is its operators'); 404 for anyone else.
 async fn domain_for_owner(state: &Domains, caller: &Caller, raw: &str) -> Result<Domain, AppError> {
-    let name = shared::normalize_short_domain(raw).map_err(|_| AppError::NotFound)?;
-    store::domains::get(&state.db, &name)
-        .await?
-        .filter(|d| {
-            caller.reaches(&d.domain)
-                && (caller.admin
-                    || matches!(&d.access, DomainAccess::Owners(_) if d.access.admits(&caller.owner_id)))
-        })
-        .ok_or(AppError::NotFound)
+    state.held(&caller.principal(), raw).await
 }
 
 /// The legacy list's state for `d`: `added` by this request, `listed` in all, and the
@@ -269,9 +247,7 @@ pub(crate) async fn add_legacy_codes(
         "listing a domain's legacy codes needs an admin key (keys create --admin)",
         &name,
     )?;
-    let done = state
-        .add_legacy_codes(&name, &body.codes, store::legacy_codes::Source::List)
-        .await?;
+    let done = state.list_legacy_codes(&name, &body.codes).await?;
     tracing::info!(domain = %name, added = done.added, by = %caller.key_id, "legacy codes listed");
     Ok(Json(legacy_view(
         &done.domain,

@@ -2,9 +2,6 @@
 
 use crate::error::{AppError, Problem};
 use crate::health::Health;
-use crate::metrics::{LaneLabel, SegmentLabel, SequenceLabel};
-use crate::model::time::now_ms;
-use crate::store;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
@@ -24,7 +21,7 @@ pub(crate) async fn healthz() -> &'static str {
     responses((status = 200, description = "Ready", body = String, content_type = "text/plain"),
         (status = 503, description = "The database does not answer", body = Problem, content_type = "application/problem+json")))]
 pub(crate) async fn readyz(State(state): State<Arc<Health>>) -> Result<&'static str, AppError> {
-    if state.readiness.check(&state.db).await {
+    if state.ready().await {
         Ok("ready\n")
     } else {
         Err(AppError::NotReady)
@@ -38,20 +35,12 @@ pub(crate) async fn metrics_public(
     State(state): State<Arc<Health>>,
     headers: axum::http::HeaderMap,
 ) -> Result<axum::response::Response, AppError> {
-    use secrecy::ExposeSecret;
-    let Some(expected) = state.metrics_token.as_ref() else {
-        return Err(AppError::NotHere(
-            "/metrics is served on the metrics listener (--metrics-listen), or here with HOP_METRICS_TOKEN",
-        ));
-    };
     let given = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or_default();
-    if !shared::sync::token_accepted(given, expected.expose_secret()) {
-        return Err(AppError::MetricsUnauthorized);
-    }
+    state.admit_scraper(given)?;
     metrics(State(state)).await.map(IntoResponse::into_response)
 }
 
@@ -64,49 +53,12 @@ pub(crate) async fn metrics_public(
 pub(crate) async fn metrics(
     State(state): State<Arc<Health>>,
 ) -> Result<impl IntoResponse, AppError> {
-    let m = &state.metrics;
-    let now = now_ms();
-    for backlog in store::outbox::pending(&state.db).await? {
-        let lane = match backlog.lane.as_str() {
-            "fast" => "fast",
-            "normal" => "normal",
-            _ => {
-                m.outbox_failed.set(backlog.rows);
-                continue;
-            }
-        };
-        m.outbox_pending
-            .get_or_create(&LaneLabel { lane })
-            .set(backlog.rows);
-        m.outbox_oldest_age.get_or_create(&LaneLabel { lane }).set(
-            backlog
-                .oldest_at
-                .map_or(0.0, |at| (now - at).max(0) as f64 / 1_000.0),
-        );
-    }
-    for alloc in std::iter::once(state.ids.clone()).chain(state.codes.allocators()) {
-        let Some((current, next)) = alloc.remaining() else {
-            continue;
-        };
-        m.segment_size
-            .get_or_create(&SequenceLabel {
-                sequence: alloc.name().to_owned(),
-            })
-            .set(i64::try_from(alloc.step()).unwrap_or(i64::MAX));
-        for (segment, left) in [("current", current), ("next", next)] {
-            m.segment_remaining
-                .get_or_create(&SegmentLabel {
-                    sequence: alloc.name().to_owned(),
-                    segment,
-                })
-                .set(i64::try_from(left).unwrap_or(i64::MAX));
-        }
-    }
+    state.observe().await?;
     Ok((
         [(
             header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        state.metrics.encode(),
+        state.encode(),
     ))
 }

@@ -5,7 +5,7 @@ use super::body::{ApiJson, ApiPath, ApiQuery};
 use super::responses::{IfMatchHonoured, NoSuchLink, ReadAndDeleteOnly};
 use crate::auth::Caller;
 use crate::error::{AppError, Problem};
-use crate::links::{history, owned_link, revert_link, Intent, Links};
+use crate::links::{history, revert_link, Intent, Links};
 use crate::views::history::{HistoryEntry, HistoryParams, Revert};
 use crate::views::links::{LinkView, Page};
 use axum::extract::State;
@@ -29,14 +29,9 @@ pub(crate) async fn list(
     ApiPath((domain, code)): ApiPath<(String, String)>,
     ApiQuery(params): ApiQuery<HistoryParams>,
 ) -> Result<Json<Page<HistoryEntry>>, AppError> {
-    let link = owned_link(
-        &state.db,
-        &caller.creator(),
-        &domain,
-        &code,
-        Intent::ReadOrDelete,
-    )
-    .await?;
+    let link = state
+        .owned(&caller.creator(), &domain, &code, Intent::ReadOrDelete)
+        .await?;
     let page = history::history(&state, &link, params.cursor.as_deref(), params.limit).await?;
     Ok(Json(page))
 }
@@ -64,7 +59,9 @@ pub(crate) async fn revert(
 ) -> Result<Response, AppError> {
     let expected = super::body::optional_if_match(&headers)?;
     let creator = caller.creator();
-    let current = owned_link(&state.db, &creator, &domain, &code, Intent::Change).await?;
+    let current = state
+        .owned(&creator, &domain, &code, Intent::Change)
+        .await?;
     let link = revert_link(&state, current, expected, body.version, creator.actor).await?;
     tracing::info!(link = %link.route_key(), to = body.version, by = %caller.key_id, "link reverted");
     Ok(super::body::versioned(

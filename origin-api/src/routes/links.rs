@@ -6,11 +6,10 @@ use crate::auth::Caller;
 use crate::error::{AppError, Problem};
 use crate::links::Links;
 use crate::links::{
-    self, check_idempotency_key, create_link_once, delete_link, owned_link, parse_if_match,
-    restore_link, update_link, BulkOutcome, Created, Intent,
+    self, check_idempotency_key, create_link_once, delete_link, parse_if_match, restore_link,
+    update_link, BulkOutcome, Created, Intent,
 };
 use crate::model::{Link, ListFilter};
-use crate::store;
 use crate::views::links::QrParams;
 use crate::views::links::{
     BulkCreate, BulkResponse, CreateLink, LinkView, ListParams, Page, UpdateLink,
@@ -146,7 +145,7 @@ pub(crate) async fn list(
     ApiQuery(params): ApiQuery<ListParams>,
 ) -> Result<Json<Page<LinkView>>, AppError> {
     let filter = ListFilter::new(&caller.creator(), params)?;
-    let page = filter.page(store::links::list(&state.db, &filter).await?);
+    let page = filter.page(state.list(&filter).await?);
     Ok(Json(Page {
         items: page.items.iter().map(|l| state.view(l)).collect(),
         next_cursor: page.next_cursor,
@@ -166,14 +165,9 @@ pub(crate) async fn read(
     caller: Caller,
     ApiPath((domain, code)): ApiPath<(String, String)>,
 ) -> Result<Response, AppError> {
-    let link = owned_link(
-        &state.db,
-        &caller.creator(),
-        &domain,
-        &code,
-        Intent::ReadOrDelete,
-    )
-    .await?;
+    let link = state
+        .owned(&caller.creator(), &domain, &code, Intent::ReadOrDelete)
+        .await?;
     Ok(link_response(&state, StatusCode::OK, &link))
 }
 
@@ -198,7 +192,9 @@ pub(crate) async fn update(
     ApiJson(changes): ApiJson<UpdateLink>,
 ) -> Result<Response, AppError> {
     let expected = parse_if_match(headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok()))?;
-    let current = owned_link(&state.db, &caller.creator(), &domain, &code, Intent::Change).await?;
+    let current = state
+        .owned(&caller.creator(), &domain, &code, Intent::Change)
+        .await?;
     let link = update_link(&state, current, expected, changes, caller.creator().actor).await?;
     Ok(link_response(&state, StatusCode::OK, &link))
 }
@@ -225,7 +221,9 @@ pub(crate) async fn restore(
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let expected = super::body::optional_if_match(&headers)?;
-    let current = owned_link(&state.db, &caller.creator(), &domain, &code, Intent::Change).await?;
+    let current = state
+        .owned(&caller.creator(), &domain, &code, Intent::Change)
+        .await?;
     let link = restore_link(&state, current, expected, caller.creator().actor).await?;
     tracing::info!(link = %link.route_key(), by = %caller.key_id, "link restored");
     Ok(link_response(&state, StatusCode::OK, &link))
@@ -247,14 +245,9 @@ pub(crate) async fn delete(
     headers: HeaderMap,
 ) -> Result<StatusCode, AppError> {
     let expected = super::body::optional_if_match(&headers)?;
-    let current = owned_link(
-        &state.db,
-        &caller.creator(),
-        &domain,
-        &code,
-        Intent::ReadOrDelete,
-    )
-    .await?;
+    let current = state
+        .owned(&caller.creator(), &domain, &code, Intent::ReadOrDelete)
+        .await?;
     delete_link(&state, current, expected, caller.creator().actor).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -274,14 +267,9 @@ pub(crate) async fn qr(
     ApiPath((domain, code)): ApiPath<(String, String)>,
     ApiQuery(params): ApiQuery<QrParams>,
 ) -> Result<Response, AppError> {
-    let link = owned_link(
-        &state.db,
-        &caller.creator(),
-        &domain,
-        &code,
-        Intent::ReadOrDelete,
-    )
-    .await?;
+    let link = state
+        .owned(&caller.creator(), &domain, &code, Intent::ReadOrDelete)
+        .await?;
     let drawn = crate::links::qr::draw(&state.short_url(&link), &params)?;
     Ok((
         [
@@ -312,7 +300,9 @@ pub(crate) async fn issue_token(
     ApiPath((domain, code)): ApiPath<(String, String)>,
     ApiJson(asked): ApiJson<IssueToken>,
 ) -> Result<Response, AppError> {
-    let link = owned_link(&state.db, &caller.creator(), &domain, &code, Intent::Change).await?;
+    let link = state
+        .owned(&caller.creator(), &domain, &code, Intent::Change)
+        .await?;
     let issued = crate::links::access::issue(&link, &asked, crate::model::time::now_ms())?;
     Ok((StatusCode::CREATED, Json(issued)).into_response())
 }

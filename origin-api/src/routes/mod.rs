@@ -284,7 +284,7 @@ mod tests {
             ),
             (
                 param("/v1/admin/outbox", "get", "limit", "maximum"),
-                n(super::admin::MAX_OUTBOX_PAGE as usize),
+                n(crate::outbox::MAX_FAILED_PAGE as usize),
             ),
             (
                 schema("CreateLink", "target_url", "maxLength"),

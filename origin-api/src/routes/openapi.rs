@@ -220,9 +220,10 @@ static WITHOUT_METRICS: LazyLock<String> = LazyLock::new(|| {
 #[utoipa::path(get, path = "/openapi.json", operation_id = "openapi", tag = "operations",
     responses((status = 200, description = "This description (OpenAPI 3.1)", content_type = "application/json")))]
 pub(crate) async fn openapi(State(health): State<Arc<Health>>) -> impl IntoResponse {
-    let doc = match health.metrics_token {
-        Some(_) => &WITH_METRICS,
-        None => &WITHOUT_METRICS,
+    let doc = if health.serves_public_metrics() {
+        &WITH_METRICS
+    } else {
+        &WITHOUT_METRICS
     };
     ([(header::CONTENT_TYPE, "application/json")], doc.as_str())
 }

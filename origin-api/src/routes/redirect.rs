@@ -6,7 +6,6 @@ use crate::error::AppError;
 use crate::metrics::RedirectPath;
 use crate::model::time::now_ms;
 use crate::redirects::Redirects;
-use crate::store;
 use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::request::Parts;
@@ -464,7 +463,7 @@ async fn resolve(
     let legacy_known = entry.as_ref().is_none_or(|e| e.record.is_none())
         && legacy_runs(&settings)
         && !deny.blocks_code(&route)
-        && store::legacy_codes::known(db, route.domain(), route.code()).await?;
+        && state.legacy_known(&route).await?;
     let client = Asked {
         state,
         headers,

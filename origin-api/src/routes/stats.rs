@@ -3,11 +3,11 @@
 use super::body::{ApiPath, ApiQuery};
 use super::responses::NoSuchLink;
 use crate::auth::Caller;
-use crate::clicks::stats::{link_stats, owner_stats, Range};
+use crate::clicks::stats::Range;
 use crate::clicks::ClickService;
 use crate::error::{AppError, Problem};
+use crate::links::Intent;
 use crate::links::Links;
-use crate::links::{owned_link, Intent};
 use crate::model::time::now_ms;
 use crate::views::stats::{LinkStats, OwnerStats, StatsParams};
 use axum::extract::State;
@@ -32,16 +32,11 @@ pub(crate) async fn link(
     ApiQuery(params): ApiQuery<StatsParams>,
 ) -> Result<Json<LinkStats>, AppError> {
     let range = Range::new(&params, now_ms())?;
-    let link = owned_link(
-        &links.db,
-        &caller.creator(),
-        &domain,
-        &code,
-        Intent::ReadOrDelete,
-    )
-    .await?;
+    let link = links
+        .owned(&caller.creator(), &domain, &code, Intent::ReadOrDelete)
+        .await?;
     let as_of = clicks.data_as_of().await?;
-    Ok(Json(link_stats(&clicks.db, &link, range, as_of).await?))
+    Ok(Json(clicks.link_stats(&link, range, as_of).await?))
 }
 
 /// `GET /v1/stats`: the caller's totals and most visited links.
@@ -60,6 +55,6 @@ pub(crate) async fn owner(
     let range = Range::new(&params, now_ms())?;
     let as_of = clicks.data_as_of().await?;
     Ok(Json(
-        owner_stats(&clicks.db, &caller.creator(), range, as_of).await?,
+        clicks.owner_stats(&caller.creator(), range, as_of).await?,
     ))
 }

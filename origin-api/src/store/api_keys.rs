@@ -90,15 +90,17 @@ pub async fn insert_made_by(db: &Db, key: &ApiKey, user_id: &str) -> Result<(), 
 }
 
 /// Revokes, at `now`, the live keys `user_id` made in the dashboard for `owner_id`
-/// (every owner's, with `None`); how many.
+/// (every owner's, with `None`); their ids.
 pub async fn revoke_made_by(
     db: &Db,
     user_id: &str,
     owner_id: Option<&str>,
     now: i64,
-) -> Result<u64, StoreError> {
-    Ok(db
-        .write(
+) -> Result<Vec<String>, StoreError> {
+    let mut tx = db.begin_write().await?;
+    let revoked: Vec<(String,)> = tx
+        .conn()
+        .fetch_all(
             REVOKE_KEYS_MADE_BY,
             &[
                 now.into(),
@@ -106,7 +108,9 @@ pub async fn revoke_made_by(
                 owner_id.unwrap_or_default().into(),
             ],
         )
-        .await?)
+        .await?;
+    tx.commit().await?;
+    Ok(revoked.into_iter().map(|(id,)| id).collect())
 }
 
 const FIND_API_KEY: &str = include_str!("queries/find_api_key.sql");

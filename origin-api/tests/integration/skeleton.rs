@@ -404,4 +404,23 @@ fn keys_create_limits_a_key_to_registered_domains() {
     ]);
     assert!(!ok);
     assert!(stderr.contains("not a registered domain"), "{stderr}");
+    // A key reaches nothing its owner may not, from the shell as from the dashboard.
+    let (ok, _, stderr) = run(&["domains", "add", "g.example", "--owner", "globex"]);
+    assert!(ok, "{stderr}");
+    let (ok, _, stderr) = run(&["keys", "create", "--owner", "acme", "--domain", "g.example"]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("g.example is not a domain of acme"),
+        "{stderr}"
+    );
+    let (ok, stdout, stderr) = run(&[
+        "keys",
+        "create",
+        "--owner",
+        "globex",
+        "--domain",
+        "g.example",
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("domains: g.example"), "{stdout}");
 }

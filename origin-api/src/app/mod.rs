@@ -6,16 +6,19 @@
 //! share (the API's pool, the redirect cache, the metrics, the id sequences) is made here
 //! once and handed to each: those are handles, cheap to clone.
 
+pub mod commands;
+
 use crate::abuse::reports::Reports;
 use crate::abuse::{AbuseDesk, AbuseSettings};
 use crate::accounts::Accounts;
-use crate::auth::{Auth, AuthGuard};
+use crate::api_keys::{ApiKeys, AuthGuard};
+use crate::auth::Auth;
 use crate::bans::Bans;
 use crate::cache::RedirectCache;
 use crate::ceiling;
 use crate::clicks::{recorder::Recorder, ClickService, Clicks};
 use crate::config::Settings;
-use crate::db::{self, Db};
+use crate::db::Db;
 use crate::domains::Domains;
 use crate::edge::Edge;
 use crate::freshness::Freshness;
@@ -25,6 +28,7 @@ use crate::links::access::PasswordGate;
 use crate::links::{LinkSettings, Links, TargetPolicy};
 use crate::metrics::Metrics;
 use crate::model::ShortUrls;
+use crate::outbox::Outbox;
 use crate::proxies::Proxies;
 use crate::purge::{Purge, PurgeSettings};
 use crate::ratelimit::CreateLimit;
@@ -67,6 +71,8 @@ pub struct AppParts {
     /// The purge of expired links, tombstones' payloads and old click rollups.
     pub purge: Arc<Purge>,
     pub reports: Arc<Reports>,
+    pub keys: Arc<ApiKeys>,
+    pub outbox: Arc<Outbox>,
     /// The API's, the publisher's and the background tasks' pool.
     pub db: Db,
     pub cache: RedirectCache,
@@ -112,7 +118,7 @@ pub fn build(db: Db, settings: Settings) -> AppState {
     let codes = code_sequences(&db, &cache, &metrics);
     let ids = SegmentAllocator::with_counters(
         Arc::new(db.clone()),
-        crate::store::LINK_SEQUENCE,
+        crate::segments::LINK_SEQUENCE,
         crate::model::sequence::DEFAULT_STEP,
         DEFAULT_SEGMENT_MAX_AGE,
         metrics.segments_fetched.clone(),
@@ -195,12 +201,14 @@ pub fn build(db: Db, settings: Settings) -> AppState {
         },
     };
     let report_proxies = proxies.clone();
+    let key_guard = Arc::new(AuthGuard::new(
+        settings.auth_failures_per_minute,
+        Duration::from_secs(settings.key_hold),
+    ));
+    let keys = Arc::new(ApiKeys::new(db.clone(), key_guard.clone()));
     let auth = Auth {
         db: db.with_own_pool(AUTH_CONNECTIONS, POOL_WAIT),
-        guard: AuthGuard::new(
-            settings.auth_failures_per_minute,
-            Duration::from_secs(settings.key_hold),
-        ),
+        guard: key_guard,
         proxies,
     };
     let clicks = ClickService {
@@ -209,14 +217,13 @@ pub fn build(db: Db, settings: Settings) -> AppState {
         recorder,
         process: process_id(),
     };
-    let health = Health {
-        db: db.clone(),
-        readiness: db::Readiness::default(),
-        metrics: metrics.clone(),
+    let health = Health::new(
+        db.clone(),
+        metrics.clone(),
         ids,
-        codes: codes.clone(),
-        metrics_token: secrets.metrics_token.clone(),
-    };
+        codes.clone(),
+        secrets.metrics_token.clone(),
+    );
     let edge = Edge {
         db: db.clone(),
         cache: cache.clone(),
@@ -264,13 +271,8 @@ pub fn build(db: Db, settings: Settings) -> AppState {
         edge: Arc::new(edge),
         freshness: Arc::new(freshness),
         housekeeping: Arc::new(housekeeping),
-        accounts: Arc::new(
-            Accounts::new(db.clone()).with_secure_cookies(settings.dashboard_secure_cookies),
-        ),
-        webhooks: Arc::new(Webhooks {
-            db: db.clone(),
-            settings: webhook_settings(&settings),
-        }),
+        accounts: Arc::new(accounts(&db, keys.clone(), &settings)),
+        webhooks: Arc::new(webhooks_only(db.clone(), &settings)),
         abuse: Arc::new(AbuseDesk::new(
             db.clone(),
             bans.clone(),
@@ -293,6 +295,8 @@ pub fn build(db: Db, settings: Settings) -> AppState {
         }),
         reports,
         bans,
+        keys,
+        outbox: Arc::new(Outbox::new(db.clone())),
         db,
         cache,
         metrics,
@@ -313,6 +317,36 @@ pub fn webhook_settings(settings: &Settings) -> WebhookSettings {
         retention: settings.webhook_retention,
         timeout: Duration::from_secs(settings.webhook_timeout),
         allow_private: settings.webhook_allow_private,
+    }
+}
+
+/// Only the keys service (`hop-origin keys`): a guard nobody else reads (a serving
+/// origin holds a revoked key until its `--key-hold` ends).
+pub fn api_keys_only(db: Db) -> ApiKeys {
+    ApiKeys::new(db, Arc::new(AuthGuard::new(1, Duration::ZERO)))
+}
+
+/// Only the outbox service (`hop-origin outbox`).
+pub fn outbox_only(db: Db) -> Outbox {
+    Outbox::new(db)
+}
+
+/// Only the accounts service (`hop-origin users`), with a keys service of its own for
+/// the keys a disabled user made.
+pub fn accounts_only(db: Db, settings: &Settings) -> Accounts {
+    let keys = Arc::new(api_keys_only(db.clone()));
+    accounts(&db, keys, settings)
+}
+
+fn accounts(db: &Db, keys: Arc<ApiKeys>, settings: &Settings) -> Accounts {
+    Accounts::new(db.clone(), keys).with_secure_cookies(settings.dashboard_secure_cookies)
+}
+
+/// Only the webhooks service (`hop-origin webhooks`).
+pub fn webhooks_only(db: Db, settings: &Settings) -> Webhooks {
+    Webhooks {
+        db,
+        settings: webhook_settings(settings),
     }
 }
 
@@ -386,6 +420,8 @@ services_from_the_root!(
     webhooks: Webhooks,
     abuse: AbuseDesk,
     reports: Reports,
+    keys: ApiKeys,
+    outbox: Outbox,
 );
 
 /// The API's pool, for a handler that reads the database and nothing else (the outbox's
