@@ -23,10 +23,22 @@ use std::sync::Arc;
 /// failures per client and the keys that verified, and whose forwarding headers count.
 #[derive(Debug)]
 pub struct Auth {
-    pub db: Db,
+    db: Db,
     /// Shared with the keys service, which tells it of a revoked key.
-    pub guard: Arc<AuthGuard>,
+    guard: Arc<AuthGuard>,
     pub proxies: Proxies,
+}
+
+impl Auth {
+    /// Authentication on `db` (its own pool), sharing `guard` with the keys service.
+    pub fn new(db: Db, guard: Arc<AuthGuard>, proxies: Proxies) -> Self {
+        Auth { db, guard, proxies }
+    }
+
+    /// Closes authentication's pool.
+    pub async fn close(&self) {
+        self.db.close().await;
+    }
 }
 
 /// The owner a request acts for.
@@ -111,12 +123,6 @@ impl Caller {
             domains: self.domains.as_deref(),
             actor: crate::model::history::Actor::Key(&self.key_id),
         }
-    }
-
-    /// Whether the key may reach links on `domain` (normalized): every domain, unless it
-    /// is limited to some.
-    pub fn reaches(&self, domain: &str) -> bool {
-        self.creator().reaches(domain)
     }
 
     /// Refuses (403, saying `why`) a key that is not an admin's.

@@ -125,13 +125,21 @@ mod tests {
 /// once (the cache forgets its denylist) and the edge through the outbox.
 #[derive(Debug)]
 pub struct Bans {
-    pub db: Db,
-    pub cache: RedirectCache,
+    db: Db,
+    cache: RedirectCache,
     /// What a code ban names when it names no domain.
-    pub default_domain: String,
+    default_domain: String,
 }
 
 impl Bans {
+    pub fn new(db: Db, cache: RedirectCache, default_domain: String) -> Self {
+        Bans {
+            db,
+            cache,
+            default_domain,
+        }
+    }
+
     /// Bans what `req` names, on behalf of `created_by`.
     pub async fn create(
         &self,

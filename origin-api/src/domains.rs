@@ -23,20 +23,25 @@ use shared::{normalize_short_domain, Alphabet, CodeSpace, RedirectStatus};
 #[derive(Debug)]
 pub struct Domains {
     /// The API's pool.
-    pub db: Db,
+    db: Db,
     /// Told at once of every change, for this origin's own redirect.
-    pub cache: RedirectCache,
+    cache: RedirectCache,
     /// What the domain's own pages (not found, root, expired) must pass.
-    pub policy: TargetPolicy,
+    policy: TargetPolicy,
 }
 
 impl Domains {
+    pub fn new(db: Db, cache: RedirectCache, policy: TargetPolicy) -> Self {
+        Domains { db, cache, policy }
+    }
+
     /// The domains `who` sees: every one to an operator; to anyone else those its owner
     /// may use (a key limited to domains, only those).
     pub async fn visible(&self, who: &Principal) -> Result<Vec<Domain>, AppError> {
         let mut domains = match who.owner() {
-            Some(owner) if !who.is_operator() => store::domains::for_owner(&self.db, owner).await?,
-            _ => store::domains::list(&self.db).await?,
+            _ if who.is_operator() => store::domains::list(&self.db).await?,
+            Some(owner) => store::domains::for_owner(&self.db, owner).await?,
+            None => return Err(AppError::NotFound),
         };
         domains.retain(|d| who.reaches(&d.domain));
         Ok(domains)

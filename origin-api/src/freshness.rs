@@ -75,9 +75,15 @@ trait Follower {
 /// origin's redirect cache, which each notification corrects.
 #[derive(Debug)]
 pub struct Freshness {
-    pub db: Db,
-    pub cache: RedirectCache,
-    pub metrics: Metrics,
+    db: Db,
+    cache: RedirectCache,
+    metrics: Metrics,
+}
+
+impl Freshness {
+    pub fn new(db: Db, cache: RedirectCache, metrics: Metrics) -> Self {
+        Freshness { db, cache, metrics }
+    }
 }
 
 impl Follower for Freshness {

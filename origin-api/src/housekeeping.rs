@@ -48,7 +48,7 @@ pub struct Swept {
 /// What the sweep reaches.
 #[derive(Debug)]
 pub struct Housekeeping {
-    pub db: Db,
+    db: Db,
     /// The per-key budgets, whose idle keys are forgotten.
     pub create_limit: CreateLimit,
     /// The report form's budgets and its resolved reports past their retention.
@@ -59,6 +59,28 @@ pub struct Housekeeping {
     pub outbox_retention: Duration,
     /// How long webhook events and attempts are kept (`--webhook-retention`).
     pub webhook_retention: Duration,
+}
+
+impl Housekeeping {
+    /// The sweep over `db`: the budgets and reports it forgets, and how long each kind
+    /// of row is kept.
+    pub fn new(
+        db: Db,
+        create_limit: CreateLimit,
+        reports: std::sync::Arc<crate::abuse::reports::Reports>,
+        click_retention_ms: i64,
+        outbox_retention: Duration,
+        webhook_retention: Duration,
+    ) -> Self {
+        Housekeeping {
+            db,
+            create_limit,
+            reports,
+            click_retention_ms,
+            outbox_retention,
+            webhook_retention,
+        }
+    }
 }
 
 /// Removes what is past its time at `now` (Unix ms). Each part goes on if another fails;

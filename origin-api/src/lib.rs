@@ -14,6 +14,7 @@ pub mod clicks;
 pub mod config;
 pub mod dashboard;
 pub mod db;
+pub mod deadline;
 pub mod domains;
 pub mod edge;
 pub mod error;
@@ -90,7 +91,7 @@ pub fn publisher(state: &AppState) -> std::io::Result<Option<publisher::Publishe
         ),
     };
     Ok(Some(publisher::Publisher::new(
-        Arc::new(state.db.clone()),
+        Arc::new(state.db().clone()),
         sink,
         state.metrics.clone(),
     )))
@@ -161,7 +162,7 @@ pub async fn serve_on(
     });
     // Codes sent on to a domain's old shortener, counted per code.
     let legacy = tokio::spawn(clicks::legacy::run(
-        state.db.clone(),
+        state.db().clone(),
         state.clicks.counts.legacy.clone(),
         stop.subscribe(),
     ));
@@ -174,7 +175,7 @@ pub async fn serve_on(
     // receiver holds up nothing else.
     let dispatching = tokio::spawn(
         webhooks::dispatch::Dispatcher::new(
-            state.db.clone(),
+            state.db().clone(),
             app::webhook_settings(&state.settings),
             state.links.settings.short_urls.clone(),
             state.metrics.clone(),

@@ -40,6 +40,25 @@ impl Outbox {
         Ok(store::outbox::pending(&self.db).await?)
     }
 
+    /// Up to `limit` (1 to [`MAX_FAILED_PAGE`]) rows in `state` after the one numbered
+    /// `after`: only `failed` rows (set aside) are listed.
+    pub async fn listed(
+        &self,
+        who: &Principal,
+        state: &str,
+        after: i64,
+        limit: u32,
+    ) -> Result<FailedPage, AppError> {
+        who.require_operator(OPERATORS_ONLY)?;
+        if state != "failed" {
+            return Err(AppError::invalid(
+                "state",
+                format!("{state:?}: only `failed` rows are listed"),
+            ));
+        }
+        self.failed(who, after, limit).await
+    }
+
     /// Up to `limit` (1 to [`MAX_FAILED_PAGE`]) rows set aside after the one numbered
     /// `after`.
     pub async fn failed(

@@ -45,14 +45,22 @@ impl Principal {
         }
     }
 
-    /// Its role in `owner`: a key is an admin of its own owner, an admin key, an
-    /// operator and Hop itself of every owner; `None` when it is no member (the owner's
-    /// data is not found for it).
+    /// Its role in `owner`: a key is an admin of its own owner (an editor, if it is
+    /// limited to some domains), an admin key, an operator and Hop itself are admins of
+    /// every owner; `None` when it is no member (the owner's data is not found for it).
     pub fn role_in(&self, owner: &str) -> Option<Role> {
         match self {
+            // A key limited to some domains manages links there, not the owner.
             Principal::Key {
-                owner: own, admin, ..
-            } => (*admin || own == owner).then_some(Role::Admin),
+                owner: own,
+                admin,
+                domains,
+                ..
+            } => (*admin || own == owner).then_some(if domains.is_some() {
+                Role::Editor
+            } else {
+                Role::Admin
+            }),
             Principal::User {
                 owner: own,
                 role,
@@ -166,6 +174,13 @@ mod tests {
         assert_eq!(key("acme", false).role_in("acme"), Some(Role::Admin));
         assert_eq!(key("acme", false).role_in("globex"), None);
         assert_eq!(key("acme", true).role_in("globex"), Some(Role::Admin));
+        let limited = Principal::Key {
+            key_id: "k".into(),
+            owner: "acme".into(),
+            admin: false,
+            domains: Some(vec!["s.example".into()]),
+        };
+        assert_eq!(limited.role_in("acme"), Some(Role::Editor));
     }
 
     #[test]

@@ -57,7 +57,7 @@ pub struct Step {
 
 #[derive(Debug)]
 pub struct Purge {
-    pub db: Db,
+    db: Db,
     /// Told of each purged link, as of any write.
     pub cache: RedirectCache,
     pub metrics: Metrics,
@@ -69,6 +69,15 @@ fn ms(d: Duration) -> i64 {
 }
 
 impl Purge {
+    pub fn new(db: Db, cache: RedirectCache, metrics: Metrics, settings: PurgeSettings) -> Self {
+        Purge {
+            db,
+            cache,
+            metrics,
+            settings,
+        }
+    }
+
     /// One second's work at `now`: up to `--purge-rate` links (expired ones first, then
     /// tombstones), a batch to a transaction, then click rollup rows.
     pub async fn step(&self, now: i64) -> Result<Step, StoreError> {

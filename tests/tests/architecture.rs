@@ -881,6 +881,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "proxies",
             "metrics",
             "same_site",
+            "deadline",
         ],
     ),
     (
@@ -1010,6 +1011,45 @@ fn doors_reach_no_store_and_no_database() {
         "a door reaches past the services:\n{}",
         wrong.join("\n")
     );
+}
+
+/// No service hands its pool out (issue 55): a database field is private, or `pub(super)`
+/// for a service whose files share a directory; never `pub` or `pub(crate)`, which would
+/// let any door reach past the service's rules.
+#[test]
+fn no_service_hands_out_its_pool() {
+    let wrong: Vec<String> = sources("origin-api")
+        .iter()
+        .flat_map(|(path, code)| open_pool_fields(path, code))
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "a database field others can reach:\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// Each line of `code` declaring a field of type `Db` visible beyond its module's
+/// directory, as `path:line`.
+fn open_pool_fields(path: &str, code: &str) -> Vec<String> {
+    code.lines()
+        .enumerate()
+        .filter_map(|(i, line)| {
+            let line = line.trim_start();
+            let rest = line
+                .strip_prefix("pub(crate) ")
+                .or_else(|| line.strip_prefix("pub "))?;
+            let (_, ty) = rest.split_once(':')?;
+            let ty = ty.trim().trim_end_matches(',');
+            matches!(ty, "Db" | "crate::db::Db").then(|| format!("{path}:{}", i + 1))
+        })
+        .collect()
+}
+
+#[test]
+fn a_public_pool_field_is_found_and_a_private_one_is_not() {
+    let code = "struct A {\n    pub db: Db,\n    pub(super) pool: Db,\n    db2: Db,\n    pub(crate) x: crate::db::Db,\n}\nfn f(db: Db) {}";
+    assert_eq!(open_pool_fields("a.rs", code), ["a.rs:2", "a.rs:5"]);
 }
 
 fn door_violations(graph: &Graph) -> Vec<String> {

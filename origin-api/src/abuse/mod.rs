@@ -49,7 +49,7 @@ pub struct AbuseSettings {
 /// The abuse desk's service.
 #[derive(Debug)]
 pub struct AbuseDesk {
-    pub db: Db,
+    db: Db,
     pub bans: Arc<Bans>,
     pub metrics: Metrics,
     pub settings: AbuseSettings,

@@ -25,7 +25,7 @@ pub const MAX_OPEN_PER_LINK: i64 = 100;
 /// The reports' service.
 #[derive(Debug)]
 pub struct Reports {
-    pub db: Db,
+    db: Db,
     pub metrics: Metrics,
     /// Reports per client (an IPv4 address, or an IPv6 /64), a few a minute.
     pub limit: CreateLimit,
@@ -37,6 +37,40 @@ pub struct Reports {
     /// The domain a short URL without one names.
     pub default_domain: String,
     /// Who the client is, behind the operator's proxies.
+    pub proxies: crate::proxies::Proxies,
+}
+
+impl Reports {
+    /// The reports' service over `db`; the other handles as the fields say.
+    pub fn new(db: Db, parts: ReportsParts) -> Self {
+        let ReportsParts {
+            metrics,
+            limit,
+            global,
+            retention,
+            default_domain,
+            proxies,
+        } = parts;
+        Reports {
+            db,
+            metrics,
+            limit,
+            global,
+            retention,
+            default_domain,
+            proxies,
+        }
+    }
+}
+
+/// What the reports' service holds besides its pool.
+#[derive(Debug)]
+pub struct ReportsParts {
+    pub metrics: Metrics,
+    pub limit: CreateLimit,
+    pub global: CreateLimit,
+    pub retention: std::time::Duration,
+    pub default_domain: String,
     pub proxies: crate::proxies::Proxies,
 }
 

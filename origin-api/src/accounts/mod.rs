@@ -170,7 +170,7 @@ pub struct NewInvitation {
 /// The accounts service.
 #[derive(Debug)]
 pub struct Accounts {
-    pub db: Db,
+    db: Db,
     /// Wrong passwords per client address.
     pub guard: AuthGuard,
     /// Whether session cookies are `Secure` (and the session's is named `__Host-…`):

@@ -126,7 +126,7 @@ impl ApiKeys {
         }
         let grant = Grant {
             admin: grant.admin,
-            domains: self.scope(owner, &grant.domains).await?,
+            domains: self.scope(who, owner, &grant.domains).await?,
         };
         let (key, token) = issue(owner, name, &grant, now_ms())?;
         match who {
@@ -141,7 +141,12 @@ impl ApiKeys {
     }
 
     /// `raw` as the normalized domains of `owner` a key is limited to.
-    async fn scope(&self, owner: &str, raw: &[String]) -> Result<Vec<String>, KeysError> {
+    async fn scope(
+        &self,
+        who: &Principal,
+        owner: &str,
+        raw: &[String],
+    ) -> Result<Vec<String>, KeysError> {
         if raw.is_empty() {
             return Ok(Vec::new());
         }
@@ -151,12 +156,16 @@ impl ApiKeys {
             let d = shared::normalize_short_domain(name)
                 .map_err(|e| KeysError::Domain(format!("{name}: {e}")))?;
             if !theirs.iter().any(|t| t.domain == d) {
-                return Err(match store::domains::get(&self.db, &d).await? {
-                    None => KeysError::NotRegistered(d),
-                    Some(_) => KeysError::NotTheOwners {
+                // Only an operator learns whether it is registered at all.
+                let registered =
+                    !who.is_operator() || store::domains::get(&self.db, &d).await?.is_some();
+                return Err(if registered {
+                    KeysError::NotTheOwners {
                         domain: d,
                         owner: owner.to_owned(),
-                    },
+                    }
+                } else {
+                    KeysError::NotRegistered(d)
                 });
             }
             domains.push(d);
@@ -170,12 +179,15 @@ impl ApiKeys {
     /// it ends (`--key-hold`). Revoking a revoked key changes nothing: `was_live` says so.
     pub async fn revoke(&self, who: &Principal, key_id: &str) -> Result<Revoked, KeysError> {
         let missing = || KeysError::NoLiveKey(key_id.to_owned());
-        if let Some(owner) = who.owner() {
+        // Acting in an owner (a key, a user on its pages), it reaches only that owner's
+        // keys, whatever its rights elsewhere; the operator at the shell, any.
+        let acting_in = who.owner();
+        if let Some(owner) = acting_in {
             who.require(owner, Role::Admin, ADMINS_ONLY)?;
         }
         let key = store::api_keys::find(&self.db, key_id)
             .await?
-            .filter(|k| who.owner().is_none_or(|o| o == k.owner_id))
+            .filter(|k| acting_in.is_none_or(|o| o == k.owner_id))
             .ok_or_else(missing)?;
         match who.require(&key.owner_id, Role::Admin, ADMINS_ONLY) {
             // Another owner's key is none of the caller's business.

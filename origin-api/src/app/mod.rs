@@ -8,7 +8,7 @@
 
 pub mod commands;
 
-use crate::abuse::reports::Reports;
+use crate::abuse::reports::{Reports, ReportsParts};
 use crate::abuse::{AbuseDesk, AbuseSettings};
 use crate::accounts::Accounts;
 use crate::api_keys::{ApiKeys, AuthGuard};
@@ -25,7 +25,7 @@ use crate::freshness::Freshness;
 use crate::health::Health;
 use crate::housekeeping::Housekeeping;
 use crate::links::access::PasswordGate;
-use crate::links::{LinkSettings, Links, TargetPolicy};
+use crate::links::{LinkParts, LinkSettings, Links, TargetPolicy};
 use crate::metrics::Metrics;
 use crate::model::ShortUrls;
 use crate::outbox::Outbox;
@@ -74,7 +74,7 @@ pub struct AppParts {
     pub keys: Arc<ApiKeys>,
     pub outbox: Arc<Outbox>,
     /// The API's, the publisher's and the background tasks' pool.
-    pub db: Db,
+    db: Db,
     pub cache: RedirectCache,
     pub metrics: Metrics,
     /// The configuration, for the server (its limits) and the publisher; no service
@@ -88,10 +88,16 @@ impl AppState {
         build(db, settings)
     }
 
+    /// The API's pool: for the publisher and the background tasks the root starts, and
+    /// for tests that look at the database. No door is handed it.
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
     /// Closes every pool (the API's, the redirect path's, authentication's).
     pub async fn close_db(&self) {
-        self.redirects.db.close().await;
-        self.auth.db.close().await;
+        self.redirects.close().await;
+        self.auth.close().await;
         self.db.close().await;
     }
 }
@@ -147,49 +153,51 @@ pub fn build(db: Db, settings: Settings) -> AppState {
     ));
     let secrets = &settings.secrets;
     let policy = target_policy(&settings);
-    let links = Links {
-        db: db.clone(),
-        ids: ids.clone(),
-        codes: codes.clone(),
-        cache: cache.clone(),
-        metrics: metrics.clone(),
-        create_limit: create_limit.clone(),
-        owner_create_limit: CreateLimit::counting(
-            "this owner creates links",
-            settings.owner_create_rate,
-        )
-        .answering("owner-rate-limited"),
-        password_changes: CreateLimit::counting(
-            "this key changes passwords",
-            PASSWORD_CHANGES_PER_S,
-        ),
-        passwords: passwords.clone(),
-        foreign: Default::default(),
-        scripted_codes: Default::default(),
-        settings: LinkSettings {
-            policy: policy.clone(),
-            permutation_keys: secrets.permutation_keys.clone(),
-            code_key_version: settings.code_key_version,
-            short_urls: ShortUrls::new(&settings.short_url_bases),
-            import_edge_wait: Duration::from_secs(settings.import_edge_wait),
-            restore_window: settings.restore_window,
-            quotas: crate::model::quota::Limits {
-                links: quota_flag(settings.owner_max_links),
-                links_per_day: quota_flag(settings.owner_max_links_per_day),
+    let links = Links::new(
+        db.clone(),
+        LinkParts {
+            ids: ids.clone(),
+            codes: codes.clone(),
+            cache: cache.clone(),
+            metrics: metrics.clone(),
+            create_limit: create_limit.clone(),
+            owner_create_limit: CreateLimit::counting(
+                "this owner creates links",
+                settings.owner_create_rate,
+            )
+            .answering("owner-rate-limited"),
+            password_changes: CreateLimit::counting(
+                "this key changes passwords",
+                PASSWORD_CHANGES_PER_S,
+            ),
+            passwords: passwords.clone(),
+            foreign: Default::default(),
+            scripted_codes: Default::default(),
+            settings: LinkSettings {
+                policy: policy.clone(),
+                permutation_keys: secrets.permutation_keys.clone(),
+                code_key_version: settings.code_key_version,
+                short_urls: ShortUrls::new(&settings.short_url_bases),
+                import_edge_wait: Duration::from_secs(settings.import_edge_wait),
+                restore_window: settings.restore_window,
+                quotas: crate::model::quota::Limits {
+                    links: quota_flag(settings.owner_max_links),
+                    links_per_day: quota_flag(settings.owner_max_links_per_day),
+                },
+                create_rates: (settings.create_rate.get(), settings.owner_create_rate.get()),
+                words: Arc::new(settings.words()),
             },
-            create_rates: (settings.create_rate.get(), settings.owner_create_rate.get()),
-            words: Arc::new(settings.words()),
         },
-    };
-    let redirects = Redirects {
-        db: db.with_own_pool(REDIRECT_CONNECTIONS, POOL_WAIT),
-        cache: cache.clone(),
-        metrics: metrics.clone(),
-        proxies: proxies.clone(),
-        recorder: recorder.clone(),
-        legacy: counts.legacy.clone(),
+    );
+    let redirects = Redirects::new(
+        db.with_own_pool(REDIRECT_CONNECTIONS, POOL_WAIT),
+        cache.clone(),
+        metrics.clone(),
+        proxies.clone(),
+        recorder.clone(),
+        counts.legacy.clone(),
         passwords,
-        settings: RedirectSettings {
+        RedirectSettings {
             default_domain: settings.default_domain.clone(),
             permutation_keys: secrets.permutation_keys.clone(),
             person_key: shared::clicks::person::PersonKey::derive(
@@ -199,24 +207,19 @@ pub fn build(db: Db, settings: Settings) -> AppState {
                     .and_then(shared::KeyRing::oldest),
             ),
         },
-    };
+    );
     let report_proxies = proxies.clone();
     let key_guard = Arc::new(AuthGuard::new(
         settings.auth_failures_per_minute,
         Duration::from_secs(settings.key_hold),
     ));
     let keys = Arc::new(ApiKeys::new(db.clone(), key_guard.clone()));
-    let auth = Auth {
-        db: db.with_own_pool(AUTH_CONNECTIONS, POOL_WAIT),
-        guard: key_guard,
+    let auth = Auth::new(
+        db.with_own_pool(AUTH_CONNECTIONS, POOL_WAIT),
+        key_guard,
         proxies,
-    };
-    let clicks = ClickService {
-        db: db.clone(),
-        counts: counts.clone(),
-        recorder,
-        process: process_id(),
-    };
+    );
+    let clicks = ClickService::new(db.clone(), counts.clone(), recorder, process_id());
     let health = Health::new(
         db.clone(),
         metrics.clone(),
@@ -224,43 +227,41 @@ pub fn build(db: Db, settings: Settings) -> AppState {
         codes.clone(),
         secrets.metrics_token.clone(),
     );
-    let edge = Edge {
-        db: db.clone(),
-        cache: cache.clone(),
-        metrics: metrics.clone(),
-        counts: counts.clone(),
-        edge_token: secrets.edge_token.clone(),
-    };
-    let reports = Arc::new(Reports {
-        db: db.clone(),
-        metrics: metrics.clone(),
-        limit: CreateLimit::per_minute("this address sends reports", settings.report_rate),
-        global: CreateLimit::per_minute(
-            "this shortener takes reports",
-            settings.report_rate_global,
-        ),
-        retention: settings.report_retention,
-        proxies: report_proxies,
-        default_domain: settings.default_domain.clone(),
-    });
-    let housekeeping = Housekeeping {
-        reports: reports.clone(),
-        db: db.clone(),
+    let edge = Edge::new(
+        db.clone(),
+        cache.clone(),
+        metrics.clone(),
+        counts.clone(),
+        secrets.edge_token.clone(),
+    );
+    let reports = Arc::new(Reports::new(
+        db.clone(),
+        ReportsParts {
+            metrics: metrics.clone(),
+            limit: CreateLimit::per_minute("this address sends reports", settings.report_rate),
+            global: CreateLimit::per_minute(
+                "this shortener takes reports",
+                settings.report_rate_global,
+            ),
+            retention: settings.report_retention,
+            proxies: report_proxies,
+            default_domain: settings.default_domain.clone(),
+        },
+    ));
+    let housekeeping = Housekeeping::new(
+        db.clone(),
         create_limit,
-        click_retention_ms: counts.retention_ms(),
-        outbox_retention: settings.outbox_retention,
-        webhook_retention: settings.webhook_retention,
-    };
-    let freshness = Freshness {
-        db: db.clone(),
-        cache: cache.clone(),
-        metrics: metrics.clone(),
-    };
-    let bans = Arc::new(Bans {
-        db: db.clone(),
-        cache: cache.clone(),
-        default_domain: settings.default_domain.clone(),
-    });
+        reports.clone(),
+        counts.retention_ms(),
+        settings.outbox_retention,
+        settings.webhook_retention,
+    );
+    let freshness = Freshness::new(db.clone(), cache.clone(), metrics.clone());
+    let bans = Arc::new(Bans::new(
+        db.clone(),
+        cache.clone(),
+        settings.default_domain.clone(),
+    ));
     AppState(Arc::new(AppParts {
         links: Arc::new(links),
         domains: Arc::new(domains(&db, &cache, &settings)),
@@ -282,17 +283,17 @@ pub fn build(db: Db, settings: Settings) -> AppState {
                 allow_http: settings.feed_allow_http,
             },
         )),
-        purge: Arc::new(Purge {
-            db: db.clone(),
-            cache: cache.clone(),
-            metrics: metrics.clone(),
-            settings: PurgeSettings {
+        purge: Arc::new(Purge::new(
+            db.clone(),
+            cache.clone(),
+            metrics.clone(),
+            PurgeSettings {
                 expired_after: settings.purge_expired_after.0,
                 restore_window: settings.restore_window,
                 click_retention: settings.click_rollup_retention.0,
                 per_second: settings.purge_rate,
             },
-        }),
+        )),
         reports,
         bans,
         keys,
@@ -344,10 +345,7 @@ fn accounts(db: &Db, keys: Arc<ApiKeys>, settings: &Settings) -> Accounts {
 
 /// Only the webhooks service (`hop-origin webhooks`).
 pub fn webhooks_only(db: Db, settings: &Settings) -> Webhooks {
-    Webhooks {
-        db,
-        settings: webhook_settings(settings),
-    }
+    Webhooks::new(db, webhook_settings(settings))
 }
 
 /// Only what registering and changing domains needs (`hop-origin domains add|set|remove`):
@@ -358,11 +356,7 @@ pub fn domains_only(db: Db, settings: &Settings) -> Domains {
 }
 
 fn domains(db: &Db, cache: &RedirectCache, settings: &Settings) -> Domains {
-    Domains {
-        db: db.clone(),
-        cache: cache.clone(),
-        policy: target_policy(settings),
-    }
+    Domains::new(db.clone(), cache.clone(), target_policy(settings))
 }
 
 fn target_policy(settings: &Settings) -> TargetPolicy {
@@ -423,11 +417,3 @@ services_from_the_root!(
     keys: ApiKeys,
     outbox: Outbox,
 );
-
-/// The API's pool, for a handler that reads the database and nothing else (the outbox's
-/// dead letters).
-impl FromRef<AppState> for Db {
-    fn from_ref(state: &AppState) -> Self {
-        state.db.clone()
-    }
-}

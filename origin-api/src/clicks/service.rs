@@ -13,7 +13,7 @@ use tokio::sync::watch;
 #[derive(Debug)]
 pub struct ClickService {
     /// The API's pool.
-    pub db: Db,
+    db: Db,
     /// Ingestion and the rollups' bookkeeping.
     pub counts: Arc<Clicks>,
     /// This origin's own clicks, tallied before they are written.
@@ -24,6 +24,15 @@ pub struct ClickService {
 }
 
 impl ClickService {
+    pub fn new(db: Db, counts: Arc<Clicks>, recorder: Arc<Recorder>, process: String) -> Self {
+        ClickService {
+            db,
+            counts,
+            recorder,
+            process,
+        }
+    }
+
     /// `link`'s statistics over `range`, complete up to `as_of` ([`Self::data_as_of`]).
     pub async fn link_stats(
         &self,

@@ -197,7 +197,7 @@ pub(super) async fn submit(
     };
     // The creation rate is counted per person here, as per key in the API.
     let limit_key = format!("user:{}", signed.user.user_id);
-    match crate::imports::run(&links, &creator, &limit_key, request).await {
+    match crate::links::import::run(&links, &creator, &limit_key, request).await {
         Ok(report) => {
             p.report = Some(shown(
                 &report,

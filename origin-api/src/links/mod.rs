@@ -6,6 +6,7 @@ mod create;
 pub(crate) mod fields;
 mod fingerprint;
 pub mod history;
+pub mod import;
 pub(crate) use fields::{on_allowed_host, redirect_url};
 mod list;
 mod lookups;
@@ -17,12 +18,9 @@ mod reads;
 mod service;
 mod update;
 
-pub use service::{ForeignDomains, LinkSettings, Links, TargetPolicy};
+pub use service::{ForeignDomains, LinkParts, LinkSettings, Links, TargetPolicy};
 
 pub use bulk::{create_bulk, BulkOutcome};
-pub(crate) use create::{
-    admit_new_link, generated_taken, prepare_link_as, stored, write_failed, Codes,
-};
 pub use create::{
     alias_available, check_idempotency_key, create_link, create_link_once, Created,
     IDEMPOTENCY_TTL_MS,

@@ -16,8 +16,35 @@ use super::access::PasswordGate;
 
 #[derive(Debug)]
 pub struct Links {
-    /// The API's pool.
-    pub db: Db,
+    /// The API's pool: the links service's own files reach it, nobody else.
+    pub(super) db: Db,
+    /// Numbers links (`link_id`).
+    pub ids: SegmentAllocator,
+    /// Numbers each domain's generated codes.
+    pub codes: CodeSequences,
+    /// This origin's redirect cache, told of each write at once.
+    pub cache: RedirectCache,
+    pub metrics: Metrics,
+    /// Links created per key.
+    pub create_limit: CreateLimit,
+    /// Links created per owner, whatever its keys and people (`--owner-create-rate`).
+    pub owner_create_limit: CreateLimit,
+    /// Changes that set a password, per actor (`key:…`, `user:…`): taken by
+    /// [`crate::links::update_link`] whichever door the change comes through.
+    pub password_changes: CreateLimit,
+    /// The one gate every password hash passes (visitors' too).
+    pub passwords: Arc<PasswordGate>,
+    /// The domains holding codes imported from other shorteners.
+    pub foreign: ForeignDomains,
+    /// Random codes to hand out before drawing any: empty but in tests, which script
+    /// collisions with it (a CSPRNG's draws cannot be foreseen).
+    pub scripted_codes: std::sync::Mutex<std::collections::VecDeque<String>>,
+    pub settings: LinkSettings,
+}
+
+/// What the links service holds besides its pool, as the root hands it over.
+#[derive(Debug)]
+pub struct LinkParts {
     /// Numbers links (`link_id`).
     pub ids: SegmentAllocator,
     /// Numbers each domain's generated codes.
@@ -89,6 +116,37 @@ impl ForeignDomains {
 }
 
 impl Links {
+    /// The links service over `db`.
+    pub fn new(db: Db, parts: LinkParts) -> Self {
+        let LinkParts {
+            ids,
+            codes,
+            cache,
+            metrics,
+            create_limit,
+            owner_create_limit,
+            password_changes,
+            passwords,
+            foreign,
+            scripted_codes,
+            settings,
+        } = parts;
+        Links {
+            db,
+            ids,
+            codes,
+            cache,
+            metrics,
+            create_limit,
+            owner_create_limit,
+            password_changes,
+            passwords,
+            foreign,
+            scripted_codes,
+            settings,
+        }
+    }
+
     /// `link` as the API shows it.
     pub fn view(&self, link: &crate::model::Link) -> crate::views::links::LinkView {
         link.view(&self.settings.short_urls)

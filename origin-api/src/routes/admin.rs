@@ -83,16 +83,13 @@ pub(crate) async fn outbox(
     caller: Caller,
     ApiQuery(q): ApiQuery<OutboxQuery>,
 ) -> Result<Json<FailedPage>, AppError> {
-    let who = caller.principal();
-    // Parsed like the rest of the query, before the service judges who asks.
-    if q.state != "failed" {
-        return Err(AppError::invalid(
-            "state",
-            format!("{:?}: only `failed` rows are listed", q.state),
-        ));
-    }
     let page = outbox
-        .failed(&who, q.after.unwrap_or(0), q.limit.unwrap_or(100))
+        .listed(
+            &caller.principal(),
+            &q.state,
+            q.after.unwrap_or(0),
+            q.limit.unwrap_or(100),
+        )
         .await?;
     Ok(Json(FailedPage {
         items: page.rows.into_iter().map(FailedView::from).collect(),

@@ -11,7 +11,6 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use shared::clicks::{ClickBatch, ClickReceipt, MAX_CLICK_BATCH};
 use shared::tally::MAX_TALLIES_PER_POST;
-use shared::{EdgeStatus, RouteKey};
 use std::sync::Arc;
 
 /// A request carrying the edge token. Checked before the body is read, so a caller
@@ -25,27 +24,14 @@ where
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, AppError> {
-        let edge = Arc::<Edge>::from_ref(state);
-        let Some(expected) = edge
-            .edge_token
-            .as_ref()
-            .map(secrecy::ExposeSecret::expose_secret)
-        else {
-            return Err(AppError::NotConfigured(
-                "answer the edge: set HOP_EDGE_TOKEN to the worker's ORIGIN_TOKEN",
-            ));
-        };
         let given = parts
             .headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
             .unwrap_or_default();
-        if shared::sync::token_accepted(given, expected) {
-            Ok(EdgeCaller)
-        } else {
-            Err(AppError::EdgeUnauthorized)
-        }
+        Arc::<Edge>::from_ref(state).admit(given)?;
+        Ok(EdgeCaller)
     }
 }
 
@@ -65,23 +51,7 @@ pub(crate) async fn resolve(
     _edge: EdgeCaller,
     ApiPath((domain, code)): ApiPath<(String, String)>,
 ) -> Result<Response, AppError> {
-    state.metrics.edge_resolves.inc();
-    let domain = shared::normalize_domain(&domain).map_err(|_| AppError::NotFound)?;
-    let now = std::time::Instant::now();
-    let settings = state.cache.settings(&state.db, &domain, now).await?;
-    // A disabled domain serves nothing; nothing of it is new.
-    if settings.status == shared::DomainStatus::Disabled {
-        return Err(AppError::NotFound);
-    }
-    let code = settings.canonical_code(&code).into_owned();
-    let route = RouteKey::new(domain, code).ok_or(AppError::NotFound)?;
-    let deny = state.cache.denylist(&state.db, now).await?;
-    let entry = state.cache.entry(&state.db, &route).await?;
-    let prepared = entry.record.as_ref().ok_or(AppError::NotFound)?;
-    let mut record = prepared.to_record();
-    if prepared.banned_by(&route, &deny) {
-        record.status = EdgeStatus::Banned;
-    }
+    let record = state.resolve(&domain, &code).await?;
     Ok((
         StatusCode::OK,
         [
@@ -111,16 +81,10 @@ pub(crate) async fn denylist(
     _edge: EdgeCaller,
     headers: axum::http::HeaderMap,
 ) -> Result<Response, AppError> {
-    let deny = state
-        .cache
-        .denylist(&state.db, std::time::Instant::now())
-        .await?;
-    let etag = format!("\"{}\"", deny.version());
-    let unchanged = headers
+    let held = headers
         .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|held| held.split(',').any(|t| t.trim() == etag));
-    state.metrics.edge_denylist_read(unchanged);
+        .and_then(|v| v.to_str().ok());
+    let (deny, etag, unchanged) = state.denylist(held).await?;
     let cache_control = (header::CACHE_CONTROL, "no-store".to_owned());
     if unchanged {
         return Ok((
@@ -173,14 +137,6 @@ pub(crate) async fn clicks(
             batch.tallies.len()
         )));
     }
-    let receipt = state
-        .counts
-        .ingest(
-            &state.db,
-            &batch.events,
-            &batch.tallies,
-            crate::model::time::now_ms(),
-        )
-        .await?;
+    let receipt = state.ingest(&batch.events, &batch.tallies).await?;
     Ok(Json(receipt))
 }

@@ -25,7 +25,7 @@ pub(crate) async fn create(
     caller: Caller,
     ApiJson(body): ApiJson<ImportRequest, BULK_BODY_LIMIT>,
 ) -> Result<Response, AppError> {
-    let report = crate::imports::run(&state, &caller.creator(), &caller.key_id, body).await?;
+    let report = crate::links::import::run(&state, &caller.creator(), &caller.key_id, body).await?;
     let mut res = (StatusCode::OK, Json(&report)).into_response();
     if let Some(s) = report.retry_after_s {
         if let Ok(v) = HeaderValue::from_str(&s.to_string()) {

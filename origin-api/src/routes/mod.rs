@@ -60,7 +60,7 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// answered). The API's routes have a
 /// timer each; the redirect path (the fallback) arms one only when it has to wait (a
 /// cache miss), because a timer per request cost about a tenth of a cached redirect's
-/// CPU (`scripts/bench-redirect`): see [`redirect::REDIRECT_TIMEOUT`].
+/// CPU (`scripts/bench-redirect`): see [`crate::redirects::visit::REDIRECT_TIMEOUT`].
 pub fn router(state: AppState) -> Router {
     let in_flight = in_flight(&state);
     router_under(state, in_flight)
@@ -224,18 +224,18 @@ impl App for Origin {
             return Either::Right(Box::pin(async move {
                 let _slot = slot;
                 let body = axum::body::Body::new(body);
-                redirect::posted(&origin.redirects, parts, body, Some(peer)).await
+                redirect::write(origin.redirects.posted(parts, body, Some(peer)).await)
             }));
         }
-        if let Some(answered) = redirect::answer_held(&origin.redirects, &parts, Some(peer)) {
-            return Either::Left(ready(answered));
+        if let Some(answered) = origin.redirects.answer_held(&parts, Some(peer)) {
+            return Either::Left(ready(redirect::respond(answered)));
         }
         let Some(slot) = origin.in_flight.enter() else {
             return Either::Left(ready(crate::server::busy()));
         };
         Either::Right(Box::pin(async move {
             let _slot = slot;
-            redirect::answer(&origin.redirects, parts, Some(peer)).await
+            redirect::write(origin.redirects.answer(parts, Some(peer)).await)
         }))
     }
 }

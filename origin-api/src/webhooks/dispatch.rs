@@ -79,7 +79,7 @@ impl Rounds {
 /// What the dispatcher needs.
 #[derive(Debug, Clone)]
 pub struct Dispatcher {
-    pub db: Db,
+    db: Db,
     pub settings: WebhookSettings,
     pub short_urls: ShortUrls,
     pub metrics: Metrics,

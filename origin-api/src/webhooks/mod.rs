@@ -68,8 +68,8 @@ impl Default for WebhookSettings {
 /// The webhooks' API: endpoints registered, changed, rotated, rewound; their attempts.
 #[derive(Debug)]
 pub struct Webhooks {
-    pub db: Db,
-    pub settings: WebhookSettings,
+    db: Db,
+    settings: WebhookSettings,
 }
 
 /// The id an event is sent with (`webhook-id`) and redelivered from.
@@ -182,6 +182,10 @@ fn page_limit(limit: Option<i64>) -> Result<i64, AppError> {
 }
 
 impl Webhooks {
+    pub fn new(db: Db, settings: WebhookSettings) -> Self {
+        Webhooks { db, settings }
+    }
+
     fn check_url(&self, url: &str) -> Result<(), AppError> {
         match address::refuse(url, self.settings.allow_private) {
             Some(why) => Err(AppError::invalid("url", why)),

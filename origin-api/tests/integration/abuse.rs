@@ -343,7 +343,7 @@ async fn the_recheck_bans_what_a_feed_lists_and_walks_every_link() {
             .expect("added");
         let hosts = ["bad.example".to_owned()].into_iter().collect();
         origin_api::store::feeds::replace_entries(
-            &api.state.db,
+            api.state.db(),
             "quiet",
             &hosts,
             &Default::default(),
@@ -364,7 +364,7 @@ async fn the_recheck_bans_what_a_feed_lists_and_walks_every_link() {
         // The banned link is skipped from now on; the walk ends and starts again.
         assert_eq!(desk.recheck_step(2).await.expect("a step"), 1);
         assert_eq!(desk.recheck_step(2).await.expect("a step"), 0);
-        let (at, rounds) = origin_api::store::feeds::recheck_position(&api.state.db)
+        let (at, rounds) = origin_api::store::feeds::recheck_position(api.state.db())
             .await
             .expect("position");
         assert_eq!((at, rounds), (-1, 1));

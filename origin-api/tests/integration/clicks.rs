@@ -283,7 +283,7 @@ async fn concurrent_folds_count_each_staged_delivery_once() {
         let mut folds = tokio::task::JoinSet::new();
         for _ in 0..4 {
             let state = api.state.clone();
-            folds.spawn(async move { state.clicks.counts.fold(&state.db).await });
+            folds.spawn(async move { state.clicks.counts.fold(state.db()).await });
         }
         let folded: u64 = folds
             .join_all()
@@ -801,7 +801,7 @@ async fn ids_past_their_retention_are_forgotten() {
         // The sweep keeps ids received since `before`…
         let early = api
             .state
-            .db
+            .db()
             .forget_click_ids(now_ms() - 60_000)
             .await
             .expect("sweep");
@@ -813,7 +813,7 @@ async fn ids_past_their_retention_are_forgotten() {
         // …and forgets those received before it, which is why older events are refused.
         let forgotten = api
             .state
-            .db
+            .db()
             .forget_click_ids(now_ms() + 1)
             .await
             .expect("sweep");
@@ -922,7 +922,7 @@ async fn a_full_tally_is_written_sooner_and_loses_nothing() {
                 state
                     .clicks
                     .recorder
-                    .run(&state.clicks.counts, &state.db, stopped)
+                    .run(&state.clicks.counts, state.db(), stopped)
                     .await
             }
         });
@@ -951,7 +951,7 @@ async fn a_full_tally_is_written_sooner_and_loses_nothing() {
         // window's time would have closed them (a window stays open 10 s at least).
         let counted = || async {
             let totals = state
-                .db
+                .db()
                 .owner_totals("ana", &[], now - 3_600_000, now + 3_600_000)
                 .await
                 .expect("totals");
@@ -965,7 +965,7 @@ async fn a_full_tally_is_written_sooner_and_loses_nothing() {
         stop.send(true).expect("writer alive");
         writer.await.expect("writer");
         let totals = state
-            .db
+            .db()
             .owner_totals("ana", &[], now - 3_600_000, now + 3_600_000)
             .await
             .expect("totals");

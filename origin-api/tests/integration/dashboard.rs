@@ -2162,6 +2162,15 @@ async fn an_admin_makes_a_key_seen_once_and_revokes_it() {
             )
             .await;
         assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
+        // Whether another domain is registered at all is none of an owner's business.
+        assert!(
+            refused
+                .html
+                .contains("other.example is not a domain of acme"),
+            "{}",
+            refused.html
+        );
+        assert!(!refused.html.contains("registered"), "{}", refused.html);
 
         let key_id = token.split('_').nth(1).expect("key id").to_owned();
         // Nobody else revokes it: an editor is told, another owner's admin finds nothing.

@@ -747,7 +747,7 @@ async fn each_change_of_a_domain_queues_its_settings_for_the_edge_at_a_higher_ve
         let cfg = || async {
             let rows: Vec<(String, i64, String)> = api
                 .state
-                .db
+                .db()
                 .read_all(
                     "SELECT lane, version, payload FROM outbox WHERE kind = 'cfg' \
                      AND route_key = 'b.example' ORDER BY seq",

@@ -44,7 +44,7 @@ impl Served {
         let (k, token) =
             origin_api::api_keys::issue("acme", "k", &origin_api::api_keys::Grant::default(), 0)
                 .expect("key");
-        origin_api::store::api_keys::insert(&self.state.db, &k)
+        origin_api::store::api_keys::insert(self.state.db(), &k)
             .await
             .expect("insert key");
         (k, token)
@@ -339,7 +339,7 @@ async fn a_starved_api_pool_does_not_stop_redirects_or_authentication() {
         // until the pool has nothing more to give (its background tasks hold a few).
         let mut held = Vec::new();
         let wait = Duration::from_secs(1);
-        match &s.state.db {
+        match s.state.db() {
             origin_api::db::Db::Sqlite(pools) => {
                 while let Ok(Ok(c)) = tokio::time::timeout(wait, pools.read.acquire()).await {
                     held.push(Held::Sqlite(c));
@@ -397,7 +397,7 @@ enum Held {
 async fn a_visit_that_cannot_get_a_connection_is_told_to_retry() {
     let t = TestDb::sqlite().await;
     let s = serve(&t, &[]).await;
-    let origin_api::db::Db::Sqlite(pools) = &s.state.redirects.db else {
+    let origin_api::db::Db::Sqlite(pools) = &s.state.redirects.pool_for_tests() else {
         unreachable!("a SQLite test");
     };
     let mut held = Vec::new();
@@ -443,9 +443,9 @@ async fn hosts_this_origin_does_not_serve_cost_no_database_read() {
         assert_eq!(visit("other.example".into(), "/on-other").await, Some(302));
         // ...and from then on, no visit on any other host reaches the database: with the
         // redirect path's pool closed, they are all still answered.
-        if let origin_api::db::Db::Sqlite(p) = &s.state.redirects.db {
+        if let origin_api::db::Db::Sqlite(p) = &s.state.redirects.pool_for_tests() {
             p.read.close().await;
-        } else if let origin_api::db::Db::Postgres(p) = &s.state.redirects.db {
+        } else if let origin_api::db::Db::Postgres(p) = &s.state.redirects.pool_for_tests() {
             p.close().await;
         }
         for i in 0..200 {
@@ -518,7 +518,7 @@ async fn metrics_are_not_served_to_the_public_without_the_token() {
     let mut state = app_state_with(&t, &[]);
     let mut settings = state.settings.clone();
     settings.secrets.metrics_token = None;
-    state = AppState::new(state.db.clone(), settings);
+    state = AppState::new(state.db().clone(), settings);
     let public = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -825,7 +825,7 @@ async fn a_request_whose_body_never_comes_is_cut_off_when_busy_too_long() {
     let (k, token) =
         origin_api::api_keys::issue("acme", "k", &origin_api::api_keys::Grant::default(), 0)
             .expect("key");
-    origin_api::store::api_keys::insert(&state.db, &k)
+    origin_api::store::api_keys::insert(state.db(), &k)
         .await
         .expect("insert key");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")

@@ -46,7 +46,7 @@ pub(crate) async fn serve_with(t: &TestDb, owner: &str, flags: &[&str]) -> Serve
     let state = app_state_with(t, flags);
     let (key, token) = api_keys::issue(owner, "import", &api_keys::Grant::default(), now_ms())
         .expect("test setup");
-    origin_api::store::api_keys::insert(&state.db, &key)
+    origin_api::store::api_keys::insert(state.db(), &key)
         .await
         .expect("test setup");
     let server = tokio::spawn(async move {
@@ -278,7 +278,7 @@ async fn export_shows_only_the_keys_owner_and_tombstones_on_request() {
     .unwrap();
     mine.import(&options(&file)).await.unwrap();
     let state = crate::common::app_state(&t);
-    let link = origin_api::store::links::get(&state.db, "s.example", "gone")
+    let link = origin_api::store::links::get(state.db(), "s.example", "gone")
         .await
         .unwrap()
         .unwrap();

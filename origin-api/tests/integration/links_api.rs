@@ -344,7 +344,7 @@ async fn only_live_keys_are_accepted() {
         );
         let (key_id, _) = api_keys::parse_token(&token).expect("token");
         assert!(
-            origin_api::store::api_keys::revoke(&api.state.db, key_id, now_ms())
+            origin_api::store::api_keys::revoke(api.state.db(), key_id, now_ms())
                 .await
                 .expect("revoke")
         );
@@ -1076,7 +1076,7 @@ impl Api {
     /// Outbox rows of one kind and key: (lane, version, payload), oldest first.
     async fn outbox(&self, kind: &str, route: &str) -> Vec<(String, i64, String)> {
         self.state
-            .db
+            .db()
             .read_all(
                 "SELECT lane, version, payload FROM outbox WHERE kind = $1 AND route_key = $2 ORDER BY seq",
                 &[kind.into(), route.into()],
@@ -1909,7 +1909,7 @@ async fn every_link_answer_names_its_full_short_url() {
     )
     .await
     {
-        register(&api.state.db, "localhost").await;
+        register(api.state.db(), "localhost").await;
         let token = api.key("acme", false).await;
         let created = api
             .create(&token, json!({ "target_url": "https://dest.example/a" }))

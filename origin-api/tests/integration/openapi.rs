@@ -142,7 +142,7 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
 
     // The documented shapes are the served ones, field for field.
     let (key, token) = api_keys::issue("o", "t", &api_keys::Grant::default(), now_ms()).unwrap();
-    origin_api::store::api_keys::insert(&state.db, &key)
+    origin_api::store::api_keys::insert(state.db(), &key)
         .await
         .unwrap();
     let create = |body: Value| {
@@ -168,7 +168,7 @@ async fn the_description_matches_the_routes_and_the_shapes_served() {
     assert_eq!(keys_of(&summary), properties(&doc, "OwnerStats"));
     let (admin, admin_token) =
         api_keys::issue("ops", "t", &api_keys::Grant::admin(), now_ms()).unwrap();
-    origin_api::store::api_keys::insert(&state.db, &admin)
+    origin_api::store::api_keys::insert(state.db(), &admin)
         .await
         .unwrap();
     let req = Request::post("/v1/domains")

@@ -161,7 +161,7 @@ fn setup(t: &TestDb) -> Setup {
     let state = crate::common::app_state(t);
     let edge = Arc::new(MemoryEdge::default());
     let publisher = Publisher::with_timings(
-        Arc::new(state.db.clone()),
+        Arc::new(state.db().clone()),
         edge.clone(),
         state.metrics.clone(),
         test_timings(),
@@ -205,7 +205,7 @@ async fn edit(
 
 /// The link `code` of `s.example`, as the database holds it.
 async fn stored(s: &Setup, code: &str) -> origin_api::model::Link {
-    origin_api::store::links::get(&s.state.db, "s.example", code)
+    origin_api::store::links::get(s.state.db(), "s.example", code)
         .await
         .expect("read")
         .expect("link")
@@ -237,14 +237,14 @@ async fn creates_edits_and_bans_reach_the_edge_coalesced_with_the_fast_lane_firs
         // A ban, on the fast lane.
         let (admin, _) =
             api_keys::issue("ops", "t", &api_keys::Grant::admin(), now_ms()).expect("key");
-        origin_api::store::api_keys::insert(&s.state.db, &admin)
+        origin_api::store::api_keys::insert(s.state.db(), &admin)
             .await
             .expect("key");
         let ban = origin_api::model::BanTarget::Host {
             host: "evil.example".into(),
         };
         origin_api::store::bans::insert(
-            &s.state.db,
+            s.state.db(),
             &ban,
             "phishing",
             "ops/t",
@@ -297,7 +297,7 @@ async fn creates_edits_and_bans_reach_the_edge_coalesced_with_the_fast_lane_firs
             t.kind()
         );
         assert!(view.edge.published_at.is_some() && view.edge.visible_everywhere_by.is_some());
-        assert!(pending(&s.state.db).await.is_empty());
+        assert!(pending(s.state.db()).await.is_empty());
         assert_eq!(s.publisher.step().await.expect("idle step"), 0);
 
         // A further edit makes it pending again until it is delivered.
@@ -326,7 +326,7 @@ async fn a_failed_push_is_retried_and_an_older_version_never_replaces_a_newer_on
         s.edge.down.store(true, Ordering::SeqCst);
         assert!(s.publisher.step().await.is_err());
         assert!(
-            !pending(&s.state.db).await.is_empty(),
+            !pending(s.state.db()).await.is_empty(),
             "{}: nothing is lost",
             t.kind()
         );
@@ -354,8 +354,8 @@ async fn a_failed_push_is_retried_and_an_older_version_never_replaces_a_newer_on
             s.edge.value("l:s.example/retry-me").expect("record")["v"],
             json!(5)
         );
-        assert!(pending(&s.state.db).await.is_empty());
-        let failed = s.state.db.failed_rows(0, 10).await.expect("failed");
+        assert!(pending(s.state.db()).await.is_empty());
+        let failed = s.state.db().failed_rows(0, 10).await.expect("failed");
         assert_eq!(failed.len(), 1, "{}: {failed:?}", t.kind());
         assert!(
             failed[0].last_error.contains("restored from a backup"),
@@ -546,7 +546,7 @@ async fn the_kv_bulk_sink_sends_what_cloudflare_documents_and_never_an_older_ver
         let sink = origin_api::publisher::sink::KvBulk::new(&api, "acct123", "ns456", "cf-token")
             .expect("sink");
         let publisher = Publisher::with_timings(
-            Arc::new(state.db.clone()),
+            Arc::new(state.db().clone()),
             Arc::new(sink),
             state.metrics.clone(),
             test_timings(),
@@ -586,7 +586,7 @@ async fn the_kv_bulk_sink_sends_what_cloudflare_documents_and_never_an_older_ver
 
         // A row of version 1 that committed after version 2 was delivered is retired,
         // never sent: KV would take it, having no versions of its own.
-        let link = origin_api::store::links::get(&s.state.db, "s.example", "kv-b")
+        let link = origin_api::store::links::get(s.state.db(), "s.example", "kv-b")
             .await
             .expect("read")
             .expect("link");
@@ -603,7 +603,7 @@ async fn the_kv_bulk_sink_sends_what_cloudflare_documents_and_never_an_older_ver
              VALUES ('normal', 'link', 's.example/kv-b', 1, '{late}', {})",
             now_ms()
         );
-        s.state.db.write(&sql, &[]).await.expect("insert");
+        s.state.db().write(&sql, &[]).await.expect("insert");
         let calls = *cf.calls.lock().expect("lock");
         drain(&s).await;
         assert_eq!(
@@ -618,7 +618,7 @@ async fn the_kv_bulk_sink_sends_what_cloudflare_documents_and_never_an_older_ver
             serde_json::from_str::<Value>(&value).expect("record")["v"],
             json!(2)
         );
-        assert!(pending(&s.state.db).await.is_empty());
+        assert!(pending(s.state.db()).await.is_empty());
 
         // The sweep judges only the batch about to be pushed. Two late rows with a
         // batch's worth of rows from the first on: the first is retired from its batch,
@@ -640,9 +640,9 @@ async fn the_kv_bulk_sink_sends_what_cloudflare_documents_and_never_an_older_ver
             "INSERT INTO outbox (lane, kind, route_key, version, payload, created_at) VALUES {}",
             values.join(", ")
         );
-        s.state.db.write(&sql, &[]).await.expect("insert");
+        s.state.db().write(&sql, &[]).await.expect("insert");
         drain(&s).await;
-        assert!(pending(&s.state.db).await.is_empty(), "{}", t.kind());
+        assert!(pending(s.state.db()).await.is_empty(), "{}", t.kind());
         {
             let kv = cf.kv.lock().expect("lock");
             let (value, _) = kv.get("l:s.example/kv-b").expect("kv-b").clone();
@@ -821,7 +821,7 @@ async fn a_push_stalled_past_the_lease_never_lands_after_the_standbys_and_the_st
                 release: Arc::new(Notify::new()),
             });
             let a_store = Arc::new(Cut {
-                db: state.db.clone(),
+                db: state.db().clone(),
                 cut: AtomicBool::new(false),
                 marks: AtomicUsize::new(0),
             });
@@ -835,7 +835,7 @@ async fn a_push_stalled_past_the_lease_never_lands_after_the_standbys_and_the_st
             let (stop, stopped) = watch::channel(false);
             let a_task = tokio::spawn(a.run(stopped.clone()));
             eventually("A delivers v1", || async {
-                published_version(&state.db, &code).await == Some(1)
+                published_version(state.db(), &code).await == Some(1)
             })
             .await;
 
@@ -866,7 +866,7 @@ async fn a_push_stalled_past_the_lease_never_lands_after_the_standbys_and_the_st
             // B takes over once A's lease lapses by the database's clock.
             let b_metrics = Metrics::default();
             let b = Publisher::with_timings(
-                Arc::new(state.db.clone()),
+                Arc::new(state.db().clone()),
                 edge.clone(),
                 b_metrics.clone(),
                 fenced_timings(),
@@ -884,7 +884,7 @@ async fn a_push_stalled_past_the_lease_never_lands_after_the_standbys_and_the_st
             tokio::time::sleep(fenced_timings().push_deadline / 4).await;
             stalling.release.notify_waiters();
             eventually("B delivers v3", || async {
-                published_version(&state.db, &code).await == Some(3)
+                published_version(state.db(), &code).await == Some(3)
             })
             .await;
 
@@ -935,7 +935,7 @@ async fn a_value_the_edge_refuses_is_set_aside_and_everything_behind_it_is_deliv
             let link = create(&s, json!({ "target_url": format!("https://dest.example/{i}"), "code": format!("ok-{i}") })).await;
             links.push(edit(&s, &link, json!({ "title": format!("edited {i}") })).await);
         }
-        ban_evil_example(&s.state.db).await;
+        ban_evil_example(s.state.db()).await;
         drain(&s).await;
 
         for link in &links {
@@ -950,8 +950,8 @@ async fn a_value_the_edge_refuses_is_set_aside_and_everything_behind_it_is_deliv
             json!(["evil.example"])
         );
         assert!(s.edge.value("l:s.example/poison").is_none());
-        assert!(pending(&s.state.db).await.is_empty(), "{}", t.kind());
-        let failed = s.state.db.failed_rows(0, 10).await.expect("failed");
+        assert!(pending(s.state.db()).await.is_empty(), "{}", t.kind());
+        let failed = s.state.db().failed_rows(0, 10).await.expect("failed");
         assert_eq!(failed.len(), 1, "{failed:?}");
         assert_eq!(
             (failed[0].route_key.as_str(), failed[0].attempts),
@@ -966,7 +966,7 @@ async fn a_value_the_edge_refuses_is_set_aside_and_everything_behind_it_is_deliv
 
         // Once the edge takes it, the operator puts it back in line and it is delivered.
         s.edge.poison.lock().expect("lock").clear();
-        assert_eq!(s.state.db.retry_failed(None).await.expect("retry"), 1);
+        assert_eq!(s.state.db().retry_failed(None).await.expect("retry"), 1);
         drain(&s).await;
         assert_eq!(
             s.edge.value("l:s.example/poison").expect("record")["v"],
@@ -974,7 +974,7 @@ async fn a_value_the_edge_refuses_is_set_aside_and_everything_behind_it_is_deliv
         );
         assert!(s
             .state
-            .db
+            .db()
             .failed_rows(0, 10)
             .await
             .expect("failed")
@@ -1027,7 +1027,7 @@ async fn a_request_refused_for_one_item_is_split_until_that_item_stands_alone() 
             requests: AtomicUsize::new(0),
         });
         let publisher = Publisher::with_timings(
-            Arc::new(state.db.clone()),
+            Arc::new(state.db().clone()),
             sink.clone(),
             state.metrics.clone(),
             test_timings(),
@@ -1049,7 +1049,7 @@ async fn a_request_refused_for_one_item_is_split_until_that_item_stands_alone() 
                 t.kind()
             );
         }
-        let failed = state.db.failed_rows(0, 10).await.expect("failed");
+        let failed = state.db().failed_rows(0, 10).await.expect("failed");
         assert_eq!(
             failed
                 .iter()
@@ -1142,7 +1142,7 @@ async fn a_ban_reaches_the_edge_while_the_normal_lane_is_stuck() {
         let state = crate::common::app_state(&t);
         let edge = Arc::new(MemoryEdge::new(true));
         let publisher = Publisher::with_timings(
-            Arc::new(state.db.clone()),
+            Arc::new(state.db().clone()),
             Arc::new(RecordsStuck { edge: edge.clone() }),
             state.metrics.clone(),
             test_timings(),
@@ -1158,7 +1158,7 @@ async fn a_ban_reaches_the_edge_while_the_normal_lane_is_stuck() {
         }
         let (stop, stopped) = watch::channel(false);
         let task = tokio::spawn(publisher.run(stopped));
-        ban_evil_example(&state.db).await;
+        ban_evil_example(state.db()).await;
         eventually("the denylist reaches the edge", || async {
             edge.value("deny")
                 .is_some_and(|d| d["hosts"] == json!(["evil.example"]))
@@ -1184,7 +1184,7 @@ async fn the_activation_meta_is_pushed_again_on_a_heartbeat_and_states_its_promi
         let state = crate::common::app_state(&t);
         let edge = Arc::new(MemoryEdge::new(true));
         let publisher = Publisher::with_timings(
-            Arc::new(state.db.clone()),
+            Arc::new(state.db().clone()),
             edge.clone(),
             state.metrics.clone(),
             Timings {
@@ -1211,7 +1211,7 @@ async fn the_activation_meta_is_pushed_again_on_a_heartbeat_and_states_its_promi
         );
         assert_eq!(second["high"], first["high"]);
         // Another domain numbers its codes apart, and has a window of its own.
-        crate::common::register(&state.db, "b.example").await;
+        crate::common::register(state.db(), "b.example").await;
         for _ in 0..2 {
             let req: views::links::CreateLink = serde_json::from_value(
                 json!({ "target_url": "https://dest.example/b", "domain": "b.example" }),

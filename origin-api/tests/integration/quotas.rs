@@ -130,7 +130,7 @@ async fn an_owners_own_quota_and_the_daily_one_are_kept() {
         assert_eq!(create(&api, &key, "next-day").await.0, StatusCode::CREATED);
 
         // The operator gives one owner no daily limit.
-        origin_api::store::quotas::set_limits(&api.state.db, "vip", None, Some(-1))
+        origin_api::store::quotas::set_limits(api.state.db(), "vip", None, Some(-1))
             .await
             .expect("set");
         for code in ["vip-one", "vip-two", "vip-three"] {

@@ -32,7 +32,7 @@ async fn create(state: &AppState, code: &str, target: &str) -> Link {
 async fn retarget(state: &AppState, code: &str, target: &str) {
     let acme = Creator::owner("acme");
     let Ok(current) =
-        links::owned_link(&state.db, &acme, "s.example", code, links::Intent::Change).await
+        links::owned_link(state.db(), &acme, "s.example", code, links::Intent::Change).await
     else {
         return;
     };
@@ -46,7 +46,7 @@ async fn retarget(state: &AppState, code: &str, target: &str) {
 async fn copies(state: &AppState, code: &str) -> (EdgeRecord, Vec<i64>) {
     let key = format!("s.example/{code}");
     let rows: Vec<(i64, String)> = state
-        .db
+        .db()
         .read_all(
             "SELECT version, payload FROM outbox WHERE kind = 'link' AND route_key = $1 ORDER BY seq",
             &[(&key).into()],
@@ -62,13 +62,13 @@ async fn copies(state: &AppState, code: &str) -> (EdgeRecord, Vec<i64>) {
 
 /// Checks what the edge would end with against the database row.
 async fn check(state: &AppState, code: &str, round: usize, kind: &str) {
-    let row = origin_api::store::links::get(&state.db, "s.example", code)
+    let row = origin_api::store::links::get(state.db(), "s.example", code)
         .await
         .expect("read")
         .expect("link");
     let (edge, versions) = copies(state, code).await;
     let host = row.target_host();
-    let bans = origin_api::store::bans::list(&state.db, false)
+    let bans = origin_api::store::bans::list(state.db(), false)
         .await
         .expect("bans");
     let banned = origin_api::model::denylist(&bans).blocks_host(&host);
@@ -112,7 +112,7 @@ async fn an_edit_racing_a_host_ban_and_its_lift_never_loses_a_version_or_a_ban_m
             let onto = format!("https://{evil}/{round}");
             let (ban, ()) = tokio::join!(
                 origin_api::store::bans::insert(
-                    &state.db,
+                    state.db(),
                     &host,
                     "race",
                     "ops/t",
@@ -126,7 +126,7 @@ async fn an_edit_racing_a_host_ban_and_its_lift_never_loses_a_version_or_a_ban_m
             // The edit moves it back while the ban is lifted.
             let back = format!("https://good.example/{round}");
             let (lift, ()) = tokio::join!(
-                origin_api::store::bans::lift(&state.db, ban.ban_id, Actor::System, now_ms()),
+                origin_api::store::bans::lift(state.db(), ban.ban_id, Actor::System, now_ms()),
                 retarget(&state, code, &back),
             );
             lift.expect("lift");
@@ -151,7 +151,7 @@ async fn a_create_racing_a_ban_of_its_host_is_marked_or_refused() {
             .expect("body");
             let (ban, created) = tokio::join!(
                 origin_api::store::bans::insert(
-                    &state.db,
+                    state.db(),
                     &host,
                     "race",
                     "ops/t",
@@ -168,10 +168,12 @@ async fn a_create_racing_a_ban_of_its_host_is_marked_or_refused() {
                 Err(e) => {
                     let problem: Value = e.problem();
                     assert_eq!(problem["status"], 422, "{}: {problem}", t.kind());
-                    assert!(origin_api::store::links::get(&state.db, "s.example", &code)
-                        .await
-                        .expect("read")
-                        .is_none());
+                    assert!(
+                        origin_api::store::links::get(state.db(), "s.example", &code)
+                            .await
+                            .expect("read")
+                            .is_none()
+                    );
                 }
             }
         }

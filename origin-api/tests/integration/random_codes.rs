@@ -78,7 +78,7 @@ async fn a_random_domain_draws_codes_and_draws_again_on_a_collision() {
             assert!(codes.insert(code), "a code drawn twice");
         }
         let first = codes.iter().next().expect("a code").clone();
-        let link = origin_api::store::links::get(&api.state.db, DOMAIN, &first)
+        let link = origin_api::store::links::get(api.state.db(), DOMAIN, &first)
             .await
             .expect("read")
             .expect("stored");

@@ -22,7 +22,7 @@ async fn made(api: &Api, key: &str, body: Value) {
 }
 
 async fn link(api: &Api, code: &str) -> origin_api::model::Link {
-    origin_api::store::links::get(&api.state.db, "s.example", code)
+    origin_api::store::links::get(api.state.db(), "s.example", code)
         .await
         .expect("read")
         .expect("the row stays")
@@ -170,7 +170,7 @@ async fn expired_links_and_old_tombstones_become_bare_codes_a_few_at_a_time() {
         // The edge is told: the newest record of the code is a bare tombstone.
         let rows: Vec<(String,)> = api
             .state
-            .db
+            .db()
             .read_all(
                 "SELECT payload FROM outbox WHERE route_key = 's.example/old-sale' \
                  ORDER BY version DESC LIMIT 1",
@@ -198,7 +198,7 @@ async fn only_links_past_the_cutoff_are_purged_at_the_version_they_have_now() {
         .await;
         // Only purges of what is older than the cutoff: a day after the expiry, nothing.
         let early =
-            origin_api::store::purge::purge_links(&api.state.db, Purgeable::Expired, now, 10, now)
+            origin_api::store::purge::purge_links(api.state.db(), Purgeable::Expired, now, 10, now)
                 .await
                 .expect("purge");
         assert!(early.is_empty());
@@ -207,7 +207,7 @@ async fn only_links_past_the_cutoff_are_purged_at_the_version_they_have_now() {
         api.exec("UPDATE links SET version = version + 1 WHERE code = 'race-link'")
             .await;
         let purged = origin_api::store::purge::purge_links(
-            &api.state.db,
+            api.state.db(),
             Purgeable::Expired,
             now + 2 * DAY_MS,
             10,
@@ -237,7 +237,7 @@ async fn a_link_extended_between_the_purges_read_and_its_write_is_left_alone() {
         .await;
         let later = now + 2 * DAY_MS;
         let read = origin_api::store::purge::purge_candidates(
-            &api.state.db,
+            api.state.db(),
             Purgeable::Expired,
             later,
             10,
@@ -255,7 +255,7 @@ async fn a_link_extended_between_the_purges_read_and_its_write_is_left_alone() {
             .await;
         assert_eq!(r.status, StatusCode::OK, "{}", r.text);
         let written =
-            origin_api::store::purge::purge_read(&api.state.db, Purgeable::Expired, &read, later)
+            origin_api::store::purge::purge_read(api.state.db(), Purgeable::Expired, &read, later)
                 .await
                 .expect("purge");
         assert!(written.is_empty(), "{}: {written:?}", t.kind());
@@ -293,14 +293,14 @@ async fn click_rollups_go_after_their_retention_and_are_kept_by_default() {
         assert_eq!(step.click_rows, 4, "{}", t.kind());
         let left: Vec<(i64,)> = api
             .state
-            .db
+            .db()
             .read_all("SELECT link_id FROM click_hours ORDER BY link_id", &[])
             .await
             .expect("read");
         assert_eq!(left, vec![(2,)]);
         let left: Vec<(i64,)> = api
             .state
-            .db
+            .db()
             .read_all("SELECT link_id FROM click_days ORDER BY link_id", &[])
             .await
             .expect("read");
@@ -357,7 +357,7 @@ async fn the_gauges_say_how_many_ids_were_given_out_and_how_full_each_code_space
 
         let marks: Vec<(String, i64)> = api
             .state
-            .db
+            .db()
             .read_all("SELECT name, max_id FROM id_segments", &[])
             .await
             .expect("read");

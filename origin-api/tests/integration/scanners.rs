@@ -196,7 +196,7 @@ async fn a_dimension_this_origin_does_not_know_is_skipped() {
     for (api, t) in apis_with("scanners-unknown-dim", &[]).await {
         let owner = api.key("ana", false).await;
         api.limited(&owner, "newer-dims", json!({})).await;
-        let link = origin_api::store::links::get(&api.state.db, "s.example", "newer-dims")
+        let link = origin_api::store::links::get(api.state.db(), "s.example", "newer-dims")
             .await
             .expect("read")
             .expect("the link");

@@ -298,7 +298,7 @@ async fn an_admin_key_is_never_limited_to_a_domain() {
         let (mut key, token) =
             api_keys::issue("ops", "old", &Grant::admin(), now_ms()).expect("issue");
         key.scopes = "links,admin,domain:s.example".into();
-        origin_api::store::api_keys::insert(&api.state.db, &key)
+        origin_api::store::api_keys::insert(api.state.db(), &key)
             .await
             .expect("store key");
         let ban = api

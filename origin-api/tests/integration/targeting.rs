@@ -372,7 +372,7 @@ impl Api {
     async fn edge_record(&self, route: &str) -> shared::EdgeRecord {
         let rows: Vec<(String,)> = self
             .state
-            .db
+            .db()
             .read_all(
                 "SELECT payload FROM outbox WHERE kind = 'link' AND route_key = $1 ORDER BY seq DESC",
                 &[route.into()],
@@ -685,7 +685,7 @@ async fn a_limit_set_before_people_counted_is_published_again_once() {
                 json!({ "target_url": "https://shop.example/", "code": code, "max_visits": limit });
             let res = api.create(&token, body).await;
             assert_eq!(res.status, StatusCode::CREATED, "{}", res.text);
-            let link = origin_api::store::links::get(&api.state.db, "s.example", code)
+            let link = origin_api::store::links::get(api.state.db(), "s.example", code)
                 .await
                 .expect("read")
                 .expect("the link");
@@ -1291,7 +1291,7 @@ async fn a_domain_of_untrusted_targets_shows_every_link_s_interstitial() {
         // The edge gets the setting with the domain's config.
         let rows: Vec<(String,)> = api
             .state
-            .db
+            .db()
             .read_all(
                 "SELECT payload FROM outbox WHERE kind = 'cfg' AND route_key = $1 ORDER BY seq DESC",
                 &["warn.example".into()],

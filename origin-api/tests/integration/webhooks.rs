@@ -729,10 +729,7 @@ async fn the_operators_command_line_registers_changes_and_removes_by_the_apis_ru
     use origin_api::config::WebhooksCommand;
     for (api, t) in apis_with("webhooks-cli", &[]).await {
         let acme = api.key("acme", false).await;
-        let webhooks = origin_api::webhooks::Webhooks {
-            db: api.state.db.clone(),
-            settings: origin_api::app::webhook_settings(&api.state.settings),
-        };
+        let webhooks = origin_api::app::webhooks_only(api.state.db().clone(), &api.state.settings);
         let add = |url: &str| WebhooksCommand::Add {
             url: url.to_owned(),
             owner: Some("acme".to_owned()),

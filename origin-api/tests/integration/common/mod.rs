@@ -248,7 +248,7 @@ impl Api {
             now_ms(),
         )
         .expect("issue");
-        origin_api::store::api_keys::insert(&self.state.db, &key)
+        origin_api::store::api_keys::insert(self.state.db(), &key)
             .await
             .expect("store key");
         token
@@ -261,7 +261,7 @@ impl Api {
             domains: domains.iter().map(|d| (*d).to_owned()).collect(),
         };
         let (key, token) = api_keys::issue(owner, "limited", &grant, now_ms()).expect("issue");
-        origin_api::store::api_keys::insert(&self.state.db, &key)
+        origin_api::store::api_keys::insert(self.state.db(), &key)
             .await
             .expect("store key");
         token
@@ -290,7 +290,7 @@ impl Api {
         self.state
             .clicks
             .counts
-            .fold(&self.state.db)
+            .fold(self.state.db())
             .await
             .expect("fold the staged clicks")
     }
@@ -300,7 +300,7 @@ impl Api {
         self.state
             .clicks
             .recorder
-            .flush(&self.state.clicks.counts, &self.state.db)
+            .flush(&self.state.clicks.counts, self.state.db())
             .await;
     }
 
@@ -310,7 +310,7 @@ impl Api {
             .clicks
             .counts
             .legacy
-            .flush(&self.state.db)
+            .flush(self.state.db())
             .await
             .expect("legacy misses written");
     }
@@ -421,7 +421,7 @@ impl Api {
     pub fn run_dispatcher(&self) -> tokio::sync::watch::Sender<bool> {
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let d = origin_api::webhooks::dispatch::Dispatcher::new(
-            self.state.db.clone(),
+            self.state.db().clone(),
             origin_api::app::webhook_settings(&self.state.settings),
             self.state.links.settings.short_urls.clone(),
             self.state.metrics.clone(),
@@ -455,7 +455,7 @@ impl Api {
     /// The rows `sql` reads.
     pub async fn rows<T: origin_api::store::sql::Row>(&self, sql: &str) -> Vec<T> {
         self.state
-            .db
+            .db()
             .reader()
             .await
             .expect("reader")
@@ -466,7 +466,7 @@ impl Api {
     }
 
     pub async fn exec(&self, sql: &str) {
-        self.state.db.write(sql, &[]).await.expect("exec");
+        self.state.db().write(sql, &[]).await.expect("exec");
     }
 }
 

@@ -1,7 +1,8 @@
 //! What the redirect path holds: its own pool, the redirect cache, the click recorder and
 //! the password gate. A visit reaches nothing else, and no API call reaches its pool
 //! ([`crate::db::Db::with_own_pool`]): a flood of visits cannot take the API's
-//! connections, nor the API a visitor's. The path itself is `routes::redirect`.
+//! connections, nor the API a visitor's. A visit's decision is [`super::visit`]; the route
+//! (`routes::redirect`) writes it.
 
 use crate::cache::RedirectCache;
 use crate::clicks::recorder::Recorder;
@@ -17,17 +18,17 @@ use std::sync::Arc;
 #[derive(Debug)]
 pub struct Redirects {
     /// The redirect path's own pool.
-    pub db: Db,
-    pub cache: RedirectCache,
-    pub metrics: Metrics,
+    pub(super) db: Db,
+    pub(super) cache: RedirectCache,
+    pub(super) metrics: Metrics,
     /// Which peers' forwarding headers are believed.
-    pub proxies: Proxies,
-    pub recorder: Arc<Recorder>,
+    pub(super) proxies: Proxies,
+    pub(super) recorder: Arc<Recorder>,
     /// Visits sent on to a domain's old shortener, counted per code.
-    pub legacy: Arc<crate::clicks::legacy::LegacyMisses>,
+    pub(super) legacy: Arc<crate::clicks::legacy::LegacyMisses>,
     /// Password links' attempts: counted per link, hashed a few at a time.
-    pub passwords: Arc<PasswordGate>,
-    pub settings: RedirectSettings,
+    pub(super) passwords: Arc<PasswordGate>,
+    pub(super) settings: RedirectSettings,
 }
 
 /// What the redirect path reads of the configuration.
@@ -43,6 +44,42 @@ pub struct RedirectSettings {
 }
 
 impl Redirects {
+    /// The redirect path over its own pool `db`; the other handles are shared with the
+    /// rest of the origin by the root.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        db: Db,
+        cache: RedirectCache,
+        metrics: Metrics,
+        proxies: Proxies,
+        recorder: Arc<Recorder>,
+        legacy: Arc<crate::clicks::legacy::LegacyMisses>,
+        passwords: Arc<PasswordGate>,
+        settings: RedirectSettings,
+    ) -> Self {
+        Redirects {
+            db,
+            cache,
+            metrics,
+            proxies,
+            recorder,
+            legacy,
+            passwords,
+            settings,
+        }
+    }
+
+    /// Closes the redirect path's pool.
+    pub async fn close(&self) {
+        self.db.close().await;
+    }
+
+    /// Its pool, for the tests that exhaust or close it.
+    #[doc(hidden)]
+    pub fn pool_for_tests(&self) -> &Db {
+        &self.db
+    }
+
     /// Whether `route` is on its domain's legacy list: a code the old shortener served.
     pub async fn legacy_known(&self, route: &shared::RouteKey) -> Result<bool, StoreError> {
         crate::store::legacy_codes::known(&self.db, route.domain(), route.code()).await
