@@ -11,7 +11,8 @@ use crate::model::{Creator, Role};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Principal {
     /// An API key (`Authorization: Bearer hop_…`). It acts for its owner with every right
-    /// the API offers there; an admin key reaches every owner and the operator's
+    /// the API offers there (an editor's, if it is limited to some domains: it manages
+    /// links, not the owner); an admin key reaches every owner and the operator's
     /// endpoints.
     Key {
         key_id: String,

@@ -1029,27 +1029,53 @@ fn no_service_hands_out_its_pool() {
     );
 }
 
-/// Each line of `code` declaring a field of type `Db` visible beyond its module's
-/// directory, as `path:line`.
+/// Each line of `code` (the file at `path`) declaring a field holding a `Db` visible
+/// beyond its service: `pub`, `pub(crate)`, `pub(in …)`, or `pub(super)` in a file of
+/// its own (there `super` is the whole crate), as `path:line`.
 fn open_pool_fields(path: &str, code: &str) -> Vec<String> {
+    let in_a_directory = path.contains('/');
     code.lines()
         .enumerate()
         .filter_map(|(i, line)| {
             let line = line.trim_start();
-            let rest = line
-                .strip_prefix("pub(crate) ")
-                .or_else(|| line.strip_prefix("pub "))?;
-            let (_, ty) = rest.split_once(':')?;
+            let rest = if let Some(rest) = line.strip_prefix("pub(super) ") {
+                if in_a_directory {
+                    return None;
+                }
+                rest
+            } else if let Some(rest) = line.strip_prefix("pub(in ") {
+                rest.split_once(") ")?.1
+            } else {
+                line.strip_prefix("pub(crate) ")
+                    .or_else(|| line.strip_prefix("pub "))?
+            };
+            let (name, ty) = rest.split_once(':')?;
+            if name.contains(['(', ' ']) {
+                return None;
+            }
             let ty = ty.trim().trim_end_matches(',');
-            matches!(ty, "Db" | "crate::db::Db").then(|| format!("{path}:{}", i + 1))
+            let holds_db = ["Db", "crate::db::Db", "Arc<Db>", "std::sync::Arc<Db>"].contains(&ty);
+            holds_db.then(|| format!("{path}:{}", i + 1))
         })
         .collect()
 }
 
 #[test]
 fn a_public_pool_field_is_found_and_a_private_one_is_not() {
-    let code = "struct A {\n    pub db: Db,\n    pub(super) pool: Db,\n    db2: Db,\n    pub(crate) x: crate::db::Db,\n}\nfn f(db: Db) {}";
-    assert_eq!(open_pool_fields("a.rs", code), ["a.rs:2", "a.rs:5"]);
+    let code = "struct A {\n    pub db: Db,\n    pub(super) pool: Db,\n    db2: Db,\n    pub(crate) x: crate::db::Db,\n    pub y: Arc<Db>,\n}\npub fn f(db: Db) {}";
+    assert_eq!(
+        open_pool_fields("a.rs", code),
+        ["a.rs:2", "a.rs:3", "a.rs:5", "a.rs:6"]
+    );
+    // In a directory, `pub(super)` reaches only the service's own files.
+    assert_eq!(
+        open_pool_fields("links/service.rs", code),
+        [
+            "links/service.rs:2",
+            "links/service.rs:5",
+            "links/service.rs:6"
+        ]
+    );
 }
 
 fn door_violations(graph: &Graph) -> Vec<String> {

@@ -41,16 +41,16 @@ pub struct Reports {
 }
 
 impl Reports {
-    /// The reports' service over `db`; the other handles as the fields say.
-    pub fn new(db: Db, parts: ReportsParts) -> Self {
-        let ReportsParts {
-            metrics,
-            limit,
-            global,
-            retention,
-            default_domain,
-            proxies,
-        } = parts;
+    /// The reports' service over `db`, with its two budgets (per client, everyone's);
+    /// the other handles as the fields say.
+    pub fn new(
+        db: Db,
+        metrics: Metrics,
+        (limit, global): (CreateLimit, CreateLimit),
+        retention: std::time::Duration,
+        default_domain: String,
+        proxies: crate::proxies::Proxies,
+    ) -> Self {
         Reports {
             db,
             metrics,
@@ -61,17 +61,6 @@ impl Reports {
             proxies,
         }
     }
-}
-
-/// What the reports' service holds besides its pool.
-#[derive(Debug)]
-pub struct ReportsParts {
-    pub metrics: Metrics,
-    pub limit: CreateLimit,
-    pub global: CreateLimit,
-    pub retention: std::time::Duration,
-    pub default_domain: String,
-    pub proxies: crate::proxies::Proxies,
 }
 
 /// What the form sends.

@@ -8,7 +8,7 @@
 
 pub mod commands;
 
-use crate::abuse::reports::{Reports, ReportsParts};
+use crate::abuse::reports::Reports;
 use crate::abuse::{AbuseDesk, AbuseSettings};
 use crate::accounts::Accounts;
 use crate::api_keys::{ApiKeys, AuthGuard};
@@ -25,7 +25,7 @@ use crate::freshness::Freshness;
 use crate::health::Health;
 use crate::housekeeping::Housekeeping;
 use crate::links::access::PasswordGate;
-use crate::links::{LinkParts, LinkSettings, Links, TargetPolicy};
+use crate::links::{LinkSettings, Links, TargetPolicy};
 use crate::metrics::Metrics;
 use crate::model::ShortUrls;
 use crate::outbox::Outbox;
@@ -75,6 +75,8 @@ pub struct AppParts {
     pub outbox: Arc<Outbox>,
     /// The API's, the publisher's and the background tasks' pool.
     db: Db,
+    /// The redirect path's own pool, as its service holds it.
+    redirect_db: Db,
     pub cache: RedirectCache,
     pub metrics: Metrics,
     /// The configuration, for the server (its limits) and the publisher; no service
@@ -92,6 +94,12 @@ impl AppState {
     /// for tests that look at the database. No door is handed it.
     pub fn db(&self) -> &Db {
         &self.db
+    }
+
+    /// The redirect path's pool, for tests that exhaust or close it.
+    #[doc(hidden)]
+    pub fn redirect_pool(&self) -> &Db {
+        &self.redirect_db
     }
 
     /// Closes every pool (the API's, the redirect path's, authentication's).
@@ -155,42 +163,35 @@ pub fn build(db: Db, settings: Settings) -> AppState {
     let policy = target_policy(&settings);
     let links = Links::new(
         db.clone(),
-        LinkParts {
-            ids: ids.clone(),
-            codes: codes.clone(),
-            cache: cache.clone(),
-            metrics: metrics.clone(),
-            create_limit: create_limit.clone(),
-            owner_create_limit: CreateLimit::counting(
-                "this owner creates links",
-                settings.owner_create_rate,
-            )
-            .answering("owner-rate-limited"),
-            password_changes: CreateLimit::counting(
-                "this key changes passwords",
-                PASSWORD_CHANGES_PER_S,
-            ),
-            passwords: passwords.clone(),
-            foreign: Default::default(),
-            scripted_codes: Default::default(),
-            settings: LinkSettings {
-                policy: policy.clone(),
-                permutation_keys: secrets.permutation_keys.clone(),
-                code_key_version: settings.code_key_version,
-                short_urls: ShortUrls::new(&settings.short_url_bases),
-                import_edge_wait: Duration::from_secs(settings.import_edge_wait),
-                restore_window: settings.restore_window,
-                quotas: crate::model::quota::Limits {
-                    links: quota_flag(settings.owner_max_links),
-                    links_per_day: quota_flag(settings.owner_max_links_per_day),
-                },
-                create_rates: (settings.create_rate.get(), settings.owner_create_rate.get()),
-                words: Arc::new(settings.words()),
+        ids.clone(),
+        codes.clone(),
+        cache.clone(),
+        metrics.clone(),
+        (
+            create_limit.clone(),
+            CreateLimit::counting("this owner creates links", settings.owner_create_rate)
+                .answering("owner-rate-limited"),
+            CreateLimit::counting("this key changes passwords", PASSWORD_CHANGES_PER_S),
+        ),
+        passwords.clone(),
+        LinkSettings {
+            policy: policy.clone(),
+            permutation_keys: secrets.permutation_keys.clone(),
+            code_key_version: settings.code_key_version,
+            short_urls: ShortUrls::new(&settings.short_url_bases),
+            import_edge_wait: Duration::from_secs(settings.import_edge_wait),
+            restore_window: settings.restore_window,
+            quotas: crate::model::quota::Limits {
+                links: quota_flag(settings.owner_max_links),
+                links_per_day: quota_flag(settings.owner_max_links_per_day),
             },
+            create_rates: (settings.create_rate.get(), settings.owner_create_rate.get()),
+            words: Arc::new(settings.words()),
         },
     );
+    let redirect_db = db.with_own_pool(REDIRECT_CONNECTIONS, POOL_WAIT);
     let redirects = Redirects::new(
-        db.with_own_pool(REDIRECT_CONNECTIONS, POOL_WAIT),
+        redirect_db.clone(),
         cache.clone(),
         metrics.clone(),
         proxies.clone(),
@@ -236,17 +237,14 @@ pub fn build(db: Db, settings: Settings) -> AppState {
     );
     let reports = Arc::new(Reports::new(
         db.clone(),
-        ReportsParts {
-            metrics: metrics.clone(),
-            limit: CreateLimit::per_minute("this address sends reports", settings.report_rate),
-            global: CreateLimit::per_minute(
-                "this shortener takes reports",
-                settings.report_rate_global,
-            ),
-            retention: settings.report_retention,
-            proxies: report_proxies,
-            default_domain: settings.default_domain.clone(),
-        },
+        metrics.clone(),
+        (
+            CreateLimit::per_minute("this address sends reports", settings.report_rate),
+            CreateLimit::per_minute("this shortener takes reports", settings.report_rate_global),
+        ),
+        settings.report_retention,
+        settings.default_domain.clone(),
+        report_proxies,
     ));
     let housekeeping = Housekeeping::new(
         db.clone(),
@@ -299,6 +297,7 @@ pub fn build(db: Db, settings: Settings) -> AppState {
         keys,
         outbox: Arc::new(Outbox::new(db.clone())),
         db,
+        redirect_db,
         cache,
         metrics,
         settings,

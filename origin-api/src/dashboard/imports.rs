@@ -1,6 +1,6 @@
 //! Importing another shortener's export from the browser: the file is uploaded, checked
 //! first (a dry run: what each link would become, and why), then imported, by the same
-//! import the API runs (`POST /v1/imports`, [`crate::imports`]). Links deferred while the
+//! import the API runs (`POST /v1/imports`, [`crate::links::import`]). Links deferred while the
 //! edge learns of the import are sent again from the page (the upload kept in the form
 //! when it is small, else uploaded again: a code is an imported link's identity, so
 //! nothing arrives twice).

@@ -18,7 +18,7 @@ mod reads;
 mod service;
 mod update;
 
-pub use service::{ForeignDomains, LinkParts, LinkSettings, Links, TargetPolicy};
+pub use service::{ForeignDomains, LinkSettings, Links, TargetPolicy};
 
 pub use bulk::{create_bulk, BulkOutcome};
 pub use create::{

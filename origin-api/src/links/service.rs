@@ -42,33 +42,6 @@ pub struct Links {
     pub settings: LinkSettings,
 }
 
-/// What the links service holds besides its pool, as the root hands it over.
-#[derive(Debug)]
-pub struct LinkParts {
-    /// Numbers links (`link_id`).
-    pub ids: SegmentAllocator,
-    /// Numbers each domain's generated codes.
-    pub codes: CodeSequences,
-    /// This origin's redirect cache, told of each write at once.
-    pub cache: RedirectCache,
-    pub metrics: Metrics,
-    /// Links created per key.
-    pub create_limit: CreateLimit,
-    /// Links created per owner, whatever its keys and people (`--owner-create-rate`).
-    pub owner_create_limit: CreateLimit,
-    /// Changes that set a password, per actor (`key:…`, `user:…`): taken by
-    /// [`crate::links::update_link`] whichever door the change comes through.
-    pub password_changes: CreateLimit,
-    /// The one gate every password hash passes (visitors' too).
-    pub passwords: Arc<PasswordGate>,
-    /// The domains holding codes imported from other shorteners.
-    pub foreign: ForeignDomains,
-    /// Random codes to hand out before drawing any: empty but in tests, which script
-    /// collisions with it (a CSPRNG's draws cannot be foreseen).
-    pub scripted_codes: std::sync::Mutex<std::collections::VecDeque<String>>,
-    pub settings: LinkSettings,
-}
-
 /// Which domains hold imported codes ([`crate::store::foreign_codes`]), remembered: a
 /// domain that holds some always will; one that did not is asked again after a few
 /// seconds (another origin may have imported since).
@@ -116,21 +89,25 @@ impl ForeignDomains {
 }
 
 impl Links {
-    /// The links service over `db`.
-    pub fn new(db: Db, parts: LinkParts) -> Self {
-        let LinkParts {
-            ids,
-            codes,
-            cache,
-            metrics,
-            create_limit,
-            owner_create_limit,
-            password_changes,
-            passwords,
-            foreign,
-            scripted_codes,
-            settings,
-        } = parts;
+    /// The links service over `db`, with the handles the root shares with the other
+    /// services and its three budgets (creates per key, creates per owner, password
+    /// changes per actor); no domain is known to hold imported codes yet, and no code is
+    /// scripted.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        db: Db,
+        ids: SegmentAllocator,
+        codes: CodeSequences,
+        cache: RedirectCache,
+        metrics: Metrics,
+        (create_limit, owner_create_limit, password_changes): (
+            CreateLimit,
+            CreateLimit,
+            CreateLimit,
+        ),
+        passwords: Arc<PasswordGate>,
+        settings: LinkSettings,
+    ) -> Self {
         Links {
             db,
             ids,
@@ -141,8 +118,8 @@ impl Links {
             owner_create_limit,
             password_changes,
             passwords,
-            foreign,
-            scripted_codes,
+            foreign: ForeignDomains::default(),
+            scripted_codes: Default::default(),
             settings,
         }
     }

@@ -1,6 +1,7 @@
-//! The redirect path's service: what it holds ([`service`]) and a visit's decision
-//! ([`visit`]).
+//! The redirect path's service: what it holds (`service`), a visit's decision
+//! ([`visit`]) and its response (`answer`).
 
+mod answer;
 mod service;
 pub mod visit;
 

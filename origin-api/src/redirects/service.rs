@@ -1,8 +1,8 @@
 //! What the redirect path holds: its own pool, the redirect cache, the click recorder and
 //! the password gate. A visit reaches nothing else, and no API call reaches its pool
 //! ([`crate::db::Db::with_own_pool`]): a flood of visits cannot take the API's
-//! connections, nor the API a visitor's. A visit's decision is [`super::visit`]; the route
-//! (`routes::redirect`) writes it.
+//! connections, nor the API a visitor's. A visit's decision and its response are
+//! `redirects/visit.rs` and `redirects/answer.rs`.
 
 use crate::cache::RedirectCache;
 use crate::clicks::recorder::Recorder;
@@ -72,12 +72,6 @@ impl Redirects {
     /// Closes the redirect path's pool.
     pub async fn close(&self) {
         self.db.close().await;
-    }
-
-    /// Its pool, for the tests that exhaust or close it.
-    #[doc(hidden)]
-    pub fn pool_for_tests(&self) -> &Db {
-        &self.db
     }
 
     /// Whether `route` is on its domain's legacy list: a code the old shortener served.

@@ -1,9 +1,11 @@
 //! A visit of a short link at the origin: the same decision as the edge, from the
 //! redirect cache and the database; its click handed to the recorder, a password
 //! link's form checked. The service's one door for `GET|HEAD|POST /{code}`
-//! ([`Redirects::answer_held`], [`Redirects::answer`], [`Redirects::posted`]); the route
-//! (`routes::redirect`) only writes the decision as a response.
+//! ([`Redirects::answer_held`], [`Redirects::answer`], [`Redirects::posted`]), which
+//! answer with the response itself (written in `redirects/answer.rs`); the route only
+//! hands the request over.
 
+use super::answer::{favicon, write};
 use super::service::Redirects;
 use crate::cache::Entry;
 use crate::clicks::tally::{Clicked, Reduced};
@@ -12,45 +14,47 @@ use crate::metrics::RedirectPath;
 use crate::model::time::now_ms;
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap};
+use axum::response::Response;
 use shared::clicks::counts_as_click;
 use shared::{
     decide_prepared, decide_root, reject_early, Client, Decision, Denylist, DomainSettings,
     RouteKey, Visit, VisitorHost,
 };
+use std::borrow::Cow;
+use std::future::Future;
 use std::net::SocketAddr;
-
-/// What a visit is answered with.
-#[derive(Debug)]
-pub enum Answer {
-    /// `/favicon.ico`: no content, kept a week, never counted (`shared::is_favicon`).
-    Favicon,
-    /// The decision, counted and timed.
-    Decided(Decision),
-}
 
 impl Redirects {
     /// The answer to a visit when memory holds all it needs: the domain's settings,
     /// the denylist, and the link's entry (known or unknown). No future: a visit that
     /// waits on nothing carries no room for the reads it does not make. `None`:
     /// [`Self::answer`] it, which may read.
-    pub fn answer_held(&self, parts: &Parts, peer: Option<SocketAddr>) -> Option<Answer> {
+    #[inline]
+    pub fn answer_held(&self, parts: &Parts, peer: Option<SocketAddr>) -> Option<Response> {
         answer_held(self, parts, peer)
     }
 
-    /// The answer to a visit, reading what memory does not hold.
-    pub async fn answer(&self, parts: Parts, peer: Option<SocketAddr>) -> Decision {
-        answer(self, parts, peer).await
+    /// The answer to a visit, reading what memory does not hold. The future is the
+    /// function's own: an `async` wrapper would hold the request's head twice.
+    #[inline]
+    pub fn answer(
+        &self,
+        parts: Parts,
+        peer: Option<SocketAddr>,
+    ) -> impl Future<Output = Response> + Send + '_ {
+        answer(self, parts, peer)
     }
 
     /// A `POST` to `/{code}`: a password link's form, answered by checking the password
     /// (`shared::password`); 405 for any other link.
-    pub async fn posted(
+    #[inline]
+    pub fn posted(
         &self,
         parts: Parts,
         body: axum::body::Body,
         peer: Option<SocketAddr>,
-    ) -> Decision {
-        posted(self, parts, body, peer).await
+    ) -> impl Future<Output = Response> + Send + '_ {
+        posted(self, parts, body, peer)
     }
 }
 
@@ -61,7 +65,7 @@ pub(super) async fn posted(
     parts: Parts,
     body: axum::body::Body,
     peer: Option<SocketAddr>,
-) -> Decision {
+) -> Response {
     let started = std::time::Instant::now();
     let method = shared::Method::Post;
     let code = parts.uri.path().strip_prefix('/').unwrap_or_default();
@@ -113,11 +117,11 @@ pub(super) fn answer_held(
     state: &Redirects,
     parts: &Parts,
     peer: Option<SocketAddr>,
-) -> Option<Answer> {
+) -> Option<Response> {
     let started = std::time::Instant::now();
     let method = shared::Method::parse(parts.method.as_str());
     if shared::is_favicon(method, parts.uri.path()) {
-        return Some(Answer::Favicon);
+        return Some(favicon());
     }
     let code = parts.uri.path().strip_prefix('/').unwrap_or_default();
     let decision = match reject_early(method, code) {
@@ -132,16 +136,11 @@ pub(super) fn answer_held(
             decision
         }
     };
-    Some(Answer::Decided(answered(
-        state,
-        decision,
-        RedirectPath::Memory,
-        started,
-    )))
+    Some(answered(state, decision, RedirectPath::Memory, started))
 }
 
 /// The answer to a visit, reading what memory does not hold.
-pub(super) async fn answer(state: &Redirects, parts: Parts, peer: Option<SocketAddr>) -> Decision {
+pub(super) async fn answer(state: &Redirects, parts: Parts, peer: Option<SocketAddr>) -> Response {
     let started = std::time::Instant::now();
     let (method, headers, uri) = (parts.method, parts.headers, parts.uri);
     let method = shared::Method::parse(method.as_str());
@@ -183,21 +182,21 @@ pub(super) async fn answer(state: &Redirects, parts: Parts, peer: Option<SocketA
     answered(state, decision, RedirectPath::Database, started)
 }
 
-/// `decision`, counted and timed.
+/// The response to `decision`, counted and timed.
 fn answered(
     state: &Redirects,
     decision: Decision,
     path: RedirectPath,
     started: std::time::Instant,
-) -> Decision {
+) -> Response {
     state.metrics.redirect_answered(decision.outcome);
     state.metrics.redirect_took(path, started.elapsed());
-    decision
+    write(decision)
 }
 
 /// The longest a visit waits on the database (its pool, its reads) before it is told
 /// to retry (503 with `Retry-After`).
-pub const REDIRECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+pub(crate) const REDIRECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Queues the click, when the visit was one, for the background writer: the response
 /// does not wait for it.
@@ -278,6 +277,24 @@ fn host_of(state: &Redirects, headers: &HeaderMap) -> Host {
     }
 }
 
+/// The short domain a visit's `Host` names, when this origin serves it: the default
+/// domain, or another it knows (learnt once, then from memory); `None` for any other
+/// host, or none a short domain could have.
+async fn served_domain<'a>(
+    state: &'a Redirects,
+    headers: &HeaderMap,
+) -> Result<Option<Cow<'a, str>>, AppError> {
+    Ok(match host_of(state, headers) {
+        Host::Default => Some(Cow::Borrowed(state.settings.default_domain.as_str())),
+        Host::Malformed => None,
+        Host::Other(d) => state
+            .cache
+            .serves(&state.db, &d)
+            .await?
+            .then_some(Cow::Owned(d)),
+    })
+}
+
 /// `GET|HEAD /` from memory alone: the domain's `root_url` (unless a host ban covers
 /// it), or 404; `None` where it would read.
 fn root_held(state: &Redirects, method: shared::Method, headers: &HeaderMap) -> Option<Decision> {
@@ -301,20 +318,11 @@ async fn root(
     headers: &HeaderMap,
 ) -> Result<Decision, AppError> {
     let db = &state.db;
-    let host;
-    let domain = match host_of(state, headers) {
-        Host::Default => state.settings.default_domain.as_str(),
-        Host::Malformed => return Ok(decide_root(method, None)),
-        Host::Other(d) => {
-            if !state.cache.serves(db, &d).await? {
-                return Ok(decide_root(method, None));
-            }
-            host = d;
-            host.as_str()
-        }
+    let Some(domain) = served_domain(state, headers).await? else {
+        return Ok(decide_root(method, None));
     };
     let now = std::time::Instant::now();
-    let settings = state.cache.settings(db, domain, now).await?;
+    let settings = state.cache.settings(db, &domain, now).await?;
     let deny = state.cache.denylist(db, now).await?;
     Ok(decide_root(method, Some((&*settings, &*deny))))
 }
@@ -383,22 +391,13 @@ async fn resolve(
 ) -> Result<Decided, AppError> {
     // A host this origin does not serve is not found without a read.
     let db = &state.db;
-    let host;
-    let domain = match host_of(state, headers) {
-        Host::Default => state.settings.default_domain.as_str(),
-        Host::Malformed => return Ok((Decision::not_found(method), None, None)),
-        Host::Other(d) => {
-            if !state.cache.serves(db, &d).await? {
-                return Ok((Decision::not_found(method), None, None));
-            }
-            host = d;
-            host.as_str()
-        }
+    let Some(domain) = served_domain(state, headers).await? else {
+        return Ok((Decision::not_found(method), None, None));
     };
     let clock = std::time::Instant::now();
-    let settings = state.cache.settings(db, domain, clock).await?;
+    let settings = state.cache.settings(db, &domain, clock).await?;
     let code = settings.canonical_code(code);
-    let Some(route) = RouteKey::new(domain, code.as_ref()) else {
+    let Some(route) = RouteKey::new(&*domain, code.as_ref()) else {
         return Ok((Decision::not_found(method), None, None));
     };
     let deny = state.cache.denylist(db, clock).await?;

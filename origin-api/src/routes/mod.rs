@@ -224,18 +224,18 @@ impl App for Origin {
             return Either::Right(Box::pin(async move {
                 let _slot = slot;
                 let body = axum::body::Body::new(body);
-                redirect::write(origin.redirects.posted(parts, body, Some(peer)).await)
+                origin.redirects.posted(parts, body, Some(peer)).await
             }));
         }
         if let Some(answered) = origin.redirects.answer_held(&parts, Some(peer)) {
-            return Either::Left(ready(redirect::respond(answered)));
+            return Either::Left(ready(answered));
         }
         let Some(slot) = origin.in_flight.enter() else {
             return Either::Left(ready(crate::server::busy()));
         };
         Either::Right(Box::pin(async move {
             let _slot = slot;
-            redirect::write(origin.redirects.answer(parts, Some(peer)).await)
+            origin.redirects.answer(parts, Some(peer)).await
         }))
     }
 }

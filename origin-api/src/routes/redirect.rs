@@ -1,16 +1,10 @@
-//! `GET|HEAD|POST /{code}` on the origin: the redirects service decides
-//! ([`crate::redirects::visit`]); this writes the decision as the response.
+//! `GET|HEAD|POST /{code}` on the origin: the redirects service decides and answers
+//! ([`crate::redirects::visit`]); this hands it the request.
 
-use crate::redirects::visit::Answer;
 use crate::redirects::Redirects;
-use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::request::Parts;
-use axum::http::{header, HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
-use shared::decision::DEFAULT_CACHE_CONTROL;
-use shared::Decision;
-use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -34,7 +28,7 @@ pub(crate) async fn redirect(State(state): State<Arc<Redirects>>, req: Request) 
     let (parts, body) = req.into_parts();
     let peer = crate::proxies::peer(&parts);
     if parts.method == axum::http::Method::POST {
-        return write(state.posted(parts, body, peer).await);
+        return state.posted(parts, body, peer).await;
     }
     visit(&state, parts, peer).await
 }
@@ -68,73 +62,8 @@ pub(crate) fn password_form() {}
 /// memory when it holds all the visit needs, else through the reads it takes.
 pub(crate) async fn visit(state: &Redirects, parts: Parts, peer: Option<SocketAddr>) -> Response {
     if let Some(answered) = state.answer_held(&parts, peer) {
-        return respond(answered);
+        return answered;
     }
     // Boxed: only a visit that may read carries the room its reads need.
-    write(Box::pin(state.answer(parts, peer)).await)
+    Box::pin(state.answer(parts, peer)).await
 }
-
-/// The response to an answer.
-pub(crate) fn respond(answer: Answer) -> Response {
-    match answer {
-        Answer::Favicon => favicon(),
-        Answer::Decided(decision) => write(decision),
-    }
-}
-
-/// The answer to a browser's ask for a short domain's icon: `204`, kept a week, and
-/// never counted as a visit or an answer (`shared::is_favicon`); from memory, on
-/// every path that answers visits.
-fn favicon() -> Response {
-    let mut res = Response::new(axum::body::Body::empty());
-    *res.status_mut() = StatusCode::NO_CONTENT;
-    res.headers_mut().insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static(shared::FAVICON_CACHE_CONTROL),
-    );
-    res
-}
-
-/// The headers `shared::decide` writes, without parsing their names on every request.
-fn header_name(name: &str) -> Option<HeaderName> {
-    Some(match name {
-        "location" => header::LOCATION,
-        "cache-control" => header::CACHE_CONTROL,
-        "content-type" => header::CONTENT_TYPE,
-        "retry-after" => header::RETRY_AFTER,
-        "allow" => header::ALLOW,
-        "vary" => header::VARY,
-        "set-cookie" => header::SET_COOKIE,
-        "content-security-policy" => header::CONTENT_SECURITY_POLICY,
-        other => return HeaderName::from_bytes(other.as_bytes()).ok(),
-    })
-}
-
-pub(crate) fn write(mut decision: Decision) -> Response {
-    let body = match decision.body {
-        shared::Body::Empty => axum::body::Body::empty(),
-        shared::Body::Text(s) | shared::Body::Html(s) => axum::body::Body::from(s),
-        shared::Body::Page(page) => axum::body::Body::from(page),
-    };
-    let mut res = Response::new(body);
-    *res.status_mut() =
-        StatusCode::from_u16(decision.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let headers = res.headers_mut();
-    for (name, value) in decision.headers.take_all() {
-        // The decision's strings become the header values as they are, without a copy;
-        // the usual cache header is checked once, at compile time.
-        let value = match value {
-            Cow::Borrowed(DEFAULT_CACHE_CONTROL) => Ok(DEFAULT_CACHE_HEADER),
-            Cow::Borrowed(value) => {
-                HeaderValue::from_maybe_shared(Bytes::from_static(value.as_bytes()))
-            }
-            Cow::Owned(value) => HeaderValue::from_maybe_shared(Bytes::from(value)),
-        };
-        if let (Some(name), Ok(value)) = (header_name(name), value) {
-            headers.insert(name, value);
-        }
-    }
-    res
-}
-
-const DEFAULT_CACHE_HEADER: HeaderValue = HeaderValue::from_static(DEFAULT_CACHE_CONTROL);

@@ -397,7 +397,7 @@ enum Held {
 async fn a_visit_that_cannot_get_a_connection_is_told_to_retry() {
     let t = TestDb::sqlite().await;
     let s = serve(&t, &[]).await;
-    let origin_api::db::Db::Sqlite(pools) = &s.state.redirects.pool_for_tests() else {
+    let origin_api::db::Db::Sqlite(pools) = s.state.redirect_pool() else {
         unreachable!("a SQLite test");
     };
     let mut held = Vec::new();
@@ -443,9 +443,9 @@ async fn hosts_this_origin_does_not_serve_cost_no_database_read() {
         assert_eq!(visit("other.example".into(), "/on-other").await, Some(302));
         // ...and from then on, no visit on any other host reaches the database: with the
         // redirect path's pool closed, they are all still answered.
-        if let origin_api::db::Db::Sqlite(p) = &s.state.redirects.pool_for_tests() {
+        if let origin_api::db::Db::Sqlite(p) = s.state.redirect_pool() {
             p.read.close().await;
-        } else if let origin_api::db::Db::Postgres(p) = &s.state.redirects.pool_for_tests() {
+        } else if let origin_api::db::Db::Postgres(p) = s.state.redirect_pool() {
             p.close().await;
         }
         for i in 0..200 {
