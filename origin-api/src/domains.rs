@@ -50,27 +50,33 @@ impl Domains {
     /// The domain `raw` names, to an operator or to one whose owner may use it and that
     /// reaches it; not found for anyone else.
     pub async fn read(&self, who: &Principal, raw: &str) -> Result<Domain, AppError> {
-        let name = normalize_short_domain(raw).map_err(|_| AppError::NotFound)?;
-        store::domains::get(&self.db, &name)
-            .await?
-            .filter(|d| {
-                who.reaches(&d.domain)
-                    && (who.is_operator() || who.owner().is_some_and(|o| d.access.admits(o)))
-            })
-            .ok_or(AppError::NotFound)
+        self.seen_by(who, raw, |d, owner| d.access.admits(owner))
+            .await
     }
 
     /// The domain `raw` names, to an operator or to one of the owners it is registered
     /// to (a shared domain is its operators'); not found for anyone else.
     pub async fn held(&self, who: &Principal, raw: &str) -> Result<Domain, AppError> {
+        self.seen_by(who, raw, |d, owner| {
+            matches!(&d.access, DomainAccess::Owners(_)) && d.access.admits(owner)
+        })
+        .await
+    }
+
+    /// The domain `raw` names, if `who` reaches it and is an operator or acts for an
+    /// owner `theirs` admits; not found otherwise.
+    async fn seen_by(
+        &self,
+        who: &Principal,
+        raw: &str,
+        theirs: impl Fn(&Domain, &str) -> bool,
+    ) -> Result<Domain, AppError> {
         let name = normalize_short_domain(raw).map_err(|_| AppError::NotFound)?;
         store::domains::get(&self.db, &name)
             .await?
             .filter(|d| {
                 who.reaches(&d.domain)
-                    && (who.is_operator()
-                        || matches!(&d.access, DomainAccess::Owners(_)
-                            if who.owner().is_some_and(|o| d.access.admits(o))))
+                    && (who.is_operator() || who.owner().is_some_and(|o| theirs(d, o)))
             })
             .ok_or(AppError::NotFound)
     }

@@ -5,7 +5,7 @@
 
 use crate::error::AppError;
 use crate::model::history::Actor;
-use crate::model::{Creator, Role};
+use crate::model::Role;
 
 /// Who acts, and for which owner.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,19 +131,6 @@ impl Principal {
             Principal::User { user_id, .. } => Actor::User(user_id),
             Principal::System { feed: Some(feed) } => Actor::Feed(feed),
             Principal::Operator | Principal::System { feed: None } => Actor::System,
-        }
-    }
-
-    /// As the registry's rules see a creator of links in `owner`.
-    pub fn creator<'a>(&'a self, owner: &'a str) -> Creator<'a> {
-        Creator {
-            owner,
-            admin: self.is_operator(),
-            domains: match self {
-                Principal::Key { domains, .. } => domains.as_deref(),
-                _ => None,
-            },
-            actor: self.actor(),
         }
     }
 }
