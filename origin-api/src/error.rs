@@ -153,6 +153,16 @@ impl AppError {
         self.classify().status
     }
 
+    /// How long the client is told to wait before retrying (`Retry-After`), if at all.
+    pub fn retry_after_s(&self) -> Option<u64> {
+        self.classify().retry_after_s
+    }
+
+    /// The error and its sources as one line, for the log: what the answer hides.
+    pub fn log_text(&self) -> String {
+        failure_text(self)
+    }
+
     /// How this error is answered: its status, its problem type, how long to wait before
     /// retrying, and whether its own words may be shown. The one place that says so, so
     /// no two of them can disagree.

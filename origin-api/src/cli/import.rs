@@ -22,6 +22,7 @@
 
 use super::api_client::{ApiClient, ClientError};
 use crate::model::api_key::{hmac_sha256, sha256_hex};
+use crate::views::link_fields;
 use crate::views::links::{BulkResult, CreateLink};
 use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
@@ -30,28 +31,6 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-
-/// The columns a file may have; `target_url` is required.
-pub const COLUMNS: &[&str] = &[
-    "target_url",
-    "code",
-    "domain",
-    "expires_at",
-    "redirect",
-    "title",
-    "tags",
-    "forward_query",
-    "rules",
-    "split",
-    "preview",
-    "expired_url",
-    "interstitial",
-    "record_clicks",
-    "scanner_check",
-    "max_visits",
-    "access",
-    "password",
-];
 
 /// The journal format this code writes; it also reads version 1, whose imports finish
 /// as they started (with unkeyed fingerprints, which their calls' keys were made of).
@@ -515,22 +494,29 @@ fn parse(bytes: &[u8], default_domain: Option<&str>) -> Result<Vec<Row>, String>
         .headers()
         .map_err(|e| format!("cannot read the header row: {e}"))?
         .clone();
+    let columns = || {
+        link_fields::imported()
+            .map(|f| f.name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let mut index: HashMap<&str, usize> = HashMap::new();
     for (i, name) in headers.iter().enumerate() {
-        let Some(&known) = COLUMNS.iter().find(|c| c.eq_ignore_ascii_case(name)) else {
+        let Some(known) = link_fields::imported().find(|f| f.name.eq_ignore_ascii_case(name))
+        else {
             return Err(format!(
                 "unknown column {name:?}; the columns are {}",
-                COLUMNS.join(", ")
+                columns()
             ));
         };
-        if index.insert(known, i).is_some() {
-            return Err(format!("column {known} appears twice"));
+        if index.insert(known.name, i).is_some() {
+            return Err(format!("column {} appears twice", known.name));
         }
     }
     if !index.contains_key("target_url") {
         return Err(format!(
             "the header row must name a target_url column (columns: {})",
-            COLUMNS.join(", ")
+            columns()
         ));
     }
     let mut rows = Vec::new();
@@ -559,83 +545,35 @@ fn parse(bytes: &[u8], default_domain: Option<&str>) -> Result<Vec<Row>, String>
     Ok(rows)
 }
 
-/// The create body of one row, or why the row cannot be sent.
+/// The create body of one row, or why the row cannot be sent: each non-empty cell
+/// written by its field ([`link_fields`]), text a person typed with `export`'s
+/// neutralizing undone.
 fn row_body(
     cell: &dyn Fn(&str) -> Option<String>,
     default_domain: Option<&str>,
 ) -> Result<CreateLink, String> {
-    let target_url = cell("target_url").ok_or("target_url: the cell is empty")?;
-    let redirect = cell("redirect")
-        .map(|v| {
-            v.parse::<u16>()
-                .map_err(|_| format!("redirect: {v:?} is not one of 301, 302, 307, 308"))
-        })
-        .transpose()?;
-    let flag = |name: &str| {
-        cell(name)
-            .map(|v| match v.to_ascii_lowercase().as_str() {
-                "true" => Ok(true),
-                "false" => Ok(false),
-                _ => Err(format!("{name}: {v:?} is neither true nor false")),
-            })
-            .transpose()
-    };
-    let forward_query = flag("forward_query")?;
-    let tags = cell("tags").map(super::export::unneutralized).map(|v| {
-        v.split(',')
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .map(str::to_owned)
-            .collect()
-    });
-    Ok(CreateLink {
-        target_url,
-        domain: cell("domain").or_else(|| default_domain.map(str::to_owned)),
-        code: cell("code"),
-        expires_at: cell("expires_at"),
-        redirect,
-        title: cell("title").map(super::export::unneutralized),
-        tags,
-        forward_query,
-        rules: json_cell(cell, "rules")?,
-        split: json_cell(cell, "split")?,
-        preview: json_cell(cell, "preview")?,
-        expired_url: cell("expired_url"),
-        interstitial: flag("interstitial")?,
-        record_clicks: flag("record_clicks")?,
-        scanner_check: flag("scanner_check")?,
-        max_visits: cell("max_visits")
-            .map(|v| {
-                v.parse::<u64>()
-                    .map_err(|_| format!("max_visits: {v:?} is not a whole number"))
-            })
-            .transpose()?,
-        access: cell("access")
-            .map(|v| match v.to_ascii_lowercase().as_str() {
-                "public" => Ok(crate::views::links::AccessMode::Public),
-                "signed" => Ok(crate::views::links::AccessMode::Signed),
-                "password" => Ok(crate::views::links::AccessMode::Password),
-                _ => Err(format!(
-                    "access: {v:?} is neither public, signed nor password"
-                )),
-            })
-            .transpose()?,
-        // An export carries no password (nor its hash): a password link's row needs its
-        // password added, or the origin refuses the row and says why.
-        password: cell("password").map(crate::views::links::Password::new),
-        // Imports go in bulk, where dedupe is refused.
-        dedupe: None,
-    })
-}
-
-/// A structured field written as JSON in its cell (as `export` writes it).
-fn json_cell<T: serde::de::DeserializeOwned>(
-    cell: &dyn Fn(&str) -> Option<String>,
-    name: &str,
-) -> Result<Option<T>, String> {
-    cell(name)
-        .map(|v| serde_json::from_str(&v).map_err(|e| format!("{name}: {e}")))
-        .transpose()
+    if cell("target_url").is_none() {
+        return Err("target_url: the cell is empty".into());
+    }
+    let mut body = CreateLink::default();
+    for field in link_fields::imported() {
+        let (Some(write), Some(text)) = (field.write, cell(field.name)) else {
+            continue;
+        };
+        let text = if field.typed {
+            link_fields::unneutralized(text)
+        } else {
+            text
+        };
+        write(&mut body, text)?;
+    }
+    if body.domain.is_none() {
+        body.domain = default_domain.map(str::to_owned);
+    }
+    // Imports go in bulk, where dedupe is refused; an export carries no password (nor
+    // its hash): a password link's row needs its password added, or the origin refuses
+    // the row and says why.
+    Ok(body)
 }
 
 #[cfg(test)]

@@ -632,10 +632,10 @@ fn write_report(path: &Path, rows: &[ImportRow]) -> Result<(), FromError> {
             [
                 &r.row.to_string(),
                 r.domain.as_deref().unwrap_or_default(),
-                &super::export::neutralized(&r.code),
+                &crate::views::link_fields::neutralized(&r.code),
                 &outcome,
-                &super::export::neutralized(r.reason.as_deref().unwrap_or_default()),
-                &super::export::neutralized(&r.notes.join("; ")),
+                &crate::views::link_fields::neutralized(r.reason.as_deref().unwrap_or_default()),
+                &crate::views::link_fields::neutralized(&r.notes.join("; ")),
                 r.short_url.as_deref().unwrap_or_default(),
             ],
         )?;

@@ -3,7 +3,8 @@
 //! settings, and the users. Only users marked operator (`hop-origin users create
 //! --operator`) reach them; anyone else finds nothing there.
 
-use super::render::{capitalized, failure, not_found_for, refusal, refused_post, render, utc, Nav};
+use super::page_error::{failed, not_found_for, refusal};
+use super::render::{capitalized, refused_post, render, utc, Nav};
 use super::session::Signed;
 use crate::accounts::{AccountError, Accounts, SignedIn};
 use crate::bans::Bans;
@@ -203,7 +204,7 @@ async fn bans_page(
 ) -> Response {
     let active = match bans.list(false).await {
         Ok(active) => active,
-        Err(e) => return failure(&e.to_string()),
+        Err(e) => return failed(e),
     };
     render(
         status,
@@ -287,7 +288,7 @@ pub(super) async fn ban(
             let why = Some(capitalized(&e.to_string()));
             bans_page(&signed, &bans, e.status(), why, form).await
         }
-        Err(e) => failure(&e.to_string()),
+        Err(e) => failed(e),
     }
 }
 
@@ -307,7 +308,7 @@ pub(super) async fn lift(
     match bans.lift(id, Actor::User(&signed.user.user_id)).await {
         Ok(()) => Redirect::to("/admin/bans").into_response(),
         Err(AppError::BanNotFound) => not_found_for(&signed),
-        Err(e) => failure(&e.to_string()),
+        Err(e) => failed(e),
     }
 }
 
@@ -496,7 +497,7 @@ pub(super) async fn update(
             let why = format!("{name}: {}", e);
             domains_page(&signed, &domains, e.status(), Some(capitalized(&why))).await
         }
-        Err(e) => failure(&e.to_string()),
+        Err(e) => failed(e),
     }
 }
 
@@ -525,7 +526,7 @@ pub(super) async fn users(
     let all = match accounts.users(&signed.principal(None)).await {
         Ok(all) => all,
         Err(AccountError::NotAnOperator) => return not_found_for(&signed),
-        Err(e) => return failure(&e.to_string()),
+        Err(e) => return failed(e),
     };
     let mut users = Vec::with_capacity(all.len());
     for (u, memberships) in all {
@@ -583,7 +584,7 @@ pub(super) async fn disable(
             Redirect::to("/admin/users").into_response()
         }
         Err(crate::accounts::AccountError::NoSuchUser) => not_found_for(&signed),
-        Err(e) => failure(&e.to_string()),
+        Err(e) => failed(e),
     }
 }
 

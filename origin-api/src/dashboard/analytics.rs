@@ -4,7 +4,8 @@
 use super::chart::{BarChart, Bucket};
 use super::link_form::link_path;
 use super::link_tools::readable;
-use super::render::{choices, download, failure, render, utc, Choice, Nav};
+use super::page_error::failed;
+use super::render::{choices, download, render, utc, Choice, Nav};
 use super::session::Signed;
 use crate::clicks::stats::Range;
 use crate::clicks::ClickService;
@@ -185,7 +186,7 @@ pub(super) async fn page(
             page.error = Some(format!("{}: {detail}", field_label(field)));
             render(StatusCode::UNPROCESSABLE_ENTITY, &page)
         }
-        Err(e) => failure(&e.to_string()),
+        Err(e) => failed(e),
     }
 }
 
@@ -207,7 +208,7 @@ pub(super) async fn csv(
         Err(e @ AppError::Invalid { .. }) => {
             return (StatusCode::UNPROCESSABLE_ENTITY, e.to_string()).into_response()
         }
-        Err(e) => return failure(&e.to_string()),
+        Err(e) => return failed(e),
     };
     let mut body = String::from("start,visits,redirects,bots\n");
     for p in &stats.series {

@@ -3,7 +3,8 @@
 //! reported, never overwritten; the answer says what became of every row.
 
 use super::link_form::link_path;
-use super::render::{capitalized, download, failure, not_found_for, refused_post, render, Nav};
+use super::page_error::{failed, not_found_for};
+use super::render::{capitalized, download, refused_post, render, Nav};
 use super::session::Signed;
 use crate::error::AppError;
 use crate::links::{delete_link, update_link, Intent, Links};
@@ -15,7 +16,6 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Form;
-use serde_json::json;
 use std::sync::Arc;
 
 /// The most links one bulk action takes: two pages of the list, with room.
@@ -68,29 +68,37 @@ impl Action {
 
     /// The change to `link`, as the API's body; `None` when it changes nothing.
     fn update(&self, link: &Link) -> Option<UpdateLink> {
-        let body = match self {
+        let tags = |tags: Vec<String>| UpdateLink {
+            tags: Some(tags),
+            ..UpdateLink::default()
+        };
+        Some(match self {
             Action::AddTag(tag) => {
                 if link.tags.contains(tag) {
                     return None;
                 }
-                let mut tags = link.tags.clone();
-                tags.push(tag.clone());
-                json!({ "tags": tags })
+                let mut all = link.tags.clone();
+                all.push(tag.clone());
+                tags(all)
             }
             Action::RemoveTag(tag) => {
                 if !link.tags.contains(tag) {
                     return None;
                 }
-                let tags: Vec<&String> = link.tags.iter().filter(|t| *t != tag).collect();
-                json!({ "tags": tags })
+                tags(link.tags.iter().filter(|t| *t != tag).cloned().collect())
             }
             Action::Status(status) if link.status == *status => return None,
-            Action::Status(status) => json!({ "status": status }),
+            Action::Status(status) => UpdateLink {
+                status: Some(*status),
+                ..UpdateLink::default()
+            },
             Action::Expiry(None) if link.expires_at.is_none() => return None,
-            Action::Expiry(at) => json!({ "expires_at": at }),
+            Action::Expiry(at) => UpdateLink {
+                expires_at: Some(at.clone()),
+                ..UpdateLink::default()
+            },
             Action::Delete | Action::Export => return None,
-        };
-        serde_json::from_value(body).ok()
+        })
     }
 }
 
@@ -305,7 +313,7 @@ async fn export(links: &Links, creator: &Creator<'_>, picked: &[&str]) -> Respon
         {
             Ok(link) => link,
             Err(AppError::NotFound) => continue,
-            Err(e) => return failure(&e.to_string()),
+            Err(e) => return failed(e),
         };
         let cells = [
             links.short_url(&link),

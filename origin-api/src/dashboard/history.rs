@@ -3,7 +3,8 @@
 
 use super::link_form::{actor, link_path, load, refused_change};
 use super::link_tools::readable;
-use super::render::{failure, message, not_found_for, posted, render, Nav};
+use super::page_error::{failed, not_found_for};
+use super::render::{message, posted, render, Nav};
 use super::session::Signed;
 use crate::error::AppError;
 use crate::links::{history, revert_link, Intent, Links};
@@ -79,7 +80,7 @@ pub(super) async fn page(
                 &e.to_string(),
             )
         }
-        Err(e) => return failure(&e.to_string()),
+        Err(e) => return failed(e),
     };
     let mut people: HashMap<String, String> = HashMap::new();
     let mut entries = Vec::with_capacity(got.items.len());
@@ -195,7 +196,7 @@ pub(super) async fn revert(
         Err(e) if e.status().is_client_error() => {
             message(e.status(), nav(), "Not reverted", &e.to_string())
         }
-        Err(e) => failure(&e.to_string()),
+        Err(e) => failed(e),
     }
 }
 

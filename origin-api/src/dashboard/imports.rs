@@ -5,7 +5,8 @@
 //! when it is small, else uploaded again: a code is an imported link's identity, so
 //! nothing arrives twice).
 
-use super::render::{failure, not_found_for, refused_post, render, Nav};
+use super::page_error::{failed, failure, not_found_for};
+use super::render::{refused_post, render, Nav};
 use super::session::Signed;
 use crate::error::AppError;
 use crate::links::Links;
@@ -109,7 +110,7 @@ pub(super) async fn form(
     }
     match page(&links, &signed, &owner).await {
         Ok(p) => render(StatusCode::OK, &p),
-        Err(e) => failure(&e.to_string()),
+        Err(e) => failed(e),
     }
 }
 
@@ -160,7 +161,7 @@ pub(super) async fn submit(
     }
     let mut p = match page(&links, &signed, &owner).await {
         Ok(p) => p,
-        Err(e) => return failure(&e.to_string()),
+        Err(e) => return failed(e),
     };
     p.chosen_source = posted.source.clone();
     p.chosen_domain = posted.domain.clone();
@@ -215,7 +216,7 @@ pub(super) async fn submit(
             });
             render(status, &p)
         }
-        Err(e) => failure(&e.to_string()),
+        Err(e) => failed(e),
     }
 }
 

@@ -3,9 +3,8 @@
 //! itself never holds a key), and revoked here. Instance-wide admin keys are an
 //! operator's, made and revoked with `hop-origin keys`.
 
-use super::render::{
-    capitalized, failure, message, not_found_for, refusal, refused_post, render, utc, Nav,
-};
+use super::page_error::{failed, failure, not_found_for, refusal, PageError};
+use super::render::{capitalized, message, refused_post, render, utc, Nav};
 use super::session::Signed;
 use crate::accounts::SignedIn;
 use crate::api_keys::{ApiKeys, Grant, KeyError, KeysError, MAX_NAME_CHARS};
@@ -91,7 +90,12 @@ fn keys_refusal(signed: &SignedIn, owner: &str, e: KeysError) -> Response {
         ),
         KeysError::App(e) => refusal(signed, e),
         KeysError::NoLiveKey(_) => not_found_for(signed),
-        e => failure(&e.to_string()),
+        KeysError::Key(e) => failure(&e.to_string()),
+        e => failed(PageError::Refused {
+            status: StatusCode::UNPROCESSABLE_ENTITY,
+            nav: Nav::of(signed, Some(owner)),
+            text: e.to_string(),
+        }),
     }
 }
 

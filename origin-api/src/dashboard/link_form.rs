@@ -3,8 +3,9 @@
 //! pages that show it. A refused form comes back with everything typed in it and the
 //! reason; a change that lost a race with another shows what the link is now.
 
-use super::link_fields::{device_choices, LinkForm, RuleRow, VariantRow, UTM};
-use super::render::{capitalized, failure, message, not_found_for, refused_post, render, Nav};
+use super::link_form_fields::{device_choices, LinkForm, RuleRow, VariantRow, UTM};
+use super::page_error::{failed, failure, not_found_for};
+use super::render::{capitalized, message, refused_post, render, Nav};
 use super::session::Signed;
 use crate::accounts::SignedIn;
 use crate::error::AppError;
@@ -12,6 +13,7 @@ use crate::links::Links;
 use crate::links::{create_link_once, delete_link, restore_link, update_link, Created, Intent};
 use crate::model::history::Actor;
 use crate::model::{Creator, Link, LinkState, Role};
+use crate::views::link_fields;
 use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -233,7 +235,7 @@ pub(super) async fn new_link(
             };
             render(StatusCode::OK, &page)
         }
-        Err(e) => failure(&e.to_string()),
+        Err(e) => failed(e),
     }
 }
 
@@ -284,7 +286,7 @@ pub(super) async fn edit(
     {
         Ok(link) => link,
         Err(AppError::NotFound) => return not_found_for(&signed),
-        Err(e) => return failure(&e.to_string()),
+        Err(e) => return failed(e),
     };
     let page = LinkPage {
         notice: shown.saved.is_some().then_some("Saved."),
@@ -381,7 +383,7 @@ pub(super) async fn delete(
             "Not deleted",
             "Someone changed this link since you opened it. Open it again to see the change before you delete it.",
         ),
-        Err(e) => failure(&e.to_string()),
+        Err(e) => failed(e),
     }
 }
 
@@ -415,7 +417,7 @@ pub(super) async fn restore(
         Err(e) if e.status().is_client_error() => {
             message(e.status(), nav(), "Not restored", &e.to_string())
         }
-        Err(e) => failure(&e.to_string()),
+        Err(e) => failed(e),
     }
 }
 
@@ -429,7 +431,7 @@ async fn refused_form(
     e: &AppError,
 ) -> Response {
     let Some((status, why)) = refusal(e) else {
-        return failure(&e.to_string());
+        return failed(e);
     };
     form_again(signed, links, owner, existing, form, status, Some(why)).await
 }
@@ -510,7 +512,9 @@ fn differences(mine: &LinkForm, theirs: &LinkForm) -> Vec<Changed> {
         }
     };
     compare("Target", &mine.target(), &theirs.target());
-    compare("Title", &mine.title, &theirs.title);
+    for field in link_fields::in_form() {
+        compare(field.label, mine.text(field.name), theirs.text(field.name));
+    }
     compare("Tags", &mine.tags, &theirs.tags);
     compare("Expires", &mine.expires_at, &theirs.expires_at);
     compare("Redirect", &mine.redirect, &theirs.redirect);

@@ -3,9 +3,8 @@
 //! code to download, and a signed token to share.
 
 use super::link_form::{link_path, load};
-use super::render::{
-    capitalized, download, failure, message, not_found_for, refused_post, render, Nav,
-};
+use super::page_error::{failed, failure, not_found_for};
+use super::render::{capitalized, download, message, refused_post, render, Nav};
 use super::session::Signed;
 use crate::accounts::SignedIn;
 use crate::error::AppError;
@@ -93,7 +92,7 @@ pub(super) async fn alias(
                 Err(capitalized(&e.to_string()))
             }
             Err(AppError::Invalid { detail, .. }) => Err(capitalized(&detail)),
-            Err(e) => return failure(&e.to_string()),
+            Err(e) => return failed(e),
         }
     };
     // A fragment: a `<span>` the page puts in place; its words escaped here.
@@ -229,7 +228,7 @@ pub(super) async fn test(
     let (deny, settings) =
         match tokio::try_join!(links.denylist(), links.domain_settings(&link.domain)) {
             Ok(found) => found,
-            Err(e) => return failure(&e.to_string()),
+            Err(e) => return failed(e),
         };
     let Some(route) = shared::RouteKey::new(link.domain.as_str(), link.code.as_str()) else {
         return failure("a stored link without a route key");
@@ -382,7 +381,7 @@ pub(super) async fn token(
             "No token issued",
             &capitalized(&e.to_string()),
         ),
-        Err(e) => failure(&e.to_string()),
+        Err(e) => failed(e),
     }
 }
 
@@ -398,6 +397,6 @@ pub(super) async fn readable(
     match load(links, signed, key, Intent::ReadOrDelete).await {
         Ok(link) => Ok(link),
         Err(AppError::NotFound) => Err(not_found_for(signed)),
-        Err(e) => Err(failure(&e.to_string())),
+        Err(e) => Err(failed(e)),
     }
 }

@@ -2,7 +2,8 @@
 //! role, and is shown a one-time link to pass on (Hop sends no email); whoever opens it
 //! joins with the password of their account, or of a new one.
 
-use super::render::{capitalized, failure, message, not_found_for, refused_post, render, Nav};
+use super::page_error::{failed, not_found_for};
+use super::render::{capitalized, message, refused_post, render, Nav};
 use super::session::{
     login_cookie_name, session_cookie, set_cookie, token_tied, with_tied_token, ClientIp, Signed,
 };
@@ -60,7 +61,7 @@ async fn members_page(
             .into_iter()
             .map(|(email, role)| (email, role.as_str()))
             .collect(),
-        Err(e) => return failure(&e.to_string()),
+        Err(e) => return failed(e),
     };
     render(
         status,
@@ -164,7 +165,7 @@ pub(super) async fn change(
             let why = Some(capitalized(&e.to_string()));
             members_page(&accounts, &signed, &owner, status, None, why).await
         }
-        Err(e) => failure(&e.to_string()),
+        Err(e) => failed(e),
     }
 }
 
@@ -222,7 +223,7 @@ pub(super) async fn invite(
             )
             .await
         }
-        Err(e) => failure(&e.to_string()),
+        Err(e) => failed(e),
     }
 }
 
@@ -290,7 +291,7 @@ pub(super) async fn open(
             invitation_page(&accounts, StatusCode::OK, &invitation, has_account, None)
         }
         Err(AccountError::InvitationGone) => gone(),
-        Err(e) => failure(&e.to_string()),
+        Err(e) => failed(e),
     }
 }
 
@@ -345,7 +346,7 @@ pub(super) async fn accept(
                     StatusCode::TOO_MANY_REQUESTS
                 }
                 AccountError::Busy => StatusCode::SERVICE_UNAVAILABLE,
-                other => return failure(&other.to_string()),
+                other => return failed(other),
             };
             match accounts.invitation(&token).await {
                 Ok((invitation, has_account)) => {

@@ -16,20 +16,24 @@ mod chart;
 mod history;
 mod imports;
 mod keys;
-mod link_fields;
 mod link_form;
+mod link_form_fields;
 mod link_tools;
 mod members;
 mod overview;
+mod page_error;
 mod pages;
 mod render;
+mod request_id;
 mod session;
 
 use crate::app::AppState;
-use axum::http::{header, HeaderValue};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::routing::{get, post};
 use axum::Router;
 use tower_http::set_header::SetResponseHeaderLayer;
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
 
 pub use session::SESSION_COOKIE;
 
@@ -127,6 +131,17 @@ pub fn router(state: AppState) -> Router {
             "/assets/{name}",
             get(assets::asset).layer(tower_http::compression::CompressionLayer::new()),
         )
+        // As the API's routes: a deadline, a span, and the route's time and answers in
+        // the metrics (under its template: `/o/{owner}/links`, …).
+        .route_layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            crate::routes::REQUEST_TIMEOUT,
+        ))
+        .route_layer(TraceLayer::new_for_http())
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::routes::observe::observe,
+        ))
         .fallback(pages::not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -139,5 +154,7 @@ pub fn router(state: AppState) -> Router {
         .layer(header(header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
         .layer(header(header::REFERRER_POLICY, "same-origin"))
         .layer(header(header::CACHE_CONTROL, "no-store"))
+        // Outermost: every answer names its request, refusals before routing too.
+        .layer(axum::middleware::from_fn(request_id::with_request_id))
         .with_state(state)
 }

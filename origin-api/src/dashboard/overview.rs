@@ -2,7 +2,8 @@
 //! the most visited links, the newest, and what needs attention (links expiring soon,
 //! at their visit limit or banned; domains disabled).
 
-use super::render::{failure, not_found_for, render, utc, Nav};
+use super::page_error::{failed, not_found_for};
+use super::render::{render, utc, Nav};
 use super::session::Signed;
 use crate::accounts::SignedIn;
 use crate::clicks::stats::Range;
@@ -156,7 +157,7 @@ pub(super) async fn page(
             };
             render(StatusCode::OK, &page)
         }
-        Err(e) => failure(&e.to_string()),
+        Err(e) => failed(e),
     }
 }
 

@@ -2,9 +2,8 @@
 //! a template or redirects.
 
 use super::chart::Sparkline;
-use super::render::{
-    capitalized, choices, failure, message, not_found_for, refused_post, render, utc, Choice, Nav,
-};
+use super::page_error::{failed, not_found_for};
+use super::render::{capitalized, choices, message, refused_post, render, utc, Choice, Nav};
 use super::session::{
     cookie, device_cookie_name, login_cookie_name, no_session_cookie, session_cookie, set_cookie,
     token_tied, with_tied_token, ClientIp, Signed,
@@ -21,6 +20,8 @@ use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{AppendHeaders, IntoResponse, Redirect, Response};
 use axum::Form;
+use serde::de::value::StrDeserializer;
+use serde::de::IntoDeserializer;
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -250,7 +251,7 @@ pub(super) async fn login(
                     StatusCode::TOO_MANY_REQUESTS
                 }
                 AccountError::Busy => StatusCode::SERVICE_UNAVAILABLE,
-                other => return failure(&other.to_string()),
+                other => return failed(other),
             };
             let error = match e {
                 AccountError::BadEmail(_) => AccountError::WrongCredentials.to_string(),
@@ -294,7 +295,7 @@ async fn sign_out(
         accounts.sign_out(signed).await
     };
     if let Err(e) = ended {
-        return failure(&e.to_string());
+        return failed(e);
     }
     (
         [(header::SET_COOKIE, no_session_cookie(accounts))],
@@ -394,7 +395,7 @@ pub(super) async fn change_password(
             None,
             Some(capitalized(&AccountError::Busy.to_string())),
         ),
-        Err(e) => failure(&e.to_string()),
+        Err(e) => failed(e),
     }
 }
 
@@ -486,7 +487,9 @@ fn choice<T: serde::de::DeserializeOwned>(
     if value.is_empty() {
         return Ok(None);
     }
-    serde_json::from_value(serde_json::Value::String(value.to_owned()))
+    // The enum's own names, as the API reads them from a query.
+    let value: StrDeserializer<'_, serde::de::value::Error> = value.into_deserializer();
+    T::deserialize(value)
         .map(Some)
         .map_err(|_| AppError::invalid(field, "not one of the choices offered"))
 }
@@ -513,7 +516,7 @@ pub(super) async fn links(
         .await
     {
         Ok(found) => found.into_iter().map(|d| d.domain).collect::<Vec<_>>(),
-        Err(e) => return failure(&e.to_string()),
+        Err(e) => return failed(e),
     };
     let mut page = LinksPage {
         nav: Nav::of(&signed, Some(&owner)),
@@ -576,17 +579,17 @@ pub(super) async fn links(
             page.error = Some(capitalized(&e.to_string()));
             return render(StatusCode::FORBIDDEN, &page);
         }
-        Err(e) => return failure(&e.to_string()),
+        Err(e) => return failed(e),
     };
     let found = match links.list(&filter).await {
         Ok(found) => filter.page(found),
-        Err(e) => return failure(&e.to_string()),
+        Err(e) => return failed(e),
     };
     // The bans as this origin's redirects hold them: read at most once a few seconds,
     // and at once after a ban changes here.
     let (days, deny) = match tokio::try_join!(recent_days(&links, &found.items), links.denylist()) {
         Ok(found) => found,
-        Err(e) => return failure(&e.to_string()),
+        Err(e) => return failed(e),
     };
     let now = now_ms();
     page.links = found

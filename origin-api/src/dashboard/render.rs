@@ -7,6 +7,7 @@ use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 
 /// What the bar at the top of every signed-in page shows.
+#[derive(Debug)]
 pub(super) struct Nav {
     pub(super) owners: Vec<NavOwner>,
     pub(super) current: Option<String>,
@@ -16,6 +17,7 @@ pub(super) struct Nav {
     pub(super) operator: bool,
 }
 
+#[derive(Debug)]
 pub(super) struct NavOwner {
     pub(super) owner_id: String,
     pub(super) role: &'static str,
@@ -52,7 +54,18 @@ struct MessagePage {
 pub(super) fn render(status: StatusCode, page: &impl Template) -> Response {
     match page.render() {
         Ok(html) => (status, Html(html)).into_response(),
-        Err(e) => failure(&format!("rendering a page: {e}")),
+        Err(e) => {
+            // Not through another template: that may fail as this one did.
+            let id = super::request_id::current();
+            tracing::error!(request_id = %id, detail = %e, "dashboard failure: rendering a page");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                Html(format!(
+                    "<!doctype html><html lang=\"en\"><title>Something went wrong</title><p>The dashboard could not show this page. Try again in a moment; if it goes on, give your operator this reference: {id}.</p></html>"
+                )),
+            )
+                .into_response()
+        }
     }
 }
 
@@ -67,17 +80,6 @@ pub(super) fn message(status: StatusCode, nav: Option<Nav>, heading: &str, text:
     )
 }
 
-/// A failure of the origin, logged, and shown without its details.
-pub(super) fn failure(detail: &str) -> Response {
-    tracing::error!(detail, "dashboard failure");
-    message(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        None,
-        "Something went wrong",
-        "The dashboard could not do that just now. Try again in a moment.",
-    )
-}
-
 pub(super) fn refused_post() -> Response {
     message(
         StatusCode::FORBIDDEN,
@@ -85,31 +87,6 @@ pub(super) fn refused_post() -> Response {
         "Refused",
         "That form was not sent from this dashboard, or it expired. Reload the page and try again.",
     )
-}
-
-pub(super) fn not_found_for(signed: &SignedIn) -> Response {
-    message(
-        StatusCode::NOT_FOUND,
-        Nav::of(signed, None),
-        "Not found",
-        "There is nothing here, or nothing you may see.",
-    )
-}
-
-/// A service's refusal as a page: what is not the user's to see is not found, what
-/// their role does not allow says why, the origin's failure is opaque.
-pub(super) fn refusal(signed: &SignedIn, e: crate::error::AppError) -> Response {
-    use crate::error::AppError;
-    match e {
-        AppError::NotFound => not_found_for(signed),
-        AppError::Forbidden(why) => message(
-            StatusCode::FORBIDDEN,
-            Nav::of(signed, None),
-            "Not allowed",
-            &format!("{}.", capitalized(why)),
-        ),
-        e => failure(&e.to_string()),
-    }
 }
 
 /// `s` with its first letter a capital: a service's words as a sentence on a page.

@@ -60,7 +60,7 @@ pub(super) fn with_tied_token(
     page: impl FnOnce(String) -> Response,
 ) -> Response {
     let Ok(token) = crate::random_ids::random_hex::<16>() else {
-        return super::render::failure("no randomness for a form");
+        return super::page_error::failure("no randomness for a form");
     };
     let cookie = set_cookie(accounts, login_cookie_name(accounts), &token, 3600);
     ([(header::SET_COOKIE, cookie)], page(token)).into_response()
@@ -119,7 +119,7 @@ where
             Some(secret) => accounts
                 .session(secret, client_ip(parts, state))
                 .await
-                .map_err(|e| super::render::failure(&e.to_string()))?,
+                .map_err(super::page_error::failed)?,
             None => None,
         };
         found.map(Signed).ok_or_else(|| {

@@ -5,7 +5,7 @@ use super::lookups::Lookups;
 use crate::error::AppError;
 use crate::model::time::parse_rfc3339;
 use crate::model::LinkOptions;
-use crate::views::links::{MAX_TAGS, MAX_TAG_CHARS, MAX_TITLE_CHARS};
+use crate::views::links::{MAX_NOTE_CHARS, MAX_TAGS, MAX_TAG_CHARS, MAX_TITLE_CHARS};
 use shared::preview::Preview;
 use shared::split::{Split, Variant};
 use shared::targeting::{normalize_rules, Rule, RuleError, MAX_RULES};
@@ -234,6 +234,7 @@ pub(crate) async fn options(
         options.expired_url = Some(link_url(lookups, domain, "expired_url", url).await?);
     }
     options.max_visits = asked.max_visits.map(max_visits).transpose()?;
+    options.note = note(asked.note.clone())?;
     let mode = asked
         .access
         .unwrap_or(crate::views::links::AccessMode::Public);
@@ -341,6 +342,33 @@ pub(crate) fn title(raw: Option<String>) -> Result<Option<String>, AppError> {
         ));
     }
     Ok(title)
+}
+
+/// A team note, trimmed, its line breaks kept (a browser's CR LF as LF); empty means
+/// none. Tabs and line breaks are the only control characters it may hold.
+pub(crate) fn note(raw: Option<String>) -> Result<Option<String>, AppError> {
+    let note = raw
+        .map(|n| n.replace("\r\n", "\n").trim().to_owned())
+        .filter(|n| !n.is_empty());
+    let Some(note) = note else {
+        return Ok(None);
+    };
+    if note
+        .chars()
+        .any(|c| c != '\n' && c != '\t' && unsafe_char(c))
+    {
+        return Err(AppError::invalid(
+            "note",
+            "control and bidirectional-override characters are not allowed (line breaks are)",
+        ));
+    }
+    if note.chars().count() > MAX_NOTE_CHARS {
+        return Err(AppError::invalid(
+            "note",
+            format!("at most {MAX_NOTE_CHARS} characters"),
+        ));
+    }
+    Ok(Some(note))
 }
 
 pub(crate) fn tags(tags: Vec<String>) -> Result<Vec<String>, AppError> {

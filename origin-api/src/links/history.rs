@@ -8,32 +8,12 @@ use crate::model::time::rfc3339;
 use crate::model::Link;
 use crate::store;
 use crate::views::history::HistoryEntry;
+use crate::views::link_fields;
 use crate::views::links::Page;
 use serde_json::{json, Map, Value};
 
 /// Entries per page when the caller names no limit.
 pub const DEFAULT_LIMIT: i64 = 50;
-
-/// The fields of a version that `GET` shows, in its names.
-const SHOWN: [&str; 17] = [
-    "target_url",
-    "status",
-    "redirect",
-    "expires_at",
-    "title",
-    "tags",
-    "forward_query",
-    "rules",
-    "split",
-    "preview",
-    "expired_url",
-    "interstitial",
-    "record_clicks",
-    "scanner_check",
-    "max_visits",
-    "exhausted",
-    "access",
-];
 
 /// Reads a page cursor: `version.entry`.
 fn parse_cursor(cursor: &str) -> Result<(i64, i64), AppError> {
@@ -106,7 +86,7 @@ fn shown(state: &Links, link: &Link, snap: &Snapshot) -> Map<String, Value> {
     };
     let mut fields: Map<String, Value> = all
         .into_iter()
-        .filter(|(k, _)| SHOWN.contains(&k.as_str()))
+        .filter(|(k, _)| link_fields::field(k).is_some_and(|f| f.history))
         .collect();
     let access = snap.access.as_deref().unwrap_or("public");
     fields.insert("access".to_owned(), Value::from(access));
@@ -121,7 +101,7 @@ fn changed(
     new: &Snapshot,
 ) -> Map<String, Value> {
     let mut changes = Map::new();
-    for name in SHOWN {
+    for name in link_fields::in_history().map(|f| f.name) {
         let (from, to) = (before.get(name), after.get(name));
         if from != to {
             changes.insert(

@@ -162,6 +162,9 @@ pub async fn update_link(
     if let Some(c) = changes.scanner_check {
         options.no_scanner_check = !c;
     }
+    if let Some(note) = &changes.note {
+        options.note = fields::note(note.clone())?;
+    }
     let mode = match (changes.access, &options.access) {
         (Some(mode), _) => Some(mode),
         // A new password for a link that has one.

@@ -95,6 +95,9 @@ pub struct LinkData<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<&'a str>,
     pub tags: &'a [String],
+    /// The team's note: receivers are the owner's own systems.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -119,6 +122,7 @@ impl<'a> LinkData<'a> {
             exhausted: link.options.exhausted,
             title: link.title.as_deref(),
             tags: &link.tags,
+            note: link.options.note.as_deref(),
             expires_at: link.expires_at.map(rfc3339),
             max_visits: link.options.max_visits,
             access: link.options.access.as_ref().map(|a| match a {

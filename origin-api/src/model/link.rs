@@ -98,6 +98,9 @@ pub struct LinkOptions {
     /// Who may follow the link, with its secret; `None`: anyone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub access: Option<shared::access::Access>,
+    /// The team's note (never sent to the edge).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// Where the link came from, when an import made it (never sent to the edge).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imported: Option<Imported>,

@@ -10,7 +10,7 @@ mod health;
 mod history;
 mod imports;
 mod links;
-mod observe;
+pub(crate) mod observe;
 pub mod openapi;
 mod owners;
 mod redirect;

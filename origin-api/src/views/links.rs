@@ -34,6 +34,7 @@ impl Link {
             scanner_check: !self.options.no_scanner_check,
             max_visits: self.options.max_visits,
             exhausted: self.options.exhausted,
+            note: self.options.note.clone(),
             access: match self.options.access {
                 None => AccessMode::Public,
                 Some(shared::access::Access::Signed { .. }) => AccessMode::Signed,
@@ -111,6 +112,10 @@ pub struct LinkView {
     /// issued for it (`POST …/tokens`), or visitors who give its password. Neither the
     /// secret nor the password (nor its hash) is ever shown.
     pub access: AccessMode,
+    /// The team's note on the link: for its people only (the API, the dashboard, an
+    /// export, its history and webhooks), never sent to the edge nor shown to visitors.
+    #[serde(default)]
+    pub note: Option<String>,
     /// Where an import brought the link from, with the source's own count of visits
     /// (`imported.clicks`, kept apart from Hop's); `null` for a link made in Hop.
     #[serde(default)]
@@ -226,6 +231,11 @@ pub struct CreateLink {
     /// `code`, nor in a bulk create.
     #[serde(default)]
     pub dedupe: Option<bool>,
+    /// A note for the link's team, up to 1,000 characters (line breaks kept); never
+    /// shown to visitors. Not written when absent, as `scanner_check`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 1000)]
+    pub note: Option<String>,
 }
 
 /// Who may follow a link.
@@ -241,6 +251,17 @@ pub enum AccessMode {
     /// in for an hour by a cookie for that link alone. A new password lets in only
     /// those who give it.
     Password,
+}
+
+impl AccessMode {
+    /// The API's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AccessMode::Public => "public",
+            AccessMode::Signed => "signed",
+            AccessMode::Password => "password",
+        }
+    }
 }
 
 /// A link's password as a request carries it: never written to a log.
@@ -268,6 +289,8 @@ impl std::fmt::Debug for Password {
 pub const MAX_TITLE_CHARS: usize = 200;
 /// See [`MAX_TITLE_CHARS`].
 pub const MAX_TAGS: usize = 20;
+/// See [`MAX_TITLE_CHARS`]: a note is a few sentences, not a document.
+pub const MAX_NOTE_CHARS: usize = 1000;
 /// See [`MAX_TITLE_CHARS`].
 pub const MAX_TAG_CHARS: usize = 64;
 
@@ -386,6 +409,10 @@ pub struct UpdateLink {
     #[serde(default)]
     #[schema(value_type = Option<String>, format = Password)]
     pub password: Option<Password>,
+    /// The team's note; `null` or `""` removes it.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>, max_length = 1000)]
+    pub note: Option<Option<String>>,
 }
 
 /// The most links one bulk call may carry.
@@ -442,6 +469,12 @@ impl CreateLink {
             .is_some_and(|n| n == 0 || i64::try_from(n).is_err())
         {
             "max_visits: from 1 to 2^63 - 1".to_owned()
+        } else if self
+            .note
+            .as_deref()
+            .is_some_and(|n| chars(n) > MAX_NOTE_CHARS)
+        {
+            format!("note: at most {MAX_NOTE_CHARS} characters")
         } else {
             return None;
         })

@@ -6,6 +6,7 @@ pub mod bans;
 pub mod domains;
 pub mod history;
 pub mod imports;
+pub mod link_fields;
 pub mod links;
 pub mod problem;
 pub mod stats;

@@ -460,3 +460,58 @@ async fn rules_splits_previews_limits_and_access_are_imported_and_exported() {
         t.cleanup().await;
     }
 }
+
+/// The team's note is a column like any other (added last, so an export's earlier
+/// columns keep their places): imported as typed, exported as text a spreadsheet never
+/// runs.
+#[tokio::test]
+async fn a_note_is_imported_and_exported_as_text_never_as_a_formula() {
+    for t in TestDb::all("import note").await {
+        let served = serve(&t, "marketing").await;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("notes.csv");
+        let formula = "=HYPERLINK(\"https://evil.example\",\"legal ok\")";
+        let mut w = csv::Writer::from_path(&file).unwrap();
+        w.write_record(["target_url", "code", "Note"]).unwrap();
+        // As an export writes it: neutralized.
+        w.write_record(["https://shop.example/a", "noted-a", &format!("'{formula}")])
+            .unwrap();
+        w.write_record(["https://shop.example/b", "noted-b", "Legal ok\nask Ana"])
+            .unwrap();
+        w.write_record(["https://shop.example/c", "noted-c", ""])
+            .unwrap();
+        w.flush().unwrap();
+        let summary = served.import(&options(&file)).await.expect("import");
+        assert_eq!(summary.created, 3, "{}: {summary:?}", t.kind());
+        let note = |code: &'static str| {
+            let db = &t.db;
+            async move {
+                origin_api::store::links::get(db, "s.example", code)
+                    .await
+                    .unwrap()
+                    .expect("imported")
+                    .options
+                    .note
+            }
+        };
+        assert_eq!(note("noted-a").await.as_deref(), Some(formula));
+        assert_eq!(note("noted-b").await.as_deref(), Some("Legal ok\nask Ana"));
+        assert_eq!(note("noted-c").await, None);
+
+        let exported = export_all(&served.client, ExportFormat::Csv).await;
+        let mut reader = csv::Reader::from_reader(exported.as_bytes());
+        let headers = reader.headers().unwrap().clone();
+        assert_eq!(headers.iter().next_back(), Some("note"), "{exported}");
+        assert_eq!(headers.iter().next(), Some("short_url"), "{exported}");
+        let cells: HashMap<String, String> = reader
+            .records()
+            .map(|r| r.unwrap())
+            .map(|r| (r[2].to_owned(), r[headers.len() - 1].to_owned()))
+            .collect();
+        assert_eq!(cells["noted-a"], format!("'{formula}"), "{exported}");
+        assert_eq!(cells["noted-b"], "Legal ok\nask Ana");
+        assert_eq!(cells["noted-c"], "");
+        drop(served);
+        t.cleanup().await;
+    }
+}

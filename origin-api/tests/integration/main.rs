@@ -21,6 +21,7 @@ mod import_restart;
 mod imports;
 mod key_rotation;
 mod links_api;
+mod notes;
 mod observability;
 mod openapi;
 mod postgres_tls;

@@ -9,11 +9,15 @@
 
 use crate::error::AppError;
 use crate::model::time::{parse_rfc3339, rfc3339};
+use crate::model::ShortUrls;
 use crate::model::{Link, LinkState};
-use crate::views::links::{CreateLink, UpdateLink};
-use serde_json::{json, Map, Value};
+use crate::views::link_fields;
+use crate::views::links::{AccessMode, CreateLink, Password, UpdateLink};
 use shared::access::Access;
-use shared::targeting::{Device, Rule, MAX_RULES};
+use shared::preview::Preview;
+use shared::split::Variant;
+use shared::targeting::{Conditions, Device, QueryTest, Rule, MAX_RULES};
+use std::collections::BTreeMap;
 
 /// The UTM parameters the builder offers, in the order shown.
 pub(super) const UTM: [&str; 5] = [
@@ -37,7 +41,10 @@ pub(super) struct LinkForm {
     pub(super) utm: [String; 5],
     pub(super) domain: String,
     pub(super) code: String,
-    pub(super) title: String,
+    /// The fields the table gives the form as text inputs of their own
+    /// ([`link_fields::in_form`]: the title, the team's note), by name: only those the
+    /// browser posted, so that a page made before a field existed never clears it.
+    pub(super) texts: BTreeMap<&'static str, String>,
     /// Comma-separated.
     pub(super) tags: String,
     /// `YYYY-MM-DDTHH:MM` in UTC (an `<input type=datetime-local>`), or empty.
@@ -147,7 +154,6 @@ impl LinkForm {
                 "target_url" => form.target_url = value,
                 "domain" => form.domain = value,
                 "code" => form.code = value,
-                "title" => form.title = value,
                 "tags" => form.tags = value,
                 "expires_at" => form.expires_at = value,
                 "redirect" => form.redirect = value,
@@ -168,7 +174,9 @@ impl LinkForm {
                 "preview_image" => form.preview_image = value,
                 "add" => form.adding = Some(value),
                 other => {
-                    if let Some(i) = UTM.iter().position(|u| *u == other) {
+                    if let Some(field) = link_fields::in_form().find(|f| f.name == other) {
+                        form.texts.insert(field.name, value);
+                    } else if let Some(i) = UTM.iter().position(|u| *u == other) {
                         form.utm[i] = value;
                     } else if let Some((i, field)) = row_field(other, "rule-", MAX_RULES) {
                         let row = &mut rules[i];
@@ -208,12 +216,16 @@ impl LinkForm {
             Some(Access::Signed { .. }) => "signed",
         };
         let preview = o.preview.clone().unwrap_or_default();
+        // The table reads the link as the API shows it; no short URL is needed here.
+        let view = link.view(&ShortUrls::new(&[]));
         LinkForm {
             target_url,
             utm,
             domain: link.domain.clone(),
             code: link.code.clone(),
-            title: link.title.clone().unwrap_or_default(),
+            texts: link_fields::in_form()
+                .map(|f| (f.name, f.text(&view)))
+                .collect(),
             tags: link.tags.join(", "),
             expires_at: link.expires_at.map(datetime_local).unwrap_or_default(),
             redirect: link.redirect.code().to_string(),
@@ -248,6 +260,9 @@ impl LinkForm {
     /// A new link's form: its boxes as the API's defaults are.
     pub(super) fn blank() -> Self {
         LinkForm {
+            texts: link_fields::in_form()
+                .map(|f| (f.name, String::new()))
+                .collect(),
             options: true,
             access: "public".into(),
             access_was: "public".into(),
@@ -256,6 +271,11 @@ impl LinkForm {
             forward_query: true,
             ..LinkForm::default()
         }
+    }
+
+    /// The text of the table's field `name` as typed (empty when not posted).
+    pub(super) fn text(&self, name: &str) -> &str {
+        self.texts.get(name).map_or("", String::as_str)
     }
 
     pub(super) fn tags(&self) -> Vec<String> {
@@ -322,16 +342,14 @@ impl LinkForm {
             .map_err(|_| AppError::invalid("version", "reload the page"))
     }
 
-    /// The options as the API's body has them; `None` values clear (on a change).
-    fn options(&self) -> Result<Map<String, Value>, AppError> {
-        let mut body = Map::new();
+    /// The options as the form says them, typed as the API's bodies take them.
+    fn options(&self) -> Result<Options, AppError> {
         let rules = self
             .rules
             .iter()
             .enumerate()
             .map(|(i, r)| rule_of(i, r))
-            .collect::<Result<Vec<Value>, _>>()?;
-        body.insert("rules".into(), json!(rules));
+            .collect::<Result<Vec<Rule>, _>>()?;
         let split = self
             .variants
             .iter()
@@ -343,136 +361,132 @@ impl LinkForm {
                         format!("variant {}: a whole number for its weight", i + 1),
                     )
                 })?;
-                Ok(json!({"target_url": v.target.trim(), "weight": weight}))
+                Ok(Variant {
+                    target_url: v.target.trim().to_owned(),
+                    weight,
+                })
             })
-            .collect::<Result<Vec<Value>, AppError>>()?;
-        body.insert(
-            "split".into(),
-            if split.is_empty() {
-                Value::Null
-            } else {
-                json!(split)
-            },
-        );
-        let mut preview = Map::new();
-        for (name, value) in [
-            ("title", &self.preview_title),
-            ("description", &self.preview_description),
-            ("image_url", &self.preview_image),
-        ] {
-            if !value.trim().is_empty() {
-                preview.insert(name.into(), json!(value.trim()));
-            }
-        }
-        body.insert(
-            "preview".into(),
-            if preview.is_empty() {
-                Value::Null
-            } else {
-                Value::Object(preview)
-            },
-        );
-        body.insert("expired_url".into(), text_or_null(&self.expired_url));
-        let max = match self.max_visits.trim() {
-            "" => Value::Null,
-            n => json!(n.parse::<u64>().map_err(|_| AppError::invalid(
-                "max_visits",
-                "a whole number of visits, or empty for no limit"
-            ))?),
+            .collect::<Result<Vec<Variant>, AppError>>()?;
+        let preview = Preview {
+            title: text(&self.preview_title),
+            description: text(&self.preview_description),
+            image_url: text(&self.preview_image),
         };
-        body.insert("max_visits".into(), max);
-        body.insert("interstitial".into(), json!(self.interstitial));
-        body.insert("record_clicks".into(), json!(self.record_clicks));
-        body.insert("scanner_check".into(), json!(self.scanner_check));
-        body.insert("forward_query".into(), json!(self.forward_query));
-        Ok(body)
+        let max_visits = match self.max_visits.trim() {
+            "" => None,
+            n => Some(n.parse::<u64>().map_err(|_| {
+                AppError::invalid(
+                    "max_visits",
+                    "a whole number of visits, or empty for no limit",
+                )
+            })?),
+        };
+        Ok(Options {
+            rules,
+            split: Some(split).filter(|s| !s.is_empty()),
+            preview: Some(preview).filter(|p| *p != Preview::default()),
+            expired_url: text(&self.expired_url),
+            max_visits,
+            interstitial: self.interstitial,
+            record_clicks: self.record_clicks,
+            scanner_check: self.scanner_check,
+            forward_query: self.forward_query,
+        })
     }
 
     /// The access and password to send: only a change (saving a signed link again
     /// would give it a new secret and end every token issued), or a new password.
-    fn access_change(&self) -> Result<Option<(String, Option<String>)>, AppError> {
+    fn access_change(&self) -> Result<Option<(AccessMode, Option<Password>)>, AppError> {
         let access = match self.access.trim() {
             "" => return Ok(None),
-            a @ ("public" | "password" | "signed") => a,
+            "public" => AccessMode::Public,
+            "password" => AccessMode::Password,
+            "signed" => AccessMode::Signed,
             _ => return Err(AppError::invalid("access", "public, password or signed")),
         };
         let password = Some(self.password.clone()).filter(|p| !p.is_empty());
-        if access == self.access_was && password.is_none() {
+        if self.access.trim() == self.access_was && password.is_none() {
             return Ok(None);
         }
-        if access != "password" && password.is_some() {
+        if access != AccessMode::Password && password.is_some() {
             return Err(AppError::invalid(
                 "password",
                 "a password is for a link whose access is \"password\"",
             ));
         }
-        Ok(Some((access.to_owned(), password)))
+        Ok(Some((access, password.map(Password::new))))
     }
 
     /// The API's create body: what the form says, and nothing it leaves empty.
     pub(super) fn to_create(&self) -> Result<CreateLink, AppError> {
-        let mut body = Map::new();
-        body.insert("target_url".into(), json!(self.target()));
-        for (name, value) in [
-            ("domain", &self.domain),
-            ("code", &self.code),
-            ("title", &self.title),
-        ] {
-            if !value.trim().is_empty() {
-                body.insert(name.into(), json!(value.trim()));
-            }
-        }
         let tags = self.tags();
-        if !tags.is_empty() {
-            body.insert("tags".into(), json!(tags));
-        }
-        if let Some(expiry) = self.expiry()? {
-            body.insert("expires_at".into(), json!(expiry));
-        }
-        if let Some(redirect) = self.redirect()? {
-            body.insert("redirect".into(), json!(redirect));
+        let mut body = CreateLink {
+            target_url: self.target(),
+            domain: text(&self.domain),
+            code: text(&self.code),
+            tags: Some(tags).filter(|t| !t.is_empty()),
+            expires_at: self.expiry()?,
+            redirect: self.redirect()?,
+            ..CreateLink::default()
+        };
+        for field in link_fields::in_form() {
+            if let (Some(write), Some(value)) = (field.write, text(self.text(field.name))) {
+                write(&mut body, value).map_err(|e| AppError::invalid(field.name, e))?;
+            }
         }
         if self.options {
             // A new link has nothing to clear: only what is set.
-            body.extend(self.options()?.into_iter().filter(|(_, v)| !v.is_null()));
+            let o = self.options()?;
+            body.rules = Some(o.rules);
+            body.split = o.split;
+            body.preview = o.preview;
+            body.expired_url = o.expired_url;
+            body.max_visits = o.max_visits;
+            body.interstitial = Some(o.interstitial);
+            body.record_clicks = Some(o.record_clicks);
+            body.scanner_check = Some(o.scanner_check);
+            body.forward_query = Some(o.forward_query);
             if let Some((access, password)) = self.access_change()? {
-                body.insert("access".into(), json!(access));
-                if let Some(p) = password {
-                    body.insert("password".into(), json!(p));
-                }
+                body.access = Some(access);
+                body.password = password;
             }
         }
-        serde_json::from_value(Value::Object(body))
-            .map_err(|e| AppError::invalid("form", e.to_string()))
+        Ok(body)
     }
 
     /// The API's change body: every field of the form, an empty one clearing what it
     /// may clear (the title, the expiry, and the options when the form carries them).
     pub(super) fn to_update(&self) -> Result<UpdateLink, AppError> {
-        let mut body = json!({
-            "target_url": self.target(),
-            "title": text_or_null(&self.title),
-            "tags": self.tags(),
-            "expires_at": self.expiry()?,
-        });
-        if let Some(redirect) = self.redirect()? {
-            body["redirect"] = json!(redirect);
-        }
-        if let Some(status) = LinkState::parse(self.status.trim()) {
-            body["status"] = json!(status);
+        let mut body = UpdateLink {
+            target_url: Some(self.target()),
+            tags: Some(self.tags()),
+            expires_at: Some(self.expiry()?),
+            redirect: self.redirect()?,
+            status: LinkState::parse(self.status.trim()),
+            ..UpdateLink::default()
+        };
+        for field in link_fields::in_form() {
+            if let (Some(change), Some(value)) = (field.change, self.texts.get(field.name)) {
+                change(&mut body, text(value));
+            }
         }
         if self.options {
-            for (name, value) in self.options()? {
-                body[name] = value;
-            }
+            let o = self.options()?;
+            body.rules = Some(Some(o.rules));
+            body.split = Some(o.split);
+            body.preview = Some(o.preview);
+            body.expired_url = Some(o.expired_url);
+            body.max_visits = Some(o.max_visits);
+            body.interstitial = Some(o.interstitial);
+            body.record_clicks = Some(o.record_clicks);
+            body.scanner_check = Some(o.scanner_check);
+            body.forward_query = Some(o.forward_query);
             if let Some((access, password)) = self.access_change()? {
-                body["access"] = json!(access);
-                if let Some(p) = password {
-                    body["password"] = json!(p);
-                }
+                body.access = Some(access);
+                body.password = password;
             }
         }
-        serde_json::from_value(body).map_err(|e| AppError::invalid("form", e.to_string()))
+        Ok(body)
     }
 
     /// One more blank row of what `adding` names, as a button without JavaScript asks.
@@ -548,8 +562,8 @@ fn rule_row(rule: &Rule) -> RuleRow {
     }
 }
 
-/// Rule `index` of the form as the API's JSON; its field named when it cannot be read.
-fn rule_of(index: usize, row: &RuleRow) -> Result<Value, AppError> {
+/// Rule `index` of the form as the API's rule; its field named when it cannot be read.
+fn rule_of(index: usize, row: &RuleRow) -> Result<Rule, AppError> {
     let list = |s: &str| -> Vec<String> {
         s.split(',')
             .map(str::trim)
@@ -557,32 +571,48 @@ fn rule_of(index: usize, row: &RuleRow) -> Result<Value, AppError> {
             .map(str::to_owned)
             .collect()
     };
-    let query: Vec<Value> = row
+    let query = row
         .query
         .split('&')
         .map(str::trim)
         .filter(|t| !t.is_empty())
         .map(|t| match t.split_once('=') {
-            Some((name, value)) => json!({"name": name, "equals": value}),
+            Some((name, value)) => QueryTest {
+                name: name.to_owned(),
+                equals: Some(value.to_owned()),
+                present: None,
+            },
             None => match t.strip_prefix('!') {
-                Some(name) => json!({"name": name, "present": false}),
-                None => json!({"name": t, "present": true}),
+                Some(name) => QueryTest {
+                    name: name.to_owned(),
+                    equals: None,
+                    present: Some(false),
+                },
+                None => QueryTest {
+                    name: t.to_owned(),
+                    equals: None,
+                    present: Some(true),
+                },
             },
         })
         .collect();
-    let mut when = Map::new();
-    for (name, values) in [
-        ("device", json!(row.devices)),
-        ("country", json!(list(&row.countries))),
-        ("language", json!(list(&row.languages))),
-        ("query", json!(query)),
-    ] {
-        if values.as_array().is_some_and(|a| !a.is_empty()) {
-            when.insert(name.into(), values);
-        }
-    }
-    for (name, raw) in [("after", &row.after), ("before", &row.before)] {
-        if let Some(ms) = instant("rules", raw).map_err(|_| {
+    let device = row
+        .devices
+        .iter()
+        .map(|name| {
+            Device::ALL
+                .into_iter()
+                .find(|d| device_name(*d) == *name)
+                .ok_or_else(|| {
+                    AppError::invalid(
+                        "rules",
+                        format!("rule {}: {name:?} is not a device offered", index + 1),
+                    )
+                })
+        })
+        .collect::<Result<Vec<Device>, AppError>>()?;
+    let when_at = |name: &str, raw: &str| {
+        instant("rules", raw).map_err(|_| {
             AppError::invalid(
                 "rules",
                 format!(
@@ -590,18 +620,39 @@ fn rule_of(index: usize, row: &RuleRow) -> Result<Value, AppError> {
                     index + 1
                 ),
             )
-        })? {
-            when.insert(name.into(), json!(ms));
-        }
-    }
-    Ok(json!({"when": when, "target_url": row.target.trim()}))
+        })
+    };
+    Ok(Rule {
+        when: Conditions {
+            device,
+            country: list(&row.countries),
+            language: list(&row.languages),
+            query,
+            after: when_at("after", &row.after)?,
+            before: when_at("before", &row.before)?,
+        },
+        target_url: row.target.trim().to_owned(),
+    })
 }
 
-fn text_or_null(s: &str) -> Value {
-    match s.trim() {
-        "" => Value::Null,
-        t => json!(t),
-    }
+/// What the form's options say, whole: [`LinkForm::to_create`] sends what is set,
+/// [`LinkForm::to_update`] all of it (an empty one clears).
+#[derive(Debug)]
+struct Options {
+    rules: Vec<Rule>,
+    split: Option<Vec<Variant>>,
+    preview: Option<Preview>,
+    expired_url: Option<String>,
+    max_visits: Option<u64>,
+    interstitial: bool,
+    record_clicks: bool,
+    scanner_check: bool,
+    forward_query: bool,
+}
+
+/// A text field trimmed; `None` when it is empty.
+fn text(s: &str) -> Option<String> {
+    Some(s.trim()).filter(|t| !t.is_empty()).map(str::to_owned)
 }
 
 /// A `datetime-local` value (UTC) as Unix ms; `None` when empty.
@@ -680,18 +731,32 @@ mod tests {
         assert_eq!(form.rules.len(), 1);
         assert_eq!(form.variants.len(), 2);
         let options = form.options().expect("options");
+        let test = |name: &str, equals: Option<&str>, present: Option<bool>| QueryTest {
+            name: name.into(),
+            equals: equals.map(str::to_owned),
+            present,
+        };
         assert_eq!(
-            options["rules"],
-            json!([{"when": {"device": ["ios", "android"], "country": ["nl", "de"],
-                "query": [{"name": "ref", "equals": "tv"}, {"name": "debug", "present": false},
-                          {"name": "promo", "present": true}]},
-                "target_url": "https://apps.example/ios"}])
+            options.rules,
+            [Rule {
+                when: Conditions {
+                    device: vec![Device::Ios, Device::Android],
+                    country: vec!["nl".into(), "de".into()],
+                    query: vec![
+                        test("ref", Some("tv"), None),
+                        test("debug", None, Some(false)),
+                        test("promo", None, Some(true)),
+                    ],
+                    ..Conditions::default()
+                },
+                target_url: "https://apps.example/ios".into(),
+            }]
         );
-        assert_eq!(options["split"][1]["weight"], 70);
+        assert_eq!(options.split.expect("split")[1].weight, 70);
         // Unticked boxes are off when the form carries its options.
-        assert_eq!(options["record_clicks"], false);
-        assert_eq!(options["scanner_check"], false);
-        assert_eq!(options["max_visits"], Value::Null);
+        assert!(!options.record_clicks);
+        assert!(!options.scanner_check);
+        assert_eq!(options.max_visits, None);
     }
 
     #[test]
@@ -700,20 +765,15 @@ mod tests {
             ("target_url", "https://shop.example/"),
             ("version", "3"),
         ]));
-        let update = serde_json::to_value(form.to_update().expect("update")).expect("JSON");
-        for field in [
-            "rules",
-            "split",
-            "record_clicks",
-            "scanner_check",
-            "access",
-            "max_visits",
-        ] {
-            assert!(
-                update.get(field).is_none_or(Value::is_null),
-                "{field} in {update}"
-            );
-        }
+        let update = form.to_update().expect("update");
+        // `None` leaves a field as it is; `Some(None)` would clear it.
+        assert_eq!(update.rules, None);
+        assert_eq!(update.split, None);
+        assert_eq!(update.max_visits, None);
+        assert_eq!(update.record_clicks, None);
+        assert_eq!(update.scanner_check, None);
+        assert_eq!(update.access, None);
+        assert_eq!(update.target_url.as_deref(), Some("https://shop.example/"));
     }
 
     #[test]
@@ -725,14 +785,14 @@ mod tests {
         form.access_was = "public".into();
         assert_eq!(
             form.access_change().expect("changed"),
-            Some(("signed".into(), None))
+            Some((AccessMode::Signed, None))
         );
         form.access = "password".into();
         form.access_was = "password".into();
         form.password = "correct horse".into();
         assert_eq!(
             form.access_change().expect("new password"),
-            Some(("password".into(), Some("correct horse".into())))
+            Some((AccessMode::Password, Some(Password::new("correct horse"))))
         );
         form.access = "public".into();
         assert!(matches!(
