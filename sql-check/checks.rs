@@ -11,6 +11,10 @@
 // alias the macros read as its name and type (`AS "max_version: i64"`: SQLite cannot
 // tell the type of an expression); the store reads those rows by position, so the alias
 // changes nothing there.
+//
+// Each twin's comment starts with the store file that runs its statement
+// (`/// store/links.rs: …` in backquotes): tests/tests/sql_twins.rs holds every statement to exactly
+// one twin, and each twin to a statement that file runs.
 
 /// `store/links.rs`: a link by its domain and code (the redirect's database read).
 pub async fn link_by_route(c: &mut Conn) -> Result<(), sqlx::Error> {

@@ -45,11 +45,11 @@ pub mod store;
 pub mod views;
 pub mod webhooks;
 
+pub use app::background::publisher;
 pub use app::AppState;
 
 use config::Settings;
 use db::Db;
-use std::sync::Arc;
 use tokio::net::TcpListener;
 
 /// Why the origin could not be made ready to serve.
@@ -69,32 +69,6 @@ pub async fn prepare(settings: &Settings) -> Result<Db, PrepareError> {
         .await
         .map_err(PrepareError::Register)?;
     Ok(db)
-}
-
-/// The publisher this origin runs, when it is configured to publish.
-pub fn publisher(state: &AppState) -> std::io::Result<Option<publisher::Publisher>> {
-    use publisher::sink::{KvBulk, Sink, WorkerSync};
-    use secrecy::ExposeSecret;
-    let s = &state.settings;
-    let sink: Arc<dyn Sink> = match s.publishing().map_err(std::io::Error::other)? {
-        config::Publishing::Nowhere => return Ok(None),
-        config::Publishing::Worker { url, token } => {
-            Arc::new(WorkerSync::new(url, token.expose_secret()).map_err(std::io::Error::other)?)
-        }
-        config::Publishing::Kv {
-            account,
-            namespace,
-            token,
-        } => Arc::new(
-            KvBulk::new(&s.cf_api_url, account, namespace, token.expose_secret())
-                .map_err(std::io::Error::other)?,
-        ),
-    };
-    Ok(Some(publisher::Publisher::new(
-        Arc::new(state.db().clone()),
-        sink,
-        state.metrics.clone(),
-    )))
 }
 
 /// Serves on `listener` until `shutdown` completes, then drains open requests. With an
@@ -146,53 +120,8 @@ pub async fn serve_on(
         metrics,
         dashboard,
     } = listeners;
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let publishing = publisher(&state)?.map(|p| tokio::spawn(p.run(stopped)));
-    // The origin's own clicks are written in the background, and what is queued at
-    // shutdown is written before the process exits.
-    let clicks = state.clicks.clone();
-    let recording = tokio::spawn({
-        let (c, stop) = (clicks.clone(), stop.subscribe());
-        async move { c.record(stop).await }
-    });
-    // The edge's clicks, staged as they are acknowledged, folded into the rollups.
-    let folding = tokio::spawn({
-        let (c, stop) = (clicks.clone(), stop.subscribe());
-        async move { c.fold(stop).await }
-    });
-    // Codes sent on to a domain's old shortener, counted per code.
-    let legacy = tokio::spawn(clicks::legacy::run(
-        state.db().clone(),
-        state.clicks.counts.legacy.clone(),
-        stop.subscribe(),
-    ));
-    // How far this process has written clicks, for the stats' `data_as_of`.
-    let reporting = tokio::spawn({
-        let (c, metrics, stop) = (clicks.clone(), state.metrics.clone(), stop.subscribe());
-        async move { c.report(&metrics, stop).await }
-    });
-    // Webhook events to their endpoints: a task and a lease of its own, so that a slow
-    // receiver holds up nothing else.
-    let dispatching = tokio::spawn(
-        webhooks::dispatch::Dispatcher::new(
-            state.db().clone(),
-            app::webhook_settings(&state.settings),
-            state.links.settings.short_urls.clone(),
-            state.metrics.clone(),
-        )
-        .map_err(std::io::Error::other)?
-        .run(stop.subscribe()),
-    );
-    // Threat feeds refreshed when due, and live links re-checked against them: a lease
-    // of its own, so one origin does it.
-    let abusing = tokio::spawn(state.abuse.clone().run(stop.subscribe()));
-    // Expired links and old tombstones purged, a few hundred a second, under a lease of
-    // its own; every origin reads the id gauges.
-    let purging = tokio::spawn(state.purge.clone().run(stop.subscribe()));
-    // On PostgreSQL, other origins' changes reach this one's cache as they commit.
-    let listening = tokio::spawn(freshness::listen(state.freshness.clone(), stop.subscribe()));
-    // Once a minute, what is past its time is forgotten (housekeeping).
-    let sweeper = tokio::spawn(housekeeping::run(state.housekeeping.clone()));
+    // Every background task, listed in one place (`app::background`).
+    let background = app::background::start(&state)?;
     let limits = server::Limits {
         header_read_timeout: std::time::Duration::from_secs(state.settings.header_read_timeout),
         max_connections: state.settings.max_connections as usize,
@@ -226,20 +155,6 @@ pub async fn serve_on(
     for task in [scraping, dashboard].into_iter().flatten() {
         let _ = task.await;
     }
-    sweeper.abort();
-    let _ = stop.send(true);
-    let _ = listening.await;
-    let _ = recording.await;
-    let _ = folding.await;
-    let _ = legacy.await;
-    let _ = dispatching.await;
-    let _ = abusing.await;
-    let _ = purging.await;
-    // Everything held is written (or counted as dropped): nothing is outstanding.
-    let _ = reporting.await;
-    clicks.forget_reports().await;
-    if let Some(task) = publishing {
-        let _ = task.await;
-    }
+    background.stop().await;
     served
 }

@@ -29,16 +29,13 @@ pub async fn run(
             cli::webhooks::run(&app::webhooks_only(db, settings), command).await?
         }
         Command::Owners(command) => {
-            let state = app::build(db, settings.clone());
-            cli::owners::run(&state.links, command).await?;
+            cli::owners::run(&app::links_only(db, settings), command).await?
         }
         Command::Feeds(command) => {
-            let state = app::build(db, settings.clone());
-            cli::abuse::feeds(&state.abuse, command).await?;
+            cli::abuse::feeds(&app::abuse_only(db, settings), command).await?
         }
         Command::Reports(command) => {
-            let state = app::build(db, settings.clone());
-            cli::abuse::reports(&state.reports, command).await?;
+            cli::abuse::reports(&app::reports_only(db, settings), command).await?
         }
         Command::Serve | Command::Import(_) | Command::Export(_) | Command::Config(_) => {
             return Err("not an operator's command over the database".into())

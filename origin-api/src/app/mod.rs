@@ -6,6 +6,7 @@
 //! share (the API's pool, the redirect cache, the metrics, the id sequences) is made here
 //! once and handed to each: those are handles, cheap to clone.
 
+pub mod background;
 pub mod commands;
 
 use crate::abuse::reports::Reports;
@@ -160,34 +161,14 @@ pub fn build(db: Db, settings: Settings) -> AppState {
         metrics.clone(),
     ));
     let secrets = &settings.secrets;
-    let policy = target_policy(&settings);
-    let links = Links::new(
-        db.clone(),
-        ids.clone(),
-        codes.clone(),
-        cache.clone(),
-        metrics.clone(),
-        (
-            create_limit.clone(),
-            CreateLimit::counting("this owner creates links", settings.owner_create_rate)
-                .answering("owner-rate-limited"),
-            CreateLimit::counting("this key changes passwords", PASSWORD_CHANGES_PER_S),
-        ),
+    let links = links(
+        &db,
+        (ids.clone(), codes.clone()),
+        &cache,
+        &metrics,
+        create_limit.clone(),
         passwords.clone(),
-        LinkSettings {
-            policy: policy.clone(),
-            permutation_keys: secrets.permutation_keys.clone(),
-            code_key_version: settings.code_key_version,
-            short_urls: ShortUrls::new(&settings.short_url_bases),
-            import_edge_wait: Duration::from_secs(settings.import_edge_wait),
-            restore_window: settings.restore_window,
-            quotas: crate::model::quota::Limits {
-                links: quota_flag(settings.owner_max_links),
-                links_per_day: quota_flag(settings.owner_max_links_per_day),
-            },
-            create_rates: (settings.create_rate.get(), settings.owner_create_rate.get()),
-            words: Arc::new(settings.words()),
-        },
+        &settings,
     );
     let redirect_db = db.with_own_pool(REDIRECT_CONNECTIONS, POOL_WAIT);
     let redirects = Redirects::new(
@@ -235,17 +216,7 @@ pub fn build(db: Db, settings: Settings) -> AppState {
         counts.clone(),
         secrets.edge_token.clone(),
     );
-    let reports = Arc::new(Reports::new(
-        db.clone(),
-        metrics.clone(),
-        (
-            CreateLimit::per_minute("this address sends reports", settings.report_rate),
-            CreateLimit::per_minute("this shortener takes reports", settings.report_rate_global),
-        ),
-        settings.report_retention,
-        settings.default_domain.clone(),
-        report_proxies,
-    ));
+    let reports = Arc::new(reports(&db, &metrics, report_proxies, &settings));
     let housekeeping = Housekeeping::new(
         db.clone(),
         create_limit,
@@ -272,15 +243,7 @@ pub fn build(db: Db, settings: Settings) -> AppState {
         housekeeping: Arc::new(housekeeping),
         accounts: Arc::new(accounts(&db, keys.clone(), &settings)),
         webhooks: Arc::new(webhooks_only(db.clone(), &settings)),
-        abuse: Arc::new(AbuseDesk::new(
-            db.clone(),
-            bans.clone(),
-            metrics.clone(),
-            AbuseSettings {
-                recheck_per_second: settings.recheck_rate,
-                allow_http: settings.feed_allow_http,
-            },
-        )),
+        abuse: Arc::new(abuse(&db, bans.clone(), &metrics, &settings)),
         purge: Arc::new(Purge::new(
             db.clone(),
             cache.clone(),
@@ -302,6 +265,119 @@ pub fn build(db: Db, settings: Settings) -> AppState {
         metrics,
         settings,
     }))
+}
+
+/// The links service over `db`, with the allocators of ids and codes it draws from.
+fn links(
+    db: &Db,
+    (ids, codes): (SegmentAllocator, CodeSequences),
+    cache: &RedirectCache,
+    metrics: &Metrics,
+    create_limit: CreateLimit,
+    passwords: Arc<PasswordGate>,
+    settings: &Settings,
+) -> Links {
+    let secrets = &settings.secrets;
+    Links::new(
+        db.clone(),
+        ids,
+        codes,
+        cache.clone(),
+        metrics.clone(),
+        (
+            create_limit,
+            CreateLimit::counting("this owner creates links", settings.owner_create_rate)
+                .answering("owner-rate-limited"),
+            CreateLimit::counting("this key changes passwords", PASSWORD_CHANGES_PER_S),
+        ),
+        passwords,
+        LinkSettings {
+            policy: target_policy(settings),
+            permutation_keys: secrets.permutation_keys.clone(),
+            code_key_version: settings.code_key_version,
+            short_urls: ShortUrls::new(&settings.short_url_bases),
+            import_edge_wait: Duration::from_secs(settings.import_edge_wait),
+            restore_window: settings.restore_window,
+            quotas: crate::model::quota::Limits {
+                links: quota_flag(settings.owner_max_links),
+                links_per_day: quota_flag(settings.owner_max_links_per_day),
+            },
+            create_rates: (settings.create_rate.get(), settings.owner_create_rate.get()),
+            words: Arc::new(settings.words()),
+        },
+    )
+}
+
+/// Only the links service (`hop-origin owners`: an owner's quotas), on the API's pool,
+/// with a cache and allocators of its own that nothing else reads.
+pub fn links_only(db: Db, settings: &Settings) -> Links {
+    let metrics = Metrics::default();
+    let cache = RedirectCache::new(1);
+    let codes = code_sequences(&db, &cache, &metrics);
+    let ids = SegmentAllocator::with_counters(
+        Arc::new(db.clone()),
+        crate::segments::LINK_SEQUENCE,
+        crate::model::sequence::DEFAULT_STEP,
+        DEFAULT_SEGMENT_MAX_AGE,
+        metrics.segments_fetched.clone(),
+        metrics.ids_wasted.clone(),
+    );
+    links(
+        &db,
+        (ids, codes),
+        &cache,
+        &metrics,
+        CreateLimit::new(settings.create_rate),
+        Arc::new(PasswordGate::default()),
+        settings,
+    )
+}
+
+fn abuse(db: &Db, bans: Arc<Bans>, metrics: &Metrics, settings: &Settings) -> AbuseDesk {
+    AbuseDesk::new(
+        db.clone(),
+        bans,
+        metrics.clone(),
+        AbuseSettings {
+            recheck_per_second: settings.recheck_rate,
+            allow_http: settings.feed_allow_http,
+        },
+    )
+}
+
+/// Only the abuse desk (`hop-origin feeds`), with the bans it makes; their cache is one
+/// nothing reads (the serving origins hear of a ban through the database).
+pub fn abuse_only(db: Db, settings: &Settings) -> AbuseDesk {
+    let bans = Arc::new(Bans::new(
+        db.clone(),
+        RedirectCache::new(1),
+        settings.default_domain.clone(),
+    ));
+    abuse(&db, bans, &Metrics::default(), settings)
+}
+
+fn reports(db: &Db, metrics: &Metrics, proxies: Proxies, settings: &Settings) -> Reports {
+    Reports::new(
+        db.clone(),
+        metrics.clone(),
+        (
+            CreateLimit::per_minute("this address sends reports", settings.report_rate),
+            CreateLimit::per_minute("this shortener takes reports", settings.report_rate_global),
+        ),
+        settings.report_retention,
+        settings.default_domain.clone(),
+        proxies,
+    )
+}
+
+/// Only the reports (`hop-origin reports`).
+pub fn reports_only(db: Db, settings: &Settings) -> Reports {
+    let proxies = Proxies::new(
+        settings.trusted_proxies.clone(),
+        settings.client_ip_header.clone(),
+        settings.country_header.clone(),
+    );
+    reports(&db, &Metrics::default(), proxies, settings)
 }
 
 /// A quota flag: 0 is no limit.

@@ -337,11 +337,7 @@ async fn export(links: &Links, creator: &Creator<'_>, picked: &[&str]) -> Respon
 /// A CSV cell: quoted when it must be, and never read by a spreadsheet as a formula
 /// (a title is anyone's text: `=HYPERLINK(…)` stays text).
 fn csv_cell(value: &str) -> String {
-    let guarded = if value.starts_with(['=', '+', '-', '@', '\t', '\r']) {
-        format!("'{value}")
-    } else {
-        value.to_owned()
-    };
+    let guarded = crate::views::link_fields::neutralized(value);
     if guarded.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", guarded.replace('"', "\"\""))
     } else {

@@ -95,6 +95,7 @@ fn keys_refusal(signed: &SignedIn, owner: &str, e: KeysError) -> Response {
             status: StatusCode::UNPROCESSABLE_ENTITY,
             nav: Nav::of(signed, Some(owner)),
             text: e.to_string(),
+            retry_after_s: None,
         }),
     }
 }

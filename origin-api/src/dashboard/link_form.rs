@@ -206,12 +206,15 @@ fn refusal(e: &AppError) -> Option<(StatusCode, String)> {
 
 /// A field as the form names it.
 fn label(field: &str) -> String {
+    // The table's text inputs, as the table names them.
+    if let Some(f) = link_fields::in_form().find(|f| f.name == field) {
+        return f.label.to_owned();
+    }
     match field {
         "target_url" => "Target URL".into(),
         "code" => "Alias".into(),
         "expires_at" => "Expires".into(),
         "domain" => "Domain".into(),
-        "title" => "Title".into(),
         "tags" => "Tags".into(),
         "redirect" => "Redirect".into(),
         other => capitalized(other),
@@ -574,4 +577,29 @@ pub(super) fn link_path(owner: &str, domain: &str, code: &str) -> String {
         path_segment(domain),
         path_segment(code)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn form(note: &str) -> LinkForm {
+        LinkForm::from_pairs(&[
+            ("target_url".to_owned(), "https://a.example/".to_owned()),
+            ("note".to_owned(), note.to_owned()),
+        ])
+    }
+
+    /// A browser sends a textarea's line breaks as CR LF, the link holds LF: a form that
+    /// lost a race must not list the note as changed by someone else for that.
+    #[test]
+    fn a_note_sent_with_a_browsers_line_breaks_is_not_a_change() {
+        let mine = form("Legal ok\r\nask Ana");
+        assert!(differences(&mine, &form("Legal ok\nask Ana")).is_empty());
+        let changed: Vec<&str> = differences(&mine, &form("Legal: no"))
+            .iter()
+            .map(|c| c.field)
+            .collect();
+        assert_eq!(changed, ["Team note"]);
+    }
 }

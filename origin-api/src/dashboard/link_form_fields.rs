@@ -175,7 +175,9 @@ impl LinkForm {
                 "add" => form.adding = Some(value),
                 other => {
                     if let Some(field) = link_fields::in_form().find(|f| f.name == other) {
-                        form.texts.insert(field.name, value);
+                        // A browser sends a textarea's line breaks as CR LF; the link
+                        // keeps LF, and a comparison must not see a change in that.
+                        form.texts.insert(field.name, value.replace("\r\n", "\n"));
                     } else if let Some(i) = UTM.iter().position(|u| *u == other) {
                         form.utm[i] = value;
                     } else if let Some((i, field)) = row_field(other, "rule-", MAX_RULES) {
@@ -773,6 +775,9 @@ mod tests {
         assert_eq!(update.record_clicks, None);
         assert_eq!(update.scanner_check, None);
         assert_eq!(update.access, None);
+        // Nor do the table's text inputs it did not post.
+        assert_eq!(update.title, None);
+        assert_eq!(update.note, None);
         assert_eq!(update.target_url.as_deref(), Some("https://shop.example/"));
     }
 

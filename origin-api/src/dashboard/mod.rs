@@ -44,6 +44,16 @@ const BODY_LIMIT: usize = 16 * 1024;
 const CSP: &str = "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; \
      form-action 'self'; base-uri 'none'; object-src 'none'";
 
+/// A request's span, named by its route's template: a path may carry a secret (an
+/// invitation's token), which never reaches a log.
+fn span(req: &axum::http::Request<axum::body::Body>) -> tracing::Span {
+    let route = req
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or("(unmatched)", axum::extract::MatchedPath::as_str);
+    tracing::debug_span!("request", method = %req.method(), route)
+}
+
 /// The dashboard's pages and assets.
 pub fn router(state: AppState) -> Router {
     let header = |name, value: &'static str| {
@@ -63,12 +73,6 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/o/{owner}/links/new", get(link_form::new_link))
         .route("/o/{owner}/links/bulk", post(bulk::apply))
-        .route(
-            "/o/{owner}/import",
-            get(imports::form)
-                .post(imports::submit)
-                .layer(axum::extract::DefaultBodyLimit::max(imports::MAX_UPLOAD)),
-        )
         .route(
             "/o/{owner}/members",
             get(members::members).post(members::change),
@@ -94,10 +98,6 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/o/{owner}/links/{domain}/{code}/stats",
             get(analytics::page),
-        )
-        .route(
-            "/o/{owner}/links/{domain}/{code}/stats.csv",
-            get(analytics::csv),
         )
         .route(
             "/o/{owner}/links/{domain}/{code}/delete",
@@ -137,7 +137,20 @@ pub fn router(state: AppState) -> Router {
             StatusCode::REQUEST_TIMEOUT,
             crate::routes::REQUEST_TIMEOUT,
         ))
-        .route_layer(TraceLayer::new_for_http())
+        // Past the deadline: an upload of up to 32 MB (read inside its handler, over
+        // whatever uplink the user has) and a download of a link's visits, which a
+        // deadline would cut off half-done.
+        .route(
+            "/o/{owner}/import",
+            get(imports::form)
+                .post(imports::submit)
+                .layer(axum::extract::DefaultBodyLimit::max(imports::MAX_UPLOAD)),
+        )
+        .route(
+            "/o/{owner}/links/{domain}/{code}/stats.csv",
+            get(analytics::csv),
+        )
+        .route_layer(TraceLayer::new_for_http().make_span_with(span))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             crate::routes::observe::observe,

@@ -27,6 +27,8 @@ pub(super) enum PageError {
         status: StatusCode,
         nav: Option<Nav>,
         text: String,
+        /// When to try again (a 429's wait), sent as `Retry-After`.
+        retry_after_s: Option<u64>,
     },
     /// The origin cannot do it now (503): try again after this many seconds.
     Unavailable { retry_after_s: u64 },
@@ -50,7 +52,17 @@ impl PageError {
 
     fn with_nav(self, nav: Option<Nav>) -> PageError {
         match self {
-            PageError::Refused { status, text, .. } => PageError::Refused { status, nav, text },
+            PageError::Refused {
+                status,
+                text,
+                retry_after_s,
+                ..
+            } => PageError::Refused {
+                status,
+                nav,
+                text,
+                retry_after_s,
+            },
             other => other,
         }
     }
@@ -65,6 +77,7 @@ impl From<&AppError> for PageError {
                 status,
                 nav: None,
                 text: e.to_string(),
+                retry_after_s: None,
             },
             _ if status == StatusCode::SERVICE_UNAVAILABLE => PageError::Unavailable {
                 retry_after_s: e.retry_after_s().unwrap_or(UNAVAILABLE_RETRY_AFTER_S),
@@ -79,6 +92,7 @@ impl From<&AppError> for PageError {
                 status,
                 nav: None,
                 text: e.to_string(),
+                retry_after_s: e.retry_after_s(),
             },
         }
     }
@@ -103,6 +117,10 @@ impl From<AccountError> for PageError {
             status,
             nav: None,
             text: e.to_string(),
+            retry_after_s: match e {
+                A::Locked { retry_after_s } => Some(*retry_after_s),
+                _ => None,
+            },
         };
         match e {
             A::Store(e) => PageError::from(AppError::from(e)),
@@ -137,12 +155,24 @@ impl IntoResponse for PageError {
                 "Not allowed",
                 &format!("{}.", super::render::capitalized(&why)),
             ),
-            PageError::Refused { status, nav, text } => message(
+            PageError::Refused {
                 status,
                 nav,
-                "Not done",
-                &format!("{}.", super::render::capitalized(&text)),
-            ),
+                text,
+                retry_after_s,
+            } => {
+                let mut res = message(
+                    status,
+                    nav,
+                    "Not done",
+                    &format!("{}.", super::render::capitalized(&text)),
+                );
+                if let Some(wait) = retry_after_s {
+                    res.headers_mut()
+                        .insert(header::RETRY_AFTER, HeaderValue::from(wait));
+                }
+                res
+            }
             PageError::Unavailable { retry_after_s } => {
                 let mut res = message(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -221,7 +251,11 @@ mod tests {
 
     #[tokio::test]
     async fn busy_or_unreachable_says_try_again_with_retry_after() {
-        for e in [AppError::Busy { retry_after_s: 7 }, AppError::NotReady] {
+        for e in [
+            AppError::Busy { retry_after_s: 7 },
+            AppError::NotReady,
+            AppError::from(StoreError::Unavailable("connection refused".into())),
+        ] {
             let wanted = e.retry_after_s().unwrap_or(UNAVAILABLE_RETRY_AFTER_S);
             let res = PageError::from(e).into_response();
             assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
@@ -243,5 +277,8 @@ mod tests {
         assert!(body(res).await.contains("at most 200 characters"));
         let res = PageError::from(AppError::NotFound).into_response();
         assert_eq!(res.status(), StatusCode::NOT_FOUND);
+        let res = PageError::from(AppError::TooManyFailures { retry_after_s: 9 }).into_response();
+        assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(res.headers()[header::RETRY_AFTER], "9");
     }
 }

@@ -472,7 +472,8 @@ impl CreateLink {
         } else if self
             .note
             .as_deref()
-            .is_some_and(|n| chars(n) > MAX_NOTE_CHARS)
+            // Counted as kept: trimmed, CR LF as LF (`links::fields::note`).
+            .is_some_and(|n| chars(n.replace("\r\n", "\n").trim()) > MAX_NOTE_CHARS)
         {
             format!("note: at most {MAX_NOTE_CHARS} characters")
         } else {
