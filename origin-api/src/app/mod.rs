@@ -131,14 +131,7 @@ pub fn build(db: Db, settings: Settings) -> AppState {
         metrics.redirect_lookups.clone(),
     );
     let codes = code_sequences(&db, &cache, &metrics);
-    let ids = SegmentAllocator::with_counters(
-        Arc::new(db.clone()),
-        crate::segments::LINK_SEQUENCE,
-        crate::model::sequence::DEFAULT_STEP,
-        DEFAULT_SEGMENT_MAX_AGE,
-        metrics.segments_fetched.clone(),
-        metrics.ids_wasted.clone(),
-    );
+    let ids = link_ids(&db, &metrics);
     let proxies = Proxies::new(
         settings.trusted_proxies.clone(),
         settings.client_ip_header.clone(),
@@ -314,14 +307,7 @@ pub fn links_only(db: Db, settings: &Settings) -> Links {
     let metrics = Metrics::default();
     let cache = RedirectCache::new(1);
     let codes = code_sequences(&db, &cache, &metrics);
-    let ids = SegmentAllocator::with_counters(
-        Arc::new(db.clone()),
-        crate::segments::LINK_SEQUENCE,
-        crate::model::sequence::DEFAULT_STEP,
-        DEFAULT_SEGMENT_MAX_AGE,
-        metrics.segments_fetched.clone(),
-        metrics.ids_wasted.clone(),
-    );
+    let ids = link_ids(&db, &metrics);
     links(
         &db,
         (ids, codes),
@@ -440,6 +426,18 @@ fn target_policy(settings: &Settings) -> TargetPolicy {
         allow_target_hosts: settings.allow_target_hosts.clone(),
         listen: settings.listen,
     }
+}
+
+/// The allocator of link ids, in segments of the database's sequence.
+fn link_ids(db: &Db, metrics: &Metrics) -> SegmentAllocator {
+    SegmentAllocator::with_counters(
+        Arc::new(db.clone()),
+        crate::segments::LINK_SEQUENCE,
+        crate::model::sequence::DEFAULT_STEP,
+        DEFAULT_SEGMENT_MAX_AGE,
+        metrics.segments_fetched.clone(),
+        metrics.ids_wasted.clone(),
+    )
 }
 
 /// Each domain's code sequence, raising the ceiling of what the cache may call
