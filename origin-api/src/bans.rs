@@ -6,8 +6,8 @@
 use crate::cache::RedirectCache;
 use crate::db::Db;
 use crate::error::AppError;
-use crate::model::history::Actor;
 use crate::model::{Ban, BanTarget};
+use crate::principal::Principal;
 use crate::store;
 use crate::store::LiftOutcome;
 use crate::views::bans::{CreateBan, MAX_REASON_CHARS};
@@ -121,7 +121,12 @@ mod tests {
     }
 }
 
-/// Bans: made, listed and lifted by admins. Each change reaches this origin's redirect at
+/// Who may ban: whoever speaks for the whole instance (an admin key, an operator, a
+/// feed); a key that is not an admin's is told so.
+const OPERATORS_ONLY: &str = "bans need an admin key (keys create --admin)";
+
+/// Bans: made, listed and lifted by operators, who are the only ones the service lets
+/// (whichever door they come through). Each change reaches this origin's redirect at
 /// once (the cache forgets its denylist) and the edge through the outbox.
 #[derive(Debug)]
 pub struct Bans {
@@ -140,13 +145,16 @@ impl Bans {
         }
     }
 
-    /// Bans what `req` names, on behalf of `created_by`.
+    /// Bans what `req` names for `who`, shown as made by `created_by` (a key's owner and
+    /// id, a user's email, a feed's name).
     pub async fn create(
         &self,
+        who: &Principal,
         req: &CreateBan,
         created_by: &str,
-        actor: Actor<'_>,
     ) -> Result<Ban, AppError> {
+        who.require_operator(OPERATORS_ONLY)?;
+        let actor = who.actor();
         let target = req.target(&self.default_domain)?;
         let ban = store::bans::insert(
             &self.db,
@@ -162,13 +170,16 @@ impl Bans {
     }
 
     /// The active bans, or all of them.
-    pub async fn list(&self, all: bool) -> Result<Vec<Ban>, AppError> {
+    pub async fn list(&self, who: &Principal, all: bool) -> Result<Vec<Ban>, AppError> {
+        who.require_operator(OPERATORS_ONLY)?;
         Ok(store::bans::list(&self.db, all).await?)
     }
 
     /// Lifts ban `id` (lifting a lifted one changes nothing).
-    pub async fn lift(&self, id: i64, actor: Actor<'_>) -> Result<(), AppError> {
-        let outcome = store::bans::lift(&self.db, id, actor, crate::model::time::now_ms()).await?;
+    pub async fn lift(&self, who: &Principal, id: i64) -> Result<(), AppError> {
+        who.require_operator(OPERATORS_ONLY)?;
+        let outcome =
+            store::bans::lift(&self.db, id, who.actor(), crate::model::time::now_ms()).await?;
         self.cache.bans_changed();
         match outcome {
             LiftOutcome::Lifted(_) | LiftOutcome::AlreadyLifted => Ok(()),

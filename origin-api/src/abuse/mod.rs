@@ -11,10 +11,10 @@ use crate::bans::Bans;
 use crate::db::Db;
 use crate::error::AppError;
 use crate::metrics::Metrics;
-use crate::model::history::Actor;
 use crate::model::link::host_suffixes;
 use crate::model::time::now_ms;
 use crate::model::Link;
+use crate::principal::Principal;
 use crate::store;
 use crate::store::feeds::FeedRow;
 use crate::views::bans::CreateBan;
@@ -320,7 +320,10 @@ impl AbuseDesk {
             },
         };
         let by = format!("feed:{feed}");
-        self.bans.create(&req, &by, Actor::Feed(feed)).await?;
+        let who = Principal::System {
+            feed: Some(feed.to_owned()),
+        };
+        self.bans.create(&who, &req, &by).await?;
         self.metrics.feed_bans.inc();
         Ok(())
     }

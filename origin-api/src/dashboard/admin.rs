@@ -10,7 +10,6 @@ use crate::accounts::{AccountError, Accounts, SignedIn};
 use crate::bans::Bans;
 use crate::domains::{update_domain, Domains};
 use crate::error::AppError;
-use crate::model::history::Actor;
 use crate::model::time::now_ms;
 use crate::model::{BanTarget, DomainAccess, DomainStatus};
 use crate::outbox::Outbox;
@@ -202,7 +201,7 @@ async fn bans_page(
     error: Option<String>,
     form: BanForm,
 ) -> Response {
-    let active = match bans.list(false).await {
+    let active = match bans.list(&signed.principal(None), false).await {
         Ok(active) => active,
         Err(e) => return failed(e),
     };
@@ -279,10 +278,7 @@ pub(super) async fn ban(
     };
     // Who banned is the user, as a key's ban names its key.
     let by = format!("user:{}", signed.user.email);
-    match bans
-        .create(&req, &by, Actor::User(&signed.user.user_id))
-        .await
-    {
+    match bans.create(&signed.principal(None), &req, &by).await {
         Ok(_) => Redirect::to("/admin/bans").into_response(),
         Err(e) if !e.status().is_server_error() => {
             let why = Some(capitalized(&e.to_string()));
@@ -305,7 +301,7 @@ pub(super) async fn lift(
     if let Some(refused) = operator(&signed) {
         return refused;
     }
-    match bans.lift(id, Actor::User(&signed.user.user_id)).await {
+    match bans.lift(&signed.principal(None), id).await {
         Ok(()) => Redirect::to("/admin/bans").into_response(),
         Err(AppError::BanNotFound) => not_found_for(&signed),
         Err(e) => failed(e),

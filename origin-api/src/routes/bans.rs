@@ -1,4 +1,4 @@
-//! `/v1/bans`: trust & safety. Admin keys only.
+//! `/v1/bans`: trust & safety. Admin keys only: the bans service says so.
 
 use super::body::ApiJson;
 use super::body::{ApiPath, ApiQuery};
@@ -13,10 +13,6 @@ use axum::Json;
 use serde::Deserialize;
 use std::sync::Arc;
 
-fn admin(caller: &Caller) -> Result<(), AppError> {
-    caller.require_admin("bans need an admin key (keys create --admin)")
-}
-
 /// `POST /v1/bans`
 #[utoipa::path(post, path = "/v1/bans", operation_id = "create_ban", tag = "bans", request_body = CreateBan,
     responses(
@@ -29,10 +25,9 @@ pub(crate) async fn create(
     caller: Caller,
     ApiJson(body): ApiJson<CreateBan>,
 ) -> Result<(StatusCode, Json<BanView>), AppError> {
-    admin(&caller)?;
     let created_by = format!("{}/{}", caller.owner_id, caller.key_id);
     let ban = state
-        .create(&body, &created_by, caller.creator().actor)
+        .create(&caller.principal(), &body, &created_by)
         .await?;
     tracing::info!(ban = ban.ban_id, by = %created_by, "ban created");
     Ok((StatusCode::CREATED, Json(ban.view())))
@@ -56,8 +51,7 @@ pub(crate) async fn list(
     caller: Caller,
     ApiQuery(q): ApiQuery<ListBans>,
 ) -> Result<Json<Vec<BanView>>, AppError> {
-    admin(&caller)?;
-    let bans = state.list(q.all).await?;
+    let bans = state.list(&caller.principal(), q.all).await?;
     Ok(Json(bans.iter().map(|b| b.view()).collect()))
 }
 
@@ -73,7 +67,6 @@ pub(crate) async fn lift(
     caller: Caller,
     ApiPath(id): ApiPath<i64>,
 ) -> Result<StatusCode, AppError> {
-    admin(&caller)?;
-    state.lift(id, caller.creator().actor).await?;
+    state.lift(&caller.principal(), id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -720,3 +720,64 @@ async fn the_report_form_cannot_be_flooded_or_forged() {
         t.cleanup().await;
     }
 }
+
+/// The bans service judges who asks, whatever the door: a key that is not an admin's is
+/// told why, a signed-in member who is no operator finds nothing, and neither bans,
+/// lists nor lifts; an admin key, the operator and a feed do.
+#[tokio::test]
+async fn the_bans_service_refuses_whoever_is_not_an_operator_whatever_the_door() {
+    use origin_api::error::AppError;
+    use origin_api::model::Role;
+    use origin_api::principal::Principal;
+    use origin_api::views::bans::CreateBan;
+    for (api, t) in apis("bans-principal").await {
+        let key = |admin| Principal::Key {
+            key_id: "k1".into(),
+            owner: "acme".into(),
+            admin,
+            domains: None,
+        };
+        let member = Principal::User {
+            user_id: "u1".into(),
+            owner: Some("acme".into()),
+            role: Some(Role::Admin),
+            operator: false,
+        };
+        let req = CreateBan {
+            kind: "host".into(),
+            domain: None,
+            code: None,
+            host: Some("evil.example".into()),
+            reason: "phishing".into(),
+        };
+        let bans = &api.state.bans;
+        let refused = bans.create(&key(false), &req, "acme/k1").await;
+        assert!(
+            matches!(refused, Err(AppError::Forbidden(_))),
+            "{refused:?}"
+        );
+        let refused = bans.create(&member, &req, "user:ana").await;
+        assert!(matches!(refused, Err(AppError::NotFound)), "{refused:?}");
+        assert!(matches!(
+            bans.list(&key(false), true).await,
+            Err(AppError::Forbidden(_))
+        ));
+        assert_eq!(api.count("bans").await, 0, "{}", t.kind());
+
+        let made = bans
+            .create(&key(true), &req, "ops/k2")
+            .await
+            .expect("an admin key bans");
+        let refused = bans.lift(&member, made.ban_id).await;
+        assert!(matches!(refused, Err(AppError::NotFound)), "{refused:?}");
+        let listed = bans
+            .list(&Principal::System { feed: None }, false)
+            .await
+            .expect("Hop itself reads them");
+        assert_eq!(listed.len(), 1);
+        bans.lift(&Principal::Operator, made.ban_id)
+            .await
+            .expect("the operator lifts it");
+        t.cleanup().await;
+    }
+}
