@@ -6,10 +6,14 @@ use crate::db::Db;
 use crate::error::AppError;
 use crate::metrics::Metrics;
 use crate::model::time::{now_ms, rfc3339};
+use crate::principal::Principal;
 use crate::ratelimit::CreateLimit;
 use crate::store;
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
+
+/// Who reads and closes reports: whoever speaks for the instance.
+const OPERATORS_ONLY: &str = "reports are for admins";
 
 /// The longest description a report keeps, in characters.
 pub const MAX_DETAILS: usize = 2_000;
@@ -215,13 +219,25 @@ impl Reports {
         Ok((domain, code))
     }
 
-    /// A page of reports, newest first, after `cursor`; resolved ones too when `all`.
+    /// A page of reports for `who` (an operator's only), newest first, after `cursor`
+    /// (a `next_cursor` this listing gave); resolved ones too when `all`. Who asks is
+    /// judged before what is asked.
     pub async fn list(
         &self,
+        who: &Principal,
         all: bool,
-        cursor: Option<i64>,
+        cursor: Option<&str>,
         limit: i64,
     ) -> Result<(Vec<ReportView>, Option<String>), AppError> {
+        who.require_operator(OPERATORS_ONLY)?;
+        let cursor = cursor
+            .map(|c| {
+                c.parse::<i64>()
+                    .ok()
+                    .filter(|n| *n > 0 && !c.starts_with(['0', '+']))
+                    .ok_or_else(|| AppError::invalid("cursor", "not a cursor this listing gave"))
+            })
+            .transpose()?;
         if !(1..=1000).contains(&limit) {
             return Err(AppError::invalid("limit", "1 to 1000"));
         }
@@ -253,7 +269,13 @@ impl Reports {
     }
 
     /// Closes report `id`, saying what was done (`banned`, `dismissed`, ...).
-    pub async fn resolve(&self, id: i64, resolution: &str) -> Result<(), AppError> {
+    pub async fn resolve(
+        &self,
+        who: &Principal,
+        id: i64,
+        resolution: &str,
+    ) -> Result<(), AppError> {
+        who.require_operator(OPERATORS_ONLY)?;
         let resolution = resolution.trim();
         if resolution.is_empty() || resolution.chars().count() > 500 {
             return Err(AppError::invalid("resolution", "1 to 500 characters"));

@@ -6,6 +6,7 @@ use crate::abuse::AbuseDesk;
 use crate::config::{FeedsCommand, ReportsCommand};
 use crate::error::AppError;
 use crate::model::time::rfc3339;
+use crate::principal::Principal;
 
 /// Runs one `feeds` command against the database.
 pub async fn feeds(desk: &AbuseDesk, command: FeedsCommand) -> Result<(), AppError> {
@@ -81,7 +82,7 @@ async fn refresh(desk: &AbuseDesk, name: &str) -> Result<(), AppError> {
 pub async fn reports(reports: &Reports, command: ReportsCommand) -> Result<(), AppError> {
     match command {
         ReportsCommand::List { all, limit } => {
-            let (items, _) = reports.list(all, None, limit).await?;
+            let (items, _) = reports.list(&Principal::Operator, all, None, limit).await?;
             for r in items {
                 println!(
                     "{}\t{}\t{}\t{}\t{} reports\towner {}\t{}\t{}",
@@ -97,7 +98,9 @@ pub async fn reports(reports: &Reports, command: ReportsCommand) -> Result<(), A
             }
         }
         ReportsCommand::Resolve { id, resolution } => {
-            reports.resolve(id, &resolution).await?;
+            reports
+                .resolve(&Principal::Operator, id, &resolution)
+                .await?;
             println!("resolved {id}");
         }
     }

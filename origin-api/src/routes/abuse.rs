@@ -146,19 +146,13 @@ pub(crate) async fn list(
     caller: Caller,
     ApiQuery(params): ApiQuery<ReportParams>,
 ) -> Result<Json<Page<ReportView>>, AppError> {
-    caller.require_admin("reports are for admins")?;
-    let cursor = params
-        .cursor
-        .as_deref()
-        .map(|c| {
-            c.parse::<i64>()
-                .ok()
-                .filter(|n| *n > 0 && !c.starts_with(['0', '+']))
-                .ok_or_else(|| AppError::invalid("cursor", "not a cursor this listing gave"))
-        })
-        .transpose()?;
     let (items, next_cursor) = reports
-        .list(params.all, cursor, params.limit.unwrap_or(100))
+        .list(
+            &caller.principal(),
+            params.all,
+            params.cursor.as_deref(),
+            params.limit.unwrap_or(100),
+        )
         .await?;
     Ok(Json(Page { items, next_cursor }))
 }
@@ -188,7 +182,8 @@ pub(crate) async fn resolve(
     ApiPath(id): ApiPath<i64>,
     ApiJson(body): ApiJson<Resolve>,
 ) -> Result<StatusCode, AppError> {
-    caller.require_admin("reports are for admins")?;
-    reports.resolve(id, &body.resolution).await?;
+    reports
+        .resolve(&caller.principal(), id, &body.resolution)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }

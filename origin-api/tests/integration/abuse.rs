@@ -781,3 +781,42 @@ async fn the_bans_service_refuses_whoever_is_not_an_operator_whatever_the_door()
         t.cleanup().await;
     }
 }
+
+/// The reports service judges who asks before what is asked, whatever the door: a key
+/// that is not an admin's is told it may not read reports even with a bad cursor, a
+/// signed-in member finds nothing, and neither closes one.
+#[tokio::test]
+async fn the_reports_service_judges_who_asks_before_what_is_asked() {
+    use origin_api::error::AppError;
+    use origin_api::model::Role;
+    use origin_api::principal::Principal;
+    for (api, t) in apis("reports-principal").await {
+        let key = api.key("acme", false).await;
+        let admin = api.key("ops", true).await;
+        let r = api
+            .call_as(&key, "GET", "/v1/admin/reports?cursor=nonsense")
+            .await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN, "{}: {}", t.kind(), r.text);
+        let r = api
+            .call_as(&admin, "GET", "/v1/admin/reports?cursor=nonsense")
+            .await;
+        assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.text);
+        let member = Principal::User {
+            user_id: "u1".into(),
+            owner: Some("acme".into()),
+            role: Some(Role::Admin),
+            operator: false,
+        };
+        let reports = &api.state.reports;
+        let refused = reports.list(&member, true, None, 10).await;
+        assert!(matches!(refused, Err(AppError::NotFound)), "{refused:?}");
+        let refused = reports.resolve(&member, 1, "dismissed").await;
+        assert!(matches!(refused, Err(AppError::NotFound)), "{refused:?}");
+        let (none, _) = reports
+            .list(&Principal::Operator, true, None, 10)
+            .await
+            .expect("the operator reads them");
+        assert!(none.is_empty());
+        t.cleanup().await;
+    }
+}
